@@ -6,34 +6,14 @@
 //! Starts the topology and prints `KEY=value` lines describing it (also written to `--env-file`).
 //! With `-- CMD`, runs CMD with those variables in its environment, then tears down and exits
 //! with CMD's status; without, waits for SIGINT/SIGTERM/SIGHUP, then tears down.
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
 use std::process::{Command, ExitCode};
 use topology::{Kind, Topology};
 
 fn usage() -> ExitCode {
     eprintln!("usage: pgdog-topology single|replicated|shards N [--env-file F] [-- CMD ARGS...]");
     ExitCode::from(2)
-}
-
-/// Blocks SIGINT/SIGTERM/SIGHUP in this thread (inherited by threads spawned later) so a
-/// dedicated thread can wait for them with sigwait.
-fn block_signals() -> libc::sigset_t {
-    // SAFETY: plain signal-mask manipulation on a zeroed, initialised set.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            libc::sigaddset(&mut set, sig);
-        }
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        set
-    }
-}
-
-fn wait_signal(set: &libc::sigset_t) -> i32 {
-    let mut sig = 0;
-    // SAFETY: set was initialised by block_signals.
-    unsafe { libc::sigwait(set, &mut sig) };
-    sig
 }
 
 fn main() -> ExitCode {
@@ -62,7 +42,15 @@ fn main() -> ExitCode {
     }
     let Some(kind) = kind else { return usage() };
 
-    let signals = block_signals();
+    // Handlers (not a blocked mask, which children would inherit): they reset to default in
+    // every program we start.
+    let mut signals = match Signals::new([SIGINT, SIGTERM, SIGHUP]) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("pgdog-topology: installing signal handlers: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let topo = match Topology::start(kind) {
         Ok(t) => t,
         Err(e) => {
@@ -84,7 +72,7 @@ fn main() -> ExitCode {
     if cmd.is_empty() {
         print!("{lines}");
         eprintln!("pgdog-topology: up; Ctrl-C stops it");
-        let sig = wait_signal(&signals);
+        let sig = signals.forever().next().unwrap_or(SIGTERM);
         eprintln!("pgdog-topology: signal {sig}, stopping");
         return ExitCode::SUCCESS;
     }
@@ -99,9 +87,10 @@ fn main() -> ExitCode {
     let pid = child.id() as i32;
     // Forward a termination request to the command; teardown follows when it exits.
     std::thread::spawn(move || {
-        let sig = wait_signal(&signals);
-        // SAFETY: signalling our own child.
-        unsafe { libc::kill(pid, sig) };
+        for sig in signals.forever() {
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(pid, sig) };
+        }
     });
     let status = child.wait();
     drop(topo);
