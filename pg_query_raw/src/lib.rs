@@ -1,2 +1,81 @@
 //! pg_query_raw: libpg_query's C parse tree converted straight into Rust, without Protobuf.
-use pg_query as _;
+//!
+//! The crates.io `pg_query` crate serialises the C tree to Protobuf bytes and decodes them again;
+//! that round trip is most of its parse time. This crate links the very same libpg_query (the one
+//! `pg_query` ships, so there is one copy in the binary) and converts the C tree directly:
+//!
+//! - [`parse`] / [`parse_protobuf`]: the full tree as `pg_query::protobuf` types, identical to
+//!   `pg_query::parse`;
+//! - [`deparse`]: a `pg_query::protobuf` tree back to SQL, building the C tree directly;
+//! - [`fingerprint`], [`normalize`], [`scan`], [`split`]: the same results as `pg_query`'s;
+//! - [`router`]: a lean view with only what query routing needs, built without the full tree.
+//!
+//! The converters are generated at build time from libpg_query's mapping tables, so they cover
+//! every node type of the grammar; an unknown node tag is an error, never a dropped subtree.
+//! Postgres errors (longjmp) are caught in C (libpg_query's own entry points or our shim) and
+//! never cross a Rust frame. Deep trees grow the stack on demand instead of overflowing it.
+
+mod bindings;
+mod context;
+mod convert;
+pub mod error;
+pub mod router;
+mod utility;
+
+pub use error::{Error, Result};
+pub use pg_query::protobuf;
+pub use utility::{fingerprint, normalize, scan, split};
+
+use bindings as c;
+use context::{c_string, cstr, take_error, Context};
+use std::ffi::c_char;
+
+/// Parses `sql` into the full `pg_query` tree (statements, plus pg_query's table, function and
+/// filter-column summaries), identical to `pg_query::parse(sql, 0)`.
+pub fn parse(sql: &str) -> Result<pg_query::ParseResult> {
+    let (tree, stderr) = parse_with_stderr(sql)?;
+    Ok(pg_query::ParseResult::new(tree, stderr))
+}
+
+/// Parses `sql` into the Protobuf-typed tree only (`pg_query::parse(sql, 0)?.protobuf`), without
+/// pg_query's summaries.
+pub fn parse_protobuf(sql: &str) -> Result<protobuf::ParseResult> {
+    parse_with_stderr(sql).map(|(tree, _)| tree)
+}
+
+fn parse_with_stderr(sql: &str) -> Result<(protobuf::ParseResult, String)> {
+    let input = c_string(sql)?;
+    let _ctx = Context::enter();
+    // SAFETY: pg_query_raw_parse catches Postgres errors itself; the tree lives in `_ctx`, which
+    // outlives the conversion; the stderr buffer and error are malloc'd and freed here.
+    unsafe {
+        let raw = c::pg_query_raw_parse(input.as_ptr(), 0);
+        let stderr = cstr(raw.stderr_buffer);
+        libc::free(raw.stderr_buffer as *mut libc::c_void);
+        if !raw.error.is_null() {
+            return Err(take_error(raw.error));
+        }
+        let tree = convert::out_parse_result(raw.tree)?;
+        Ok((tree, stderr))
+    }
+}
+
+/// Turns a tree back into SQL, identical to `pg_query::deparse(tree, Default::default())`.
+pub fn deparse(tree: &protobuf::ParseResult) -> Result<String> {
+    let _ctx = Context::enter();
+    // SAFETY: the C tree is built in `_ctx`; pgqr_deparse catches Postgres errors (PG_TRY) and
+    // returns malloc'd results that we free.
+    unsafe {
+        let list = convert::read_parse_result(tree)?;
+        let mut out: *mut c_char = std::ptr::null_mut();
+        let mut err: *mut c::PgQueryError = std::ptr::null_mut();
+        c::pgqr_deparse(list, &mut out, &mut err);
+        if !err.is_null() {
+            libc::free(out as *mut libc::c_void);
+            return Err(Error::Deparse(take_error(err).message()));
+        }
+        let sql = cstr(out);
+        libc::free(out as *mut libc::c_void);
+        Ok(sql)
+    }
+}

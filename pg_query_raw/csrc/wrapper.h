@@ -1,0 +1,8 @@
+#include "pg_query.h"
+#include "pg_query_internal.h"
+#include "nodes/parsenodes.h"
+#include "nodes/primnodes.h"
+#include "nodes/value.h"
+#include "nodes/pg_list.h"
+#include "postgres_deparse.h"
+#include "shim.h"
