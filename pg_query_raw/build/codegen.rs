@@ -53,7 +53,7 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
 }
 
-fn between<'a>(s: &'a str, open: char, close: char) -> &'a str {
+fn between(s: &str, open: char, close: char) -> &str {
     let start = s.find(open).expect("open") + 1;
     let end = s.rfind(close).expect("close");
     &s[start..end]
@@ -285,7 +285,7 @@ impl Tables {
                         c_field(&a[3])
                     ),
                     "SPECIFIC_NODE_PTR_FIELD" => format!(
-                        "if !n.{f}.is_null() {{ o.{} = Some(grow(|| out_{}(&*n.{f}))?.into()); }}",
+                        "if !n.{f}.is_null() {{ o.{} = Some(descend(|| out_{}(&*n.{f}))?.into()); }}",
                         pb_field(&a[3]),
                         a[1],
                         f = c_field(&a[5])
@@ -304,21 +304,30 @@ impl Tables {
             }
             s.push_str("    Ok(o)\n}\n\n");
         }
-        s.push_str("/// Converts one node by its tag; unknown tags are errors.\n");
-        s.push_str("#[inline(never)]\nunsafe fn out_node_by_tag(p: *const c::Node) -> Result<pb::node::Node> {\n");
-        s.push_str("    Ok(match (*p).type_ {\n");
+        // One small function per node kind keeps the dispatch frame small: a single match whose
+        // arms build the variants inline needs tens of KB of stack per nesting level.
         for cnd in &self.out_conds {
             writeln!(
                 s,
-                "        c::NodeTag_{} => pb::node::Node::{}(out_{}(&*(p as *const c::{}))?.into()),",
-                cnd.tag,
-                variant(&cnd.fldname),
+                "#[inline(never)]\nunsafe fn out_variant_{0}(p: *const c::Node) -> Result<pb::node::Node> {{\n    Ok(pb::node::Node::{1}(out_{0}(&*(p as *const c::{2}))?.into()))\n}}\n",
                 cnd.typename_c,
+                variant(&cnd.fldname),
                 cnd.cast
             )
             .unwrap();
         }
-        s.push_str("        tag => return Err(Error::UnknownNodeTag(tag as u32)),\n    })\n}\n\n");
+        s.push_str("/// Converts one node by its tag; unknown tags are errors.\n");
+        s.push_str("#[inline(never)]\nunsafe fn out_node_by_tag(p: *const c::Node) -> Result<pb::node::Node> {\n");
+        s.push_str("    match (*p).type_ {\n");
+        for cnd in &self.out_conds {
+            writeln!(
+                s,
+                "        c::NodeTag_{} => out_variant_{}(p),",
+                cnd.tag, cnd.typename_c
+            )
+            .unwrap();
+        }
+        s.push_str("        tag => Err(Error::UnknownNodeTag(tag as u32)),\n    }\n}\n\n");
         for e in &self.enums {
             writeln!(
                 s,

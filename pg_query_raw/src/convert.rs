@@ -22,11 +22,42 @@ use std::ffi::{c_char, c_void, CStr};
 include!(concat!(env!("OUT_DIR"), "/convert_out.rs"));
 include!(concat!(env!("OUT_DIR"), "/convert_read.rs"));
 
+/// Stack that must remain before descending one more level (debug builds use a few KB per level).
+pub(crate) const RED_ZONE: usize = 128 * 1024;
+/// Size of each extra stack segment.
+pub(crate) const NEW_STACK: usize = 2 * 1024 * 1024;
+
 /// Runs `f` on a stack with room for at least another few nested nodes, switching to a new
 /// heap-allocated stack segment when the current one runs low: deep trees never overflow.
 #[inline(always)]
 fn grow<R>(f: impl FnOnce() -> R) -> R {
-    stacker::maybe_grow(64 * 1024, 1024 * 1024, f)
+    stacker::maybe_grow(RED_ZONE, NEW_STACK, f)
+}
+
+/// Deepest tree converted (node levels): deeper trees are refused with an error rather than built,
+/// because merely dropping such a tree recurses that deep (Rust's drop glue is recursive) and
+/// would overflow a 2 MiB thread. libpg_query's Protobuf path has a similar cap.
+pub const MAX_DEPTH: u32 = 4_000;
+
+thread_local! {
+    static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// One level deeper into the tree: grows the stack if needed and enforces [`MAX_DEPTH`].
+#[inline(always)]
+fn descend<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let depth = DEPTH.with(|d| {
+        let v = d.get() + 1;
+        d.set(v);
+        v
+    });
+    let out = if depth > MAX_DEPTH {
+        Err(Error::TooDeep(MAX_DEPTH))
+    } else {
+        grow(f)
+    };
+    DEPTH.with(|d| d.set(d.get() - 1));
+    out
 }
 
 unsafe fn cstr_to_string(p: *const c_char) -> String {
@@ -50,7 +81,7 @@ pub(crate) unsafe fn out_node(p: *const c::Node) -> Result<pb::Node> {
     if p.is_null() {
         return Ok(pb::Node { node: None });
     }
-    let node = grow(|| out_node_by_tag(p))?;
+    let node = descend(|| out_node_by_tag(p))?;
     Ok(pb::Node { node: Some(node) })
 }
 

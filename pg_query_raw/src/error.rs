@@ -19,6 +19,9 @@ pub enum Error {
     /// A node kind libpg_query cannot convert either (int and OID lists in node positions).
     #[error("{0} nodes cannot be converted")]
     Unsupported(&'static str),
+    /// The statement nests deeper than the converter accepts.
+    #[error("statement is nested too deeply (more than {0} levels)")]
+    TooDeep(u32),
     /// The tree could not be turned back into SQL.
     #[error("deparse: {0}")]
     Deparse(String),

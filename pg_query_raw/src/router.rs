@@ -1,1 +1,945 @@
-//! The router's fast path: a lean view of a statement, built without the full tree.
+//! The router's fast path: a lean, owned view of each statement with only what query routing
+//! needs, read straight from the C tree without building the full `pg_query` tree.
+//!
+//! It keeps: the statement kind; relations with schema and alias (FROM, joins, subqueries, DML
+//! targets); WHERE, HAVING and JOIN conditions as [`Expr`] trees; `$n` parameters; the target
+//! list; ORDER BY / LIMIT / OFFSET / GROUP BY / DISTINCT; aggregates and function calls; INSERT
+//! columns and VALUES rows; UPDATE SET; RETURNING; SET / RESET; transaction control. Anything
+//! else inside an expression is kept as [`Expr::Other`] with its node name, so a consumer can tell
+//! "something I do not understand" from "nothing".
+use crate::bindings as c;
+use crate::context::{c_string, cstr, take_error, Context};
+use crate::convert::list_items;
+use crate::error::{Error, Result};
+use std::ffi::c_char;
+
+/// What kind of statement it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StatementKind {
+    Select,
+    Insert,
+    Update,
+    Delete,
+    Merge,
+    /// `COPY`: `from` is true for `COPY ... FROM`.
+    Copy {
+        from: bool,
+    },
+    Set,
+    Show,
+    Transaction(Transaction),
+    Prepare,
+    Execute,
+    Deallocate,
+    Explain,
+    /// Any other utility statement (DDL and the rest), by node name (`CreateStmt`, ...).
+    Utility(&'static str),
+}
+
+/// Transaction control.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transaction {
+    Begin,
+    Commit,
+    Rollback,
+    Savepoint(String),
+    Release(String),
+    RollbackTo(String),
+    /// PREPARE TRANSACTION 'gid'
+    Prepare(String),
+    CommitPrepared(String),
+    RollbackPrepared(String),
+}
+
+/// A table reference.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Relation {
+    pub schema: Option<String>,
+    pub name: String,
+    pub alias: Option<String>,
+}
+
+/// A constant.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Const {
+    Null,
+    Bool(bool),
+    Integer(i64),
+    /// Numeric text as written (`1.5e3`, `2147483648`).
+    Numeric(String),
+    String(String),
+    /// Bit string as Postgres keeps it (`b101`, `x1F`).
+    Bits(String),
+}
+
+/// An expression, pruned to what routing reads.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    /// `[table.]column`
+    Column {
+        table: Option<String>,
+        name: String,
+    },
+    /// `*` or `table.*`
+    Star {
+        table: Option<String>,
+    },
+    /// `$n`
+    Param(u32),
+    Const(Const),
+    /// `expr::type`; `type_name` is the last name part (`int8`, `text`, `uuid`...).
+    Cast {
+        expr: Box<Expr>,
+        type_name: String,
+    },
+    /// Binary or unary operator (`=`, `<`, `+`, `~~`...); `ANY`/`ALL` when `quantifier` is set.
+    Op {
+        op: String,
+        left: Option<Box<Expr>>,
+        right: Option<Box<Expr>>,
+        quantifier: Option<Quantifier>,
+    },
+    /// `expr [NOT] IN (list)`
+    In {
+        expr: Box<Expr>,
+        list: Vec<Expr>,
+        negated: bool,
+    },
+    /// `expr [NOT] BETWEEN [SYMMETRIC] low AND high`
+    Between {
+        expr: Box<Expr>,
+        low: Box<Expr>,
+        high: Box<Expr>,
+        negated: bool,
+        symmetric: bool,
+    },
+    And(Vec<Expr>),
+    Or(Vec<Expr>),
+    Not(Box<Expr>),
+    /// `expr IS [NOT] NULL`
+    IsNull {
+        expr: Box<Expr>,
+        negated: bool,
+    },
+    Func(Box<Func>),
+    Row(Vec<Expr>),
+    Array(Vec<Expr>),
+    /// A subquery in an expression (`IN (SELECT ...)`, `EXISTS`, scalar).
+    SubLink(Box<Statement>),
+    /// Another node kind, by name (`CaseExpr`, `CoalesceExpr`, ...).
+    Other(&'static str),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quantifier {
+    Any,
+    All,
+}
+
+/// A function or aggregate call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Func {
+    /// The last name part, lower-case as parsed (`count`, `sum`, `now`).
+    pub name: String,
+    pub schema: Option<String>,
+    pub args: Vec<Expr>,
+    /// `count(*)`
+    pub star: bool,
+    pub distinct: bool,
+    /// Has an `OVER (...)` window.
+    pub window: bool,
+    pub filter: bool,
+    pub within_group: bool,
+    /// Has `ORDER BY` inside the call.
+    pub ordered: bool,
+}
+
+/// A target list or RETURNING entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    pub expr: Expr,
+    /// `AS name` (or the column name of an UPDATE SET / INSERT column).
+    pub name: Option<String>,
+}
+
+/// An ORDER BY key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SortKey {
+    pub expr: Expr,
+    pub descending: bool,
+    /// NULLS FIRST / LAST as written; `None`: the default (last for ASC, first for DESC).
+    pub nulls_first: Option<bool>,
+    /// `USING op`
+    pub using: bool,
+}
+
+/// DISTINCT clause.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Distinct {
+    #[default]
+    None,
+    All,
+    On(Vec<Expr>),
+}
+
+/// A SET / RESET statement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetStatement {
+    /// Parameter name as parsed (lower-case unless quoted); `None` for `RESET ALL`.
+    pub name: Option<String>,
+    /// The values of `SET name = v1, v2`; empty for `SET ... TO DEFAULT` and RESET.
+    pub values: Vec<Const>,
+    pub local: bool,
+    /// `RESET name`, `RESET ALL` or `SET name TO DEFAULT`.
+    pub reset: bool,
+    /// `SET TRANSACTION ...` / `SET SESSION CHARACTERISTICS ...` and the like (`VAR_SET_MULTI`).
+    pub multi: bool,
+}
+
+/// One statement, as the router sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Statement {
+    pub kind: StatementKind,
+    /// Every relation read or written, in the order met (DML target first).
+    pub relations: Vec<Relation>,
+    pub targets: Vec<Target>,
+    pub where_clause: Option<Expr>,
+    /// JOIN ... ON conditions.
+    pub join_conditions: Vec<Expr>,
+    pub group_by: Vec<Expr>,
+    pub having: Option<Expr>,
+    pub order_by: Vec<SortKey>,
+    pub limit: Option<Expr>,
+    pub offset: Option<Expr>,
+    pub distinct: Distinct,
+    /// INSERT column list (empty: all columns in table order).
+    pub insert_columns: Vec<String>,
+    /// INSERT ... VALUES rows (empty for INSERT ... SELECT / DEFAULT VALUES).
+    pub values: Vec<Vec<Expr>>,
+    /// INSERT ... SELECT
+    pub insert_select: Option<Box<Statement>>,
+    /// UPDATE SET column = expr, as targets named by column.
+    pub update_set: Vec<Target>,
+    pub returning: Vec<Target>,
+    pub set: Option<SetStatement>,
+    /// Highest `$n` seen anywhere in the statement (0: none).
+    pub max_param: u32,
+    /// UNION / INTERSECT / EXCEPT
+    pub set_operation: bool,
+    /// WITH clause present.
+    pub with: bool,
+    /// Subqueries in FROM or in expressions.
+    pub subqueries: Vec<Statement>,
+    /// FOR UPDATE / SHARE
+    pub locking: bool,
+    /// `ON CONFLICT`
+    pub on_conflict: bool,
+    /// Text of the statement within the query string.
+    pub location: usize,
+    pub len: usize,
+}
+
+impl Statement {
+    fn new(kind: StatementKind) -> Statement {
+        Statement {
+            kind,
+            relations: Vec::new(),
+            targets: Vec::new(),
+            where_clause: None,
+            join_conditions: Vec::new(),
+            group_by: Vec::new(),
+            having: None,
+            order_by: Vec::new(),
+            limit: None,
+            offset: None,
+            distinct: Distinct::None,
+            insert_columns: Vec::new(),
+            values: Vec::new(),
+            insert_select: None,
+            update_set: Vec::new(),
+            returning: Vec::new(),
+            set: None,
+            max_param: 0,
+            set_operation: false,
+            with: false,
+            subqueries: Vec::new(),
+            locking: false,
+            on_conflict: false,
+            location: 0,
+            len: 0,
+        }
+    }
+
+    /// Every function call (aggregates and windows included) in the targets, RETURNING, HAVING
+    /// and ORDER BY, outside subqueries.
+    pub fn functions(&self) -> Vec<&Func> {
+        let mut out = Vec::new();
+        for t in self.targets.iter().chain(&self.returning) {
+            t.expr.functions(&mut out);
+        }
+        if let Some(h) = &self.having {
+            h.functions(&mut out);
+        }
+        for k in &self.order_by {
+            k.expr.functions(&mut out);
+        }
+        out
+    }
+}
+
+impl Expr {
+    /// Every function call in this expression (outside subqueries).
+    pub fn functions<'a>(&'a self, out: &mut Vec<&'a Func>) {
+        match self {
+            Expr::Func(f) => {
+                out.push(f);
+                f.args.iter().for_each(|a| a.functions(out));
+            }
+            Expr::Cast { expr, .. } | Expr::Not(expr) | Expr::IsNull { expr, .. } => {
+                expr.functions(out)
+            }
+            Expr::Op { left, right, .. } => {
+                left.iter()
+                    .chain(right.iter())
+                    .for_each(|e| e.functions(out));
+            }
+            Expr::In { expr, list, .. } => {
+                expr.functions(out);
+                list.iter().for_each(|e| e.functions(out));
+            }
+            Expr::Between {
+                expr, low, high, ..
+            } => {
+                for e in [expr, low, high] {
+                    e.functions(out);
+                }
+            }
+            Expr::And(v) | Expr::Or(v) | Expr::Row(v) | Expr::Array(v) => {
+                v.iter().for_each(|e| e.functions(out))
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Parses `sql` and returns the router's view of each statement.
+pub fn parse(sql: &str) -> Result<Vec<Statement>> {
+    let input = c_string(sql)?;
+    let _ctx = Context::enter();
+    // SAFETY: pg_query_raw_parse catches Postgres errors; the tree lives in `_ctx` while we read
+    // it, and everything read is copied into owned Rust values.
+    unsafe {
+        let raw = c::pg_query_raw_parse(input.as_ptr(), 0);
+        libc::free(raw.stderr_buffer as *mut libc::c_void);
+        if !raw.error.is_null() {
+            return Err(take_error(raw.error));
+        }
+        let mut out = Vec::with_capacity(1);
+        for cell in list_items(raw.tree) {
+            let raw_stmt = &*(cell.ptr_value as *const c::RawStmt);
+            let mut stmt = Reader::default().statement(raw_stmt.stmt)?;
+            stmt.location = raw_stmt.stmt_location.max(0) as usize;
+            stmt.len = if raw_stmt.stmt_len == 0 {
+                sql.len() - stmt.location
+            } else {
+                raw_stmt.stmt_len as usize
+            };
+            out.push(stmt);
+        }
+        Ok(out)
+    }
+}
+
+#[derive(Default)]
+struct Reader {
+    max_param: u32,
+    depth: u32,
+}
+
+unsafe fn s(p: *const c_char) -> Option<String> {
+    if p.is_null() {
+        None
+    } else {
+        Some(cstr(p))
+    }
+}
+
+unsafe fn tag(p: *const c::Node) -> c::NodeTag {
+    (*p).type_
+}
+
+unsafe fn cast<'a, T>(p: *const c::Node) -> &'a T {
+    &*(p as *const T)
+}
+
+/// The `sval` of a String node list element.
+unsafe fn str_node(p: *const c::Node) -> Option<String> {
+    if !p.is_null() && tag(p) == c::NodeTag_T_String {
+        s(cast::<c::String>(p).sval)
+    } else {
+        None
+    }
+}
+
+unsafe fn node_name(p: *const c::Node) -> &'static str {
+    // Names of node kinds a router meets; the rest are reported by number-free name "Node".
+    match tag(p) {
+        c::NodeTag_T_CaseExpr => "CaseExpr",
+        c::NodeTag_T_CoalesceExpr => "CoalesceExpr",
+        c::NodeTag_T_MinMaxExpr => "MinMaxExpr",
+        c::NodeTag_T_SQLValueFunction => "SQLValueFunction",
+        c::NodeTag_T_A_Indirection => "A_Indirection",
+        c::NodeTag_T_CollateClause => "CollateClause",
+        c::NodeTag_T_BooleanTest => "BooleanTest",
+        c::NodeTag_T_GroupingFunc => "GroupingFunc",
+        c::NodeTag_T_GroupingSet => "GroupingSet",
+        c::NodeTag_T_SetToDefault => "SetToDefault",
+        c::NodeTag_T_MultiAssignRef => "MultiAssignRef",
+        c::NodeTag_T_XmlExpr => "XmlExpr",
+        c::NodeTag_T_JsonFuncExpr => "JsonFuncExpr",
+        c::NodeTag_T_JsonObjectConstructor => "JsonObjectConstructor",
+        c::NodeTag_T_JsonArrayConstructor => "JsonArrayConstructor",
+        c::NodeTag_T_JsonIsPredicate => "JsonIsPredicate",
+        _ => "Node",
+    }
+}
+
+impl Reader {
+    unsafe fn statement(&mut self, p: *const c::Node) -> Result<Statement> {
+        self.descend(|r| r.statement_inner(p))
+    }
+
+    unsafe fn statement_inner(&mut self, p: *const c::Node) -> Result<Statement> {
+        if p.is_null() {
+            return Ok(Statement::new(StatementKind::Utility("Empty")));
+        }
+        let mut st = match tag(p) {
+            c::NodeTag_T_SelectStmt => self.select(cast(p))?,
+            c::NodeTag_T_InsertStmt => self.insert(cast(p))?,
+            c::NodeTag_T_UpdateStmt => self.update(cast(p))?,
+            c::NodeTag_T_DeleteStmt => self.delete(cast(p))?,
+            c::NodeTag_T_MergeStmt => {
+                let m: &c::MergeStmt = cast(p);
+                let mut st = Statement::new(StatementKind::Merge);
+                self.range_var(m.relation, &mut st);
+                self.read_from_item(m.sourceRelation, &mut st)?;
+                st.join_conditions.push(self.expr(m.joinCondition)?);
+                st.with = !m.withClause.is_null();
+                st
+            }
+            c::NodeTag_T_CopyStmt => {
+                let cp: &c::CopyStmt = cast(p);
+                let mut st = Statement::new(StatementKind::Copy { from: cp.is_from });
+                self.range_var(cp.relation, &mut st);
+                for col in list_items(cp.attlist) {
+                    st.insert_columns
+                        .extend(str_node(col.ptr_value as *const c::Node));
+                }
+                if !cp.query.is_null() {
+                    st.subqueries.push(self.statement(cp.query)?);
+                }
+                if !cp.whereClause.is_null() {
+                    st.where_clause = Some(self.expr(cp.whereClause)?);
+                }
+                st
+            }
+            c::NodeTag_T_VariableSetStmt => {
+                let v: &c::VariableSetStmt = cast(p);
+                let mut st = Statement::new(StatementKind::Set);
+                st.set = Some(self.set(v)?);
+                st
+            }
+            c::NodeTag_T_VariableShowStmt => Statement::new(StatementKind::Show),
+            c::NodeTag_T_TransactionStmt => {
+                let t: &c::TransactionStmt = cast(p);
+                let name = || s(t.savepoint_name).unwrap_or_default();
+                let gid = || s(t.gid).unwrap_or_default();
+                let kind = match t.kind {
+                    c::TransactionStmtKind_TRANS_STMT_BEGIN
+                    | c::TransactionStmtKind_TRANS_STMT_START => Transaction::Begin,
+                    c::TransactionStmtKind_TRANS_STMT_COMMIT => Transaction::Commit,
+                    c::TransactionStmtKind_TRANS_STMT_ROLLBACK => Transaction::Rollback,
+                    c::TransactionStmtKind_TRANS_STMT_SAVEPOINT => Transaction::Savepoint(name()),
+                    c::TransactionStmtKind_TRANS_STMT_RELEASE => Transaction::Release(name()),
+                    c::TransactionStmtKind_TRANS_STMT_ROLLBACK_TO => {
+                        Transaction::RollbackTo(name())
+                    }
+                    c::TransactionStmtKind_TRANS_STMT_PREPARE => Transaction::Prepare(gid()),
+                    c::TransactionStmtKind_TRANS_STMT_COMMIT_PREPARED => {
+                        Transaction::CommitPrepared(gid())
+                    }
+                    c::TransactionStmtKind_TRANS_STMT_ROLLBACK_PREPARED => {
+                        Transaction::RollbackPrepared(gid())
+                    }
+                    other => return Err(Error::UnknownEnum("TransactionStmtKind", other as i64)),
+                };
+                Statement::new(StatementKind::Transaction(kind))
+            }
+            c::NodeTag_T_PrepareStmt => {
+                let pr: &c::PrepareStmt = cast(p);
+                let mut st = Statement::new(StatementKind::Prepare);
+                st.subqueries.push(self.statement(pr.query)?);
+                st
+            }
+            c::NodeTag_T_ExecuteStmt => Statement::new(StatementKind::Execute),
+            c::NodeTag_T_DeallocateStmt => Statement::new(StatementKind::Deallocate),
+            c::NodeTag_T_ExplainStmt => {
+                let ex: &c::ExplainStmt = cast(p);
+                let mut st = Statement::new(StatementKind::Explain);
+                st.subqueries.push(self.statement(ex.query)?);
+                st
+            }
+            _ => Statement::new(StatementKind::Utility(utility_name(p))),
+        };
+        st.max_param = self.max_param;
+        Ok(st)
+    }
+
+    unsafe fn set(&mut self, v: &c::VariableSetStmt) -> Result<SetStatement> {
+        let mut values = Vec::new();
+        for a in list_items(v.args) {
+            let e = self.expr(a.ptr_value as *const c::Node)?;
+            match e {
+                Expr::Const(k) => values.push(k),
+                Expr::Cast { expr, .. } => {
+                    if let Expr::Const(k) = *expr {
+                        values.push(k)
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(SetStatement {
+            name: s(v.name),
+            values,
+            local: v.is_local,
+            reset: matches!(
+                v.kind,
+                c::VariableSetKind_VAR_RESET
+                    | c::VariableSetKind_VAR_RESET_ALL
+                    | c::VariableSetKind_VAR_SET_DEFAULT
+            ),
+            multi: v.kind == c::VariableSetKind_VAR_SET_MULTI,
+        })
+    }
+
+    unsafe fn select(&mut self, sel: &c::SelectStmt) -> Result<Statement> {
+        let mut st = Statement::new(StatementKind::Select);
+        st.with = !sel.withClause.is_null();
+        if st.with {
+            for cte in list_items((*sel.withClause).ctes) {
+                let cte: &c::CommonTableExpr = cast(cte.ptr_value as *const c::Node);
+                st.subqueries.push(self.statement(cte.ctequery)?);
+            }
+        }
+        if sel.op != c::SetOperation_SETOP_NONE {
+            st.set_operation = true;
+            st.subqueries
+                .push(self.statement(sel.larg as *const c::Node)?);
+            st.subqueries
+                .push(self.statement(sel.rarg as *const c::Node)?);
+        }
+        for row in list_items(sel.valuesLists) {
+            st.values.push(self.exprs(row.ptr_value as *const c::List)?);
+        }
+        st.targets = self.targets(sel.targetList)?;
+        for item in list_items(sel.fromClause) {
+            self.read_from_item(item.ptr_value as *const c::Node, &mut st)?;
+        }
+        if !sel.whereClause.is_null() {
+            st.where_clause = Some(self.expr(sel.whereClause)?);
+        }
+        st.group_by = self.exprs(sel.groupClause)?;
+        if !sel.havingClause.is_null() {
+            st.having = Some(self.expr(sel.havingClause)?);
+        }
+        for sb in list_items(sel.sortClause) {
+            let sb: &c::SortBy = cast(sb.ptr_value as *const c::Node);
+            st.order_by.push(SortKey {
+                expr: self.expr(sb.node)?,
+                descending: sb.sortby_dir == c::SortByDir_SORTBY_DESC,
+                nulls_first: match sb.sortby_nulls {
+                    c::SortByNulls_SORTBY_NULLS_FIRST => Some(true),
+                    c::SortByNulls_SORTBY_NULLS_LAST => Some(false),
+                    _ => None,
+                },
+                using: sb.sortby_dir == c::SortByDir_SORTBY_USING,
+            });
+        }
+        if !sel.limitCount.is_null() {
+            st.limit = Some(self.expr(sel.limitCount)?);
+        }
+        if !sel.limitOffset.is_null() {
+            st.offset = Some(self.expr(sel.limitOffset)?);
+        }
+        let distinct = list_items(sel.distinctClause);
+        if !sel.distinctClause.is_null() {
+            // `DISTINCT` is a list holding one NULL; `DISTINCT ON (a, b)` lists the expressions.
+            st.distinct = if distinct.len() == 1 && distinct[0].ptr_value.is_null() {
+                Distinct::All
+            } else {
+                Distinct::On(self.exprs(sel.distinctClause)?)
+            };
+        }
+        st.locking = !sel.lockingClause.is_null();
+        Ok(st)
+    }
+
+    unsafe fn insert(&mut self, ins: &c::InsertStmt) -> Result<Statement> {
+        let mut st = Statement::new(StatementKind::Insert);
+        self.range_var(ins.relation, &mut st);
+        for col in list_items(ins.cols) {
+            let rt: &c::ResTarget = cast(col.ptr_value as *const c::Node);
+            st.insert_columns.push(s(rt.name).unwrap_or_default());
+        }
+        if !ins.selectStmt.is_null() {
+            let sel: &c::SelectStmt = cast(ins.selectStmt);
+            if !sel.valuesLists.is_null() && sel.op == c::SetOperation_SETOP_NONE {
+                for row in list_items(sel.valuesLists) {
+                    st.values.push(self.exprs(row.ptr_value as *const c::List)?);
+                }
+            } else {
+                st.insert_select = Some(Box::new(self.select(sel)?));
+            }
+        }
+        st.on_conflict = !ins.onConflictClause.is_null();
+        st.with = !ins.withClause.is_null();
+        st.returning = self.returning(ins.returningClause)?;
+        Ok(st)
+    }
+
+    unsafe fn update(&mut self, up: &c::UpdateStmt) -> Result<Statement> {
+        let mut st = Statement::new(StatementKind::Update);
+        self.range_var(up.relation, &mut st);
+        st.update_set = self.targets(up.targetList)?;
+        for item in list_items(up.fromClause) {
+            self.read_from_item(item.ptr_value as *const c::Node, &mut st)?;
+        }
+        if !up.whereClause.is_null() {
+            st.where_clause = Some(self.expr(up.whereClause)?);
+        }
+        st.with = !up.withClause.is_null();
+        st.returning = self.returning(up.returningClause)?;
+        Ok(st)
+    }
+
+    unsafe fn delete(&mut self, del: &c::DeleteStmt) -> Result<Statement> {
+        let mut st = Statement::new(StatementKind::Delete);
+        self.range_var(del.relation, &mut st);
+        for item in list_items(del.usingClause) {
+            self.read_from_item(item.ptr_value as *const c::Node, &mut st)?;
+        }
+        if !del.whereClause.is_null() {
+            st.where_clause = Some(self.expr(del.whereClause)?);
+        }
+        st.with = !del.withClause.is_null();
+        st.returning = self.returning(del.returningClause)?;
+        Ok(st)
+    }
+
+    unsafe fn returning(&mut self, r: *const c::ReturningClause) -> Result<Vec<Target>> {
+        if r.is_null() {
+            Ok(Vec::new())
+        } else {
+            self.targets((*r).exprs)
+        }
+    }
+
+    unsafe fn range_var(&mut self, rv: *const c::RangeVar, st: &mut Statement) {
+        if rv.is_null() {
+            return;
+        }
+        let rv = &*rv;
+        st.relations.push(Relation {
+            schema: s(rv.schemaname),
+            name: s(rv.relname).unwrap_or_default(),
+            alias: if rv.alias.is_null() {
+                None
+            } else {
+                s((*rv.alias).aliasname)
+            },
+        });
+    }
+
+    unsafe fn read_from_item(&mut self, p: *const c::Node, st: &mut Statement) -> Result<()> {
+        if p.is_null() {
+            return Ok(());
+        }
+        match tag(p) {
+            c::NodeTag_T_RangeVar => self.range_var(p as *const c::RangeVar, st),
+            c::NodeTag_T_JoinExpr => {
+                let j: &c::JoinExpr = cast(p);
+                self.read_from_item(j.larg, st)?;
+                self.read_from_item(j.rarg, st)?;
+                if !j.quals.is_null() {
+                    st.join_conditions.push(self.expr(j.quals)?);
+                }
+            }
+            c::NodeTag_T_RangeSubselect => {
+                let rs: &c::RangeSubselect = cast(p);
+                st.subqueries.push(self.statement(rs.subquery)?);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    unsafe fn targets(&mut self, l: *const c::List) -> Result<Vec<Target>> {
+        let mut out = Vec::with_capacity(list_items(l).len());
+        for cell in list_items(l) {
+            let rt: &c::ResTarget = cast(cell.ptr_value as *const c::Node);
+            out.push(Target {
+                expr: self.expr(rt.val)?,
+                name: s(rt.name),
+            });
+        }
+        Ok(out)
+    }
+
+    unsafe fn exprs(&mut self, l: *const c::List) -> Result<Vec<Expr>> {
+        let mut out = Vec::with_capacity(list_items(l).len());
+        for cell in list_items(l) {
+            out.push(self.expr(cell.ptr_value as *const c::Node)?);
+        }
+        Ok(out)
+    }
+
+    unsafe fn boxed(&mut self, p: *const c::Node) -> Result<Box<Expr>> {
+        self.expr(p).map(Box::new)
+    }
+
+    unsafe fn expr(&mut self, p: *const c::Node) -> Result<Expr> {
+        self.descend(|r| r.expr_inner(p))
+    }
+
+    /// One level deeper: grows the stack when needed and refuses trees deeper than
+    /// [`crate::convert::MAX_DEPTH`] (dropping them would overflow the stack).
+    fn descend<T>(&mut self, f: impl FnOnce(&mut Reader) -> Result<T>) -> Result<T> {
+        self.depth += 1;
+        let out = if self.depth > crate::convert::MAX_DEPTH {
+            Err(Error::TooDeep(crate::convert::MAX_DEPTH))
+        } else {
+            stacker::maybe_grow(crate::convert::RED_ZONE, crate::convert::NEW_STACK, || {
+                f(self)
+            })
+        };
+        self.depth -= 1;
+        out
+    }
+
+    unsafe fn expr_inner(&mut self, p: *const c::Node) -> Result<Expr> {
+        if p.is_null() {
+            return Ok(Expr::Const(Const::Null));
+        }
+        Ok(match tag(p) {
+            c::NodeTag_T_ColumnRef => {
+                let cr: &c::ColumnRef = cast(p);
+                let fields = list_items(cr.fields);
+                let last = fields.last().map(|f| f.ptr_value as *const c::Node);
+                let table = if fields.len() >= 2 {
+                    str_node(fields[fields.len() - 2].ptr_value as *const c::Node)
+                } else {
+                    None
+                };
+                match last {
+                    Some(l) if tag(l) == c::NodeTag_T_A_Star => Expr::Star { table },
+                    Some(l) => Expr::Column {
+                        table,
+                        name: str_node(l).unwrap_or_default(),
+                    },
+                    None => Expr::Other("ColumnRef"),
+                }
+            }
+            c::NodeTag_T_ParamRef => {
+                let n = cast::<c::ParamRef>(p).number.max(0) as u32;
+                self.max_param = self.max_param.max(n);
+                Expr::Param(n)
+            }
+            c::NodeTag_T_A_Const => Expr::Const(a_const(cast(p))),
+            c::NodeTag_T_TypeCast => {
+                let tc: &c::TypeCast = cast(p);
+                let type_name = if tc.typeName.is_null() {
+                    String::new()
+                } else {
+                    list_items((*tc.typeName).names)
+                        .last()
+                        .and_then(|n| str_node(n.ptr_value as *const c::Node))
+                        .unwrap_or_default()
+                };
+                Expr::Cast {
+                    expr: self.boxed(tc.arg)?,
+                    type_name,
+                }
+            }
+            c::NodeTag_T_A_Expr => self.a_expr(cast(p))?,
+            c::NodeTag_T_BoolExpr => {
+                let b: &c::BoolExpr = cast(p);
+                let args = self.exprs(b.args)?;
+                match b.boolop {
+                    c::BoolExprType_AND_EXPR => Expr::And(args),
+                    c::BoolExprType_OR_EXPR => Expr::Or(args),
+                    _ => Expr::Not(Box::new(
+                        args.into_iter().next().unwrap_or(Expr::Const(Const::Null)),
+                    )),
+                }
+            }
+            c::NodeTag_T_NullTest => {
+                let n: &c::NullTest = cast(p);
+                Expr::IsNull {
+                    expr: self.boxed(n.arg as *const c::Node)?,
+                    negated: n.nulltesttype == c::NullTestType_IS_NOT_NULL,
+                }
+            }
+            c::NodeTag_T_FuncCall => {
+                let f: &c::FuncCall = cast(p);
+                let names = list_items(f.funcname);
+                let name = names
+                    .last()
+                    .and_then(|n| str_node(n.ptr_value as *const c::Node))
+                    .unwrap_or_default();
+                let schema = if names.len() >= 2 {
+                    str_node(names[names.len() - 2].ptr_value as *const c::Node)
+                } else {
+                    None
+                };
+                Expr::Func(Box::new(Func {
+                    name,
+                    schema,
+                    args: self.exprs(f.args)?,
+                    star: f.agg_star,
+                    distinct: f.agg_distinct,
+                    window: !f.over.is_null(),
+                    filter: !f.agg_filter.is_null(),
+                    within_group: f.agg_within_group,
+                    ordered: !f.agg_order.is_null(),
+                }))
+            }
+            c::NodeTag_T_RowExpr => Expr::Row(self.exprs(cast::<c::RowExpr>(p).args)?),
+            c::NodeTag_T_A_ArrayExpr => {
+                Expr::Array(self.exprs(cast::<c::A_ArrayExpr>(p).elements)?)
+            }
+            c::NodeTag_T_List => Expr::Row(self.exprs(p as *const c::List)?),
+            c::NodeTag_T_SubLink => {
+                let sl: &c::SubLink = cast(p);
+                let mut sub = Reader {
+                    max_param: 0,
+                    depth: self.depth,
+                };
+                let st = sub.statement(sl.subselect)?;
+                self.max_param = self.max_param.max(sub.max_param);
+                Expr::SubLink(Box::new(st))
+            }
+            _ => Expr::Other(node_name(p)),
+        })
+    }
+
+    unsafe fn a_expr(&mut self, a: &c::A_Expr) -> Result<Expr> {
+        let op = || {
+            list_items(a.name)
+                .last()
+                .and_then(|n| str_node(n.ptr_value as *const c::Node))
+                .unwrap_or_default()
+        };
+        let side = |r: &mut Reader, p: *const c::Node| -> Result<Option<Box<Expr>>> {
+            if p.is_null() {
+                Ok(None)
+            } else {
+                r.boxed(p).map(Some)
+            }
+        };
+        Ok(match a.kind {
+            c::A_Expr_Kind_AEXPR_IN => {
+                let list = if !a.rexpr.is_null() && tag(a.rexpr) == c::NodeTag_T_List {
+                    self.exprs(a.rexpr as *const c::List)?
+                } else {
+                    vec![self.expr(a.rexpr)?]
+                };
+                Expr::In {
+                    expr: self.boxed(a.lexpr)?,
+                    list,
+                    negated: op() == "<>",
+                }
+            }
+            k @ (c::A_Expr_Kind_AEXPR_BETWEEN
+            | c::A_Expr_Kind_AEXPR_NOT_BETWEEN
+            | c::A_Expr_Kind_AEXPR_BETWEEN_SYM
+            | c::A_Expr_Kind_AEXPR_NOT_BETWEEN_SYM) => {
+                let bounds = self.exprs(a.rexpr as *const c::List)?;
+                let mut it = bounds.into_iter();
+                let low = it.next().unwrap_or(Expr::Const(Const::Null));
+                let high = it.next().unwrap_or(Expr::Const(Const::Null));
+                Expr::Between {
+                    expr: self.boxed(a.lexpr)?,
+                    low: Box::new(low),
+                    high: Box::new(high),
+                    negated: matches!(
+                        k,
+                        c::A_Expr_Kind_AEXPR_NOT_BETWEEN | c::A_Expr_Kind_AEXPR_NOT_BETWEEN_SYM
+                    ),
+                    symmetric: matches!(
+                        k,
+                        c::A_Expr_Kind_AEXPR_BETWEEN_SYM | c::A_Expr_Kind_AEXPR_NOT_BETWEEN_SYM
+                    ),
+                }
+            }
+            k => {
+                let quantifier = match k {
+                    c::A_Expr_Kind_AEXPR_OP_ANY => Some(Quantifier::Any),
+                    c::A_Expr_Kind_AEXPR_OP_ALL => Some(Quantifier::All),
+                    _ => None,
+                };
+                let op = match k {
+                    c::A_Expr_Kind_AEXPR_DISTINCT => "IS DISTINCT FROM".to_string(),
+                    c::A_Expr_Kind_AEXPR_NOT_DISTINCT => "IS NOT DISTINCT FROM".to_string(),
+                    c::A_Expr_Kind_AEXPR_NULLIF => "NULLIF".to_string(),
+                    _ => op(),
+                };
+                Expr::Op {
+                    op,
+                    left: side(self, a.lexpr)?,
+                    right: side(self, a.rexpr)?,
+                    quantifier,
+                }
+            }
+        })
+    }
+}
+
+unsafe fn a_const(k: &c::A_Const) -> Const {
+    if k.isnull {
+        return Const::Null;
+    }
+    match k.val.node.type_ {
+        c::NodeTag_T_Integer => Const::Integer(k.val.ival.ival as i64),
+        c::NodeTag_T_Float => Const::Numeric(cstr(k.val.fval.fval)),
+        c::NodeTag_T_Boolean => Const::Bool(k.val.boolval.boolval),
+        c::NodeTag_T_String => Const::String(cstr(k.val.sval.sval)),
+        c::NodeTag_T_BitString => Const::Bits(cstr(k.val.bsval.bsval)),
+        _ => Const::Null,
+    }
+}
+
+unsafe fn utility_name(p: *const c::Node) -> &'static str {
+    match tag(p) {
+        c::NodeTag_T_CreateStmt => "CreateStmt",
+        c::NodeTag_T_AlterTableStmt => "AlterTableStmt",
+        c::NodeTag_T_DropStmt => "DropStmt",
+        c::NodeTag_T_IndexStmt => "IndexStmt",
+        c::NodeTag_T_TruncateStmt => "TruncateStmt",
+        c::NodeTag_T_ViewStmt => "ViewStmt",
+        c::NodeTag_T_CreateSeqStmt => "CreateSeqStmt",
+        c::NodeTag_T_ListenStmt => "ListenStmt",
+        c::NodeTag_T_NotifyStmt => "NotifyStmt",
+        c::NodeTag_T_UnlistenStmt => "UnlistenStmt",
+        c::NodeTag_T_DiscardStmt => "DiscardStmt",
+        c::NodeTag_T_LockStmt => "LockStmt",
+        c::NodeTag_T_DeclareCursorStmt => "DeclareCursorStmt",
+        c::NodeTag_T_FetchStmt => "FetchStmt",
+        c::NodeTag_T_ClosePortalStmt => "ClosePortalStmt",
+        c::NodeTag_T_VacuumStmt => "VacuumStmt",
+        c::NodeTag_T_DoStmt => "DoStmt",
+        c::NodeTag_T_CallStmt => "CallStmt",
+        c::NodeTag_T_CreateTableAsStmt => "CreateTableAsStmt",
+        _ => "Utility",
+    }
+}

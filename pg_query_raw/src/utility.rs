@@ -1,7 +1,7 @@
 //! Fingerprint, normalize, scan and split: thin wrappers over libpg_query's C entry points (the
 //! same ones `pg_query` calls), returning the same values without any Protobuf decoding.
 use crate::bindings as c;
-use crate::context::{c_string, cstr, take_error};
+use crate::context::{c_string, cstr};
 use crate::error::{Error, Result};
 use pg_query::protobuf;
 
@@ -107,9 +107,4 @@ unsafe fn copy_error(err: *const c::PgQueryError) -> Error {
         message: cstr((*err).message),
         cursorpos: (*err).cursorpos,
     }
-}
-
-#[allow(dead_code)]
-unsafe fn unused(err: *mut c::PgQueryError) -> Error {
-    take_error(err)
 }
