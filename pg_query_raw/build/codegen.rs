@@ -280,7 +280,7 @@ impl Tables {
                         c_field(&a[3])
                     ),
                     "NODE_PTR_FIELD" => format!(
-                        "o.{} = out_node_opt(n.{} as *const c::Node)?.map(Into::into);",
+                        "o.{} = out_node_boxed(n.{} as *const c::Node)?;",
                         pb_field(&a[1]),
                         c_field(&a[3])
                     ),
@@ -309,7 +309,7 @@ impl Tables {
         for cnd in &self.out_conds {
             writeln!(
                 s,
-                "#[inline(never)]\nunsafe fn out_variant_{0}(p: *const c::Node) -> Result<pb::node::Node> {{\n    Ok(pb::node::Node::{1}(out_{0}(&*(p as *const c::{2}))?.into()))\n}}\n",
+                "#[inline(never)]\nunsafe fn out_variant_{0}(p: *const c::Node, dst: &mut Option<pb::node::Node>) -> Result<()> {{\n    *dst = Some(pb::node::Node::{1}(out_{0}(&*(p as *const c::{2}))?.into()));\n    Ok(())\n}}\n",
                 cnd.typename_c,
                 variant(&cnd.fldname),
                 cnd.cast
@@ -317,12 +317,12 @@ impl Tables {
             .unwrap();
         }
         s.push_str("/// Converts one node by its tag; unknown tags are errors.\n");
-        s.push_str("#[inline(never)]\nunsafe fn out_node_by_tag(p: *const c::Node) -> Result<pb::node::Node> {\n");
+        s.push_str("#[inline(never)]\nunsafe fn out_node_by_tag(p: *const c::Node, dst: &mut Option<pb::node::Node>) -> Result<()> {\n");
         s.push_str("    match (*p).type_ {\n");
         for cnd in &self.out_conds {
             writeln!(
                 s,
-                "        c::NodeTag_{} => out_variant_{}(p),",
+                "        c::NodeTag_{} => out_variant_{}(p, dst),",
                 cnd.tag, cnd.typename_c
             )
             .unwrap();

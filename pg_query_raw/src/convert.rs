@@ -76,21 +76,27 @@ fn char_to_string(ch: c_char) -> String {
     }
 }
 
-/// Converts one node; NULL becomes an empty `Node` (meaningful in lists: `DISTINCT` is `(NULL)`).
-pub(crate) unsafe fn out_node(p: *const c::Node) -> Result<pb::Node> {
+/// Converts one node into `dst` in place (a `pb::Node` is ~600 bytes: returning it by value
+/// through every level costs more than the conversion). NULL leaves `dst` empty, which is
+/// meaningful in lists: `DISTINCT` is `(NULL)`.
+pub(crate) unsafe fn out_node_into(
+    p: *const c::Node,
+    dst: &mut Option<pb::node::Node>,
+) -> Result<()> {
     if p.is_null() {
-        return Ok(pb::Node { node: None });
+        return Ok(());
     }
-    let node = descend(|| out_node_by_tag(p))?;
-    Ok(pb::Node { node: Some(node) })
+    descend(|| out_node_by_tag(p, dst))
 }
 
-unsafe fn out_node_opt(p: *const c::Node) -> Result<Option<pb::Node>> {
+/// A node field (`Option<Box<Node>>`), built directly in its box.
+unsafe fn out_node_boxed(p: *const c::Node) -> Result<Option<Box<pb::Node>>> {
     if p.is_null() {
-        Ok(None)
-    } else {
-        out_node(p).map(Some)
+        return Ok(None);
     }
+    let mut node = Box::new(pb::Node { node: None });
+    out_node_into(p, &mut node.node)?;
+    Ok(Some(node))
 }
 
 /// The elements of a pointer list (NULL is the empty list).
@@ -103,10 +109,13 @@ pub(crate) unsafe fn list_items<'a>(l: *const c::List) -> &'a [c::ListCell] {
 }
 
 unsafe fn out_list(l: *const c::List) -> Result<Vec<pb::Node>> {
-    list_items(l)
-        .iter()
-        .map(|cell| out_node(cell.ptr_value as *const c::Node))
-        .collect()
+    let items = list_items(l);
+    let mut out: Vec<pb::Node> = Vec::with_capacity(items.len());
+    out.resize_with(items.len(), Default::default);
+    for (cell, dst) in items.iter().zip(out.iter_mut()) {
+        out_node_into(cell.ptr_value as *const c::Node, &mut dst.node)?;
+    }
+    Ok(out)
 }
 
 unsafe fn out_bitmapset(b: *const c::Bitmapset) -> Vec<u64> {

@@ -60,8 +60,64 @@ fn parse_with_stderr(sql: &str) -> Result<(protobuf::ParseResult, String)> {
     }
 }
 
+/// Refuses trees libpg_query's deparser cannot print: it would abort on an assertion (debug
+/// builds) or print wrong SQL (release builds). Today: `GRANT`/`REVOKE` on object kinds its
+/// deparser has no case for (`ON PARAMETER`, ...).
+fn check_deparsable(tree: &protobuf::ParseResult) -> Result<()> {
+    use protobuf::{node::Node, GrantTargetType, ObjectType};
+    const SUPPORTED: &[ObjectType] = &[
+        ObjectType::ObjectTable,
+        ObjectType::ObjectSequence,
+        ObjectType::ObjectFdw,
+        ObjectType::ObjectForeignServer,
+        ObjectType::ObjectFunction,
+        ObjectType::ObjectProcedure,
+        ObjectType::ObjectRoutine,
+        ObjectType::ObjectDatabase,
+        ObjectType::ObjectDomain,
+        ObjectType::ObjectLanguage,
+        ObjectType::ObjectLargeobject,
+        ObjectType::ObjectSchema,
+        ObjectType::ObjectTablespace,
+        ObjectType::ObjectType,
+    ];
+    for stmt in &tree.stmts {
+        if let Some(Node::GrantStmt(g)) = stmt.stmt.as_ref().and_then(|n| n.node.as_ref()) {
+            if g.targtype == GrantTargetType::AclTargetObject as i32
+                && !SUPPORTED.iter().any(|t| *t as i32 == g.objtype)
+            {
+                let kind = ObjectType::try_from(g.objtype)
+                    .map(|t| t.as_str_name())
+                    .unwrap_or("UNKNOWN");
+                return Err(Error::Deparse(format!(
+                    "GRANT/REVOKE on {kind} cannot be deparsed"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs only the C raw parser (no conversion) and returns the number of statements: the floor
+/// any conversion adds to, for benchmarks.
+#[doc(hidden)]
+pub fn raw_parse_only(sql: &str) -> Result<usize> {
+    let input = c_string(sql)?;
+    let _ctx = Context::enter();
+    // SAFETY: as in `parse_with_stderr`.
+    unsafe {
+        let raw = c::pg_query_raw_parse(input.as_ptr(), 0);
+        libc::free(raw.stderr_buffer as *mut libc::c_void);
+        if !raw.error.is_null() {
+            return Err(take_error(raw.error));
+        }
+        Ok(convert::list_items(raw.tree).len())
+    }
+}
+
 /// Turns a tree back into SQL, identical to `pg_query::deparse(tree, Default::default())`.
 pub fn deparse(tree: &protobuf::ParseResult) -> Result<String> {
+    check_deparsable(tree)?;
     let _ctx = Context::enter();
     // SAFETY: the C tree is built in `_ctx`; pgqr_deparse catches Postgres errors (PG_TRY) and
     // returns malloc'd results that we free.

@@ -58,6 +58,7 @@ fn corpus_is_large_and_distinct() {
 fn trees_deparse_and_roundtrip_match_pg_query() {
     let mut failures = Vec::new();
     let mut deparsed = 0;
+    let mut refused = 0;
     for (file, sql) in corpus() {
         let theirs = pg_query::parse(&sql, 0);
         let ours = pg_query_raw::parse(&sql);
@@ -84,8 +85,16 @@ fn trees_deparse_and_roundtrip_match_pg_query() {
         }
         assert_eq!(ours.warnings, theirs.warnings, "{sql}");
         assert_eq!(ours.tables, theirs.tables, "{sql}");
-        let d_theirs = pg_query::deparse(&theirs.protobuf, Default::default());
         let d_ours = pg_query_raw::deparse(&ours.protobuf);
+        if let Err(e) = &d_ours {
+            // Trees libpg_query's deparser has no case for: refused up front, since its C code
+            // would abort on an assertion (this debug build) or print wrong SQL (release).
+            if e.message().contains("cannot be deparsed") {
+                refused += 1;
+                continue;
+            }
+        }
+        let d_theirs = pg_query::deparse(&theirs.protobuf, Default::default());
         match (&d_theirs, &d_ours) {
             (Ok(t), Ok(o)) if t == o => {
                 deparsed += 1;
@@ -108,6 +117,7 @@ fn trees_deparse_and_roundtrip_match_pg_query() {
         failures.join("\n")
     );
     assert!(deparsed >= 2000, "only {deparsed} statements deparsed");
+    assert!(refused <= 5, "{refused} statements refused by deparse");
 }
 
 #[test]
