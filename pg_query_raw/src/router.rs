@@ -11,7 +11,26 @@ use crate::bindings as c;
 use crate::context::{c_string, cstr, take_error, Context};
 use crate::convert::list_items;
 use crate::error::{Error, Result};
-use std::ffi::c_char;
+use std::borrow::Cow;
+use std::ffi::{c_char, CStr};
+
+/// Operators common enough to be worth not allocating for.
+const COMMON_OPS: &[&str] = &[
+    "=", "<>", "<", ">", "<=", ">=", "!=", "+", "-", "*", "/", "%", "||", "~~", "~~*", "!~~",
+    "!~~*", "~", "~*", "@>", "<@", "->", "->>", "#>", "#>>", "?", "&&",
+];
+
+/// An operator name, borrowed from [`COMMON_OPS`] when it is one of them.
+unsafe fn op_name(p: *const c::Node) -> Cow<'static, str> {
+    if p.is_null() || tag(p) != c::NodeTag_T_String || cast::<c::String>(p).sval.is_null() {
+        return Cow::Borrowed("");
+    }
+    let bytes = CStr::from_ptr(cast::<c::String>(p).sval).to_bytes();
+    match COMMON_OPS.iter().find(|op| op.as_bytes() == bytes) {
+        Some(op) => Cow::Borrowed(op),
+        None => Cow::Owned(String::from_utf8_lossy(bytes).into_owned()),
+    }
+}
 
 /// What kind of statement it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,7 +113,7 @@ pub enum Expr {
     },
     /// Binary or unary operator (`=`, `<`, `+`, `~~`...); `ANY`/`ALL` when `quantifier` is set.
     Op {
-        op: String,
+        op: Cow<'static, str>,
         left: Option<Box<Expr>>,
         right: Option<Box<Expr>>,
         quantifier: Option<Quantifier>,
@@ -837,7 +856,7 @@ impl Reader {
         let op = || {
             list_items(a.name)
                 .last()
-                .and_then(|n| str_node(n.ptr_value as *const c::Node))
+                .map(|n| op_name(n.ptr_value as *const c::Node))
                 .unwrap_or_default()
         };
         let side = |r: &mut Reader, p: *const c::Node| -> Result<Option<Box<Expr>>> {
@@ -889,9 +908,9 @@ impl Reader {
                     _ => None,
                 };
                 let op = match k {
-                    c::A_Expr_Kind_AEXPR_DISTINCT => "IS DISTINCT FROM".to_string(),
-                    c::A_Expr_Kind_AEXPR_NOT_DISTINCT => "IS NOT DISTINCT FROM".to_string(),
-                    c::A_Expr_Kind_AEXPR_NULLIF => "NULLIF".to_string(),
+                    c::A_Expr_Kind_AEXPR_DISTINCT => Cow::Borrowed("IS DISTINCT FROM"),
+                    c::A_Expr_Kind_AEXPR_NOT_DISTINCT => Cow::Borrowed("IS NOT DISTINCT FROM"),
+                    c::A_Expr_Kind_AEXPR_NULLIF => Cow::Borrowed("NULLIF"),
                     _ => op(),
                 };
                 Expr::Op {
