@@ -23,7 +23,7 @@ pub enum Error {
     #[error("statement is nested too deeply (more than {0} levels)")]
     TooDeep(u32),
     /// The tree could not be turned back into SQL.
-    #[error("deparse: {0}")]
+    #[error("{0}")]
     Deparse(String),
     /// Normalize, fingerprint, scan or split failed.
     #[error("{0}")]
@@ -34,7 +34,7 @@ impl Error {
     /// The message alone, as `pg_query` reports it.
     pub fn message(&self) -> String {
         match self {
-            Error::Parse { message, .. } => message.clone(),
+            Error::Parse { message, .. } | Error::Deparse(message) => message.clone(),
             other => other.to_string(),
         }
     }

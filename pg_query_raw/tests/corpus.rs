@@ -28,6 +28,31 @@ fn corpus() -> Vec<(String, String)> {
     out
 }
 
+/// Statements libpg_query's deparser (which pg_query uses too, and whose output ours equals) does
+/// not round-trip to the same tree, each with the difference. Matched by prefix.
+const ROUNDTRIP_GAPS: &[(&str, &str)] = &[
+    (
+        "COPY users TO STDOUT WITH CSV HEADER DELIMITER AS",
+        "old-style COPY options come back in the generic option list form",
+    ),
+    (
+        "COPY pgbench_accounts FROM STDIN WITH (FREEZE on)",
+        "FREEZE on comes back as FREEZE (true)",
+    ),
+    (
+        "copy pgbench_accounts from stdin with (freeze on)",
+        "FREEZE on comes back as FREEZE (true)",
+    ),
+    (
+        "SELECT u.id, j.* FROM users u CROSS JOIN LATERAL JSON_TABLE",
+        "the LATERAL flag of JSON_TABLE is not printed",
+    ),
+    (
+        "IMPORT FOREIGN SCHEMA \"Sales\"",
+        "the remote schema name is printed unquoted",
+    ),
+];
+
 /// pg_query's error message without its "Invalid statement: " style prefix.
 fn msg(e: &pg_query::Error) -> String {
     match e {
@@ -38,8 +63,7 @@ fn msg(e: &pg_query::Error) -> String {
 
 /// Debug text of a tree with every location field zeroed.
 fn without_locations(tree: &pg_query::protobuf::ParseResult) -> String {
-    let re =
-        regex::Regex::new(r"(location|stmt_len|rexpr_list_start|rexpr_list_end): -?\d+").unwrap();
+    let re = regex::Regex::new(r"(location|stmt_len|list_start|list_end): -?\d+").unwrap();
     re.replace_all(&format!("{tree:?}"), "$1: _").into_owned()
 }
 
@@ -84,7 +108,23 @@ fn trees_deparse_and_roundtrip_match_pg_query() {
             continue;
         }
         assert_eq!(ours.warnings, theirs.warnings, "{sql}");
-        assert_eq!(ours.tables, theirs.tables, "{sql}");
+        // pg_query collects its summaries through hash sets: compare them in a fixed order.
+        let sorted = |mut v: Vec<String>| {
+            v.sort();
+            v
+        };
+        assert_eq!(sorted(ours.tables()), sorted(theirs.tables()), "{sql}");
+        assert_eq!(
+            sorted(ours.functions()),
+            sorted(theirs.functions()),
+            "{sql}"
+        );
+        assert_eq!(
+            sorted(ours.cte_names.clone()),
+            sorted(theirs.cte_names.clone()),
+            "{sql}"
+        );
+        assert_eq!(ours.aliases, theirs.aliases, "{sql}");
         let d_ours = pg_query_raw::deparse(&ours.protobuf);
         if let Err(e) = &d_ours {
             // Trees libpg_query's deparser has no case for: refused up front, since its C code
@@ -100,7 +140,10 @@ fn trees_deparse_and_roundtrip_match_pg_query() {
                 deparsed += 1;
                 let again =
                     pg_query_raw::parse_protobuf(o).unwrap_or_else(|e| panic!("{sql}\n{o}\n{e}"));
-                if without_locations(&again) != without_locations(&ours.protobuf) {
+                let known_gap = ROUNDTRIP_GAPS
+                    .iter()
+                    .any(|(prefix, _)| sql.starts_with(prefix));
+                if !known_gap && without_locations(&again) != without_locations(&ours.protobuf) {
                     failures.push(format!("{file}: {sql}\n  parse(deparse(t)) != t: {o}"));
                 }
             }
