@@ -51,6 +51,10 @@ const ROUNDTRIP_GAPS: &[(&str, &str)] = &[
         "IMPORT FOREIGN SCHEMA \"Sales\"",
         "the remote schema name is printed unquoted",
     ),
+    (
+        "SELECT 'true'::bool, 'f'::boolean",
+        "'f'::boolean comes back as the keyword false (a boolean constant)",
+    ),
 ];
 
 /// pg_query's error message without its "Invalid statement: " style prefix.
