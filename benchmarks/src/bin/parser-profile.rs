@@ -5,7 +5,8 @@ fn main() {
         .get(2)
         .and_then(|a| a.parse().ok())
         .unwrap_or(1_000_000);
-    let sql = "SELECT * FROM users WHERE id = $1";
+    let analytic = std::fs::read_to_string("/tmp/analytic.sql").unwrap_or_default();
+    let sql = if args.get(3).is_some_and(|a| a == "analytic") { analytic.as_str() } else { "SELECT * FROM users WHERE id = $1" };
     for _ in 0..n {
         match args.get(1).map(String::as_str) {
             Some("router") => {
