@@ -7,8 +7,12 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(1_000_000);
     // Optional third argument: a file holding the SQL to parse.
-    let from_file = args.get(3).map(|path| std::fs::read_to_string(path).expect("reading the SQL file"));
-    let sql = from_file.as_deref().unwrap_or("SELECT * FROM users WHERE id = $1");
+    let from_file = args
+        .get(3)
+        .map(|path| std::fs::read_to_string(path).expect("reading the SQL file"));
+    let sql = from_file
+        .as_deref()
+        .unwrap_or("SELECT * FROM users WHERE id = $1");
     for _ in 0..n {
         match args.get(1).map(String::as_str) {
             Some("router") => {
