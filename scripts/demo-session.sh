@@ -1,14 +1,48 @@
 #!/usr/bin/env bash
-# Runs inside `pgdog-topology shards 2` (which exports PG_SHARD<N>_PORT, PG_BIN, ...): prints how to
-# connect and waits until Ctrl-C. pgdog itself is not in front yet: the proxy lands with the
-# pooler issue and this script will start it on 127.0.0.1:6432.
+# Runs inside `pgdog-topology shards 2` (which exports PG_SHARD<N>_PORT, PG_BIN, ...): writes a
+# pgdog configuration for the shards, starts pgdog on 127.0.0.1:6432 and prints how to connect.
+# Ctrl-C stops pgdog; the topology then stops the servers.
 set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PORT="${PGDOG_PORT:-6432}"
+CONF="$PGDOG_TOPOLOGY_DIR/pgdog"
+mkdir -p "$CONF"
+cat > "$CONF/pgdog.toml" <<TOML
+[general]
+host = "127.0.0.1"
+port = $PORT
+default_pool_size = 10
+
+# Shard 0 serves the database "pgdog" (sharding across both shards lands with the router).
+[[databases]]
+name = "pgdog"
+host = "127.0.0.1"
+port = $PG_SHARD0_PORT
+database_name = "postgres"
+user = "postgres"
+TOML
+cat > "$CONF/users.toml" <<TOML
+[[users]]
+name = "pgdog"
+database = "pgdog"
+password = "pgdog"
+TOML
+"$ROOT/target/release/pgdog" --config "$CONF/pgdog.toml" --users "$CONF/users.toml" &
+PGDOG_PID=$!
+trap 'kill $PGDOG_PID 2>/dev/null; wait $PGDOG_PID 2>/dev/null; exit 0' INT TERM
+for _ in $(seq 1 100); do
+  (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
+  kill -0 $PGDOG_PID 2>/dev/null || { echo "pgdog exited; see the messages above" >&2; exit 1; }
+  sleep 0.1
+done
 cat <<MSG
-PostgreSQL 18 shards are up (user postgres, trust auth, sslmode=disable):
+
+pgdog is listening on 127.0.0.1:$PORT (user pgdog, password pgdog, database pgdog):
+  PGPASSWORD=pgdog $PG_BIN/psql -h 127.0.0.1 -p $PORT -U pgdog pgdog
+  PGPASSWORD=pgdog $PG_BIN/pgbench -h 127.0.0.1 -p $PORT -U pgdog -i pgdog
+PostgreSQL 18 shards behind it (user postgres, trust auth, sslmode=disable):
   shard 0: $PG_BIN/psql -h 127.0.0.1 -p $PG_SHARD0_PORT -U postgres postgres
   shard 1: $PG_BIN/psql -h 127.0.0.1 -p $PG_SHARD1_PORT -U postgres postgres
-Data: $PGDOG_TOPOLOGY_DIR (removed on exit). Press Ctrl-C to stop.
+Configuration: $CONF (removed on exit). Press Ctrl-C to stop.
 MSG
-sleep infinity &
-trap 'kill $! 2>/dev/null; exit 0' INT TERM
-wait
+wait $PGDOG_PID

@@ -14,11 +14,13 @@ pub mod install;
 pub mod janitor;
 pub mod lock;
 pub mod node;
+pub mod proxy;
 pub mod topology;
 pub mod wait;
 
 pub use error::{Error, Result};
 pub use install::Install;
 pub use node::Node;
+pub use proxy::Proxy;
 pub use topology::{Kind, Topology};
 pub use wait::wait_until;

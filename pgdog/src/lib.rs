@@ -1,2 +1,13 @@
 //! pgdog: a PostgreSQL proxy that pools connections, routes queries across shards and reshards
-//! live databases. The modules land one concern at a time; see README.md for what works today.
+//! live databases. One folder per concern:
+//!
+//! - `config`: pgdog.toml / users.toml;
+//! - `net`: the wire protocol;
+//! - `auth`: SCRAM-SHA-256, MD5, plain;
+//! - `backend`: server connections and pools;
+//! - `frontend`: client sessions.
+pub mod auth;
+pub mod backend;
+pub mod config;
+pub mod frontend;
+pub mod net;

@@ -1,0 +1,175 @@
+//! A `pgdog` process for tests and scripts: writes its two configuration files, starts the
+//! binary on a reserved port, waits until it accepts connections, and stops it when dropped
+//! (printing its log if the thread panics).
+use crate::error::{Error, IoContext, Result};
+use crate::install::{workspace_root, Install};
+use crate::lock::{base_dir, lease_port, PortLease};
+use crate::wait::wait_until;
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// The pgdog binary: `$PGDOG_BIN`, else `target/debug/pgdog` (built by `cargo build`).
+pub fn binary() -> PathBuf {
+    std::env::var_os("PGDOG_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/debug/pgdog"))
+}
+
+pub struct Proxy {
+    pub port: u16,
+    pub dir: PathBuf,
+    child: Child,
+    install: Install,
+    _lease: PortLease,
+}
+
+impl Proxy {
+    /// Starts pgdog with `config` (pgdog.toml without host/port, which are added) and `users`.
+    pub fn start(config: &str, users: &str) -> Result<Proxy> {
+        let base = base_dir()?;
+        let lease = lease_port(&base)?;
+        let port = lease.port;
+        let dir = std::env::temp_dir().join(format!("pgdog-proxy-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).context(|| format!("creating {}", dir.display()))?;
+        let config_text = format!("[general]\nhost = \"127.0.0.1\"\nport = {port}\n{config}");
+        std::fs::write(dir.join("pgdog.toml"), config_text)
+            .context(|| "writing pgdog.toml".into())?;
+        std::fs::write(dir.join("users.toml"), users).context(|| "writing users.toml".into())?;
+        let log =
+            std::fs::File::create(dir.join("pgdog.log")).context(|| "creating pgdog.log".into())?;
+        let log2 = log.try_clone().context(|| "cloning log".into())?;
+        let bin = binary();
+        if !bin.is_file() {
+            return Err(Error::InstallNotFound(format!(
+                "{} (run `cargo build -p pgdog`)",
+                bin.display()
+            )));
+        }
+        let child = Command::new(&bin)
+            .arg("--config")
+            .arg(dir.join("pgdog.toml"))
+            .arg("--users")
+            .arg(dir.join("users.toml"))
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(log2))
+            .spawn()
+            .context(|| format!("starting {}", bin.display()))?;
+        let mut proxy = Proxy {
+            port,
+            dir,
+            child,
+            install: Install::locate()?,
+            _lease: lease,
+        };
+        let up = wait_until(
+            "pgdog to accept connections",
+            Duration::from_secs(30),
+            Duration::from_millis(10),
+            || {
+                if let Ok(Some(status)) = proxy.child.try_wait() {
+                    return Err(Error::Command {
+                        command: "pgdog".into(),
+                        status: status.to_string(),
+                        stderr: proxy.log(),
+                    });
+                }
+                Ok(TcpStream::connect(("127.0.0.1", port)).is_ok())
+            },
+        );
+        up.map(|_| proxy)
+    }
+
+    /// A libpq URL for `user`:`password` on database `db`.
+    pub fn url(&self, user: &str, password: &str, db: &str) -> String {
+        format!(
+            "postgres://{user}:{password}@127.0.0.1:{}/{db}?sslmode=disable",
+            self.port
+        )
+    }
+
+    /// A tokio-postgres / libpq keyword connection string.
+    pub fn conninfo(&self, user: &str, password: &str, db: &str) -> String {
+        format!(
+            "host=127.0.0.1 port={} user={user} password={password} dbname={db} sslmode=disable",
+            self.port
+        )
+    }
+
+    /// A `psql` command connected through pgdog.
+    pub fn psql_command(&self, user: &str, password: &str, db: &str) -> Command {
+        let mut cmd = Command::new(self.install.tool("psql"));
+        cmd.args([
+            "-X",
+            "-q",
+            "-A",
+            "-t",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-h",
+            "127.0.0.1",
+        ])
+        .arg("-p")
+        .arg(self.port.to_string())
+        .arg("-U")
+        .arg(user)
+        .arg("-d")
+        .arg(db)
+        .env("PGPASSWORD", password)
+        .env("PGSSLMODE", "disable")
+        .env("PGCONNECT_TIMEOUT", "10");
+        cmd
+    }
+
+    /// Runs `sql` through pgdog with psql; the output, trimmed.
+    pub fn psql(&self, user: &str, password: &str, db: &str, sql: &str) -> Result<String> {
+        let out = crate::install::run(self.psql_command(user, password, db).arg("-c").arg(sql))?;
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
+    /// Sends SIGHUP (configuration reload).
+    pub fn reload(&self) {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGHUP) };
+    }
+
+    /// Rewrites the configuration files (then call `reload`).
+    pub fn rewrite(&self, config: &str, users: &str) -> Result<()> {
+        let config_text = format!(
+            "[general]\nhost = \"127.0.0.1\"\nport = {}\n{config}",
+            self.port
+        );
+        std::fs::write(self.dir.join("pgdog.toml"), config_text)
+            .context(|| "writing pgdog.toml".into())?;
+        std::fs::write(self.dir.join("users.toml"), users).context(|| "writing users.toml".into())
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("pgdog.log")).unwrap_or_default()
+    }
+
+    /// The process id (for RSS measurements).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "----- pgdog log ({}) -----\n{}",
+                self.dir.display(),
+                self.log()
+            );
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -1,0 +1,279 @@
+//! A pool of server connections for one (user, database): checkout with a timeout, idle and
+//! lifetime limits, a minimum kept warm, broken connections dropped and replaced.
+use super::server::{Server, ServerError, ServerTarget};
+use crate::config::PoolerMode;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    #[error("timed out after {0} ms waiting for a server connection (pool of {1} for {2}); raise pool_size or checkout_timeout")]
+    Timeout(u64, usize, String),
+    #[error(transparent)]
+    Server(#[from] ServerError),
+    #[error("pool for {0} was shut down")]
+    Closed(String),
+}
+
+impl PoolError {
+    pub fn code(&self) -> String {
+        match self {
+            PoolError::Timeout(..) => "53300".into(),
+            PoolError::Server(e) => e.code(),
+            PoolError::Closed(_) => "57P01".into(),
+        }
+    }
+}
+
+/// Pool sizes and timeouts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolSettings {
+    pub size: usize,
+    pub min: usize,
+    pub mode: PoolerMode,
+    pub checkout_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub server_lifetime: Duration,
+    pub connect_timeout: Duration,
+}
+
+struct Inner {
+    target: ServerTarget,
+    settings: PoolSettings,
+    idle: Mutex<Vec<Server>>,
+    permits: Arc<Semaphore>,
+    checked_out: AtomicUsize,
+    closed: AtomicBool,
+    /// ParameterStatus values of the first connection, sent to clients at login.
+    params: Mutex<Option<Vec<(String, String)>>>,
+}
+
+/// Cheap to clone handle.
+#[derive(Clone)]
+pub struct Pool {
+    inner: Arc<Inner>,
+}
+
+/// A checked-out connection; goes back to its pool when dropped (if it is clean).
+pub struct PooledServer {
+    server: Option<Server>,
+    pool: Pool,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl std::ops::Deref for PooledServer {
+    type Target = Server;
+    fn deref(&self) -> &Server {
+        self.server.as_ref().expect("present until dropped")
+    }
+}
+
+impl std::ops::DerefMut for PooledServer {
+    fn deref_mut(&mut self) -> &mut Server {
+        self.server.as_mut().expect("present until dropped")
+    }
+}
+
+impl Drop for PooledServer {
+    fn drop(&mut self) {
+        self.pool.inner.checked_out.fetch_sub(1, Ordering::Relaxed);
+        if let Some(mut server) = self.server.take() {
+            server.last_used = Instant::now();
+            let inner = &self.pool.inner;
+            let expired = server.created.elapsed() >= inner.settings.server_lifetime;
+            if server.healthy
+                && server.status == b'I'
+                && !expired
+                && !inner.closed.load(Ordering::Relaxed)
+            {
+                inner.idle.lock().push(server);
+            } else {
+                tracing::debug!(
+                    "closing {server:?} (healthy {}, status {})",
+                    server.healthy,
+                    server.status as char
+                );
+                tokio::spawn(server.terminate());
+            }
+        }
+    }
+}
+
+impl PooledServer {
+    /// Closes the connection instead of returning it (its state is unknown).
+    pub fn discard(&mut self) {
+        if let Some(s) = self.server.as_mut() {
+            s.healthy = false;
+        }
+    }
+}
+
+impl Pool {
+    pub fn new(target: ServerTarget, settings: PoolSettings) -> Pool {
+        let permits = Arc::new(Semaphore::new(settings.size));
+        Pool {
+            inner: Arc::new(Inner {
+                target,
+                settings,
+                idle: Mutex::new(Vec::new()),
+                permits,
+                checked_out: AtomicUsize::new(0),
+                closed: AtomicBool::new(false),
+                params: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// Whether both handles are the same pool.
+    pub fn same(&self, other: &Pool) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    pub fn settings(&self) -> &PoolSettings {
+        &self.inner.settings
+    }
+
+    pub fn target(&self) -> &ServerTarget {
+        &self.inner.target
+    }
+
+    fn name(&self) -> String {
+        format!(
+            "{}@{}/{}",
+            self.inner.target.user,
+            self.inner.target.addr(),
+            self.inner.target.database
+        )
+    }
+
+    /// A server connection, waiting up to `checkout_timeout` for one to be free.
+    pub async fn get(&self) -> Result<PooledServer, PoolError> {
+        let s = &self.inner.settings;
+        if self.inner.closed.load(Ordering::Relaxed) {
+            return Err(PoolError::Closed(self.name()));
+        }
+        let permit = tokio::time::timeout(
+            s.checkout_timeout,
+            self.inner.permits.clone().acquire_owned(),
+        )
+        .await
+        .map_err(|_| {
+            PoolError::Timeout(s.checkout_timeout.as_millis() as u64, s.size, self.name())
+        })?
+        .map_err(|_| PoolError::Closed(self.name()))?;
+        loop {
+            let candidate = self.inner.idle.lock().pop();
+            match candidate {
+                Some(mut server) => {
+                    if server.is_broken() || server.created.elapsed() >= s.server_lifetime {
+                        tokio::spawn(server.terminate());
+                        continue;
+                    }
+                    return Ok(self.wrap(server, permit));
+                }
+                None => {
+                    let server = Server::connect(&self.inner.target, s.connect_timeout).await?;
+                    self.remember_params(&server);
+                    return Ok(self.wrap(server, permit));
+                }
+            }
+        }
+    }
+
+    fn wrap(&self, server: Server, permit: OwnedSemaphorePermit) -> PooledServer {
+        self.inner.checked_out.fetch_add(1, Ordering::Relaxed);
+        PooledServer {
+            server: Some(server),
+            pool: self.clone(),
+            _permit: permit,
+        }
+    }
+
+    fn remember_params(&self, server: &Server) {
+        let mut params = self.inner.params.lock();
+        if params.is_none() {
+            let mut v: Vec<(String, String)> = server
+                .params
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            v.sort();
+            *params = Some(v);
+        }
+    }
+
+    /// The server's ParameterStatus values (connecting once if no connection was made yet).
+    pub async fn params(&self) -> Result<Vec<(String, String)>, PoolError> {
+        if let Some(p) = self.inner.params.lock().clone() {
+            return Ok(p);
+        }
+        let server = self.get().await?;
+        drop(server);
+        Ok(self.inner.params.lock().clone().unwrap_or_default())
+    }
+
+    /// Idle and checked-out connection counts.
+    pub fn counts(&self) -> (usize, usize) {
+        (
+            self.inner.idle.lock().len(),
+            self.inner.checked_out.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Stops handing out connections; idle ones close, checked-out ones close when returned.
+    pub fn shutdown(&self) {
+        self.inner.closed.store(true, Ordering::Relaxed);
+        let idle: Vec<Server> = std::mem::take(&mut *self.inner.idle.lock());
+        for s in idle {
+            tokio::spawn(s.terminate());
+        }
+    }
+
+    /// One maintenance pass: close idle connections past `idle_timeout` (above the minimum) or
+    /// past `server_lifetime`, and open connections up to `min_pool_size`.
+    pub async fn maintain(&self) {
+        if self.inner.closed.load(Ordering::Relaxed) {
+            return;
+        }
+        let s = &self.inner.settings;
+        let expired: Vec<Server> = {
+            let mut idle = self.inner.idle.lock();
+            let total = idle.len() + self.inner.checked_out.load(Ordering::Relaxed);
+            let mut keep = Vec::with_capacity(idle.len());
+            let mut out = Vec::new();
+            let mut count = total;
+            // Oldest-used first.
+            idle.sort_by_key(|srv| std::cmp::Reverse(srv.last_used));
+            while let Some(mut srv) = idle.pop() {
+                let too_idle = srv.last_used.elapsed() >= s.idle_timeout && count > s.min;
+                if too_idle || srv.created.elapsed() >= s.server_lifetime || srv.is_broken() {
+                    count -= 1;
+                    out.push(srv);
+                } else {
+                    keep.push(srv);
+                }
+            }
+            *idle = keep;
+            out
+        };
+        for srv in expired {
+            tokio::spawn(srv.terminate());
+        }
+        let (idle, out) = self.counts();
+        for _ in (idle + out)..s.min.min(s.size) {
+            match Server::connect(&self.inner.target, s.connect_timeout).await {
+                Ok(server) => {
+                    self.remember_params(&server);
+                    self.inner.idle.lock().push(server);
+                }
+                Err(e) => {
+                    tracing::warn!("warming pool {}: {e}", self.name());
+                    break;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,329 @@
+//! One connection to a Postgres server.
+use crate::auth;
+use crate::net::message::{self, read_error};
+use crate::net::{Message, MessageReader, ProtocolError};
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("could not connect to server {addr}: {source}")]
+    Connect {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("timed out connecting to server {0}")]
+    ConnectTimeout(String),
+    #[error("server {addr}: {error}")]
+    Protocol { addr: String, error: ProtocolError },
+    /// An error the server sent (kept whole so it can be passed to the client).
+    #[error("{}", .0.message)]
+    Postgres(message::ErrorFields, Message),
+    #[error("server {0} asks for a password but none is configured for this user")]
+    NoPassword(String),
+    #[error("server {0}: unsupported authentication request {1}")]
+    UnsupportedAuth(String, i32),
+    #[error("server {0}: {1}")]
+    Auth(String, String),
+}
+
+impl ServerError {
+    /// SQLSTATE to report to the client.
+    pub fn code(&self) -> String {
+        match self {
+            ServerError::Postgres(e, _) => e.code.clone(),
+            ServerError::NoPassword(_) | ServerError::Auth(..) => "28P01".into(),
+            _ => "08006".into(),
+        }
+    }
+}
+
+/// Where and as whom to connect.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ServerTarget {
+    pub host: String,
+    pub port: u16,
+    pub database: String,
+    pub user: String,
+    pub password: Option<String>,
+}
+
+impl ServerTarget {
+    pub fn addr(&self) -> String {
+        format!("{}:{}", self.host, self.port)
+    }
+}
+
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// A live server connection.
+pub struct Server {
+    pub id: u64,
+    stream: TcpStream,
+    reader: MessageReader,
+    addr: String,
+    /// ParameterStatus values the server reported.
+    pub params: HashMap<String, String>,
+    /// The server's cancel key.
+    pub pid: i32,
+    pub secret: Vec<u8>,
+    /// Global ids of the prepared statements that exist on this connection.
+    pub prepared: HashSet<u64>,
+    /// Session settings pgdog applied with SET (name -> value as SQL text).
+    pub settings: HashMap<String, String>,
+    /// Last ReadyForQuery status (`I`, `T` or `E`).
+    pub status: u8,
+    pub created: Instant,
+    pub last_used: Instant,
+    /// False once an I/O or protocol error makes it unusable.
+    pub healthy: bool,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Server({} #{} pid {})", self.addr, self.id, self.pid)
+    }
+}
+
+impl Server {
+    /// Connects, authenticates and waits for the first ReadyForQuery.
+    pub async fn connect(target: &ServerTarget, timeout: Duration) -> Result<Server, ServerError> {
+        let addr = target.addr();
+        match tokio::time::timeout(timeout, Self::connect_inner(target)).await {
+            Ok(r) => r,
+            Err(_) => Err(ServerError::ConnectTimeout(addr)),
+        }
+    }
+
+    async fn connect_inner(target: &ServerTarget) -> Result<Server, ServerError> {
+        let addr = target.addr();
+        let stream = TcpStream::connect((target.host.as_str(), target.port))
+            .await
+            .map_err(|source| ServerError::Connect {
+                addr: addr.clone(),
+                source,
+            })?;
+        let _ = stream.set_nodelay(true);
+        let mut server = Server {
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            stream,
+            reader: MessageReader::new(usize::MAX >> 1),
+            addr: addr.clone(),
+            params: HashMap::new(),
+            pid: 0,
+            secret: Vec::new(),
+            prepared: HashSet::new(),
+            settings: HashMap::new(),
+            status: b'I',
+            created: Instant::now(),
+            last_used: Instant::now(),
+            healthy: true,
+        };
+        let startup = message::startup(&[
+            ("user", &target.user),
+            ("database", &target.database),
+            ("application_name", "pgdog"),
+        ]);
+        server.write_raw(&startup).await?;
+        server.authenticate(target).await?;
+        loop {
+            let m = server.read().await?;
+            match m.tag() {
+                b'S' => {
+                    let mut r = m.reader();
+                    let (k, v) = (
+                        r.cstr().map_err(|e| server.proto(e))?,
+                        r.cstr().map_err(|e| server.proto(e))?,
+                    );
+                    server.params.insert(k.to_string(), v.to_string());
+                }
+                b'K' => {
+                    let mut r = m.reader();
+                    server.pid = r.i32().map_err(|e| server.proto(e))?;
+                    server.secret = r.rest().to_vec();
+                }
+                b'Z' => break,
+                b'E' => return Err(server.postgres_error(m)),
+                _ => {}
+            }
+        }
+        Ok(server)
+    }
+
+    async fn authenticate(&mut self, target: &ServerTarget) -> Result<(), ServerError> {
+        let mut scram: Option<auth::scram::ScramClient> = None;
+        loop {
+            let m = self.read().await?;
+            if m.tag() == b'E' {
+                return Err(self.postgres_error(m));
+            }
+            if m.tag() != b'R' {
+                return Err(self.proto(ProtocolError::Malformed("authentication request")));
+            }
+            let mut r = m.reader();
+            let kind = r.i32().map_err(|e| self.proto(e))?;
+            let password = || {
+                target
+                    .password
+                    .clone()
+                    .ok_or_else(|| ServerError::NoPassword(self.addr.clone()))
+            };
+            match kind {
+                0 => return Ok(()),
+                3 => {
+                    let mut pw = password()?.into_bytes();
+                    pw.push(0);
+                    self.write(&message::password(&pw)).await?;
+                }
+                5 => {
+                    let salt: [u8; 4] = r
+                        .bytes(4)
+                        .map_err(|e| self.proto(e))?
+                        .try_into()
+                        .unwrap_or([0; 4]);
+                    let mut hash =
+                        auth::md5::md5_hash(&target.user, &password()?, salt).into_bytes();
+                    hash.push(0);
+                    self.write(&message::password(&hash)).await?;
+                }
+                10 => {
+                    let mechanisms = r.rest();
+                    if !mechanisms.split(|b| *b == 0).any(|m| m == b"SCRAM-SHA-256") {
+                        return Err(ServerError::UnsupportedAuth(self.addr.clone(), kind));
+                    }
+                    let mut client = auth::scram::ScramClient::new(&password()?);
+                    let first = client.client_first();
+                    self.write(&message::sasl_initial_response("SCRAM-SHA-256", &first))
+                        .await?;
+                    scram = Some(client);
+                }
+                11 => {
+                    let client = scram
+                        .as_mut()
+                        .ok_or_else(|| self.proto(ProtocolError::Malformed("SASL")))?;
+                    let reply = client
+                        .server_first(r.rest())
+                        .map_err(|e| ServerError::Auth(self.addr.clone(), e.to_string()))?;
+                    self.write(&message::password(&reply)).await?;
+                }
+                12 => {
+                    let client = scram
+                        .as_ref()
+                        .ok_or_else(|| self.proto(ProtocolError::Malformed("SASL")))?;
+                    client
+                        .server_final(r.rest())
+                        .map_err(|e| ServerError::Auth(self.addr.clone(), e.to_string()))?;
+                }
+                other => return Err(ServerError::UnsupportedAuth(self.addr.clone(), other)),
+            }
+        }
+    }
+
+    fn proto(&self, error: ProtocolError) -> ServerError {
+        ServerError::Protocol {
+            addr: self.addr.clone(),
+            error,
+        }
+    }
+
+    fn postgres_error(&self, m: Message) -> ServerError {
+        match read_error(&m) {
+            Ok(fields) => ServerError::Postgres(fields, m),
+            Err(e) => self.proto(e),
+        }
+    }
+
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// The next message from the server.
+    pub async fn read(&mut self) -> Result<Message, ServerError> {
+        match self.reader.next(&mut self.stream).await {
+            Ok(m) => Ok(m),
+            Err(e) => {
+                self.healthy = false;
+                Err(self.proto(e))
+            }
+        }
+    }
+
+    /// A message already buffered, without waiting.
+    pub fn try_read(&mut self) -> Result<Option<Message>, ServerError> {
+        match self.reader.try_next() {
+            Ok(m) => Ok(m),
+            Err(e) => {
+                self.healthy = false;
+                Err(self.proto(e))
+            }
+        }
+    }
+
+    /// Waits until more bytes arrive (cancel-safe: usable in `select!`).
+    pub async fn fill(&mut self) -> Result<(), ServerError> {
+        match self.reader.fill(&mut self.stream).await {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.healthy = false;
+                Err(self.proto(e))
+            }
+        }
+    }
+
+    pub async fn write(&mut self, m: &Message) -> Result<(), ServerError> {
+        self.write_raw(m.bytes()).await
+    }
+
+    pub async fn write_raw(&mut self, bytes: &[u8]) -> Result<(), ServerError> {
+        if let Err(e) = self.stream.write_all(bytes).await {
+            self.healthy = false;
+            return Err(self.proto(ProtocolError::Io(e)));
+        }
+        Ok(())
+    }
+
+    /// Runs a simple query and drains its results; the server's error if it fails.
+    pub async fn execute(&mut self, sql: &str) -> Result<(), ServerError> {
+        self.write(&message::query(sql)).await?;
+        let mut error = None;
+        loop {
+            let m = self.read().await?;
+            match m.tag() {
+                b'E' => error = Some(self.postgres_error(m)),
+                b'Z' => {
+                    self.status = m.payload().first().copied().unwrap_or(b'I');
+                    break;
+                }
+                b'S' => self.record_parameter(&m),
+                _ => {}
+            }
+        }
+        error.map_or(Ok(()), Err)
+    }
+
+    /// Records a ParameterStatus message.
+    pub fn record_parameter(&mut self, m: &Message) {
+        let mut r = m.reader();
+        if let (Ok(k), Ok(v)) = (r.cstr(), r.cstr()) {
+            self.params.insert(k.to_string(), v.to_string());
+        }
+    }
+
+    /// Whether the connection is known to be unusable: the server closed it, or sent something
+    /// unsolicited (Postgres sends a FATAL error before closing on shutdown).
+    pub fn is_broken(&mut self) -> bool {
+        if !self.healthy || self.reader.buffered() > 0 {
+            return true;
+        }
+        let mut buf = [0u8; 1];
+        !matches!(self.stream.try_read(&mut buf), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+    }
+
+    /// Ends the session politely.
+    pub async fn terminate(mut self) {
+        let _ = self.stream.write_all(message::terminate().bytes()).await;
+    }
+}

@@ -1,0 +1,366 @@
+//! Configuration: `pgdog.toml` (general settings and databases) and `users.toml` (who may log in
+//! to which database), their defaults and validation. Names follow PgDog's so users can bring
+//! their files. Owns parsing and checking only; applying a reload is the pools' business.
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// What went wrong reading the configuration; the message names the file, key and line.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+/// Transaction or session pooling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PoolerMode {
+    #[default]
+    Transaction,
+    Session,
+}
+
+/// How clients authenticate to pgdog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthType {
+    #[default]
+    Scram,
+    Md5,
+    Plain,
+    Trust,
+}
+
+/// A server's role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    #[default]
+    Primary,
+    Replica,
+}
+
+/// `[general]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct General {
+    pub host: String,
+    pub port: u16,
+    pub default_pool_size: usize,
+    pub min_pool_size: usize,
+    pub pooler_mode: PoolerMode,
+    pub auth_type: AuthType,
+    /// Milliseconds a client waits for a server connection before getting an error.
+    pub checkout_timeout: u64,
+    /// Milliseconds an unused server connection is kept (beyond `min_pool_size`).
+    pub idle_timeout: u64,
+    /// Milliseconds after which a server connection is closed once it is idle.
+    pub server_lifetime: u64,
+    /// Milliseconds allowed to open a server connection (TCP and authentication).
+    pub connect_timeout: u64,
+    pub tls_certificate: Option<PathBuf>,
+    pub tls_private_key: Option<PathBuf>,
+    /// Largest protocol message accepted from a client, in bytes.
+    pub max_message_size: usize,
+    /// Parse every query (pooler-level statement checks: temp tables, LISTEN, advisory locks).
+    pub query_parser: bool,
+}
+
+impl Default for General {
+    fn default() -> Self {
+        General {
+            host: "127.0.0.1".into(),
+            port: 6432,
+            default_pool_size: 10,
+            min_pool_size: 1,
+            pooler_mode: PoolerMode::Transaction,
+            auth_type: AuthType::Scram,
+            checkout_timeout: 5_000,
+            idle_timeout: 60_000,
+            server_lifetime: 86_400_000,
+            connect_timeout: 5_000,
+            tls_certificate: None,
+            tls_private_key: None,
+            max_message_size: 256 << 20,
+            query_parser: true,
+        }
+    }
+}
+
+/// `[[databases]]`: one server of a (possibly sharded, replicated) database.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Database {
+    pub name: String,
+    #[serde(default = "default_host")]
+    pub host: String,
+    #[serde(default = "default_pg_port")]
+    pub port: u16,
+    /// The database name on the server (defaults to `name`).
+    pub database_name: Option<String>,
+    /// Server-side user (defaults to the client's user name).
+    pub user: Option<String>,
+    /// Server-side password (defaults to the client's plain password from users.toml).
+    pub password: Option<String>,
+    #[serde(default)]
+    pub role: Role,
+    #[serde(default)]
+    pub shard: usize,
+    pub pool_size: Option<usize>,
+    pub pooler_mode: Option<PoolerMode>,
+}
+
+fn default_host() -> String {
+    "127.0.0.1".into()
+}
+
+fn default_pg_port() -> u16 {
+    5432
+}
+
+impl Database {
+    pub fn database_name(&self) -> &str {
+        self.database_name.as_deref().unwrap_or(&self.name)
+    }
+}
+
+/// `pgdog.toml`
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub general: General,
+    #[serde(default)]
+    pub databases: Vec<Database>,
+}
+
+/// `[[users]]` in `users.toml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct User {
+    pub name: String,
+    pub database: String,
+    /// Plain password (needed for MD5 and plain auth, and to log in to servers).
+    pub password: Option<String>,
+    /// SCRAM-SHA-256 verifier (`pgdog hash <password>` prints one).
+    pub password_hash: Option<String>,
+    pub pool_size: Option<usize>,
+    pub pooler_mode: Option<PoolerMode>,
+}
+
+/// `users.toml`
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Users {
+    #[serde(default)]
+    pub users: Vec<User>,
+}
+
+/// Both files, loaded and checked.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    pub config: Config,
+    pub users: Users,
+    pub config_path: PathBuf,
+    pub users_path: PathBuf,
+}
+
+fn read_toml<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.into(),
+        source,
+    })?;
+    toml::from_str(&text).map_err(|e| ConfigError::Parse {
+        path: path.into(),
+        message: describe_toml_error(&text, &e),
+    })
+}
+
+/// toml's message with the line number spelled out.
+fn describe_toml_error(text: &str, e: &toml::de::Error) -> String {
+    let msg = e.message().trim().to_string();
+    match e.span() {
+        Some(span) => {
+            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            let content = text.lines().nth(line - 1).unwrap_or("").trim();
+            format!("line {line}: {msg} (`{content}`)")
+        }
+        None => msg,
+    }
+}
+
+impl Settings {
+    /// Reads and validates both files.
+    pub fn load(config_path: &Path, users_path: &Path) -> Result<Settings, ConfigError> {
+        let config: Config = read_toml(config_path)?;
+        let users: Users = if users_path.exists() {
+            read_toml(users_path)?
+        } else {
+            Users::default()
+        };
+        let settings = Settings {
+            config,
+            users,
+            config_path: config_path.to_path_buf(),
+            users_path: users_path.to_path_buf(),
+        };
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |path: &Path, message: String| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        };
+        let g = &self.config.general;
+        if g.default_pool_size == 0 {
+            return Err(bad(
+                &self.config_path,
+                "general.default_pool_size must be at least 1".into(),
+            ));
+        }
+        if g.tls_certificate.is_some() != g.tls_private_key.is_some() {
+            return Err(bad(
+                &self.config_path,
+                "general.tls_certificate and general.tls_private_key go together".into(),
+            ));
+        }
+        for (i, db) in self.config.databases.iter().enumerate() {
+            if db.name.is_empty() {
+                return Err(bad(
+                    &self.config_path,
+                    format!("databases[{i}]: name is empty"),
+                ));
+            }
+            let dup = self.config.databases[..i].iter().any(|d| {
+                d.name == db.name
+                    && d.shard == db.shard
+                    && d.role == Role::Primary
+                    && db.role == Role::Primary
+            });
+            if dup {
+                return Err(bad(
+                    &self.config_path,
+                    format!(
+                        "databases[{i}]: a second primary for database `{}` shard {}",
+                        db.name, db.shard
+                    ),
+                ));
+            }
+        }
+        for (i, u) in self.users.users.iter().enumerate() {
+            if !self.config.databases.iter().any(|d| d.name == u.database) {
+                return Err(bad(
+                    &self.users_path,
+                    format!(
+                        "users[{i}] ({}): database `{}` is not in {}",
+                        u.name,
+                        u.database,
+                        self.config_path.display()
+                    ),
+                ));
+            }
+            if u.password.is_none() && u.password_hash.is_none() && g.auth_type != AuthType::Trust {
+                return Err(bad(
+                    &self.users_path,
+                    format!("users[{i}] ({}): needs password or password_hash", u.name),
+                ));
+            }
+            if let Some(hash) = &u.password_hash {
+                if let Err(e) = crate::auth::scram::ScramVerifier::parse(hash) {
+                    return Err(bad(
+                        &self.users_path,
+                        format!("users[{i}] ({}): password_hash: {e}", u.name),
+                    ));
+                }
+                if matches!(g.auth_type, AuthType::Md5 | AuthType::Plain) && u.password.is_none() {
+                    return Err(bad(
+                        &self.users_path,
+                        format!(
+                            "users[{i}] ({}): auth_type {:?} needs the plain password",
+                            u.name, g.auth_type
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The user entry for (user, database).
+    pub fn user(&self, name: &str, database: &str) -> Option<&User> {
+        self.users
+            .users
+            .iter()
+            .find(|u| u.name == name && u.database == database)
+    }
+
+    /// Whether any server is configured under this database name.
+    pub fn has_database(&self, name: &str) -> bool {
+        self.config.databases.iter().any(|d| d.name == name)
+    }
+
+    /// The primary of shard 0 of a database (the one server the pooler uses until sharding).
+    pub fn primary(&self, name: &str) -> Option<&Database> {
+        let mut candidates = self.config.databases.iter().filter(|d| d.name == name);
+        let all: Vec<&Database> = candidates.by_ref().collect();
+        all.iter()
+            .find(|d| d.shard == 0 && d.role == Role::Primary)
+            .or(all.first())
+            .copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn defaults_and_unknown_key_with_line() {
+        let dir = std::env::temp_dir().join(format!("pgdog-config-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let c = write(
+            &dir,
+            "a.toml",
+            "[general]\nport = 7000\n\n[[databases]]\nname = \"db\"\n",
+        );
+        let u = write(
+            &dir,
+            "u.toml",
+            "[[users]]\nname = \"app\"\ndatabase = \"db\"\npassword = \"pw\"\n",
+        );
+        let s = Settings::load(&c, &u).unwrap();
+        assert_eq!(s.config.general.port, 7000);
+        assert_eq!(s.config.general.host, "127.0.0.1");
+        assert_eq!(s.config.general.pooler_mode, PoolerMode::Transaction);
+        assert_eq!(s.config.databases[0].database_name(), "db");
+        assert_eq!(s.config.databases[0].port, 5432);
+        let c = write(&dir, "b.toml", "[general]\nport = 7000\npool_sise = 3\n");
+        let err = Settings::load(&c, &u).unwrap_err().to_string();
+        assert!(err.contains("line 3") && err.contains("pool_sise"), "{err}");
+        let u = write(
+            &dir,
+            "u2.toml",
+            "[[users]]\nname = \"app\"\ndatabase = \"nope\"\npassword = \"pw\"\n",
+        );
+        let c = write(&dir, "c.toml", "[[databases]]\nname = \"db\"\n");
+        let err = Settings::load(&c, &u).unwrap_err().to_string();
+        assert!(err.contains("nope"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

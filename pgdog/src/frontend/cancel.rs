@@ -1,0 +1,76 @@
+//! Cancel keys: pgdog hands each client its own BackendKeyData and forwards a CancelRequest with
+//! that key to the server currently running the client's query. A wrong key does nothing.
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::LazyLock;
+
+/// The server a client is attached to: address and the server's own cancel key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerKey {
+    pub addr: String,
+    pub pid: i32,
+    pub secret: Vec<u8>,
+}
+
+/// Shared between a client session and the registry.
+pub type Slot = Arc<Mutex<Option<ServerKey>>>;
+
+type Keys = HashMap<(i32, [u8; 4]), Slot>;
+
+static KEYS: LazyLock<Mutex<Keys>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// A registered client key; unregistered when dropped.
+pub struct Registration {
+    pub pid: i32,
+    pub secret: [u8; 4],
+    pub slot: Slot,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        KEYS.lock().remove(&(self.pid, self.secret));
+    }
+}
+
+/// Issues a fresh random key for a client.
+pub fn register() -> Registration {
+    use rand::Rng;
+    let mut rng = rand::thread_rng();
+    loop {
+        let pid: i32 = rng.gen_range(1..i32::MAX);
+        let secret: [u8; 4] = rng.gen();
+        let mut keys = KEYS.lock();
+        if keys.contains_key(&(pid, secret)) {
+            continue;
+        }
+        let slot: Slot = Arc::new(Mutex::new(None));
+        keys.insert((pid, secret), slot.clone());
+        return Registration { pid, secret, slot };
+    }
+}
+
+/// Forwards a cancel request for client key (pid, secret), if it exists and the client is
+/// attached to a server.
+pub async fn cancel(pid: i32, secret: &[u8]) {
+    let Ok(secret) = <[u8; 4]>::try_from(secret) else {
+        return;
+    };
+    let target = KEYS
+        .lock()
+        .get(&(pid, secret))
+        .and_then(|slot| slot.lock().clone());
+    let Some(key) = target else {
+        tracing::debug!("cancel request with an unknown key ignored");
+        return;
+    };
+    let request = crate::net::message::cancel_request(key.pid, &key.secret);
+    match tokio::net::TcpStream::connect(&key.addr).await {
+        Ok(mut stream) => {
+            use tokio::io::AsyncWriteExt;
+            let _ = stream.write_all(&request).await;
+            let _ = stream.shutdown().await;
+        }
+        Err(e) => tracing::warn!("forwarding cancel to {}: {e}", key.addr),
+    }
+}

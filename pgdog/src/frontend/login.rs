@@ -1,0 +1,342 @@
+//! The startup phase of a client connection: SSLRequest/GSSENCRequest, CancelRequest,
+//! protocol version negotiation, finding the user and database, authentication, and the
+//! greeting (ParameterStatus, BackendKeyData, ReadyForQuery).
+use super::cancel;
+use super::params::Params;
+use super::session::Session;
+use crate::auth::scram::{ScramServer, ScramVerifier};
+use crate::backend::Registry;
+use crate::config::{AuthType, User};
+use crate::net::message::{self, Reader};
+use crate::net::startup::Startup;
+use crate::net::stream::Stream;
+use crate::net::{Message, MessageReader, ProtocolError};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::LazyLock;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+/// Newest protocol minor version spoken (3.2, PostgreSQL 18).
+const NEWEST_MINOR: u16 = 2;
+
+/// Why a login was refused: SQLSTATE and message, sent as FATAL.
+struct Refusal(&'static str, String);
+
+impl From<ProtocolError> for Refusal {
+    fn from(e: ProtocolError) -> Refusal {
+        Refusal(e.code(), e.to_string())
+    }
+}
+
+/// Serves one client connection from its first byte to its end.
+pub async fn serve(socket: TcpStream, tls: Option<tokio_rustls::TlsAcceptor>) {
+    let _ = socket.set_nodelay(true);
+    let peer = socket
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    let registry = Registry::current();
+    let max = registry.settings.config.general.max_message_size;
+    let mut stream = Stream::Plain(socket);
+    let mut reader = MessageReader::new(max);
+    let (minor, params) = loop {
+        let packet = match reader.startup_packet(&mut stream).await {
+            Ok(p) => p,
+            Err(ProtocolError::Closed) => return,
+            Err(e) => return refuse(&mut stream, Refusal("08P01", e.to_string())).await,
+        };
+        match Startup::parse(&packet) {
+            Ok(Startup::Ssl) => match (&tls, stream) {
+                (Some(acceptor), Stream::Plain(mut tcp)) if reader.is_empty() => {
+                    if tcp.write_all(b"S").await.is_err() {
+                        return;
+                    }
+                    match acceptor.accept(tcp).await {
+                        Ok(s) => stream = Stream::Tls(Box::new(s)),
+                        Err(e) => {
+                            tracing::info!("{peer}: TLS handshake failed: {e}");
+                            return;
+                        }
+                    }
+                }
+                (_, mut s) => {
+                    if s.write_all(b"N").await.is_err() {
+                        return;
+                    }
+                    stream = s;
+                }
+            },
+            Ok(Startup::GssEnc) => {
+                if stream.write_all(b"N").await.is_err() {
+                    return;
+                }
+            }
+            Ok(Startup::Cancel { pid, secret }) => {
+                cancel::cancel(pid, &secret).await;
+                return;
+            }
+            Ok(Startup::Login { minor, params, .. }) => break (minor, params),
+            Err(e) => return refuse(&mut stream, Refusal(e.code(), e.to_string())).await,
+        }
+    };
+    if let Err(refusal) = login(stream, reader, minor, params, registry).await {
+        tracing::debug!("{peer}: login refused: {}", refusal.1);
+    }
+}
+
+async fn refuse(stream: &mut Stream, refusal: Refusal) {
+    let _ = stream
+        .write_all(message::fatal(refusal.0, &refusal.1).bytes())
+        .await;
+    let _ = stream.shutdown().await;
+}
+
+async fn login(
+    mut stream: Stream,
+    mut reader: MessageReader,
+    minor: u16,
+    params: Vec<(String, String)>,
+    registry: std::sync::Arc<Registry>,
+) -> Result<(), Refusal> {
+    let result = authenticate(&mut stream, &mut reader, minor, &params, &registry).await;
+    let (user, database) = match result {
+        Ok(v) => v,
+        Err(refusal) => {
+            let _ = stream
+                .write_all(message::fatal(refusal.0, &refusal.1).bytes())
+                .await;
+            let _ = stream.shutdown().await;
+            return Err(refusal);
+        }
+    };
+    let Some(pool) = registry.pool(&user, &database).cloned() else {
+        return Err(Refusal(
+            "28000",
+            format!("no pool for user \"{user}\" and database \"{database}\""),
+        ));
+    };
+    let server_params = match pool.params().await {
+        Ok(p) => p,
+        Err(e) => {
+            let refusal = Refusal("08006", e.to_string());
+            let _ = stream
+                .write_all(message::fatal(refusal.0, &refusal.1).bytes())
+                .await;
+            return Err(refusal);
+        }
+    };
+    let client_params = Params::from_startup(&params);
+    let registration = cancel::register();
+    let mut greeting = Vec::new();
+    greeting.extend_from_slice(message::auth_ok().bytes());
+    for (name, value) in &server_params {
+        let value = client_params
+            .startup_value(name)
+            .unwrap_or_else(|| value.clone());
+        greeting.extend_from_slice(message::parameter_status(name, &value).bytes());
+    }
+    greeting.extend_from_slice(
+        message::backend_key_data(registration.pid, &registration.secret).bytes(),
+    );
+    greeting.extend_from_slice(message::ready_for_query(b'I').bytes());
+    if stream.write_all(&greeting).await.is_err() {
+        return Ok(());
+    }
+    let query_parser = registry.settings.config.general.query_parser;
+    drop(registry);
+    Session::new(
+        stream,
+        reader,
+        user,
+        database,
+        pool,
+        client_params,
+        registration,
+        query_parser,
+    )
+    .run()
+    .await;
+    Ok(())
+}
+
+/// Protocol negotiation, user and database lookup and the password check.
+async fn authenticate(
+    stream: &mut Stream,
+    reader: &mut MessageReader,
+    minor: u16,
+    params: &[(String, String)],
+    registry: &Registry,
+) -> Result<(String, String), Refusal> {
+    let unsupported: Vec<String> = params
+        .iter()
+        .filter(|(k, _)| k.starts_with("_pq_."))
+        .map(|(k, _)| k.clone())
+        .collect();
+    if minor > NEWEST_MINOR || !unsupported.is_empty() {
+        let m = message::negotiate_protocol_version(
+            i32::from(minor.min(NEWEST_MINOR)) | (3 << 16),
+            &unsupported,
+        );
+        stream
+            .write_all(m.bytes())
+            .await
+            .map_err(ProtocolError::Io)?;
+    }
+    let get = |k: &str| {
+        params
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+    };
+    let user = get("user").filter(|u| !u.is_empty()).ok_or(Refusal(
+        "28000",
+        "no PostgreSQL user name specified in startup packet".into(),
+    ))?;
+    let database = get("database")
+        .filter(|d| !d.is_empty())
+        .unwrap_or_else(|| user.clone());
+    if get("replication").is_some_and(|r| r != "false" && r != "0" && r != "off") {
+        return Err(Refusal(
+            "08P01",
+            "pgdog does not accept replication connections".into(),
+        ));
+    }
+    let settings = &registry.settings;
+    if !settings.has_database(&database) {
+        return Err(Refusal(
+            "3D000",
+            format!("database \"{database}\" does not exist"),
+        ));
+    }
+    let Some(entry) = settings.user(&user, &database) else {
+        return Err(Refusal(
+            "28000",
+            format!("role \"{user}\" does not exist for database \"{database}\""),
+        ));
+    };
+    let failed = || {
+        Refusal(
+            "28P01",
+            format!("password authentication failed for user \"{user}\""),
+        )
+    };
+    match settings.config.general.auth_type {
+        AuthType::Trust => {}
+        AuthType::Plain => {
+            stream
+                .write_all(message::auth_cleartext().bytes())
+                .await
+                .map_err(ProtocolError::Io)?;
+            let m = password_message(stream, reader).await?;
+            let given = m.payload().strip_suffix(&[0]).unwrap_or(m.payload());
+            let expected = entry.password.as_deref().unwrap_or("").as_bytes();
+            if !constant_time_eq(given, expected) || entry.password.is_none() {
+                return Err(failed());
+            }
+        }
+        AuthType::Md5 => {
+            let salt: [u8; 4] = rand::random();
+            stream
+                .write_all(message::auth_md5(salt).bytes())
+                .await
+                .map_err(ProtocolError::Io)?;
+            let m = password_message(stream, reader).await?;
+            let password = entry.password.as_deref().ok_or_else(failed)?;
+            if !crate::auth::md5::md5_verify(&user, password, salt, m.payload()) {
+                return Err(failed());
+            }
+        }
+        AuthType::Scram => scram(stream, reader, entry).await.map_err(|e| match e {
+            Some(refusal) => refusal,
+            None => failed(),
+        })?,
+    }
+    Ok((user, database))
+}
+
+/// SCRAM-SHA-256 exchange; `Err(None)` for a wrong password.
+async fn scram(
+    stream: &mut Stream,
+    reader: &mut MessageReader,
+    user: &User,
+) -> Result<(), Option<Refusal>> {
+    let verifier = verifier(user).map_err(|e| Some(Refusal("28000", e)))?;
+    stream
+        .write_all(message::auth_sasl().bytes())
+        .await
+        .map_err(|e| Some(ProtocolError::Io(e).into()))?;
+    let m = password_message(stream, reader).await.map_err(Some)?;
+    let mut r = Reader::new(m.payload(), "SASLInitialResponse");
+    let mechanism = r.cstr().map_err(|e| Some(e.into()))?;
+    if mechanism != "SCRAM-SHA-256" {
+        return Err(Some(Refusal(
+            "28000",
+            format!("SASL authentication mechanism {mechanism} is not supported"),
+        )));
+    }
+    let len = r.i32().map_err(|e| Some(e.into()))?;
+    let data = if len < 0 {
+        &[][..]
+    } else {
+        r.bytes(len as usize).map_err(|e| Some(e.into()))?
+    };
+    let mut server = ScramServer::new(verifier);
+    let first = server
+        .client_first(data)
+        .map_err(|e| Some(Refusal("08P01", e.to_string())))?;
+    stream
+        .write_all(message::auth_sasl_continue(&first).bytes())
+        .await
+        .map_err(|e| Some(ProtocolError::Io(e).into()))?;
+    let m = password_message(stream, reader).await.map_err(Some)?;
+    let last = match server.client_final(m.payload()) {
+        Ok(last) => last,
+        Err(crate::auth::AuthError::WrongPassword) => return Err(None),
+        Err(e) => return Err(Some(Refusal("08P01", e.to_string()))),
+    };
+    stream
+        .write_all(message::auth_sasl_final(&last).bytes())
+        .await
+        .map_err(|e| Some(ProtocolError::Io(e).into()))?;
+    Ok(())
+}
+
+/// The user's SCRAM verifier: `password_hash`, or one derived once from `password`.
+fn verifier(user: &User) -> Result<ScramVerifier, String> {
+    static DERIVED: LazyLock<Mutex<HashMap<String, ScramVerifier>>> =
+        LazyLock::new(|| Mutex::new(HashMap::new()));
+    if let Some(hash) = &user.password_hash {
+        return ScramVerifier::parse(hash).map_err(|e| e.to_string());
+    }
+    let password = user.password.as_deref().ok_or("no password configured")?;
+    let mut cache = DERIVED.lock();
+    if let Some(v) = cache.get(password) {
+        return Ok(v.clone());
+    }
+    let salt: [u8; 16] = rand::random();
+    let v = ScramVerifier::from_password(password, &salt, 4096);
+    cache.insert(password.to_string(), v.clone());
+    Ok(v)
+}
+
+async fn password_message(
+    stream: &mut Stream,
+    reader: &mut MessageReader,
+) -> Result<Message, Refusal> {
+    let m = reader.next(stream).await?;
+    if m.tag() != b'p' {
+        return Err(Refusal(
+            "08P01",
+            format!(
+                "expected a password message, got message type {}",
+                m.tag() as char
+            ),
+        ));
+    }
+    Ok(m)
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

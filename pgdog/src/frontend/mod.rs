@@ -1,0 +1,10 @@
+//! Client side: accepting connections, the startup phase (TLS, cancel requests, protocol
+//! negotiation, authentication) and the per-client session that pools server connections.
+//! Must not build protocol bytes by hand (that is `net`) or manage connections (`backend`).
+pub mod cancel;
+pub mod listener;
+pub mod login;
+pub mod params;
+pub mod prepared;
+pub mod session;
+pub mod statements;

@@ -1,0 +1,73 @@
+//! Prepared statements in transaction mode: one global cache maps each distinct statement
+//! (query text and parameter types) to one server-side name `__pgdog_<id>`. Clients keep their
+//! own names; a statement is prepared lazily on whichever connection a client holds.
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
+
+/// A statement as the client defined it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Statement {
+    pub query: String,
+    pub param_types: Vec<i32>,
+}
+
+/// A cached statement with its global id.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub id: u64,
+    pub statement: Arc<Statement>,
+}
+
+impl Prepared {
+    /// The name used on servers.
+    pub fn server_name(&self) -> String {
+        server_name(self.id)
+    }
+}
+
+pub fn server_name(id: u64) -> String {
+    format!("__pgdog_{id}")
+}
+
+static CACHE: LazyLock<Mutex<HashMap<Arc<Statement>, u64>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+static NEXT: AtomicU64 = AtomicU64::new(1);
+
+/// The global entry for a statement, created on first use.
+pub fn intern(query: &str, param_types: &[i32]) -> Prepared {
+    let statement = Statement {
+        query: query.to_string(),
+        param_types: param_types.to_vec(),
+    };
+    let mut cache = CACHE.lock();
+    if let Some((stmt, id)) = cache.get_key_value(&statement) {
+        return Prepared {
+            id: *id,
+            statement: stmt.clone(),
+        };
+    }
+    let id = NEXT.fetch_add(1, Ordering::Relaxed);
+    let statement = Arc::new(statement);
+    cache.insert(statement.clone(), id);
+    Prepared { id, statement }
+}
+
+/// Number of distinct statements cached.
+pub fn len() -> usize {
+    CACHE.lock().len()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn same_statement_same_id() {
+        let a = super::intern("SELECT $1 -- prepared test", &[23]);
+        let b = super::intern("SELECT $1 -- prepared test", &[23]);
+        let c = super::intern("SELECT $1 -- prepared test", &[25]);
+        assert_eq!(a.id, b.id);
+        assert_ne!(a.id, c.id);
+        assert_eq!(a.server_name(), format!("__pgdog_{}", a.id));
+    }
+}

@@ -1,0 +1,691 @@
+//! One client session after login: the protocol state machine of transaction and session
+//! pooling. Messages are forwarded as they arrive; the session keeps, per attached server, the
+//! queue of responses it expects so it knows when a transaction is over (and the server can go
+//! back to the pool), where to insert answers it makes itself (ParseComplete for a statement the
+//! server already has, CloseComplete), and which answers to swallow (a Parse it injected).
+use super::cancel::{Registration, ServerKey};
+use super::params::Params;
+use super::prepared::{self, Prepared};
+use super::statements::{self, Classified, SetChange};
+use crate::backend::{Pool, PooledServer, ServerError};
+use crate::config::PoolerMode;
+use crate::net::message::{self, read_error, read_parse, read_target};
+use crate::net::stream::Stream;
+use crate::net::{Message, MessageReader, ProtocolError};
+use bytes::BytesMut;
+use std::collections::{HashMap, VecDeque};
+use tokio::io::AsyncWriteExt;
+
+/// A response the session waits for from the server, in order.
+#[derive(Debug)]
+enum Expect {
+    /// ParseComplete; `id` is a global statement to forget if the Parse fails.
+    Parse {
+        id: Option<u64>,
+    },
+    /// ParseComplete of a Parse pgdog injected: not shown to the client.
+    HiddenParse {
+        id: u64,
+    },
+    Bind,
+    /// Describe: ends with RowDescription or NoData.
+    Describe,
+    /// Execute: ends with CommandComplete, EmptyQueryResponse or PortalSuspended.
+    Execute,
+    Close,
+    /// Sync, Query or FunctionCall: ends with ReadyForQuery.
+    Ready,
+    /// A message pgdog answers itself, sent when everything before it has been answered.
+    Synthetic(Message),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error(transparent)]
+    Client(#[from] ProtocolError),
+}
+
+pub struct Session {
+    pub stream: Stream,
+    pub reader: MessageReader,
+    pub user: String,
+    pub database: String,
+    pub pool: Pool,
+    pub mode: PoolerMode,
+    pub params: Params,
+    pub cancel: Registration,
+    pub query_parser: bool,
+    server: Option<PooledServer>,
+    out: BytesMut,
+    /// Client statement name -> global statement.
+    statements: HashMap<String, Prepared>,
+    expected: VecDeque<Expect>,
+    /// Why the session holds its server until it ends (session state was created).
+    pinned: Option<&'static str>,
+    copy_in: bool,
+    /// After pgdog answered an extended-protocol message with an error: drop messages until Sync.
+    skip_until_sync: bool,
+    /// Transaction status the client last saw.
+    status: u8,
+    /// SET/RESET waiting for the end of the current query batch or transaction.
+    pending: Vec<SetChange>,
+    pending_discard_all: bool,
+    batch_rollback: bool,
+    batch_failed: bool,
+}
+
+impl Session {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        stream: Stream,
+        reader: MessageReader,
+        user: String,
+        database: String,
+        pool: Pool,
+        params: Params,
+        cancel: Registration,
+        query_parser: bool,
+    ) -> Session {
+        let mode = pool.settings().mode;
+        Session {
+            stream,
+            reader,
+            user,
+            database,
+            pool,
+            mode,
+            params,
+            cancel,
+            query_parser,
+            server: None,
+            out: BytesMut::with_capacity(16 * 1024),
+            statements: HashMap::new(),
+            expected: VecDeque::new(),
+            pinned: None,
+            copy_in: false,
+            skip_until_sync: false,
+            status: b'I',
+            pending: Vec::new(),
+            pending_discard_all: false,
+            batch_rollback: false,
+            batch_failed: false,
+        }
+    }
+
+    /// Serves the client until it disconnects; then cleans up the server connection.
+    pub async fn run(mut self) {
+        let result = self.serve().await;
+        match &result {
+            Ok(()) | Err(SessionError::Client(ProtocolError::Closed)) => {}
+            Err(SessionError::Client(e)) => {
+                tracing::info!("client {}@{}: {e}", self.user, self.database);
+                if !matches!(e, ProtocolError::Io(_) | ProtocolError::Truncated) {
+                    let m = message::fatal(e.code(), &e.to_string());
+                    let _ = self.stream.write_all(m.bytes()).await;
+                }
+            }
+        }
+        let _ = self.flush().await;
+        self.cleanup().await;
+    }
+
+    async fn serve(&mut self) -> Result<(), SessionError> {
+        loop {
+            // Everything already buffered from the client first.
+            while let Some(m) = self.reader.try_next()? {
+                if m.tag() == b'X' {
+                    return Ok(());
+                }
+                self.client_message(m).await?;
+            }
+            self.flush().await?;
+            match self.server.as_mut() {
+                None => self.reader.fill(&mut self.stream).await?,
+                Some(server) => {
+                    tokio::select! {
+                        r = self.reader.fill(&mut self.stream) => r?,
+                        r = server.fill() => match r {
+                            Ok(()) => self.server_messages().await?,
+                            Err(e) => self.server_lost(e).await?,
+                        },
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes what is waiting for the client.
+    async fn flush(&mut self) -> Result<(), ProtocolError> {
+        if !self.out.is_empty() {
+            let data = self.out.split().freeze();
+            self.stream.write_all(&data).await?;
+        }
+        Ok(())
+    }
+
+    fn send(&mut self, m: &Message) {
+        self.out.extend_from_slice(m.bytes());
+    }
+
+    // ---- client -> server ----
+
+    async fn client_message(&mut self, m: Message) -> Result<(), SessionError> {
+        if self.skip_until_sync {
+            if m.tag() == b'S' {
+                self.skip_until_sync = false;
+                let status = self
+                    .server
+                    .as_ref()
+                    .map(|s| s.status)
+                    .unwrap_or(self.status);
+                self.send(&message::ready_for_query(status));
+            }
+            return Ok(());
+        }
+        match m.tag() {
+            b'Q' => self.query(m).await,
+            b'P' | b'B' | b'D' | b'E' | b'C' | b'S' | b'H' | b'F' => self.extended(m).await,
+            // CopyData/CopyDone/CopyFail: forwarded during COPY, ignored otherwise (as Postgres).
+            b'd' | b'c' | b'f' => {
+                if self.server.is_some() {
+                    if m.tag() != b'd' {
+                        self.copy_in = false;
+                    }
+                    self.send_to_server(&m).await;
+                }
+                Ok(())
+            }
+            other => Err(ProtocolError::UnknownMessage(other).into()),
+        }
+    }
+
+    async fn query(&mut self, m: Message) -> Result<(), SessionError> {
+        let sql = message::read_query(&m)?;
+        if let Some(target) = statements::deallocate(sql) {
+            if self.deallocate(target) {
+                self.send(&message::command_complete(
+                    if sql.to_ascii_lowercase().contains("all") {
+                        "DEALLOCATE ALL"
+                    } else {
+                        "DEALLOCATE"
+                    },
+                ));
+                let status = self
+                    .server
+                    .as_ref()
+                    .map(|s| s.status)
+                    .unwrap_or(self.status);
+                self.send(&message::ready_for_query(status));
+                return Ok(());
+            }
+        }
+        let classified = if self.query_parser {
+            statements::classify(sql)
+        } else {
+            Classified::default()
+        };
+        self.note(classified);
+        if !self.attach().await {
+            // The error is out; a simple query still ends with ReadyForQuery.
+            self.send(&message::ready_for_query(self.status));
+            return Ok(());
+        }
+        self.expected.push_back(Expect::Ready);
+        self.send_to_server(&m).await;
+        Ok(())
+    }
+
+    /// Remembers what a statement means for the session (applied when the server confirms).
+    fn note(&mut self, c: Classified) {
+        if let Some(reason) = c.pin {
+            if self.mode == PoolerMode::Transaction && self.pinned.is_none() {
+                tracing::debug!(
+                    "client {}@{} pinned to its server: {reason}",
+                    self.user,
+                    self.database
+                );
+            }
+            self.pinned = self.pinned.or(Some(reason));
+        }
+        self.pending.extend(c.changes);
+        self.pending_discard_all |= c.discard_all;
+        self.batch_rollback |= c.rollback;
+    }
+
+    /// Client-side DEALLOCATE of protocol-level statements; false when it is not ours.
+    fn deallocate(&mut self, target: Option<String>) -> bool {
+        match target {
+            None => {
+                // DEALLOCATE ALL also reaches SQL-level statements of a pinned session.
+                if self.pinned == Some("SQL-level PREPARE") {
+                    return false;
+                }
+                self.statements.clear();
+                true
+            }
+            Some(name) => self.statements.remove(&name).is_some(),
+        }
+    }
+
+    async fn extended(&mut self, m: Message) -> Result<(), SessionError> {
+        match m.tag() {
+            b'S' if self.copy_in => {
+                // Postgres ignores Sync during COPY FROM STDIN (libpq sends one).
+                self.send_to_server(&m).await;
+                return Ok(());
+            }
+            b'S' | b'H' if self.server.is_none() && self.expected.is_empty() => {
+                if m.tag() == b'S' {
+                    self.send(&message::ready_for_query(self.status));
+                }
+                return Ok(());
+            }
+            b'C' => {
+                let (kind, name) = read_target(&m)?;
+                if kind == b'S' && !name.is_empty() {
+                    self.statements.remove(name);
+                    self.synthetic(message::close_complete());
+                    return Ok(());
+                }
+            }
+            _ => {}
+        }
+        if !self.attach().await {
+            self.skip_until_sync = m.tag() != b'S';
+            if m.tag() == b'S' {
+                self.send(&message::ready_for_query(self.status));
+            }
+            return Ok(());
+        }
+        match m.tag() {
+            b'P' => self.parse(m).await?,
+            b'B' => {
+                let (_, name, _) = message::read_bind_names(&m)?;
+                if name.is_empty() {
+                    self.forward(&m, Expect::Bind).await;
+                } else {
+                    let name = name.to_string();
+                    match self.ensure_prepared(&name).await {
+                        Some(server_name) => {
+                            let rewritten = message::rewrite_bind(&m, &server_name)?;
+                            self.forward(&rewritten, Expect::Bind).await;
+                        }
+                        // Unknown to us: the server says "does not exist".
+                        None => self.forward(&m, Expect::Bind).await,
+                    }
+                }
+            }
+            b'D' => {
+                let (kind, name) = read_target(&m)?;
+                if kind == b'S' && !name.is_empty() {
+                    let name = name.to_string();
+                    if let Some(server_name) = self.ensure_prepared(&name).await {
+                        self.forward(&message::target(b'D', b'S', &server_name), Expect::Describe)
+                            .await;
+                        return Ok(());
+                    }
+                }
+                self.forward(&m, Expect::Describe).await;
+            }
+            b'E' => self.forward(&m, Expect::Execute).await,
+            b'C' => self.forward(&m, Expect::Close).await,
+            b'S' | b'F' => self.forward(&m, Expect::Ready).await,
+            _ => self.send_to_server(&m).await, // Flush
+        }
+        Ok(())
+    }
+
+    async fn parse(&mut self, m: Message) -> Result<(), SessionError> {
+        let fields = read_parse(&m)?;
+        if self.query_parser {
+            let classified = statements::classify(fields.query);
+            self.note(classified);
+        }
+        if fields.name.is_empty() {
+            self.forward(&m, Expect::Parse { id: None }).await;
+            return Ok(());
+        }
+        let prepared = prepared::intern(fields.query, &fields.param_types);
+        self.statements
+            .insert(fields.name.to_string(), prepared.clone());
+        let has = self
+            .server
+            .as_ref()
+            .is_some_and(|s| s.prepared.contains(&prepared.id));
+        if has {
+            self.synthetic(message::parse_complete());
+        } else {
+            if let Some(s) = self.server.as_mut() {
+                s.prepared.insert(prepared.id);
+            }
+            let parse = message::parse(
+                &prepared.server_name(),
+                &prepared.statement.query,
+                &prepared.statement.param_types,
+            );
+            self.forward(
+                &parse,
+                Expect::Parse {
+                    id: Some(prepared.id),
+                },
+            )
+            .await;
+        }
+        Ok(())
+    }
+
+    /// Makes sure the client's statement `name` exists on the attached server (injecting a
+    /// Parse whose answer the client does not see); its server-side name.
+    async fn ensure_prepared(&mut self, name: &str) -> Option<String> {
+        let prepared = self.statements.get(name)?.clone();
+        let has = self
+            .server
+            .as_ref()
+            .is_some_and(|s| s.prepared.contains(&prepared.id));
+        if !has {
+            if let Some(s) = self.server.as_mut() {
+                s.prepared.insert(prepared.id);
+            }
+            let parse = message::parse(
+                &prepared.server_name(),
+                &prepared.statement.query,
+                &prepared.statement.param_types,
+            );
+            self.forward(&parse, Expect::HiddenParse { id: prepared.id })
+                .await;
+        }
+        Some(prepared.server_name())
+    }
+
+    /// Queues an answer pgdog makes itself, in order with the server's answers.
+    fn synthetic(&mut self, m: Message) {
+        if self.expected.is_empty() {
+            self.send(&m);
+        } else {
+            self.expected.push_back(Expect::Synthetic(m));
+        }
+    }
+
+    async fn forward(&mut self, m: &Message, expect: Expect) {
+        self.expected.push_back(expect);
+        self.send_to_server(m).await;
+    }
+
+    /// Writes to the attached server; a failure is handled like a lost server.
+    async fn send_to_server(&mut self, m: &Message) {
+        let Some(server) = self.server.as_mut() else {
+            return;
+        };
+        if let Err(e) = server.write(m).await {
+            let _ = self.server_lost(e).await;
+        }
+    }
+
+    /// Checks out a server (and brings its session parameters in line with the client's) if
+    /// none is attached. On failure the error is sent to the client and false returned.
+    async fn attach(&mut self) -> bool {
+        if self.server.is_some() {
+            return true;
+        }
+        let mut server = match self.pool.get().await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!("client {}@{}: {e}", self.user, self.database);
+                self.send(&message::error(&e.code(), &e.to_string()));
+                return false;
+            }
+        };
+        if let Some((sql, after)) = self.params.sync(&server.settings) {
+            if let Err(e) = server.execute(&sql).await {
+                let m = match e {
+                    ServerError::Postgres(fields, _) => {
+                        message::error(&fields.code, &fields.message)
+                    }
+                    other => {
+                        server.discard();
+                        message::error(&other.code(), &other.to_string())
+                    }
+                };
+                self.send(&m);
+                return false;
+            }
+            server.settings = after;
+        }
+        *self.cancel.slot.lock() = Some(ServerKey {
+            addr: server.addr().to_string(),
+            pid: server.pid,
+            secret: server.secret.clone(),
+        });
+        self.server = Some(server);
+        true
+    }
+
+    fn detach(&mut self) {
+        *self.cancel.slot.lock() = None;
+        self.server = None;
+    }
+
+    // ---- server -> client ----
+
+    async fn server_messages(&mut self) -> Result<(), SessionError> {
+        loop {
+            let next = match self.server.as_mut() {
+                Some(s) => s.try_read(),
+                None => return Ok(()),
+            };
+            match next {
+                Ok(Some(m)) => self.server_message(m),
+                Ok(None) => return Ok(()),
+                Err(e) => return self.server_lost(e).await,
+            }
+            if self.out.len() > 64 * 1024 {
+                self.flush().await?;
+            }
+        }
+    }
+
+    /// Sends queued synthetic answers that are now due.
+    fn release_synthetic(&mut self) {
+        while let Some(Expect::Synthetic(_)) = self.expected.front() {
+            if let Some(Expect::Synthetic(m)) = self.expected.pop_front() {
+                self.send(&m);
+            }
+        }
+    }
+
+    fn server_message(&mut self, m: Message) {
+        self.release_synthetic();
+        match m.tag() {
+            b'1' => {
+                if let Some(Expect::HiddenParse { .. }) = self.expected.front() {
+                    self.expected.pop_front();
+                    return;
+                }
+                self.pop_if(|e| matches!(e, Expect::Parse { .. }));
+            }
+            b'2' => self.pop_if(|e| matches!(e, Expect::Bind)),
+            b'3' => self.pop_if(|e| matches!(e, Expect::Close)),
+            b'T' | b'n' => self.pop_if(|e| matches!(e, Expect::Describe)),
+            b'C' | b'I' | b's' => {
+                if m.tag() == b'C' && self.query_parser {
+                    // Remember whether a transaction was rolled back (pending SETs die with it).
+                    if m.payload().starts_with(b"ROLLBACK") {
+                        self.batch_rollback = true;
+                    }
+                }
+                self.pop_if(|e| matches!(e, Expect::Execute));
+            }
+            b'E' => {
+                self.batch_failed = true;
+                self.server_error(&m);
+                return;
+            }
+            b'G' => {
+                self.copy_in = true;
+                // Syncs that reach the server during COPY FROM STDIN are ignored by it (libpq
+                // sends one right after Execute): expect no ReadyForQuery for those queued
+                // behind the statement that started the COPY.
+                let queued = std::mem::take(&mut self.expected);
+                self.expected = queued
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(i, e)| *i == 0 || !matches!(e, Expect::Ready))
+                    .map(|(_, e)| e)
+                    .collect();
+            }
+            b'S' => {
+                if let Some(s) = self.server.as_mut() {
+                    s.record_parameter(&m);
+                }
+            }
+            b'Z' => {
+                self.send(&m);
+                self.ready(m.payload().first().copied().unwrap_or(b'I'));
+                return;
+            }
+            _ => {}
+        }
+        self.send(&m);
+    }
+
+    fn pop_if(&mut self, f: impl Fn(&Expect) -> bool) {
+        if self.expected.front().is_some_and(f) {
+            self.expected.pop_front();
+        }
+    }
+
+    /// An ErrorResponse: in the extended protocol the server skips everything up to Sync.
+    fn server_error(&mut self, m: &Message) {
+        // A FATAL error ends the server connection, not the client's: downgrade it to ERROR.
+        let forwarded = match read_error(m) {
+            Ok(f) if f.severity == "FATAL" || f.severity == "PANIC" => {
+                if let Some(s) = self.server.as_mut() {
+                    s.discard();
+                }
+                message::error(&f.code, &f.message)
+            }
+            _ => m.clone(),
+        };
+        self.send(&forwarded);
+        while let Some(front) = self.expected.front() {
+            match front {
+                Expect::Ready => break,
+                Expect::Parse { id: Some(id) } | Expect::HiddenParse { id } => {
+                    let id = *id;
+                    if let Some(s) = self.server.as_mut() {
+                        s.prepared.remove(&id);
+                    }
+                }
+                _ => {}
+            }
+            self.expected.pop_front();
+        }
+        self.copy_in = false;
+    }
+
+    /// ReadyForQuery: one Sync/Query answered.
+    fn ready(&mut self, status: u8) {
+        self.pop_if(|e| matches!(e, Expect::Ready));
+        self.release_synthetic();
+        self.status = status;
+        if let Some(s) = self.server.as_mut() {
+            s.status = status;
+        }
+        self.settle_parameters(status);
+        let idle = self.expected.is_empty() && status == b'I' && !self.copy_in;
+        if idle && self.mode == PoolerMode::Transaction && self.pinned.is_none() {
+            self.detach();
+        }
+    }
+
+    /// Applies SET/RESET once their transaction is settled: kept on commit (or outside a
+    /// transaction), dropped on rollback or error.
+    fn settle_parameters(&mut self, status: u8) {
+        if status == b'T' || status == b'E' || !self.expected.is_empty() {
+            return;
+        }
+        let failed = self.batch_failed || self.batch_rollback;
+        let changes = std::mem::take(&mut self.pending);
+        let discard_all = std::mem::take(&mut self.pending_discard_all);
+        self.batch_failed = false;
+        self.batch_rollback = false;
+        if failed && !discard_all {
+            return;
+        }
+        for change in &changes {
+            self.params.apply(change);
+        }
+        if let Some(s) = self.server.as_mut() {
+            if discard_all {
+                s.prepared.clear();
+                s.settings.clear();
+                self.statements.clear();
+            }
+            // The server now runs with the client's values.
+            if let Some((_, after)) = self.params.sync(&s.settings) {
+                s.settings = after;
+            }
+        }
+    }
+
+    /// The server connection failed: tell the client, drop the server, carry on.
+    async fn server_lost(&mut self, e: ServerError) -> Result<(), SessionError> {
+        tracing::warn!(
+            "client {}@{}: server connection lost: {e}",
+            self.user,
+            self.database
+        );
+        let waiting = !self.expected.is_empty() || self.copy_in;
+        if let Some(s) = self.server.as_mut() {
+            s.discard();
+        }
+        self.detach();
+        self.expected.clear();
+        self.copy_in = false;
+        self.pending.clear();
+        if waiting {
+            self.send(&message::error(
+                "08006",
+                &format!("server connection lost: {e}"),
+            ));
+            self.status = b'I';
+            self.send(&message::ready_for_query(b'I'));
+        } else if self.pinned.is_some() || self.status != b'I' {
+            self.status = b'I';
+            self.send(&message::error_response(
+                "NOTICE",
+                "08006",
+                "server connection lost; session state was reset",
+            ));
+        }
+        self.pinned = None;
+        self.flush().await?;
+        Ok(())
+    }
+
+    /// The client is gone: leave the server clean for the next one, or close it.
+    async fn cleanup(&mut self) {
+        let Some(mut server) = self.server.take() else {
+            return;
+        };
+        *self.cancel.slot.lock() = None;
+        if !self.expected.is_empty() || self.copy_in {
+            // In the middle of a query: its state is unknown.
+            server.discard();
+            return;
+        }
+        let reset = self.mode == PoolerMode::Session || self.pinned.is_some();
+        let mut ok = true;
+        if server.status != b'I' {
+            ok = server.execute("ROLLBACK").await.is_ok();
+        }
+        if ok && reset {
+            ok = server.execute("DISCARD ALL").await.is_ok();
+            server.prepared.clear();
+            server.settings.clear();
+        }
+        if !ok || server.status != b'I' {
+            server.discard();
+        }
+    }
+}

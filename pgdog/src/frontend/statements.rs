@@ -1,0 +1,212 @@
+//! What the pooler must know about a client's statements: session-level SET/RESET to track and
+//! replay on other server connections, and statements that create session state (temporary
+//! objects, LISTEN, session advisory locks, SQL PREPARE, WITH HOLD cursors) which pin the client
+//! to its server connection until it disconnects, so that state never reaches another client.
+use pg_query_raw::router::{self, Const, StatementKind, Transaction};
+
+/// A change to a session parameter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetChange {
+    /// `SET name TO value`; the value as SQL text.
+    Set(String, String),
+    /// `RESET name` / `SET name TO DEFAULT`
+    Reset(String),
+    /// `RESET ALL` / `DISCARD ALL`
+    ResetAll,
+}
+
+/// What one Query (or Parse) means for the pooler.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Classified {
+    pub changes: Vec<SetChange>,
+    /// Why this statement pins the session to its server, if it does.
+    pub pin: Option<&'static str>,
+    /// `DISCARD ALL`: server-side prepared statements are gone afterwards.
+    pub discard_all: bool,
+    /// The statement ends a transaction with ROLLBACK (pending SETs are dropped).
+    pub rollback: bool,
+}
+
+/// Words that must appear for a statement to matter here: cheap filter before parsing.
+const KEYWORDS: &[&[u8]] = &[
+    b"set",
+    b"reset",
+    b"temp",
+    b"listen",
+    b"advisory",
+    b"prepare",
+    b"hold",
+    b"discard",
+    b"rollback",
+    b"abort",
+];
+
+fn mentions_keyword(sql: &str) -> bool {
+    let bytes = sql.as_bytes();
+    KEYWORDS
+        .iter()
+        .any(|k| bytes.windows(k.len()).any(|w| w.eq_ignore_ascii_case(k)))
+}
+
+fn contains_word(sql: &str, word: &str) -> bool {
+    sql.to_ascii_lowercase().contains(word)
+}
+
+/// Renders SET values as SQL.
+fn render(values: &[Const]) -> String {
+    values
+        .iter()
+        .map(|v| match v {
+            Const::String(s) | Const::Bits(s) => format!("'{}'", s.replace('\'', "''")),
+            Const::Integer(i) => i.to_string(),
+            Const::Numeric(n) => n.clone(),
+            Const::Bool(b) => b.to_string(),
+            Const::Null => "NULL".into(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+const SESSION_ADVISORY: &[&str] = &[
+    "pg_advisory_lock",
+    "pg_advisory_lock_shared",
+    "pg_try_advisory_lock",
+    "pg_try_advisory_lock_shared",
+];
+
+/// Classifies the statements of `sql`. SQL that does not parse is left to the server (which
+/// reports the error) and classifies as nothing.
+pub fn classify(sql: &str) -> Classified {
+    let mut out = Classified::default();
+    if !mentions_keyword(sql) {
+        return out;
+    }
+    let Ok(statements) = router::parse(sql) else {
+        return out;
+    };
+    for st in &statements {
+        match &st.kind {
+            StatementKind::Set => {
+                let Some(set) = &st.set else { continue };
+                if set.local || set.multi {
+                    continue;
+                }
+                match (&set.name, set.reset) {
+                    (None, _) => out.changes.push(SetChange::ResetAll),
+                    (Some(name), true) => out.changes.push(SetChange::Reset(name.clone())),
+                    (Some(name), false) => out
+                        .changes
+                        .push(SetChange::Set(name.clone(), render(&set.values))),
+                }
+            }
+            StatementKind::Utility("DiscardStmt") => {
+                if contains_word(sql, "all") {
+                    out.discard_all = true;
+                    out.changes.push(SetChange::ResetAll);
+                } else if contains_word(sql, "temp") {
+                    // DISCARD TEMP drops temporary objects: nothing to pin or track.
+                }
+            }
+            StatementKind::Utility(
+                "CreateStmt" | "CreateTableAsStmt" | "ViewStmt" | "CreateSeqStmt",
+            ) if contains_word(sql, "temp") => {
+                out.pin = Some("temporary objects");
+            }
+            StatementKind::Utility("ListenStmt") => out.pin = Some("LISTEN"),
+            StatementKind::Utility("DeclareCursorStmt") if contains_word(sql, "hold") => {
+                out.pin = Some("WITH HOLD cursors")
+            }
+            StatementKind::Prepare => out.pin = Some("SQL-level PREPARE"),
+            StatementKind::Transaction(Transaction::Rollback) => out.rollback = true,
+            _ => {}
+        }
+        if st
+            .functions()
+            .iter()
+            .any(|f| SESSION_ADVISORY.contains(&f.name.as_str()))
+        {
+            out.pin = Some("session advisory locks");
+        }
+        for sub in &st.subqueries {
+            if sub
+                .functions()
+                .iter()
+                .any(|f| SESSION_ADVISORY.contains(&f.name.as_str()))
+            {
+                out.pin = Some("session advisory locks");
+            }
+        }
+    }
+    out
+}
+
+/// `DEALLOCATE [PREPARE] name | ALL`: `Some(None)` for ALL, `Some(Some(name))` for a name.
+pub fn deallocate(sql: &str) -> Option<Option<String>> {
+    let mut words = sql.trim().trim_end_matches(';').split_whitespace();
+    if !words.next()?.eq_ignore_ascii_case("deallocate") {
+        return None;
+    }
+    let mut name = words.next()?;
+    if name.eq_ignore_ascii_case("prepare") {
+        name = words.next()?;
+    }
+    if words.next().is_some() {
+        return None;
+    }
+    if name.eq_ignore_ascii_case("all") {
+        Some(None)
+    } else {
+        Some(Some(name.trim_matches('"').to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tracks_session_sets_and_pins_session_state() {
+        let c = classify("SET search_path TO a, b; SET LOCAL x = 1; RESET lock_timeout; SET application_name = 'it''s'");
+        assert_eq!(
+            c.changes,
+            vec![
+                SetChange::Set("search_path".into(), "'a', 'b'".into()),
+                SetChange::Reset("lock_timeout".into()),
+                SetChange::Set("application_name".into(), "'it''s'".into()),
+            ]
+        );
+        assert_eq!(
+            classify("SET statement_timeout = 5000").changes,
+            vec![SetChange::Set("statement_timeout".into(), "5000".into())]
+        );
+        assert_eq!(classify("RESET ALL").changes, vec![SetChange::ResetAll]);
+        assert_eq!(
+            classify("SET TIME ZONE 'UTC'").changes,
+            vec![SetChange::Set("timezone".into(), "'UTC'".into())]
+        );
+        assert_eq!(
+            classify("CREATE TEMP TABLE t (id int)").pin,
+            Some("temporary objects")
+        );
+        assert_eq!(classify("CREATE TABLE t (id int)").pin, None);
+        assert_eq!(classify("LISTEN chan").pin, Some("LISTEN"));
+        assert_eq!(
+            classify("SELECT pg_advisory_lock(1)").pin,
+            Some("session advisory locks")
+        );
+        assert_eq!(classify("SELECT pg_advisory_xact_lock(1)").pin, None);
+        assert_eq!(
+            classify("PREPARE p AS SELECT 1").pin,
+            Some("SQL-level PREPARE")
+        );
+        assert!(classify("DISCARD ALL").discard_all);
+        assert!(classify("ROLLBACK").rollback);
+        assert_eq!(classify("SELECT 1"), Classified::default());
+        assert_eq!(deallocate("DEALLOCATE ALL"), Some(None));
+        assert_eq!(
+            deallocate("deallocate prepare s1;"),
+            Some(Some("s1".into()))
+        );
+        assert_eq!(deallocate("SELECT 1"), None);
+    }
+}

@@ -1,0 +1,160 @@
+//! Framing: splits a byte stream into messages without copying them (each [`Message`] is a
+//! `Bytes` slice of the read buffer, header included, so forwarding is a plain write).
+use super::error::ProtocolError;
+use super::message::Message;
+use bytes::{Buf, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// Postgres' own limit for a startup packet.
+pub const MAX_STARTUP_PACKET: usize = 10_000;
+
+/// Reads messages from one direction of a connection.
+#[derive(Debug)]
+pub struct MessageReader {
+    buf: BytesMut,
+    max_size: usize,
+}
+
+impl MessageReader {
+    pub fn new(max_size: usize) -> MessageReader {
+        MessageReader {
+            buf: BytesMut::with_capacity(16 * 1024),
+            max_size,
+        }
+    }
+
+    /// Bytes already read but not yet consumed (a complete message may be among them).
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// The next complete message from the buffer, without reading.
+    pub fn try_next(&mut self) -> Result<Option<Message>, ProtocolError> {
+        if self.buf.len() < 5 {
+            return Ok(None);
+        }
+        let len = i32::from_be_bytes([self.buf[1], self.buf[2], self.buf[3], self.buf[4]]);
+        if len < 4 {
+            return Err(ProtocolError::BadLength(len as i64));
+        }
+        let total = len as usize + 1;
+        if total > self.max_size {
+            return Err(ProtocolError::TooLarge(total, self.max_size));
+        }
+        if self.buf.len() < total {
+            self.buf.reserve(total - self.buf.len());
+            return Ok(None);
+        }
+        Ok(Some(Message::from_bytes(self.buf.split_to(total).freeze())))
+    }
+
+    /// The next message, reading as needed. `Closed` at a clean end of stream.
+    pub async fn next<R: AsyncRead + Unpin>(
+        &mut self,
+        io: &mut R,
+    ) -> Result<Message, ProtocolError> {
+        loop {
+            if let Some(m) = self.try_next()? {
+                return Ok(m);
+            }
+            self.fill(io).await?;
+        }
+    }
+
+    /// Reads more bytes into the buffer.
+    pub async fn fill<R: AsyncRead + Unpin>(&mut self, io: &mut R) -> Result<(), ProtocolError> {
+        if self.buf.capacity() - self.buf.len() < 4096 {
+            self.buf.reserve(16 * 1024);
+        }
+        let n = io.read_buf(&mut self.buf).await?;
+        if n == 0 {
+            return Err(if self.buf.is_empty() {
+                ProtocolError::Closed
+            } else {
+                ProtocolError::Truncated
+            });
+        }
+        Ok(())
+    }
+
+    /// Reads an untagged startup-phase packet (length + payload); returns the payload.
+    pub async fn startup_packet<R: AsyncRead + Unpin>(
+        &mut self,
+        io: &mut R,
+    ) -> Result<bytes::Bytes, ProtocolError> {
+        loop {
+            if self.buf.len() >= 4 {
+                let len = i32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
+                if !(8..=MAX_STARTUP_PACKET as i32).contains(&len) {
+                    return Err(ProtocolError::BadStartup(format!("length {len}")));
+                }
+                if self.buf.len() >= len as usize {
+                    let mut packet = self.buf.split_to(len as usize);
+                    packet.advance(4);
+                    return Ok(packet.freeze());
+                }
+            }
+            let n = io.read_buf(&mut self.buf).await?;
+            if n == 0 {
+                return Err(if self.buf.is_empty() {
+                    ProtocolError::Closed
+                } else {
+                    ProtocolError::Truncated
+                });
+            }
+        }
+    }
+
+    /// Whether unread bytes are waiting (used to refuse data sent before a TLS handshake).
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// Reads exactly `n` raw bytes (SSLRequest answers from servers).
+    pub async fn read_byte<R: AsyncRead + Unpin>(
+        &mut self,
+        io: &mut R,
+    ) -> Result<u8, ProtocolError> {
+        if self.buf.is_empty() {
+            let mut b = [0u8; 1];
+            io.read_exact(&mut b).await?;
+            return Ok(b[0]);
+        }
+        Ok(self.buf.split_to(1)[0])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn splits_messages_and_rejects_bad_lengths() {
+        let mut data: &[u8] = b"Q\0\0\0\x0dSELECT 1\0X\0\0\0\x04";
+        let mut r = MessageReader::new(1 << 20);
+        let m = r.next(&mut data).await.unwrap();
+        assert_eq!(m.tag(), b'Q');
+        assert_eq!(m.payload(), b"SELECT 1\0");
+        assert_eq!(r.next(&mut data).await.unwrap().tag(), b'X');
+        assert!(matches!(
+            r.next(&mut data).await,
+            Err(ProtocolError::Closed)
+        ));
+
+        let mut bad: &[u8] = b"Q\0\0\0\x02";
+        assert!(matches!(
+            MessageReader::new(1 << 20).next(&mut bad).await,
+            Err(ProtocolError::BadLength(2))
+        ));
+        let mut big: &[u8] = b"Q\x7f\0\0\0";
+        assert!(matches!(
+            MessageReader::new(1 << 20).next(&mut big).await,
+            Err(ProtocolError::TooLarge(..))
+        ));
+        let mut cut: &[u8] = b"Q\0\0\0\x0dSELE";
+        assert!(matches!(
+            MessageReader::new(1 << 20).next(&mut cut).await,
+            Err(ProtocolError::Truncated)
+        ));
+    }
+}

@@ -1,0 +1,457 @@
+//! Protocol messages: a [`Message`] is one framed message (tag, length and payload) held as
+//! `Bytes`; builders make the messages pgdog sends, readers take apart the ones it inspects.
+use super::error::ProtocolError;
+use bytes::{BufMut, Bytes, BytesMut};
+
+/// One complete message, header included.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Message {
+    bytes: Bytes,
+}
+
+impl std::fmt::Debug for Message {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Message({:?}, {} bytes)",
+            self.tag() as char,
+            self.bytes.len()
+        )
+    }
+}
+
+impl Message {
+    pub(crate) fn from_bytes(bytes: Bytes) -> Message {
+        Message { bytes }
+    }
+
+    pub fn tag(&self) -> u8 {
+        self.bytes[0]
+    }
+
+    /// The payload after tag and length.
+    pub fn payload(&self) -> &[u8] {
+        &self.bytes[5..]
+    }
+
+    /// The whole message as it goes on the wire.
+    pub fn bytes(&self) -> &Bytes {
+        &self.bytes
+    }
+
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.len() <= 5
+    }
+
+    /// A reader over the payload.
+    pub fn reader(&self) -> Reader<'_> {
+        Reader {
+            data: self.payload(),
+            what: tag_name(self.tag()),
+        }
+    }
+}
+
+/// Builds a message with `tag` and a payload written by `f`.
+pub fn build(tag: u8, f: impl FnOnce(&mut BytesMut)) -> Message {
+    let mut b = BytesMut::with_capacity(64);
+    b.put_u8(tag);
+    b.put_i32(0);
+    f(&mut b);
+    let len = (b.len() - 1) as i32;
+    b[1..5].copy_from_slice(&len.to_be_bytes());
+    Message { bytes: b.freeze() }
+}
+
+fn put_cstr(b: &mut BytesMut, s: &str) {
+    b.put_slice(s.as_bytes());
+    b.put_u8(0);
+}
+
+fn tag_name(tag: u8) -> &'static str {
+    match tag {
+        b'Q' => "Query",
+        b'P' => "Parse",
+        b'B' => "Bind",
+        b'D' => "Describe/DataRow",
+        b'E' => "Execute/ErrorResponse",
+        b'C' => "Close/CommandComplete",
+        b'S' => "Sync/ParameterStatus",
+        b'R' => "Authentication",
+        b'p' => "Password",
+        b'K' => "BackendKeyData",
+        b'Z' => "ReadyForQuery",
+        _ => "message",
+    }
+}
+
+/// Reads fields of a payload, failing with a protocol error instead of panicking.
+pub struct Reader<'a> {
+    data: &'a [u8],
+    what: &'static str,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(data: &'a [u8], what: &'static str) -> Reader<'a> {
+        Reader { data, what }
+    }
+
+    fn bad(&self) -> ProtocolError {
+        ProtocolError::Malformed(self.what)
+    }
+
+    pub fn u8(&mut self) -> Result<u8, ProtocolError> {
+        let (&b, rest) = self.data.split_first().ok_or_else(|| self.bad())?;
+        self.data = rest;
+        Ok(b)
+    }
+
+    pub fn i16(&mut self) -> Result<i16, ProtocolError> {
+        let b = self.bytes(2)?;
+        Ok(i16::from_be_bytes([b[0], b[1]]))
+    }
+
+    pub fn i32(&mut self) -> Result<i32, ProtocolError> {
+        let b = self.bytes(4)?;
+        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], ProtocolError> {
+        if self.data.len() < n {
+            return Err(self.bad());
+        }
+        let (head, rest) = self.data.split_at(n);
+        self.data = rest;
+        Ok(head)
+    }
+
+    /// A NUL-terminated string (UTF-8 checked).
+    pub fn cstr(&mut self) -> Result<&'a str, ProtocolError> {
+        let end = self
+            .data
+            .iter()
+            .position(|&b| b == 0)
+            .ok_or_else(|| self.bad())?;
+        let s = std::str::from_utf8(&self.data[..end]).map_err(|_| self.bad())?;
+        self.data = &self.data[end + 1..];
+        Ok(s)
+    }
+
+    pub fn rest(&mut self) -> &'a [u8] {
+        std::mem::take(&mut self.data)
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.data.len()
+    }
+}
+
+// ---- messages pgdog sends to clients ----
+
+pub fn auth_ok() -> Message {
+    build(b'R', |b| b.put_i32(0))
+}
+
+pub fn auth_cleartext() -> Message {
+    build(b'R', |b| b.put_i32(3))
+}
+
+pub fn auth_md5(salt: [u8; 4]) -> Message {
+    build(b'R', |b| {
+        b.put_i32(5);
+        b.put_slice(&salt);
+    })
+}
+
+pub fn auth_sasl() -> Message {
+    build(b'R', |b| {
+        b.put_i32(10);
+        put_cstr(b, "SCRAM-SHA-256");
+        b.put_u8(0);
+    })
+}
+
+pub fn auth_sasl_continue(data: &[u8]) -> Message {
+    build(b'R', |b| {
+        b.put_i32(11);
+        b.put_slice(data);
+    })
+}
+
+pub fn auth_sasl_final(data: &[u8]) -> Message {
+    build(b'R', |b| {
+        b.put_i32(12);
+        b.put_slice(data);
+    })
+}
+
+pub fn parameter_status(name: &str, value: &str) -> Message {
+    build(b'S', |b| {
+        put_cstr(b, name);
+        put_cstr(b, value);
+    })
+}
+
+pub fn backend_key_data(pid: i32, secret: &[u8]) -> Message {
+    build(b'K', |b| {
+        b.put_i32(pid);
+        b.put_slice(secret);
+    })
+}
+
+pub fn ready_for_query(status: u8) -> Message {
+    build(b'Z', |b| b.put_u8(status))
+}
+
+pub fn command_complete(tag: &str) -> Message {
+    build(b'C', |b| put_cstr(b, tag))
+}
+
+pub fn parse_complete() -> Message {
+    build(b'1', |_| {})
+}
+
+pub fn close_complete() -> Message {
+    build(b'3', |_| {})
+}
+
+/// NegotiateProtocolVersion: the newest minor version we support and options we do not.
+pub fn negotiate_protocol_version(minor: i32, unsupported: &[String]) -> Message {
+    build(b'v', |b| {
+        b.put_i32(minor);
+        b.put_i32(unsupported.len() as i32);
+        for o in unsupported {
+            put_cstr(b, o);
+        }
+    })
+}
+
+/// ErrorResponse (`E`) or NoticeResponse (`N`).
+pub fn error_response(severity: &str, code: &str, message: &str) -> Message {
+    build(b'E', |b| {
+        b.put_u8(b'S');
+        put_cstr(b, severity);
+        b.put_u8(b'V');
+        put_cstr(b, severity);
+        b.put_u8(b'C');
+        put_cstr(b, code);
+        b.put_u8(b'M');
+        put_cstr(b, message);
+        b.put_u8(0);
+    })
+}
+
+/// An ERROR with this SQLSTATE.
+pub fn error(code: &str, message: &str) -> Message {
+    error_response("ERROR", code, message)
+}
+
+/// A FATAL error (the connection ends after it).
+pub fn fatal(code: &str, message: &str) -> Message {
+    error_response("FATAL", code, message)
+}
+
+// ---- messages pgdog sends to servers ----
+
+pub fn startup(params: &[(&str, &str)]) -> Bytes {
+    let mut b = BytesMut::new();
+    b.put_i32(0);
+    b.put_i32(196608);
+    for (k, v) in params {
+        put_cstr(&mut b, k);
+        put_cstr(&mut b, v);
+    }
+    b.put_u8(0);
+    let len = b.len() as i32;
+    b[0..4].copy_from_slice(&len.to_be_bytes());
+    b.freeze()
+}
+
+pub fn ssl_request() -> Bytes {
+    let mut b = BytesMut::new();
+    b.put_i32(8);
+    b.put_i32(80877103);
+    b.freeze()
+}
+
+pub fn cancel_request(pid: i32, secret: &[u8]) -> Bytes {
+    let mut b = BytesMut::new();
+    b.put_i32(12 + secret.len() as i32 - 4);
+    b.put_i32(80877102);
+    b.put_i32(pid);
+    b.put_slice(secret);
+    let len = b.len() as i32;
+    b[0..4].copy_from_slice(&len.to_be_bytes());
+    b.freeze()
+}
+
+pub fn password(data: &[u8]) -> Message {
+    build(b'p', |b| b.put_slice(data))
+}
+
+pub fn sasl_initial_response(mechanism: &str, data: &[u8]) -> Message {
+    build(b'p', |b| {
+        put_cstr(b, mechanism);
+        b.put_i32(data.len() as i32);
+        b.put_slice(data);
+    })
+}
+
+pub fn query(sql: &str) -> Message {
+    build(b'Q', |b| put_cstr(b, sql))
+}
+
+pub fn terminate() -> Message {
+    build(b'X', |_| {})
+}
+
+pub fn sync() -> Message {
+    build(b'S', |_| {})
+}
+
+/// Parse: statement name, query text, parameter type OIDs.
+pub fn parse(name: &str, query: &str, param_types: &[i32]) -> Message {
+    build(b'P', |b| {
+        put_cstr(b, name);
+        put_cstr(b, query);
+        b.put_i16(param_types.len() as i16);
+        for t in param_types {
+            b.put_i32(*t);
+        }
+    })
+}
+
+// ---- readers ----
+
+/// The fields of an ErrorResponse / NoticeResponse.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ErrorFields {
+    pub severity: String,
+    pub code: String,
+    pub message: String,
+}
+
+pub fn read_error(m: &Message) -> Result<ErrorFields, ProtocolError> {
+    let mut r = m.reader();
+    let mut e = ErrorFields::default();
+    loop {
+        let kind = r.u8()?;
+        if kind == 0 {
+            break;
+        }
+        let value = r.cstr()?;
+        match kind {
+            b'S' => e.severity = value.to_string(),
+            b'C' => e.code = value.to_string(),
+            b'M' => e.message = value.to_string(),
+            _ => {}
+        }
+    }
+    Ok(e)
+}
+
+/// Parse message fields.
+pub struct ParseFields<'a> {
+    pub name: &'a str,
+    pub query: &'a str,
+    pub param_types: Vec<i32>,
+}
+
+pub fn read_parse(m: &Message) -> Result<ParseFields<'_>, ProtocolError> {
+    let mut r = m.reader();
+    let name = r.cstr()?;
+    let query = r.cstr()?;
+    let n = r.i16()?;
+    if n < 0 {
+        return Err(ProtocolError::Malformed("Parse"));
+    }
+    let mut param_types = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        param_types.push(r.i32()?);
+    }
+    Ok(ParseFields {
+        name,
+        query,
+        param_types,
+    })
+}
+
+/// Bind: (portal, statement) names and the offset of what follows them.
+pub fn read_bind_names(m: &Message) -> Result<(&str, &str, usize), ProtocolError> {
+    let mut r = m.reader();
+    let portal = r.cstr()?;
+    let statement = r.cstr()?;
+    let offset = m.payload().len() - r.remaining();
+    Ok((portal, statement, offset))
+}
+
+/// Bind with another statement name, the rest copied.
+pub fn rewrite_bind(m: &Message, statement: &str) -> Result<Message, ProtocolError> {
+    let (portal, _, offset) = read_bind_names(m)?;
+    let rest = &m.payload()[offset..];
+    Ok(build(b'B', |b| {
+        put_cstr(b, portal);
+        put_cstr(b, statement);
+        b.put_slice(rest);
+    }))
+}
+
+/// Describe / Close: kind (`S` statement or `P` portal) and name.
+pub fn read_target(m: &Message) -> Result<(u8, &str), ProtocolError> {
+    let mut r = m.reader();
+    let kind = r.u8()?;
+    let name = r.cstr()?;
+    if kind != b'S' && kind != b'P' {
+        return Err(ProtocolError::Malformed("Describe/Close"));
+    }
+    Ok((kind, name))
+}
+
+/// Describe or Close of a statement under another name.
+pub fn target(tag: u8, kind: u8, name: &str) -> Message {
+    build(tag, |b| {
+        b.put_u8(kind);
+        put_cstr(b, name);
+    })
+}
+
+/// The query text of a Query message.
+pub fn read_query(m: &Message) -> Result<&str, ProtocolError> {
+    m.reader().cstr()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builds_and_reads() {
+        let p = parse("s1", "SELECT $1", &[23]);
+        let f = read_parse(&p).unwrap();
+        assert_eq!(
+            (f.name, f.query, f.param_types),
+            ("s1", "SELECT $1", vec![23])
+        );
+        let e = error("42P01", "nope");
+        let ef = read_error(&e).unwrap();
+        assert_eq!((ef.code.as_str(), ef.message.as_str()), ("42P01", "nope"));
+        let bind = build(b'B', |b| {
+            put_cstr(b, "");
+            put_cstr(b, "s1");
+            b.put_i16(0);
+            b.put_i16(0);
+            b.put_i16(0);
+        });
+        let re = rewrite_bind(&bind, "__pgdog_7").unwrap();
+        assert_eq!(read_bind_names(&re).unwrap().1, "__pgdog_7");
+        assert_eq!(
+            &re.payload()[read_bind_names(&re).unwrap().2..],
+            &[0, 0, 0, 0, 0, 0]
+        );
+        assert!(read_parse(&build(b'P', |b| b.put_u8(b'x'))).is_err());
+    }
+}

@@ -1,0 +1,12 @@
+//! The Postgres wire protocol: message framing over `bytes`, message builders and readers, the
+//! startup packet, and TLS streams. No policy lives here: which message goes where is decided
+//! by `frontend` and `backend`.
+pub mod codec;
+pub mod error;
+pub mod message;
+pub mod startup;
+pub mod stream;
+
+pub use codec::{MessageReader, MAX_STARTUP_PACKET};
+pub use error::ProtocolError;
+pub use message::Message;
