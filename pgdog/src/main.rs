@@ -97,10 +97,11 @@ fn run(args: Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if settings.config.general.workers > 0 {
+        builder.worker_threads(settings.config.general.workers);
+    }
+    let runtime = match builder.enable_all().build() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("pgdog: starting the runtime: {e}");

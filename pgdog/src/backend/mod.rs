@@ -7,4 +7,4 @@ pub mod server;
 
 pub use pool::{Pool, PoolError, PooledServer};
 pub use registry::Registry;
-pub use server::{Server, ServerError, ServerTarget};
+pub use server::{CancelKey, Server, ServerError, ServerTarget};

@@ -41,6 +41,14 @@ impl ServerError {
     }
 }
 
+/// A server connection's cancel key and address (what a CancelRequest for it needs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CancelKey {
+    pub addr: String,
+    pub pid: i32,
+    pub secret: Vec<u8>,
+}
+
 /// Where and as whom to connect.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ServerTarget {
@@ -70,6 +78,10 @@ pub struct Server {
     /// The server's cancel key.
     pub pid: i32,
     pub secret: Vec<u8>,
+    /// The same, shareable with the cancel registry without copying.
+    pub cancel_key: std::sync::Arc<CancelKey>,
+    /// Fingerprint of `settings` (0 when empty), to skip comparing them on every checkout.
+    pub settings_fingerprint: u64,
     /// Global ids of the prepared statements that exist on this connection.
     pub prepared: HashSet<u64>,
     /// Session settings pgdog applied with SET (name -> value as SQL text).
@@ -80,6 +92,18 @@ pub struct Server {
     pub last_used: Instant,
     /// False once an I/O or protocol error makes it unusable.
     pub healthy: bool,
+}
+
+/// Order-independent fingerprint of a settings map (0 when empty).
+pub fn fingerprint(settings: &HashMap<String, String>) -> u64 {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    let state =
+        std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default();
+    settings.iter().fold(0u64, |acc, (k, v)| {
+        let mut h = state.build_hasher();
+        (k, v).hash(&mut h);
+        acc ^ h.finish().max(1)
+    })
 }
 
 impl std::fmt::Debug for Server {
@@ -115,6 +139,12 @@ impl Server {
             params: HashMap::new(),
             pid: 0,
             secret: Vec::new(),
+            cancel_key: std::sync::Arc::new(CancelKey {
+                addr: addr.clone(),
+                pid: 0,
+                secret: Vec::new(),
+            }),
+            settings_fingerprint: 0,
             prepared: HashSet::new(),
             settings: HashMap::new(),
             status: b'I',
@@ -150,7 +180,18 @@ impl Server {
                 _ => {}
             }
         }
+        server.cancel_key = std::sync::Arc::new(CancelKey {
+            addr: addr.clone(),
+            pid: server.pid,
+            secret: server.secret.clone(),
+        });
         Ok(server)
+    }
+
+    /// Replaces the session settings record (and its fingerprint).
+    pub fn set_settings(&mut self, settings: HashMap<String, String>) {
+        self.settings_fingerprint = fingerprint(&settings);
+        self.settings = settings;
     }
 
     async fn authenticate(&mut self, target: &ServerTarget) -> Result<(), ServerError> {

@@ -72,6 +72,8 @@ pub struct General {
     pub max_message_size: usize,
     /// Parse every query (pooler-level statement checks: temp tables, LISTEN, advisory locks).
     pub query_parser: bool,
+    /// Threads serving clients (0: one per core).
+    pub workers: usize,
 }
 
 impl Default for General {
@@ -91,6 +93,7 @@ impl Default for General {
             tls_private_key: None,
             max_message_size: 256 << 20,
             query_parser: true,
+            workers: 2,
         }
     }
 }

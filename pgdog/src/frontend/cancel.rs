@@ -5,16 +5,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::LazyLock;
 
-/// The server a client is attached to: address and the server's own cancel key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerKey {
-    pub addr: String,
-    pub pid: i32,
-    pub secret: Vec<u8>,
-}
+use crate::backend::CancelKey;
 
-/// Shared between a client session and the registry.
-pub type Slot = Arc<Mutex<Option<ServerKey>>>;
+/// The server a client is attached to, shared between its session and the registry.
+pub type Slot = Arc<Mutex<Option<Arc<CancelKey>>>>;
 
 type Keys = HashMap<(i32, [u8; 4]), Slot>;
 

@@ -22,6 +22,8 @@ pub struct Params {
     startup_raw: HashMap<String, String>,
     /// name -> statement the client wants now (`None`: the server's default).
     wanted: HashMap<String, Option<String>>,
+    /// Fingerprint of what a matching server's settings would be.
+    fingerprint: u64,
 }
 
 fn set_config(name: &str, raw: &str) -> String {
@@ -53,11 +55,29 @@ impl Params {
             .iter()
             .map(|(k, v)| (k.clone(), Some(v.clone())))
             .collect();
-        Params {
+        let mut p = Params {
             startup,
             startup_raw,
             wanted,
-        }
+            fingerprint: 0,
+        };
+        p.refresh();
+        p
+    }
+
+    /// Fingerprint of the settings a server needs to match this client (as the server's
+    /// `settings_fingerprint`): equal means no SET is needed.
+    pub fn fingerprint(&self) -> u64 {
+        self.fingerprint
+    }
+
+    fn refresh(&mut self) {
+        let target: HashMap<String, String> = self
+            .wanted
+            .iter()
+            .filter_map(|(k, v)| v.as_ref().map(|v| (k.clone(), v.clone())))
+            .collect();
+        self.fingerprint = crate::backend::server::fingerprint(&target);
     }
 
     /// Records a change the server has applied for this client.
@@ -81,6 +101,7 @@ impl Params {
                     .collect();
             }
         }
+        self.refresh();
     }
 
     /// The SQL that makes a server with `settings` match this client, and the settings the
@@ -205,5 +226,15 @@ mod tests {
         p2.apply(&SetChange::ResetAll);
         assert!(p2.sync(&after).is_none());
         assert_eq!(p.startup_value("application_name").as_deref(), Some("psql"));
+        // The fingerprint follows every change and matches a server synced to it.
+        assert_eq!(p.fingerprint(), crate::backend::server::fingerprint(&after));
+        let mut p3 = p.clone();
+        p3.apply(&SetChange::Set("work_mem".into(), "'8MB'".into()));
+        assert_ne!(p3.fingerprint(), p.fingerprint());
+        let (_, after3) = p3.sync(&after).unwrap();
+        assert_eq!(
+            p3.fingerprint(),
+            crate::backend::server::fingerprint(&after3)
+        );
     }
 }

@@ -3,7 +3,7 @@
 //! queue of responses it expects so it knows when a transaction is over (and the server can go
 //! back to the pool), where to insert answers it makes itself (ParseComplete for a statement the
 //! server already has, CloseComplete), and which answers to swallow (a Parse it injected).
-use super::cancel::{Registration, ServerKey};
+use super::cancel::Registration;
 use super::params::Params;
 use super::prepared::{self, Prepared};
 use super::statements::{self, Classified, SetChange};
@@ -435,27 +435,25 @@ impl Session {
                 return false;
             }
         };
-        if let Some((sql, after)) = self.params.sync(&server.settings) {
-            if let Err(e) = server.execute(&sql).await {
-                let m = match e {
-                    ServerError::Postgres(fields, _) => {
-                        message::error(&fields.code, &fields.message)
-                    }
-                    other => {
-                        server.discard();
-                        message::error(&other.code(), &other.to_string())
-                    }
-                };
-                self.send(&m);
-                return false;
+        if server.settings_fingerprint != self.params.fingerprint() {
+            if let Some((sql, after)) = self.params.sync(&server.settings) {
+                if let Err(e) = server.execute(&sql).await {
+                    let m = match e {
+                        ServerError::Postgres(fields, _) => {
+                            message::error(&fields.code, &fields.message)
+                        }
+                        other => {
+                            server.discard();
+                            message::error(&other.code(), &other.to_string())
+                        }
+                    };
+                    self.send(&m);
+                    return false;
+                }
+                server.set_settings(after);
             }
-            server.settings = after;
         }
-        *self.cancel.slot.lock() = Some(ServerKey {
-            addr: server.addr().to_string(),
-            pid: server.pid,
-            secret: server.secret.clone(),
-        });
+        *self.cancel.slot.lock() = Some(server.cancel_key.clone());
         self.server = Some(server);
         true
     }
@@ -609,7 +607,7 @@ impl Session {
         let discard_all = std::mem::take(&mut self.pending_discard_all);
         self.batch_failed = false;
         self.batch_rollback = false;
-        if failed && !discard_all {
+        if (failed && !discard_all) || (changes.is_empty() && !discard_all) {
             return;
         }
         for change in &changes {
@@ -618,12 +616,12 @@ impl Session {
         if let Some(s) = self.server.as_mut() {
             if discard_all {
                 s.prepared.clear();
-                s.settings.clear();
+                s.set_settings(Default::default());
                 self.statements.clear();
             }
             // The server now runs with the client's values.
             if let Some((_, after)) = self.params.sync(&s.settings) {
-                s.settings = after;
+                s.set_settings(after);
             }
         }
     }
@@ -682,7 +680,7 @@ impl Session {
         if ok && reset {
             ok = server.execute("DISCARD ALL").await.is_ok();
             server.prepared.clear();
-            server.settings.clear();
+            server.set_settings(Default::default());
         }
         if !ok || server.status != b'I' {
             server.discard();
