@@ -96,14 +96,12 @@ pub struct Server {
 
 /// Order-independent fingerprint of a settings map (0 when empty).
 pub fn fingerprint(settings: &HashMap<String, String>) -> u64 {
-    use std::hash::{BuildHasher, Hash, Hasher};
+    use std::hash::BuildHasher;
     let state =
         std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default();
-    settings.iter().fold(0u64, |acc, (k, v)| {
-        let mut h = state.build_hasher();
-        (k, v).hash(&mut h);
-        acc ^ h.finish().max(1)
-    })
+    settings
+        .iter()
+        .fold(0u64, |acc, kv| acc ^ state.hash_one(kv).max(1))
 }
 
 impl std::fmt::Debug for Server {

@@ -607,7 +607,7 @@ impl Session {
         let discard_all = std::mem::take(&mut self.pending_discard_all);
         self.batch_failed = false;
         self.batch_rollback = false;
-        if (failed && !discard_all) || (changes.is_empty() && !discard_all) {
+        if !discard_all && (failed || changes.is_empty()) {
             return;
         }
         for change in &changes {
