@@ -334,6 +334,51 @@ mod tests {
     }
 
     #[test]
+    fn example_file_is_valid_and_documents_every_general_option() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let example = root.join("pgdog.toml.example");
+        let dir = std::env::temp_dir().join(format!("pgdog-example-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let users = write(
+            &dir,
+            "users.toml",
+            "[[users]]\nname = \"pgdog\"\ndatabase = \"pgdog\"\npassword = \"pgdog\"\n",
+        );
+        Settings::load(&example, &users).unwrap();
+        let text = std::fs::read_to_string(&example).unwrap();
+        for key in [
+            "host",
+            "port",
+            "default_pool_size",
+            "min_pool_size",
+            "pooler_mode",
+            "auth_type",
+            "checkout_timeout",
+            "idle_timeout",
+            "server_lifetime",
+            "connect_timeout",
+            "tls_certificate",
+            "tls_private_key",
+            "max_message_size",
+            "query_parser",
+            "workers",
+            "database_name",
+            "user",
+            "password",
+            "role",
+            "shard",
+            "pool_size",
+            "password_hash",
+        ] {
+            assert!(
+                text.contains(&format!("{key} =")),
+                "pgdog.toml.example does not document {key}"
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn defaults_and_unknown_key_with_line() {
         let dir = std::env::temp_dir().join(format!("pgdog-config-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
