@@ -13,17 +13,23 @@ pub struct Statement {
     pub param_types: Vec<i32>,
 }
 
-/// A cached statement with its global id.
+/// A cached statement with its global id and server-side name.
 #[derive(Debug, Clone)]
 pub struct Prepared {
     pub id: u64,
     pub statement: Arc<Statement>,
+    name: Arc<str>,
 }
 
 impl Prepared {
     /// The name used on servers.
-    pub fn server_name(&self) -> String {
-        server_name(self.id)
+    pub fn server_name(&self) -> &str {
+        &self.name
+    }
+
+    /// The same, shared.
+    pub fn server_name_arc(&self) -> Arc<str> {
+        self.name.clone()
     }
 }
 
@@ -31,8 +37,9 @@ pub fn server_name(id: u64) -> String {
     format!("__pgdog_{id}")
 }
 
-static CACHE: LazyLock<Mutex<HashMap<Arc<Statement>, u64>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
+type Cache = HashMap<Arc<Statement>, (u64, Arc<str>)>;
+
+static CACHE: LazyLock<Mutex<Cache>> = LazyLock::new(|| Mutex::new(HashMap::new()));
 static NEXT: AtomicU64 = AtomicU64::new(1);
 
 /// The global entry for a statement, created on first use.
@@ -42,16 +49,22 @@ pub fn intern(query: &str, param_types: &[i32]) -> Prepared {
         param_types: param_types.to_vec(),
     };
     let mut cache = CACHE.lock();
-    if let Some((stmt, id)) = cache.get_key_value(&statement) {
+    if let Some((stmt, (id, name))) = cache.get_key_value(&statement) {
         return Prepared {
             id: *id,
             statement: stmt.clone(),
+            name: name.clone(),
         };
     }
     let id = NEXT.fetch_add(1, Ordering::Relaxed);
     let statement = Arc::new(statement);
-    cache.insert(statement.clone(), id);
-    Prepared { id, statement }
+    let name: Arc<str> = server_name(id).into();
+    cache.insert(statement.clone(), (id, name.clone()));
+    Prepared {
+        id,
+        statement,
+        name,
+    }
 }
 
 /// Number of distinct statements cached.

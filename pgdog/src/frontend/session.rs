@@ -376,7 +376,7 @@ impl Session {
 
     /// Makes sure the client's statement `name` exists on the attached server (injecting a
     /// Parse whose answer the client does not see); its server-side name.
-    async fn ensure_prepared(&mut self, name: &str) -> Option<String> {
+    async fn ensure_prepared(&mut self, name: &str) -> Option<std::sync::Arc<str>> {
         let prepared = self.statements.get(name)?.clone();
         let has = self
             .server
@@ -394,7 +394,7 @@ impl Session {
             self.forward(&parse, Expect::HiddenParse { id: prepared.id })
                 .await;
         }
-        Some(prepared.server_name())
+        Some(prepared.server_name_arc())
     }
 
     /// Queues an answer pgdog makes itself, in order with the server's answers.
