@@ -359,7 +359,7 @@ impl Session {
                 s.prepared.insert(prepared.id);
             }
             let parse = message::parse(
-                &prepared.server_name(),
+                prepared.server_name(),
                 &prepared.statement.query,
                 &prepared.statement.param_types,
             );
@@ -387,7 +387,7 @@ impl Session {
                 s.prepared.insert(prepared.id);
             }
             let parse = message::parse(
-                &prepared.server_name(),
+                prepared.server_name(),
                 &prepared.statement.query,
                 &prepared.statement.param_types,
             );
