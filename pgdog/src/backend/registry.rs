@@ -15,6 +15,7 @@ pub struct Registry {
 }
 
 static CURRENT: RwLock<Option<Arc<Registry>>> = RwLock::new(None);
+static GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl Registry {
     /// Builds pools for every user entry, reusing `previous` pools with identical settings.
@@ -63,6 +64,7 @@ impl Registry {
     pub fn install(registry: Registry) {
         let new = Arc::new(registry);
         let old = CURRENT.write().replace(new.clone());
+        GENERATION.fetch_add(1, std::sync::atomic::Ordering::Release);
         if let Some(old) = old {
             for (key, pool) in &old.pools {
                 let kept = new.pools.get(key).is_some_and(|p| p.same(pool));
@@ -71,6 +73,11 @@ impl Registry {
                 }
             }
         }
+    }
+
+    /// Bumped by every `install`: sessions compare it to know when to look their pool up again.
+    pub fn generation() -> u64 {
+        GENERATION.load(std::sync::atomic::Ordering::Acquire)
     }
 
     pub fn current() -> Arc<Registry> {

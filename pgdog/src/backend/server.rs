@@ -343,6 +343,40 @@ impl Server {
         error.map_or(Ok(()), Err)
     }
 
+    /// Runs a simple query returning one row; its columns as text (`None` for NULL).
+    pub async fn query_row(&mut self, sql: &str) -> Result<Vec<Option<String>>, ServerError> {
+        self.write(&message::query(sql)).await?;
+        let mut error = None;
+        let mut row = Vec::new();
+        loop {
+            let m = self.read().await?;
+            match m.tag() {
+                b'D' => {
+                    let mut r = m.reader();
+                    let n = r.i16().map_err(|e| self.proto(e))?;
+                    row.clear();
+                    for _ in 0..n.max(0) {
+                        let len = r.i32().map_err(|e| self.proto(e))?;
+                        if len < 0 {
+                            row.push(None);
+                        } else {
+                            let bytes = r.bytes(len as usize).map_err(|e| self.proto(e))?;
+                            row.push(Some(String::from_utf8_lossy(bytes).into_owned()));
+                        }
+                    }
+                }
+                b'E' => error = Some(self.postgres_error(m)),
+                b'Z' => {
+                    self.status = m.payload().first().copied().unwrap_or(b'I');
+                    break;
+                }
+                b'S' => self.record_parameter(&m),
+                _ => {}
+            }
+        }
+        error.map_or(Ok(row), Err)
+    }
+
     /// Records a ParameterStatus message.
     pub fn record_parameter(&mut self, m: &Message) {
         let mut r = m.reader();

@@ -104,6 +104,19 @@ impl Params {
         self.refresh();
     }
 
+    /// Records the value the server actually has for `name` (read back with
+    /// `current_setting`): `None` when the parameter does not exist there.
+    pub fn set_actual(&mut self, name: &str, value: Option<&str>) {
+        let statement = value.map(|v| set_config(name, v));
+        self.wanted.insert(name.to_string(), statement);
+        self.refresh();
+    }
+
+    /// Names of every parameter the client has a wish for.
+    pub fn names(&self) -> impl Iterator<Item = String> + '_ {
+        self.wanted.keys().cloned()
+    }
+
     /// The SQL that makes a server with `settings` match this client, and the settings the
     /// server will have after it; `None` when it already matches.
     pub fn sync(

@@ -19,12 +19,23 @@ pub struct Prepared {
     pub id: u64,
     pub statement: Arc<Statement>,
     name: Arc<str>,
+    /// A server has accepted it (ParseComplete): later Parses of it need no server.
+    valid: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Prepared {
     /// The name used on servers.
     pub fn server_name(&self) -> &str {
         &self.name
+    }
+
+    /// Whether some server has accepted this statement.
+    pub fn is_valid(&self) -> bool {
+        self.valid.load(Ordering::Relaxed)
+    }
+
+    pub fn mark_valid(&self) {
+        self.valid.store(true, Ordering::Relaxed);
     }
 
     /// The same, shared.
@@ -37,7 +48,8 @@ pub fn server_name(id: u64) -> String {
     format!("__pgdog_{id}")
 }
 
-type Cache = HashMap<Arc<Statement>, (u64, Arc<str>)>;
+type Entry = (u64, Arc<str>, Arc<std::sync::atomic::AtomicBool>);
+type Cache = HashMap<Arc<Statement>, Entry>;
 
 static CACHE: LazyLock<Mutex<Cache>> = LazyLock::new(|| Mutex::new(HashMap::new()));
 static NEXT: AtomicU64 = AtomicU64::new(1);
@@ -49,21 +61,24 @@ pub fn intern(query: &str, param_types: &[i32]) -> Prepared {
         param_types: param_types.to_vec(),
     };
     let mut cache = CACHE.lock();
-    if let Some((stmt, (id, name))) = cache.get_key_value(&statement) {
+    if let Some((stmt, (id, name, valid))) = cache.get_key_value(&statement) {
         return Prepared {
             id: *id,
             statement: stmt.clone(),
             name: name.clone(),
+            valid: valid.clone(),
         };
     }
     let id = NEXT.fetch_add(1, Ordering::Relaxed);
     let statement = Arc::new(statement);
     let name: Arc<str> = server_name(id).into();
-    cache.insert(statement.clone(), (id, name.clone()));
+    let valid = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    cache.insert(statement.clone(), (id, name.clone(), valid.clone()));
     Prepared {
         id,
         statement,
         name,
+        valid,
     }
 }
 

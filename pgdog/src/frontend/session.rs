@@ -7,7 +7,7 @@ use super::cancel::Registration;
 use super::params::Params;
 use super::prepared::{self, Prepared};
 use super::statements::{self, Classified, SetChange};
-use crate::backend::{Pool, PooledServer, ServerError};
+use crate::backend::{Pool, PooledServer, Registry, ServerError};
 use crate::config::PoolerMode;
 use crate::net::message::{self, read_error, read_parse, read_target};
 use crate::net::stream::Stream;
@@ -19,13 +19,14 @@ use tokio::io::AsyncWriteExt;
 /// A response the session waits for from the server, in order.
 #[derive(Debug)]
 enum Expect {
-    /// ParseComplete; `id` is a global statement to forget if the Parse fails.
+    /// ParseComplete; `prepared`: the global statement (forgotten on this server if the Parse
+    /// fails, known valid once it succeeds).
     Parse {
-        id: Option<u64>,
+        prepared: Option<Prepared>,
     },
     /// ParseComplete of a Parse pgdog injected: not shown to the client.
     HiddenParse {
-        id: u64,
+        prepared: Prepared,
     },
     Bind,
     /// Describe: ends with RowDescription or NoData.
@@ -57,6 +58,11 @@ pub struct Session {
     pub query_parser: bool,
     server: Option<PooledServer>,
     out: BytesMut,
+    /// Client messages waiting to be written to the server in one go (a pipeline of Bind,
+    /// Execute, Sync written message by message would wake the server once per message).
+    server_out: BytesMut,
+    /// Registry generation `pool` was taken from (a reload bumps it).
+    registry_generation: u64,
     /// Client statement name -> global statement.
     statements: HashMap<String, Prepared>,
     expected: VecDeque<Expect>,
@@ -70,8 +76,12 @@ pub struct Session {
     /// SET/RESET waiting for the end of the current query batch or transaction.
     pending: Vec<SetChange>,
     pending_discard_all: bool,
-    batch_rollback: bool,
+    /// The pending changes may not all have taken effect (they were made inside a transaction
+    /// block, a multi-statement query or the extended protocol): ask the server afterwards.
+    uncertain: bool,
     batch_failed: bool,
+    /// Parameters to read back from the server before it goes back to the pool.
+    verify: Option<Vec<String>>,
 }
 
 impl Session {
@@ -99,6 +109,8 @@ impl Session {
             query_parser,
             server: None,
             out: BytesMut::with_capacity(16 * 1024),
+            server_out: BytesMut::with_capacity(16 * 1024),
+            registry_generation: Registry::generation(),
             statements: HashMap::new(),
             expected: VecDeque::new(),
             pinned: None,
@@ -107,8 +119,9 @@ impl Session {
             status: b'I',
             pending: Vec::new(),
             pending_discard_all: false,
-            batch_rollback: false,
+            uncertain: false,
             batch_failed: false,
+            verify: None,
         }
     }
 
@@ -119,7 +132,7 @@ impl Session {
             Ok(()) | Err(SessionError::Client(ProtocolError::Closed)) => {}
             Err(SessionError::Client(e)) => {
                 tracing::info!("client {}@{}: {e}", self.user, self.database);
-                if !matches!(e, ProtocolError::Io(_) | ProtocolError::Truncated) {
+                if !matches!(e, ProtocolError::Io(_)) {
                     let m = message::fatal(e.code(), &e.to_string());
                     let _ = self.stream.write_all(m.bytes()).await;
                 }
@@ -138,6 +151,7 @@ impl Session {
                 }
                 self.client_message(m).await?;
             }
+            self.flush_server().await;
             self.flush().await?;
             match self.server.as_mut() {
                 None => self.reader.fill(&mut self.stream).await?,
@@ -145,7 +159,12 @@ impl Session {
                     tokio::select! {
                         r = self.reader.fill(&mut self.stream) => r?,
                         r = server.fill() => match r {
-                            Ok(()) => self.server_messages().await?,
+                            Ok(()) => {
+                                self.server_messages().await?;
+                                if self.verify.is_some() {
+                                    self.verify_settings().await;
+                                }
+                            }
                             Err(e) => self.server_lost(e).await?,
                         },
                     }
@@ -202,14 +221,13 @@ impl Session {
     async fn query(&mut self, m: Message) -> Result<(), SessionError> {
         let sql = message::read_query(&m)?;
         if let Some(target) = statements::deallocate(sql) {
+            let tag = if target.is_none() {
+                "DEALLOCATE ALL"
+            } else {
+                "DEALLOCATE"
+            };
             if self.deallocate(target) {
-                self.send(&message::command_complete(
-                    if sql.to_ascii_lowercase().contains("all") {
-                        "DEALLOCATE ALL"
-                    } else {
-                        "DEALLOCATE"
-                    },
-                ));
+                self.send(&message::command_complete(tag));
                 let status = self
                     .server
                     .as_ref()
@@ -247,9 +265,11 @@ impl Session {
             }
             self.pinned = self.pinned.or(Some(reason));
         }
+        if !c.changes.is_empty() && (self.status != b'I' || c.statements > 1) {
+            self.uncertain = true;
+        }
         self.pending.extend(c.changes);
         self.pending_discard_all |= c.discard_all;
-        self.batch_rollback |= c.rollback;
     }
 
     /// Client-side DEALLOCATE of protocol-level statements; false when it is not ours.
@@ -268,6 +288,24 @@ impl Session {
     }
 
     async fn extended(&mut self, m: Message) -> Result<(), SessionError> {
+        // A named statement some server has already accepted needs no server to be "prepared":
+        // it is prepared on whichever connection the client holds when it is used. This keeps
+        // synchronous prepares (libpq PQprepare) from waiting for a connection.
+        if m.tag() == b'P' && self.server.is_none() && self.expected.is_empty() {
+            let fields = read_parse(&m)?;
+            if !fields.name.is_empty() {
+                let prepared = prepared::intern(fields.query, &fields.param_types);
+                if prepared.is_valid() {
+                    if self.query_parser {
+                        self.note(statements::classify(fields.query));
+                        self.uncertain |= !self.pending.is_empty();
+                    }
+                    self.statements.insert(fields.name.to_string(), prepared);
+                    self.send(&message::parse_complete());
+                    return Ok(());
+                }
+            }
+        }
         match m.tag() {
             b'S' if self.copy_in => {
                 // Postgres ignores Sync during COPY FROM STDIN (libpq sends one).
@@ -340,9 +378,11 @@ impl Session {
         if self.query_parser {
             let classified = statements::classify(fields.query);
             self.note(classified);
+            // Executed later (or never): read the values back afterwards.
+            self.uncertain |= !self.pending.is_empty();
         }
         if fields.name.is_empty() {
-            self.forward(&m, Expect::Parse { id: None }).await;
+            self.forward(&m, Expect::Parse { prepared: None }).await;
             return Ok(());
         }
         let prepared = prepared::intern(fields.query, &fields.param_types);
@@ -366,7 +406,7 @@ impl Session {
             self.forward(
                 &parse,
                 Expect::Parse {
-                    id: Some(prepared.id),
+                    prepared: Some(prepared.clone()),
                 },
             )
             .await;
@@ -391,8 +431,13 @@ impl Session {
                 &prepared.statement.query,
                 &prepared.statement.param_types,
             );
-            self.forward(&parse, Expect::HiddenParse { id: prepared.id })
-                .await;
+            self.forward(
+                &parse,
+                Expect::HiddenParse {
+                    prepared: prepared.clone(),
+                },
+            )
+            .await;
         }
         Some(prepared.server_name_arc())
     }
@@ -413,10 +458,26 @@ impl Session {
 
     /// Writes to the attached server; a failure is handled like a lost server.
     async fn send_to_server(&mut self, m: &Message) {
+        if self.server.is_none() {
+            return;
+        }
+        self.server_out.extend_from_slice(m.bytes());
+        if self.server_out.len() >= 64 * 1024 {
+            self.flush_server().await;
+        }
+    }
+
+    /// Writes the queued client messages to the server; a failure is handled like a lost
+    /// server.
+    async fn flush_server(&mut self) {
+        if self.server_out.is_empty() {
+            return;
+        }
+        let data = self.server_out.split().freeze();
         let Some(server) = self.server.as_mut() else {
             return;
         };
-        if let Err(e) = server.write(m).await {
+        if let Err(e) = server.write_raw(&data).await {
             let _ = self.server_lost(e).await;
         }
     }
@@ -426,6 +487,27 @@ impl Session {
     async fn attach(&mut self) -> bool {
         if self.server.is_some() {
             return true;
+        }
+        // A reload may have replaced the pool: use the current one.
+        if self.registry_generation != Registry::generation() {
+            let registry = Registry::current();
+            self.registry_generation = Registry::generation();
+            match registry.pool(&self.user, &self.database) {
+                Some(pool) => {
+                    if !pool.same(&self.pool) {
+                        self.pool = pool.clone();
+                        self.mode = pool.settings().mode;
+                    }
+                }
+                None => {
+                    let m = format!(
+                        "user \"{}\" is no longer configured for database \"{}\"",
+                        self.user, self.database
+                    );
+                    self.send(&message::error("28000", &m));
+                    return false;
+                }
+            }
         }
         let mut server = match self.pool.get().await {
             Ok(s) => s,
@@ -495,6 +577,15 @@ impl Session {
         self.release_synthetic();
         match m.tag() {
             b'1' => {
+                match self.expected.front() {
+                    Some(Expect::HiddenParse { prepared })
+                    | Some(Expect::Parse {
+                        prepared: Some(prepared),
+                    }) => {
+                        prepared.mark_valid();
+                    }
+                    _ => {}
+                }
                 if let Some(Expect::HiddenParse { .. }) = self.expected.front() {
                     self.expected.pop_front();
                     return;
@@ -504,15 +595,7 @@ impl Session {
             b'2' => self.pop_if(|e| matches!(e, Expect::Bind)),
             b'3' => self.pop_if(|e| matches!(e, Expect::Close)),
             b'T' | b'n' => self.pop_if(|e| matches!(e, Expect::Describe)),
-            b'C' | b'I' | b's' => {
-                if m.tag() == b'C' && self.query_parser {
-                    // Remember whether a transaction was rolled back (pending SETs die with it).
-                    if m.payload().starts_with(b"ROLLBACK") {
-                        self.batch_rollback = true;
-                    }
-                }
-                self.pop_if(|e| matches!(e, Expect::Execute));
-            }
+            b'C' | b'I' | b's' => self.pop_if(|e| matches!(e, Expect::Execute)),
             b'E' => {
                 self.batch_failed = true;
                 self.server_error(&m);
@@ -568,8 +651,8 @@ impl Session {
         while let Some(front) = self.expected.front() {
             match front {
                 Expect::Ready => break,
-                Expect::Parse { id: Some(id) } | Expect::HiddenParse { id } => {
-                    let id = *id;
+                Expect::Parse { prepared: Some(p) } | Expect::HiddenParse { prepared: p } => {
+                    let id = p.id;
                     if let Some(s) = self.server.as_mut() {
                         s.prepared.remove(&id);
                     }
@@ -590,40 +673,116 @@ impl Session {
             s.status = status;
         }
         self.settle_parameters(status);
-        let idle = self.expected.is_empty() && status == b'I' && !self.copy_in;
+        self.release_if_idle();
+    }
+
+    /// Transaction mode: the server goes back to the pool once nothing is in flight.
+    fn release_if_idle(&mut self) {
+        let idle = self.expected.is_empty()
+            && self.status == b'I'
+            && !self.copy_in
+            && self.server_out.is_empty()
+            && self.verify.is_none();
         if idle && self.mode == PoolerMode::Transaction && self.pinned.is_none() {
             self.detach();
         }
     }
 
-    /// Applies SET/RESET once their transaction is settled: kept on commit (or outside a
-    /// transaction), dropped on rollback or error.
+    /// Applies SET/RESET once their transaction is settled. A single SET outside a transaction
+    /// that succeeded is certain; otherwise (transaction blocks, savepoints, multi-statement
+    /// queries, errors, the extended protocol) the values are read back from the server before
+    /// it is released (see `verify_settings`).
     fn settle_parameters(&mut self, status: u8) {
         if status == b'T' || status == b'E' || !self.expected.is_empty() {
             return;
         }
-        let failed = self.batch_failed || self.batch_rollback;
+        let failed = std::mem::take(&mut self.batch_failed);
+        let uncertain = std::mem::take(&mut self.uncertain);
         let changes = std::mem::take(&mut self.pending);
         let discard_all = std::mem::take(&mut self.pending_discard_all);
-        self.batch_failed = false;
-        self.batch_rollback = false;
-        if !discard_all && (failed || changes.is_empty()) {
+        if discard_all && !failed {
+            // DISCARD ALL only runs alone, outside a transaction.
+            if let Some(s) = self.server.as_mut() {
+                s.prepared.clear();
+                s.set_settings(Default::default());
+            }
+            self.statements.clear();
+        }
+        if changes.is_empty() {
+            return;
+        }
+        if failed || uncertain {
+            let mut names: Vec<String> = Vec::new();
+            for change in &changes {
+                match change {
+                    SetChange::Set(name, _) | SetChange::Reset(name) => names.push(name.clone()),
+                    SetChange::ResetAll => {
+                        names.extend(self.params.names());
+                        if let Some(s) = self.server.as_ref() {
+                            names.extend(s.settings.keys().cloned());
+                        }
+                    }
+                }
+            }
+            names.sort();
+            names.dedup();
+            self.verify = Some(names);
             return;
         }
         for change in &changes {
             self.params.apply(change);
         }
         if let Some(s) = self.server.as_mut() {
-            if discard_all {
-                s.prepared.clear();
-                s.set_settings(Default::default());
-                self.statements.clear();
-            }
             // The server now runs with the client's values.
             if let Some((_, after)) = self.params.sync(&s.settings) {
                 s.set_settings(after);
             }
         }
+    }
+
+    /// Reads the parameters in `verify` back from the server and records them as the client's
+    /// (and the server's) values, then releases the server if it is idle.
+    async fn verify_settings(&mut self) {
+        let Some(names) = self.verify.take() else {
+            return;
+        };
+        let Some(server) = self.server.as_mut() else {
+            return;
+        };
+        let columns: Vec<String> = names
+            .iter()
+            .map(|n| {
+                format!(
+                    "pg_catalog.current_setting({}, true)",
+                    super::params::quote(n)
+                )
+            })
+            .collect();
+        match server
+            .query_row(&format!("SELECT {}", columns.join(", ")))
+            .await
+        {
+            Ok(values) if values.len() == names.len() => {
+                for (name, value) in names.iter().zip(values) {
+                    self.params.set_actual(name, value.as_deref());
+                }
+                let settings = server.settings.clone();
+                if let Some((_, after)) = self.params.sync(&settings) {
+                    server.set_settings(after);
+                }
+            }
+            Ok(_) | Err(_) => {
+                // Unknown state: do not hand this connection to anyone else.
+                tracing::warn!(
+                    "client {}@{}: could not read back session settings",
+                    self.user,
+                    self.database
+                );
+                server.discard();
+                self.pinned = self.pinned.or(Some("unknown session settings"));
+            }
+        }
+        self.release_if_idle();
     }
 
     /// The server connection failed: tell the client, drop the server, carry on.
@@ -639,6 +798,7 @@ impl Session {
         }
         self.detach();
         self.expected.clear();
+        self.server_out.clear();
         self.copy_in = false;
         self.pending.clear();
         if waiting {

@@ -2,7 +2,7 @@
 //! replay on other server connections, and statements that create session state (temporary
 //! objects, LISTEN, session advisory locks, SQL PREPARE, WITH HOLD cursors) which pin the client
 //! to its server connection until it disconnects, so that state never reaches another client.
-use pg_query_raw::router::{self, Const, StatementKind, Transaction};
+use pg_query_raw::router::{self, Const, Expr, StatementKind};
 
 /// A change to a session parameter.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,8 +23,8 @@ pub struct Classified {
     pub pin: Option<&'static str>,
     /// `DISCARD ALL`: server-side prepared statements are gone afterwards.
     pub discard_all: bool,
-    /// The statement ends a transaction with ROLLBACK (pending SETs are dropped).
-    pub rollback: bool,
+    /// Number of statements in the query string.
+    pub statements: usize,
 }
 
 /// Words that must appear for a statement to matter here: cheap filter before parsing.
@@ -37,15 +37,19 @@ const KEYWORDS: &[&[u8]] = &[
     b"prepare",
     b"hold",
     b"discard",
-    b"rollback",
-    b"abort",
 ];
 
+/// One pass over the text: at each byte that starts a keyword, compare that keyword.
 fn mentions_keyword(sql: &str) -> bool {
     let bytes = sql.as_bytes();
-    KEYWORDS
-        .iter()
-        .any(|k| bytes.windows(k.len()).any(|w| w.eq_ignore_ascii_case(k)))
+    bytes.iter().enumerate().any(|(i, b)| {
+        let first = b.to_ascii_lowercase();
+        KEYWORDS.iter().any(|k| {
+            k[0] == first
+                && bytes.len() - i >= k.len()
+                && bytes[i..i + k.len()].eq_ignore_ascii_case(k)
+        })
+    })
 }
 
 fn contains_word(sql: &str, word: &str) -> bool {
@@ -84,7 +88,9 @@ pub fn classify(sql: &str) -> Classified {
     let Ok(statements) = router::parse(sql) else {
         return out;
     };
+    out.statements = statements.len();
     for st in &statements {
+        set_config_calls(st, &mut out);
         match &st.kind {
             StatementKind::Set => {
                 let Some(set) = &st.set else { continue };
@@ -117,7 +123,6 @@ pub fn classify(sql: &str) -> Classified {
                 out.pin = Some("WITH HOLD cursors")
             }
             StatementKind::Prepare => out.pin = Some("SQL-level PREPARE"),
-            StatementKind::Transaction(Transaction::Rollback) => out.rollback = true,
             _ => {}
         }
         if st
@@ -138,6 +143,48 @@ pub fn classify(sql: &str) -> Classified {
         }
     }
     out
+}
+
+/// `set_config(name, value, false)` changes a session parameter like SET does: tracked when its
+/// arguments are constants, pinning the session when they are not.
+fn set_config_calls(st: &router::Statement, out: &mut Classified) {
+    let mut calls = st.functions();
+    for sub in &st.subqueries {
+        calls.extend(sub.functions());
+    }
+    for f in calls.into_iter().filter(|f| f.name == "set_config") {
+        let text = |e: &Expr| match e {
+            Expr::Const(Const::String(s)) => Some(s.clone()),
+            Expr::Cast { expr, .. } => match expr.as_ref() {
+                Expr::Const(Const::String(s)) => Some(s.clone()),
+                _ => None,
+            },
+            _ => None,
+        };
+        let local = match f.args.get(2) {
+            Some(Expr::Const(Const::Bool(b))) => Some(*b),
+            Some(Expr::Cast { expr, .. }) => match expr.as_ref() {
+                Expr::Const(Const::Bool(b)) => Some(*b),
+                Expr::Const(Const::String(s)) => {
+                    Some(matches!(s.as_str(), "t" | "true" | "on" | "1"))
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        match (
+            f.args.first().and_then(text),
+            f.args.get(1).and_then(text),
+            local,
+        ) {
+            (_, _, Some(true)) => {}
+            (Some(name), Some(value), Some(false)) => out.changes.push(SetChange::Set(
+                name.to_ascii_lowercase(),
+                format!("'{}'", value.replace('\'', "''")),
+            )),
+            _ => out.pin = Some("set_config with computed arguments"),
+        }
+    }
 }
 
 /// `DEALLOCATE [PREPARE] name | ALL`: `Some(None)` for ALL, `Some(Some(name))` for a name.
@@ -200,7 +247,18 @@ mod tests {
             Some("SQL-level PREPARE")
         );
         assert!(classify("DISCARD ALL").discard_all);
-        assert!(classify("ROLLBACK").rollback);
+        assert_eq!(
+            classify("SELECT set_config('statement_timeout', '999ms', false)").changes,
+            vec![SetChange::Set("statement_timeout".into(), "'999ms'".into())]
+        );
+        assert!(classify("SELECT set_config('x.y', '1', true)")
+            .changes
+            .is_empty());
+        assert_eq!(
+            classify("SELECT set_config(name, v, false) FROM t").pin,
+            Some("set_config with computed arguments")
+        );
+        assert_eq!(classify("SET a = 1; SET b = 2").statements, 2);
         assert_eq!(classify("SELECT 1"), Classified::default());
         assert_eq!(deallocate("DEALLOCATE ALL"), Some(None));
         assert_eq!(

@@ -1,0 +1,168 @@
+//! Client authentication to pgdog: SCRAM-SHA-256 (default), MD5, cleartext and trust, each with
+//! the right password, a wrong one, an unknown user and an unknown database, the SQLSTATEs
+//! PostgreSQL clients expect, and a SCRAM verifier made by `pgdog hash`.
+mod common;
+use common::*;
+use tokio_postgres::error::SqlState;
+
+/// The SQLSTATE of a failed login.
+async fn login_error(proxy: &topology::Proxy, user: &str, password: &str, db: &str) -> SqlState {
+    match connect_as(proxy, user, password, db).await {
+        Ok(_) => panic!("login as {user}/{password} on {db} should fail"),
+        Err(e) => e
+            .as_db_error()
+            .unwrap_or_else(|| panic!("login as {user} on {db}: no DbError in {e:?}"))
+            .code()
+            .clone(),
+    }
+}
+
+async fn check_auth_type(auth_type: &str) {
+    let (_topo, proxy) = pgdog(&format!("auth_type = \"{auth_type}\""), 2);
+    let client = connect_as(&proxy, USER, PASSWORD, DB)
+        .await
+        .unwrap_or_else(|e| panic!("{auth_type}: right password refused: {e}\n{}", proxy.log()));
+    assert_eq!(one(&client, "SELECT 'in'").await, "in");
+
+    assert_eq!(
+        login_error(&proxy, USER, "wrong", DB).await,
+        SqlState::INVALID_PASSWORD,
+        "{auth_type}: wrong password"
+    );
+    assert_eq!(
+        login_error(&proxy, "nobody", PASSWORD, DB).await,
+        SqlState::INVALID_AUTHORIZATION_SPECIFICATION,
+        "{auth_type}: unknown user"
+    );
+    assert_eq!(
+        login_error(&proxy, USER, PASSWORD, "nodb").await,
+        SqlState::INVALID_CATALOG_NAME,
+        "{auth_type}: unknown database"
+    );
+    // libpq (psql) logs in with the same method.
+    assert_eq!(
+        proxy.psql(USER, PASSWORD, DB, "SELECT 'libpq'").unwrap(),
+        "libpq"
+    );
+    let err = proxy
+        .psql(USER, "wrong", DB, "SELECT 1")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("password authentication failed"),
+        "{auth_type}: {err}"
+    );
+    // The refused logins left the first client alone.
+    assert_eq!(one(&client, "SELECT 'still in'").await, "still in");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scram_is_the_default() {
+    let (_topo, proxy) = pgdog("", 2);
+    // libpq with require_auth: only a SCRAM exchange is accepted by the client.
+    let mut cmd = proxy.psql_command(USER, PASSWORD, DB);
+    cmd.env("PGREQUIREAUTH", "scram-sha-256")
+        .args(["-c", "SELECT 'scram'"]);
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "SCRAM login: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scram() {
+    check_auth_type("scram").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn md5() {
+    check_auth_type("md5").await;
+    let (_topo, proxy) = pgdog("auth_type = \"md5\"", 2);
+    let mut cmd = proxy.psql_command(USER, PASSWORD, DB);
+    cmd.env("PGREQUIREAUTH", "md5").args(["-c", "SELECT 1"]);
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "MD5 login: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain() {
+    check_auth_type("plain").await;
+    let (_topo, proxy) = pgdog("auth_type = \"plain\"", 2);
+    let mut cmd = proxy.psql_command(USER, PASSWORD, DB);
+    cmd.env("PGREQUIREAUTH", "password")
+        .args(["-c", "SELECT 1"]);
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "cleartext login: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn password_hash_from_pgdog_hash() {
+    let out = std::process::Command::new(topology::proxy::binary())
+        .args(["hash", PASSWORD])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let hash = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    assert!(hash.starts_with("SCRAM-SHA-256$4096:"), "{hash}");
+    assert!(!hash.contains(PASSWORD));
+
+    let topo = topology::Topology::single().unwrap();
+    let users =
+        format!("[[users]]\nname = \"{USER}\"\ndatabase = \"{DB}\"\npassword_hash = \"{hash}\"\n");
+    let proxy = start_with(&config(&topo, "", 2), &users);
+    let client = connect_as(&proxy, USER, PASSWORD, DB)
+        .await
+        .unwrap_or_else(|e| panic!("password_hash login: {e}\n{}", proxy.log()));
+    assert_eq!(one(&client, "SELECT 2").await, "2");
+    assert_eq!(
+        proxy.psql(USER, PASSWORD, DB, "SELECT 'psql'").unwrap(),
+        "psql"
+    );
+    assert_eq!(
+        login_error(&proxy, USER, "Secret", DB).await,
+        SqlState::INVALID_PASSWORD
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trust_needs_no_password() {
+    let (_topo, proxy) = pgdog("auth_type = \"trust\"", 2);
+    let conninfo = format!(
+        "host=127.0.0.1 port={} user={USER} dbname={DB} sslmode=disable",
+        proxy.port
+    );
+    let (client, _task) = connect_str(&conninfo)
+        .await
+        .unwrap_or_else(|e| panic!("trust login: {e}\n{}", proxy.log()));
+    assert_eq!(one(&client, "SELECT 'trusted'").await, "trusted");
+    // psql with no password at all (and no prompt).
+    let mut cmd = proxy.psql_command(USER, "", DB);
+    cmd.env_remove("PGPASSWORD")
+        .arg("-w")
+        .args(["-c", "SELECT 1"]);
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "psql without password: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Users and databases are still checked.
+    assert_eq!(
+        login_error(&proxy, "nobody", "x", DB).await,
+        SqlState::INVALID_AUTHORIZATION_SPECIFICATION
+    );
+    assert_eq!(
+        login_error(&proxy, USER, "x", "nodb").await,
+        SqlState::INVALID_CATALOG_NAME
+    );
+}
