@@ -21,6 +21,7 @@ host = "127.0.0.1"
 port = $PGDOG_PORT
 default_pool_size = $POOL
 auth_type = "trust"
+workers = ${WORKERS:-2}
 
 [[databases]]
 name = "postgres"

@@ -13,13 +13,43 @@ host = "127.0.0.1"
 port = $PORT
 default_pool_size = 10
 
-# Shard 0 serves the database "pgdog" (sharding across both shards lands with the router).
+# One database "pgdog" over both shards. Tables are sharded by their key column exactly as
+# Postgres' PARTITION BY HASH would place them; pgbench's branches and tellers are copied on
+# every shard.
 [[databases]]
 name = "pgdog"
 host = "127.0.0.1"
 port = $PG_SHARD0_PORT
 database_name = "postgres"
 user = "postgres"
+shard = 0
+
+[[databases]]
+name = "pgdog"
+host = "127.0.0.1"
+port = $PG_SHARD1_PORT
+database_name = "postgres"
+user = "postgres"
+shard = 1
+
+[[sharded_tables]]
+database = "pgdog"
+name = "users"
+column = "id"
+
+[[sharded_tables]]
+database = "pgdog"
+name = "pgbench_accounts"
+column = "aid"
+
+[[sharded_tables]]
+database = "pgdog"
+name = "pgbench_history"
+column = "aid"
+
+[[omnisharded_tables]]
+database = "pgdog"
+tables = ["pgbench_branches", "pgbench_tellers"]
 TOML
 cat > "$CONF/users.toml" <<TOML
 [[users]]
@@ -37,9 +67,12 @@ for _ in $(seq 1 100); do
 done
 cat <<MSG
 
-pgdog is listening on 127.0.0.1:$PORT (user pgdog, password pgdog, database pgdog):
+pgdog is listening on 127.0.0.1:$PORT (user pgdog, password pgdog, database pgdog, sharded
+over 2 shards: users by id, pgbench_accounts and pgbench_history by aid):
   PGPASSWORD=pgdog $PG_BIN/psql -h 127.0.0.1 -p $PORT -U pgdog pgdog
   PGPASSWORD=pgdog $PG_BIN/pgbench -h 127.0.0.1 -p $PORT -U pgdog -i pgdog
+  PGPASSWORD=pgdog $PG_BIN/pgbench -h 127.0.0.1 -p $PORT -U pgdog -c 8 -T 10 -M extended pgdog
+  PGPASSWORD=pgdog $ROOT/target/release/pgdog route --config $CONF/pgdog.toml --users $CONF/users.toml --database pgdog "SELECT * FROM users WHERE id = 42"
 PostgreSQL 18 shards behind it (user postgres, trust auth, sslmode=disable):
   shard 0: $PG_BIN/psql -h 127.0.0.1 -p $PG_SHARD0_PORT -U postgres postgres
   shard 1: $PG_BIN/psql -h 127.0.0.1 -p $PG_SHARD1_PORT -U postgres postgres

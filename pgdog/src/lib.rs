@@ -5,9 +5,15 @@
 //! - `net`: the wire protocol;
 //! - `auth`: SCRAM-SHA-256, MD5, plain;
 //! - `backend`: server connections and pools;
-//! - `frontend`: client sessions.
+//! - `frontend`: client sessions;
+//! - `router`: which shards a statement goes to;
+//! - `sharding`: placement of key values on shards (hash, list, range);
+//! - `merge`: cross-shard results assembled as one.
 pub mod auth;
 pub mod backend;
 pub mod config;
 pub mod frontend;
+pub mod merge;
 pub mod net;
+pub mod router;
+pub mod sharding;

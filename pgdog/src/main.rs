@@ -8,13 +8,17 @@ use std::process::ExitCode;
 const USAGE: &str = "usage:
   pgdog [--config pgdog.toml] [--users users.toml]     run the proxy
   pgdog configcheck [--config F] [--users F]           validate the configuration files
-  pgdog hash <password>                                print a SCRAM-SHA-256 verifier for users.toml";
+  pgdog hash <password>                                print a SCRAM-SHA-256 verifier for users.toml
+  pgdog route [--config F] [--users F] --database D \"SQL\" [--param V ...]
+                                                       print each statement's shards (no server needed)";
 
 struct Args {
     command: Option<String>,
     positional: Vec<String>,
     config: PathBuf,
     users: PathBuf,
+    database: Option<String>,
+    params: Vec<String>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -23,12 +27,18 @@ fn parse_args() -> Result<Args, String> {
         positional: Vec::new(),
         config: "pgdog.toml".into(),
         users: "users.toml".into(),
+        database: None,
+        params: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
             "--config" | "-c" => args.config = it.next().ok_or("--config needs a file")?.into(),
             "--users" | "-u" => args.users = it.next().ok_or("--users needs a file")?.into(),
+            "--database" | "-d" => {
+                args.database = Some(it.next().ok_or("--database needs a name")?)
+            }
+            "--param" | "-p" => args.params.push(it.next().ok_or("--param needs a value")?),
             "-h" | "--help" => return Err(String::new()),
             _ if args.command.is_none() && !a.starts_with('-') => args.command = Some(a),
             _ if !a.starts_with('-') => args.positional.push(a),
@@ -76,12 +86,43 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Some("route") => route(&args),
         Some(other) => {
             eprintln!("pgdog: unknown command {other}\n{USAGE}");
             ExitCode::from(2)
         }
         None => run(args),
     }
+}
+
+/// `pgdog route`: the routing decision for each statement, without connecting anywhere.
+fn route(args: &Args) -> ExitCode {
+    let settings = match Settings::load(&args.config, &args.users) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("pgdog: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (Some(database), Some(sql)) = (args.database.as_deref(), args.positional.first()) else {
+        eprintln!("pgdog: route needs --database and the SQL\n{USAGE}");
+        return ExitCode::from(2);
+    };
+    if !settings.has_database(database) {
+        eprintln!("pgdog: database `{database}` is not configured");
+        return ExitCode::FAILURE;
+    }
+    let lines = match pgdog::router::explain::explain(&settings, database, sql, &args.params) {
+        Ok(lines) => lines,
+        Err(e) => {
+            eprintln!("pgdog: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for line in lines {
+        println!("{line}");
+    }
+    ExitCode::SUCCESS
 }
 
 fn run(args: Args) -> ExitCode {

@@ -3,15 +3,18 @@
 use super::pool::{Pool, PoolSettings};
 use super::server::ServerTarget;
 use crate::config::Settings;
+use crate::router::{Router, Schema};
 use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Pools by (user, database) plus the settings they came from.
+/// Pools by (user, database, shard) plus the settings they came from.
 pub struct Registry {
     pub settings: Settings,
-    pools: HashMap<(String, String), Pool>,
+    pools: HashMap<(String, String, usize), Pool>,
+    /// Routers of sharded databases (more than one shard).
+    routers: HashMap<String, Arc<Router>>,
 }
 
 static CURRENT: RwLock<Option<Arc<Registry>>> = RwLock::new(None);
@@ -23,41 +26,59 @@ impl Registry {
         let g = &settings.config.general;
         let mut pools = HashMap::new();
         for user in &settings.users.users {
-            let Some(db) = settings.primary(&user.database) else {
-                continue;
-            };
-            let target = ServerTarget {
-                host: db.host.clone(),
-                port: db.port,
-                database: db.database_name().to_string(),
-                user: db.user.clone().unwrap_or_else(|| user.name.clone()),
-                password: db.password.clone().or_else(|| user.password.clone()),
-            };
-            let size = user
-                .pool_size
-                .or(db.pool_size)
-                .unwrap_or(g.default_pool_size)
-                .max(1);
-            let pool_settings = PoolSettings {
-                size,
-                min: g.min_pool_size.min(size),
-                mode: user.pooler_mode.or(db.pooler_mode).unwrap_or(g.pooler_mode),
-                checkout_timeout: Duration::from_millis(g.checkout_timeout),
-                idle_timeout: Duration::from_millis(g.idle_timeout),
-                server_lifetime: Duration::from_millis(g.server_lifetime),
-                connect_timeout: Duration::from_millis(g.connect_timeout),
-            };
-            let key = (user.name.clone(), user.database.clone());
-            let reused = previous
-                .and_then(|p| p.pools.get(&key))
-                .filter(|p| p.target() == &target && p.settings() == &pool_settings)
-                .cloned();
-            pools.insert(
-                key,
-                reused.unwrap_or_else(|| Pool::new(target, pool_settings)),
-            );
+            for shard in 0..settings.shards(&user.database) {
+                let Some(db) = settings.shard_server(&user.database, shard) else {
+                    continue;
+                };
+                let target = ServerTarget {
+                    host: db.host.clone(),
+                    port: db.port,
+                    database: db.database_name().to_string(),
+                    user: db.user.clone().unwrap_or_else(|| user.name.clone()),
+                    password: db.password.clone().or_else(|| user.password.clone()),
+                };
+                let size = user
+                    .pool_size
+                    .or(db.pool_size)
+                    .unwrap_or(g.default_pool_size)
+                    .max(1);
+                let pool_settings = PoolSettings {
+                    size,
+                    min: g.min_pool_size.min(size),
+                    mode: user.pooler_mode.or(db.pooler_mode).unwrap_or(g.pooler_mode),
+                    checkout_timeout: Duration::from_millis(g.checkout_timeout),
+                    idle_timeout: Duration::from_millis(g.idle_timeout),
+                    server_lifetime: Duration::from_millis(g.server_lifetime),
+                    connect_timeout: Duration::from_millis(g.connect_timeout),
+                };
+                let key = (user.name.clone(), user.database.clone(), shard);
+                let reused = previous
+                    .and_then(|p| p.pools.get(&key))
+                    .filter(|p| p.target() == &target && p.settings() == &pool_settings)
+                    .cloned();
+                pools.insert(
+                    key,
+                    reused.unwrap_or_else(|| Pool::new(target, pool_settings)),
+                );
+            }
         }
-        Registry { settings, pools }
+        let mut routers = HashMap::new();
+        for db in &settings.config.databases {
+            if settings.shards(&db.name) < 2 || routers.contains_key(&db.name) {
+                continue;
+            }
+            match Schema::new(&settings, &db.name) {
+                Ok(schema) => {
+                    routers.insert(db.name.clone(), Arc::new(Router::new(schema)));
+                }
+                Err(e) => tracing::error!("database {}: {e}", db.name),
+            }
+        }
+        Registry {
+            settings,
+            pools,
+            routers,
+        }
     }
 
     /// Installs `registry` as the current one; pools no longer used are shut down.
@@ -85,12 +106,31 @@ impl Registry {
             Arc::new(Registry {
                 settings: Settings::default(),
                 pools: HashMap::new(),
+                routers: HashMap::new(),
             })
         })
     }
 
+    /// The pool of shard 0 (the only one of an unsharded database).
     pub fn pool(&self, user: &str, database: &str) -> Option<&Pool> {
-        self.pools.get(&(user.to_string(), database.to_string()))
+        self.pools.get(&(user.to_string(), database.to_string(), 0))
+    }
+
+    /// The pools of every shard of a database, in shard order.
+    pub fn shard_pools(&self, user: &str, database: &str) -> Option<Vec<Pool>> {
+        let shards = self.settings.shards(database);
+        (0..shards)
+            .map(|shard| {
+                self.pools
+                    .get(&(user.to_string(), database.to_string(), shard))
+                    .cloned()
+            })
+            .collect()
+    }
+
+    /// The router of a sharded database.
+    pub fn router(&self, database: &str) -> Option<Arc<Router>> {
+        self.routers.get(database).cloned()
     }
 
     pub fn pools(&self) -> impl Iterator<Item = &Pool> {

@@ -301,6 +301,11 @@ impl Server {
         }
     }
 
+    /// Whether a complete message is waiting in the read buffer.
+    pub fn has_buffered(&self) -> bool {
+        self.reader.has_message()
+    }
+
     /// Waits until more bytes arrive (cancel-safe: usable in `select!`).
     pub async fn fill(&mut self) -> Result<(), ServerError> {
         match self.reader.fill(&mut self.stream).await {

@@ -74,6 +74,8 @@ pub struct General {
     pub query_parser: bool,
     /// Threads serving clients (0: one per core).
     pub workers: usize,
+    /// Cross-shard writes in a transaction commit with two-phase commit.
+    pub two_phase_commit: bool,
 }
 
 impl Default for General {
@@ -94,6 +96,7 @@ impl Default for General {
             max_message_size: 256 << 20,
             query_parser: true,
             workers: 2,
+            two_phase_commit: false,
         }
     }
 }
@@ -135,6 +138,64 @@ impl Database {
     }
 }
 
+/// The type of a sharding key column: decides how its values are parsed and hashed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum DataType {
+    #[default]
+    Bigint,
+    Integer,
+    Smallint,
+    Uuid,
+    #[serde(alias = "text")]
+    Varchar,
+}
+
+/// A value in a list mapping or a range bound: an integer or a string (text, uuid).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Hash)]
+#[serde(untagged)]
+pub enum MappingValue {
+    Integer(i64),
+    Text(String),
+}
+
+/// `[[sharded_tables.mapping]]`: list (`values`) or range (`start` inclusive, `end` exclusive;
+/// either may be left out for an open end) placement of key values on a shard.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mapping {
+    #[serde(default)]
+    pub values: Vec<MappingValue>,
+    pub start: Option<MappingValue>,
+    pub end: Option<MappingValue>,
+    pub shard: usize,
+}
+
+/// `[[sharded_tables]]`: which column shards a table (or, without `name`, any table that has
+/// that column).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardedTable {
+    pub database: String,
+    pub name: Option<String>,
+    pub column: String,
+    #[serde(default)]
+    pub data_type: DataType,
+    /// List or range mappings; empty means hash sharding (Postgres `PARTITION BY HASH`).
+    #[serde(default)]
+    pub mapping: Vec<Mapping>,
+    /// Where a key that no mapping matches goes (without it such a key is an error).
+    pub default_shard: Option<usize>,
+}
+
+/// `[[omnisharded_tables]]`: tables copied on every shard of `database`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OmnishardedTables {
+    pub database: String,
+    pub tables: Vec<String>,
+}
+
 /// `pgdog.toml`
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -143,6 +204,10 @@ pub struct Config {
     pub general: General,
     #[serde(default)]
     pub databases: Vec<Database>,
+    #[serde(default)]
+    pub sharded_tables: Vec<ShardedTable>,
+    #[serde(default)]
+    pub omnisharded_tables: Vec<OmnishardedTables>,
 }
 
 /// `[[users]]` in `users.toml`.
@@ -260,6 +325,64 @@ impl Settings {
                 ));
             }
         }
+        let mut names: Vec<&str> = self
+            .config
+            .databases
+            .iter()
+            .map(|d| d.name.as_str())
+            .collect();
+        names.sort();
+        names.dedup();
+        for name in names {
+            let shards = self.shards(name);
+            for shard in 0..shards {
+                let has = self
+                    .config
+                    .databases
+                    .iter()
+                    .any(|d| d.name == name && d.shard == shard);
+                if !has {
+                    return Err(bad(
+                        &self.config_path,
+                        format!(
+                            "database `{name}` has {shards} shards but no entry for shard {shard}"
+                        ),
+                    ));
+                }
+            }
+        }
+        for (i, t) in self.config.sharded_tables.iter().enumerate() {
+            if !self.has_database(&t.database) {
+                return Err(bad(
+                    &self.config_path,
+                    format!(
+                        "sharded_tables[{i}]: database `{}` is not configured",
+                        t.database
+                    ),
+                ));
+            }
+            if t.column.is_empty() {
+                return Err(bad(
+                    &self.config_path,
+                    format!("sharded_tables[{i}]: column is empty"),
+                ));
+            }
+            let shards = self.shards(&t.database);
+            if let Err(e) = crate::sharding::Placement::new(t, shards) {
+                return Err(bad(&self.config_path, format!("sharded_tables[{i}]: {e}")));
+            }
+        }
+        for (i, o) in self.config.omnisharded_tables.iter().enumerate() {
+            if !self.has_database(&o.database) {
+                return Err(bad(
+                    &self.config_path,
+                    format!(
+                        "omnisharded_tables[{i}]: database `{}` is not configured",
+                        o.database
+                    ),
+                ));
+            }
+        }
         for (i, u) in self.users.users.iter().enumerate() {
             if !self.config.databases.iter().any(|d| d.name == u.database) {
                 return Err(bad(
@@ -312,7 +435,32 @@ impl Settings {
         self.config.databases.iter().any(|d| d.name == name)
     }
 
-    /// The primary of shard 0 of a database (the one server the pooler uses until sharding).
+    /// Number of shards of a database (highest `shard` + 1; 0 when it is not configured).
+    pub fn shards(&self, name: &str) -> usize {
+        self.config
+            .databases
+            .iter()
+            .filter(|d| d.name == name)
+            .map(|d| d.shard + 1)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The server of one shard of a database: its primary, else its first entry.
+    pub fn shard_server(&self, name: &str, shard: usize) -> Option<&Database> {
+        let all: Vec<&Database> = self
+            .config
+            .databases
+            .iter()
+            .filter(|d| d.name == name && d.shard == shard)
+            .collect();
+        all.iter()
+            .find(|d| d.role == Role::Primary)
+            .or(all.first())
+            .copied()
+    }
+
+    /// The primary of shard 0 of a database.
     pub fn primary(&self, name: &str) -> Option<&Database> {
         let mut candidates = self.config.databases.iter().filter(|d| d.name == name);
         let all: Vec<&Database> = candidates.by_ref().collect();
@@ -362,6 +510,14 @@ mod tests {
             "max_message_size",
             "query_parser",
             "workers",
+            "two_phase_commit",
+            "column",
+            "data_type",
+            "values",
+            "start",
+            "end",
+            "default_shard",
+            "tables",
             "database_name",
             "user",
             "password",

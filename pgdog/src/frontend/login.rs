@@ -144,6 +144,25 @@ async fn login(
         return Ok(());
     }
     let query_parser = registry.settings.config.general.query_parser;
+    if let Some(router) = registry.router(&database) {
+        let pools = registry.shard_pools(&user, &database).unwrap_or_default();
+        let two_phase = registry.settings.config.general.two_phase_commit;
+        drop(registry);
+        super::sharded::ShardedSession::new(
+            stream,
+            reader,
+            user,
+            database,
+            pools,
+            router,
+            client_params,
+            registration,
+            two_phase,
+        )
+        .run()
+        .await;
+        return Ok(());
+    }
     drop(registry);
     Session::new(
         stream,

@@ -7,4 +7,5 @@ pub mod login;
 pub mod params;
 pub mod prepared;
 pub mod session;
+pub mod sharded;
 pub mod statements;

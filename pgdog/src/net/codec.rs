@@ -28,6 +28,15 @@ impl MessageReader {
         self.buf.len()
     }
 
+    /// Whether a complete message is buffered (or a bad header, which `try_next` reports).
+    pub fn has_message(&self) -> bool {
+        if self.buf.len() < 5 {
+            return false;
+        }
+        let len = i32::from_be_bytes([self.buf[1], self.buf[2], self.buf[3], self.buf[4]]);
+        len < 4 || self.buf.len() > len as usize
+    }
+
     /// The next complete message from the buffer, without reading.
     pub fn try_next(&mut self) -> Result<Option<Message>, ProtocolError> {
         if self.buf.len() < 5 {

@@ -67,7 +67,12 @@ pub fn build(tag: u8, f: impl FnOnce(&mut BytesMut)) -> Message {
     Message { bytes: b.freeze() }
 }
 
-fn put_cstr(b: &mut BytesMut, s: &str) {
+/// A message with no payload (BindComplete, NoData, EmptyQueryResponse, CopyDone, ...).
+pub fn empty(tag: u8) -> Message {
+    build(tag, |_| {})
+}
+
+pub fn put_cstr(b: &mut BytesMut, s: &str) {
     b.put_slice(s.as_bytes());
     b.put_u8(0);
 }

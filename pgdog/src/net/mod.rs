@@ -1,9 +1,11 @@
 //! The Postgres wire protocol: message framing over `bytes`, message builders and readers, the
 //! startup packet, and TLS streams. No policy lives here: which message goes where is decided
 //! by `frontend` and `backend`.
+pub mod bind;
 pub mod codec;
 pub mod error;
 pub mod message;
+pub mod rows;
 pub mod startup;
 pub mod stream;
 

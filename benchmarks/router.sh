@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Router benchmark: a pgbench custom script by key (point SELECT and UPDATE on pgbench_accounts,
+# extended protocol) through pgdog over 2 shards vs through pgdog over 1 database with the query
+# parser off, in one run on the same servers; plus the µs each query spends in parsing and
+# routing and the query cache's hit ratio (router-bench, in-process).
+# Writes benchmarks/results/router.md. DURATION=seconds per run (default 8).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+source scripts/provision.sh
+cargo build --release --locked -q -p pgdog -p pgdog-integration -p pgdog-benchmarks
+exec target/release/pgdog-topology shards 2 -- bash benchmarks/router-run.sh "$@"

@@ -1,0 +1,88 @@
+//! Parsing and routing cost per query, in-process: pgbench-style statements by key with random
+//! keys as Bind parameters, through pgdog's query cache and router exactly as a sharded session
+//! routes each Execute. Prints a Markdown table (µs per query, cache hit ratio).
+use pgdog::config::Settings;
+use pgdog::router::route::Overrides;
+use pgdog::router::{Params, QueryCache, Router, Schema};
+use std::time::Instant;
+
+const CONFIG: &str = r#"
+[[databases]]
+name = "bench"
+port = 5432
+shard = 0
+[[databases]]
+name = "bench"
+port = 5433
+shard = 1
+[[sharded_tables]]
+database = "bench"
+name = "pgbench_accounts"
+column = "aid"
+[[omnisharded_tables]]
+database = "bench"
+tables = ["pgbench_branches", "pgbench_tellers"]
+"#;
+
+fn main() {
+    let dir = std::env::temp_dir().join(format!("router-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let config = dir.join("pgdog.toml");
+    std::fs::write(&config, CONFIG).expect("write config");
+    let settings = Settings::load(&config, &dir.join("users.toml")).expect("config");
+    let _ = std::fs::remove_dir_all(&dir);
+    let router = Router::new(Schema::new(&settings, "bench").expect("schema"));
+    let overrides = Overrides::default();
+    let cache = QueryCache::global();
+    let statements = [
+        (
+            "point SELECT",
+            "SELECT abalance FROM pgbench_accounts WHERE aid = $1",
+        ),
+        (
+            "UPDATE by key",
+            "UPDATE pgbench_accounts SET abalance = abalance + $2 WHERE aid = $1",
+        ),
+    ];
+    let n: u64 = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(200_000);
+    println!("| statement | µs per query (parse via cache + route) | shards hit |");
+    println!("|---|---|---|");
+    let mut seed: u64 = 0x2545F4914F6CDD1D;
+    for (name, sql) in statements {
+        let mut hits = [0u64; 2];
+        let start = Instant::now();
+        for _ in 0..n {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let aid = (seed % 200_000 + 1).to_string();
+            let delta = b"42";
+            let params = Params {
+                values: vec![Some(aid.as_bytes()), Some(&delta[..])],
+                formats: Vec::new(),
+            };
+            let parsed = cache.get(sql).expect("parse");
+            let route = router
+                .route(&parsed, 0, sql, Some(&params), &overrides)
+                .expect("route");
+            for s in route.shards() {
+                hits[s] += 1;
+            }
+        }
+        let us = start.elapsed().as_secs_f64() * 1e6 / n as f64;
+        println!(
+            "| {name} | {us:.3} | shard 0: {}, shard 1: {} |",
+            hits[0], hits[1]
+        );
+    }
+    let (h, m) = cache.stats();
+    println!();
+    println!(
+        "Query cache: {h} hits, {m} misses ({:.4}% hit ratio) over {} queries.",
+        100.0 * h as f64 / (h + m).max(1) as f64,
+        h + m
+    );
+}

@@ -1,0 +1,478 @@
+//! COPY on a sharded database. `COPY ... FROM STDIN` into a sharded table: the statement goes to
+//! every shard, each row of the client's data to the shard its key belongs to (text, CSV and
+//! binary), all inside one transaction per shard so a bad row rolls back every shard.
+//! `COPY ... TO STDOUT`: every shard's rows, one after the other, as one COPY (one header, one
+//! binary trailer, counts added up).
+use super::{ClientError, ShardedSession};
+use crate::net::message;
+use crate::net::Message;
+use crate::router::copy::{
+    parse_copy, CopyFormat, CopySplitter, CopyStatement, KeyError, KeyField,
+};
+use crate::router::schema::TableSharding;
+use bytes::BytesMut;
+
+/// Where COPY FROM rows go.
+enum Destination {
+    /// Every row to every listed shard (omnisharded tables, or one shard chosen by override).
+    Everywhere(Vec<usize>),
+    /// Each row to the shard of its key (column index in the data).
+    ByKey(Box<TableSharding>, usize),
+}
+
+impl ShardedSession {
+    pub(super) async fn copy(&mut self, sql: &str, from: bool) -> Result<(), ClientError> {
+        let stmt = parse_copy(sql).map_err(|e| ClientError::new(e.code(), e.to_string()))?;
+        if !stmt.stdio {
+            return Err(ClientError::new(
+                "0A000",
+                "COPY to or from a server file or program is not supported on sharded databases: use STDIN/STDOUT",
+            ));
+        }
+        if from {
+            let dest = self.copy_destination(&stmt).await?;
+            let wrap = self.tx.is_none();
+            if wrap {
+                self.tx = Some(super::tx::Tx::new("BEGIN", true, self.pools.len()));
+            }
+            let result = self.copy_in(sql, &stmt, dest).await;
+            if wrap {
+                let end = if result.is_ok() {
+                    self.commit().await
+                } else {
+                    self.rollback().await
+                };
+                self.status = b'I';
+                result?;
+                return end;
+            }
+            result
+        } else {
+            let shards = match self.overrides.shard {
+                Some(s) => vec![s],
+                None if !stmt.query && self.router.schema.is_omnisharded(&stmt.table) => vec![0],
+                None => (0..self.pools.len()).collect(),
+            };
+            self.copy_out(sql, &stmt, &shards).await
+        }
+    }
+
+    async fn copy_destination(&mut self, stmt: &CopyStatement) -> Result<Destination, ClientError> {
+        if let Some(s) = self.overrides.shard {
+            return Ok(Destination::Everywhere(vec![s]));
+        }
+        let schema = self.router.schema.clone();
+        if schema.is_omnisharded(&stmt.table) {
+            return Ok(Destination::Everywhere((0..self.pools.len()).collect()));
+        }
+        let columns: Vec<&str> = stmt.columns.iter().map(|c| c.as_str()).collect();
+        let table = schema
+            .table(&stmt.table)
+            .or_else(|| columns.iter().find_map(|c| schema.by_column(c)))
+            .cloned();
+        let Some(table) = table else {
+            return Err(ClientError::new(
+                "0A000",
+                format!(
+                    "COPY into table \"{}\", which is neither sharded nor omnisharded: add it to [[sharded_tables]] or [[omnisharded_tables]], or SET pgdog.shard",
+                    stmt.table
+                ),
+            ));
+        };
+        let columns: Vec<String> = if stmt.columns.is_empty() {
+            self.table_columns(stmt).await?
+        } else {
+            stmt.columns.clone()
+        };
+        let Some(index) = columns.iter().position(|c| c == table.column()) else {
+            return Err(ClientError::new(
+                "0A000",
+                format!(
+                    "COPY into sharded table \"{}\" must include the sharding key column \"{}\"",
+                    stmt.table,
+                    table.column()
+                ),
+            ));
+        };
+        Ok(Destination::ByKey(Box::new(table), index))
+    }
+
+    /// The table's columns in order, read from shard 0.
+    async fn table_columns(&mut self, stmt: &CopyStatement) -> Result<Vec<String>, ClientError> {
+        let name = match &stmt.schema {
+            Some(s) => format!("{}.{}", quote_ident(s), quote_ident(&stmt.table)),
+            None => quote_ident(&stmt.table),
+        };
+        let sql = format!(
+            "SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_catalog.pg_attribute WHERE attrelid = {}::regclass AND attnum > 0 AND NOT attisdropped",
+            crate::frontend::params::quote(&name)
+        );
+        let server = self.server(0).await?;
+        let row = server.query_row(&sql).await?;
+        Ok(row
+            .into_iter()
+            .next()
+            .flatten()
+            .map(|s| s.split(',').map(|c| c.to_string()).collect())
+            .unwrap_or_default())
+    }
+
+    async fn copy_in(
+        &mut self,
+        sql: &str,
+        stmt: &CopyStatement,
+        dest: Destination,
+    ) -> Result<(), ClientError> {
+        let shards: Vec<usize> = match &dest {
+            Destination::Everywhere(s) => s.clone(),
+            Destination::ByKey(..) => (0..self.pools.len()).collect(),
+        };
+        // Start the COPY everywhere; each shard answers CopyInResponse (or an error).
+        let mut copy_in_response: Option<Message> = None;
+        for &shard in &shards {
+            let server = self.server(shard).await?;
+            server.write(&message::query(sql)).await?;
+            loop {
+                let m = server.read().await?;
+                match m.tag() {
+                    b'G' => {
+                        copy_in_response.get_or_insert(m);
+                        break;
+                    }
+                    b'E' => {
+                        let e = ClientError::from(crate::backend::ServerError::Postgres(
+                            message::read_error(&m)
+                                .map_err(|e| ClientError::new("08P01", e.to_string()))?,
+                            m,
+                        ));
+                        // Drain to ReadyForQuery, then stop the COPY on the shards that started.
+                        loop {
+                            let z = server.read().await?;
+                            if z.tag() == b'Z' {
+                                server.status = z.payload().first().copied().unwrap_or(b'I');
+                                break;
+                            }
+                        }
+                        self.abort_copy(&shards, shard).await;
+                        return Err(e);
+                    }
+                    b'N' => {}
+                    _ => {}
+                }
+            }
+        }
+        let Some(response) = copy_in_response else {
+            return Err(ClientError::new("XX000", "no shard started the COPY"));
+        };
+        self.send(&response);
+        self.flush()
+            .await
+            .map_err(|e| ClientError::new("08006", e.to_string()))?;
+        let n = self.pools.len();
+        let mut buffers: Vec<BytesMut> = (0..n).map(|_| BytesMut::new()).collect();
+        let mut splitter = match &dest {
+            Destination::ByKey(t, index) => Some(
+                CopySplitter::new(&stmt.options, *index, n).with_context(&stmt.table, t.column()),
+            ),
+            Destination::Everywhere(_) => None,
+        };
+        let table = match &dest {
+            Destination::ByKey(t, _) => Some((**t).clone()),
+            Destination::Everywhere(_) => None,
+        };
+        let mut place = |field: KeyField<'_>| -> Result<usize, KeyError> {
+            let Some(t) = table.as_ref() else {
+                return Ok(0);
+            };
+            let r = match field {
+                KeyField::Null => t.shard_of_text(None),
+                KeyField::Text(s) => t.shard_of_text(Some(&s)),
+                KeyField::Binary(b) => t.shard_of_binary(b),
+            };
+            r.map_err(|e| KeyError::new(e.code(), e.to_string()))
+        };
+        let mut failure: Option<ClientError> = None;
+        let mut client_failed = false;
+        loop {
+            let m = match self.reader.next(&mut self.stream).await {
+                Ok(m) => m,
+                Err(e) => {
+                    failure = Some(ClientError::new("08006", format!("client connection: {e}")));
+                    break;
+                }
+            };
+            match m.tag() {
+                b'd' => {
+                    let data = &m.payload();
+                    match splitter.as_mut() {
+                        Some(sp) => {
+                            if let Err(e) = sp.feed(data, &mut place, &mut buffers) {
+                                failure = Some(ClientError::new(e.code(), e.to_string()));
+                                break;
+                            }
+                        }
+                        None => {
+                            for &s in &shards {
+                                buffers[s].extend_from_slice(data);
+                            }
+                        }
+                    }
+                    if buffers.iter().any(|b| b.len() >= 64 * 1024) {
+                        if let Err(e) = self.send_copy_data(&mut buffers).await {
+                            failure = Some(e);
+                            break;
+                        }
+                    }
+                }
+                b'c' => {
+                    if let Some(sp) = splitter.as_mut() {
+                        if let Err(e) = sp.finish(&mut place, &mut buffers) {
+                            failure = Some(ClientError::new(e.code(), e.to_string()));
+                        }
+                    }
+                    break;
+                }
+                b'f' => {
+                    let reason = m.reader().cstr().unwrap_or("").to_string();
+                    failure = Some(ClientError::new(
+                        "57014",
+                        format!("COPY from stdin failed: {reason}"),
+                    ));
+                    client_failed = true;
+                    break;
+                }
+                // Flush and Sync are ignored during COPY, as Postgres does.
+                b'H' | b'S' => {}
+                other => {
+                    failure = Some(ClientError::new(
+                        "08P01",
+                        format!("unexpected message type 0x{other:02X} during COPY from stdin"),
+                    ));
+                    break;
+                }
+            }
+        }
+        if failure.is_none() {
+            if let Err(e) = self.send_copy_data(&mut buffers).await {
+                failure = Some(e);
+            }
+        }
+        let end = match &failure {
+            None => message::empty(b'c'),
+            Some(e) => message::build(b'f', |b| message::put_cstr(b, &e.message)),
+        };
+        let mut total: u64 = 0;
+        let mut server_error: Option<ClientError> = None;
+        for &shard in &shards {
+            let Some(server) = self.servers[shard].as_mut() else {
+                continue;
+            };
+            if let Err(e) = server.write(&end).await {
+                server_error.get_or_insert(self.lose(shard, &e));
+                continue;
+            }
+            loop {
+                let m = match server.read().await {
+                    Ok(m) => m,
+                    Err(e) => {
+                        server_error.get_or_insert(self.lose(shard, &e));
+                        break;
+                    }
+                };
+                match m.tag() {
+                    b'C' => {
+                        total += m
+                            .reader()
+                            .cstr()
+                            .ok()
+                            .and_then(|t| t.rsplit(' ').next()?.parse::<u64>().ok())
+                            .unwrap_or(0);
+                    }
+                    b'E' => {
+                        if let Ok(f) = message::read_error(&m) {
+                            server_error.get_or_insert(ClientError {
+                                code: f.code,
+                                message: f.message,
+                                raw: Some(m.clone()),
+                            });
+                        }
+                    }
+                    b'Z' => {
+                        server.status = m.payload().first().copied().unwrap_or(b'I');
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if let Some(e) = failure {
+            let _ = client_failed;
+            return Err(e);
+        }
+        if let Some(e) = server_error {
+            return Err(e);
+        }
+        self.send(&message::command_complete(&format!("COPY {total}")));
+        Ok(())
+    }
+
+    async fn send_copy_data(&mut self, buffers: &mut [BytesMut]) -> Result<(), ClientError> {
+        for (shard, buf) in buffers.iter_mut().enumerate() {
+            if buf.is_empty() {
+                continue;
+            }
+            let data = buf.split();
+            let m = message::build(b'd', |b| b.extend_from_slice(&data));
+            let r = match self.servers[shard].as_mut() {
+                Some(server) => server.write(&m).await,
+                None => continue,
+            };
+            if let Err(e) = r {
+                return Err(self.lose(shard, &e));
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops a COPY FROM that started on some shards but failed on `failed`.
+    async fn abort_copy(&mut self, shards: &[usize], failed: usize) {
+        let fail = message::build(b'f', |b| {
+            message::put_cstr(b, "COPY failed on another shard")
+        });
+        for &shard in shards {
+            if shard == failed {
+                continue;
+            }
+            let Some(server) = self.servers[shard].as_mut() else {
+                continue;
+            };
+            if server.write(&fail).await.is_err() {
+                server.discard();
+                continue;
+            }
+            loop {
+                match server.read().await {
+                    Ok(m) if m.tag() == b'Z' => {
+                        server.status = m.payload().first().copied().unwrap_or(b'I');
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(_) => {
+                        server.discard();
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn copy_out(
+        &mut self,
+        sql: &str,
+        stmt: &CopyStatement,
+        shards: &[usize],
+    ) -> Result<(), ClientError> {
+        for &shard in shards {
+            let server = self.server(shard).await?;
+            server.write(&message::query(sql)).await?;
+        }
+        let binary = stmt.options.format == CopyFormat::Binary;
+        let csv_header = stmt.options.format == CopyFormat::Csv && stmt.options.header;
+        let mut total: u64 = 0;
+        let mut error: Option<ClientError> = None;
+        let mut started = false;
+        for (i, &shard) in shards.iter().enumerate() {
+            let last = i + 1 == shards.len();
+            let mut first_data = true;
+            while let Some(s) = self.servers[shard].as_mut() {
+                let r = s.read().await;
+                let m = match r {
+                    Ok(m) => m,
+                    Err(e) => {
+                        error.get_or_insert(self.lose(shard, &e));
+                        break;
+                    }
+                };
+                match m.tag() {
+                    b'H' if !started => {
+                        self.send(&m);
+                        started = true;
+                    }
+                    b'H' => {}
+                    b'd' => {
+                        let data = m.payload();
+                        let mut payload: &[u8] = data;
+                        if first_data && i > 0 {
+                            if binary {
+                                payload = skip_binary_header(payload);
+                            } else if csv_header {
+                                payload = &[];
+                            }
+                        }
+                        first_data = false;
+                        if binary && !last && payload == [0xff, 0xff] {
+                            payload = &[];
+                        }
+                        if !payload.is_empty() {
+                            if payload.len() == data.len() {
+                                self.send(&m);
+                            } else {
+                                let p = payload.to_vec();
+                                self.send(&message::build(b'd', |b| b.extend_from_slice(&p)));
+                            }
+                        }
+                    }
+                    b'c' => {}
+                    b'C' => {
+                        total += m
+                            .reader()
+                            .cstr()
+                            .ok()
+                            .and_then(|t| t.rsplit(' ').next()?.parse::<u64>().ok())
+                            .unwrap_or(0);
+                    }
+                    b'E' => {
+                        if let Ok(f) = message::read_error(&m) {
+                            error.get_or_insert(ClientError {
+                                code: f.code,
+                                message: f.message,
+                                raw: Some(m.clone()),
+                            });
+                        }
+                    }
+                    b'Z' => {
+                        if let Some(s) = self.servers[shard].as_mut() {
+                            s.status = m.payload().first().copied().unwrap_or(b'I');
+                        }
+                        break;
+                    }
+                    b'N' => self.send(&m),
+                    _ => {}
+                }
+                if self.out.len() > 64 * 1024 {
+                    let _ = self.flush().await;
+                }
+            }
+        }
+        if let Some(e) = error {
+            return Err(e);
+        }
+        self.send(&message::empty(b'c'));
+        self.send(&message::command_complete(&format!("COPY {total}")));
+        Ok(())
+    }
+}
+
+/// Binary COPY data without its file header (signature, flags, extension).
+fn skip_binary_header(data: &[u8]) -> &[u8] {
+    const SIGNATURE: &[u8] = b"PGCOPY\n\xff\r\n\0";
+    if data.len() < 19 || !data.starts_with(SIGNATURE) {
+        return data;
+    }
+    let ext = u32::from_be_bytes([data[15], data[16], data[17], data[18]]) as usize;
+    data.get(19 + ext..).unwrap_or(&[])
+}
+
+fn quote_ident(s: &str) -> String {
+    format!("\"{}\"", s.replace('"', "\"\""))
+}

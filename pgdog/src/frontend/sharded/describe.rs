@@ -1,0 +1,67 @@
+//! Describe of a prepared statement: any one shard can answer (every shard has the same
+//! schema), so the statement is prepared there and its ParameterDescription and RowDescription
+//! are relayed.
+use super::{ClientError, ShardedSession, Statement};
+use crate::frontend::prepared;
+use crate::net::message;
+use bytes::BytesMut;
+
+impl ShardedSession {
+    pub(super) async fn describe_statement(&mut self, st: &Statement) -> Result<(), ClientError> {
+        let shard = match self.overrides.shard {
+            Some(s) => s,
+            None => self
+                .tx
+                .as_ref()
+                .and_then(|t| t.begun.iter().position(|b| *b))
+                .unwrap_or(0),
+        };
+        let server = self.server(shard).await?;
+        let p = prepared::intern(&st.sql, &st.param_types);
+        let mut buf = BytesMut::new();
+        let mut parsed_now = false;
+        if !server.prepared.contains(&p.id) {
+            buf.extend_from_slice(
+                message::parse(p.server_name(), &st.sql, &st.param_types).bytes(),
+            );
+            server.prepared.insert(p.id);
+            parsed_now = true;
+        }
+        buf.extend_from_slice(message::target(b'D', b'S', p.server_name()).bytes());
+        buf.extend_from_slice(message::sync().bytes());
+        if let Err(e) = server.write_raw(&buf).await {
+            return Err(self.lose(shard, &e));
+        }
+        let mut error = None;
+        while let Some(s) = self.servers[shard].as_mut() {
+            let r = s.read().await;
+            let m = match r {
+                Ok(m) => m,
+                Err(e) => return Err(self.lose(shard, &e)),
+            };
+            match m.tag() {
+                b't' | b'T' | b'n' | b'N' => self.send(&m),
+                b'E' => {
+                    if let Ok(f) = message::read_error(&m) {
+                        error = Some(ClientError {
+                            code: f.code,
+                            message: f.message,
+                            raw: Some(m.clone()),
+                        });
+                    }
+                }
+                b'Z' => {
+                    if let Some(s) = self.servers[shard].as_mut() {
+                        s.status = m.payload().first().copied().unwrap_or(b'I');
+                        if error.is_some() && parsed_now {
+                            s.prepared.remove(&p.id);
+                        }
+                    }
+                    break;
+                }
+                _ => {}
+            }
+        }
+        error.map_or(Ok(()), Err)
+    }
+}

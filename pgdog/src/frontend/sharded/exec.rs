@@ -1,0 +1,489 @@
+//! Running one routed statement: what each shard is sent, and how their answers become one
+//! answer for the client (passed through from one shard, or merged: RowDescriptions checked,
+//! rows streamed or merged by the cross-shard plan, CommandComplete counts added up).
+use super::{ClientError, ShardedSession, Statement};
+use crate::backend::ServerError;
+use crate::frontend::prepared;
+use crate::merge::{CrossShardPlan, MergePlan, Merger};
+use crate::net::bind::Bind;
+use crate::net::message::{self, read_error};
+use crate::net::Message;
+use crate::router::Route;
+use bytes::BytesMut;
+use std::sync::Arc;
+
+/// The client's request for one statement.
+pub enum Request<'a> {
+    Simple(&'a str),
+    Extended {
+        statement: &'a Statement,
+        bind: &'a Bind<'a>,
+        describe: bool,
+    },
+}
+
+/// What one shard is sent for a statement.
+struct Work {
+    shard: usize,
+    sql: String,
+    /// For split INSERTs with parameters: which client parameters this shard's statement takes.
+    params: Option<Vec<u32>>,
+}
+
+/// How CommandComplete tags of several shards combine.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tags {
+    /// Counts added up.
+    Sum,
+    /// Every shard did the same thing: the first tag.
+    First,
+}
+
+impl ShardedSession {
+    /// Sends the statement where `route` says and relays the combined answer.
+    pub(super) async fn run_route(
+        &mut self,
+        route: &Route,
+        req: Request<'_>,
+    ) -> Result<(), ClientError> {
+        let original = match &req {
+            Request::Simple(sql) => sql.to_string(),
+            Request::Extended { statement, .. } => statement.sql.to_string(),
+        };
+        let (work, plan, tags): (Vec<Work>, Option<Arc<CrossShardPlan>>, Tags) = match route {
+            Route::Shard(s) => (
+                vec![Work {
+                    shard: *s,
+                    sql: original,
+                    params: None,
+                }],
+                None,
+                Tags::First,
+            ),
+            Route::Multi {
+                shards,
+                plan,
+                sum_tags,
+                ..
+            } => {
+                let sql = plan
+                    .as_ref()
+                    .and_then(|p| p.shard_sql.clone())
+                    .unwrap_or(original);
+                (
+                    shards
+                        .iter()
+                        .map(|s| Work {
+                            shard: *s,
+                            sql: sql.clone(),
+                            params: None,
+                        })
+                        .collect(),
+                    plan.clone(),
+                    if *sum_tags { Tags::Sum } else { Tags::First },
+                )
+            }
+            Route::Split(parts) => (
+                parts
+                    .iter()
+                    .map(|p| Work {
+                        shard: p.shard,
+                        sql: p.sql.clone(),
+                        params: Some(p.params.clone()),
+                    })
+                    .collect(),
+                None,
+                Tags::Sum,
+            ),
+        };
+        // A statement on several shards outside a transaction runs in one, so that it
+        // succeeds or fails as a whole (two-phase commit when configured).
+        let wrap = work.len() > 1 && self.tx.is_none() && writes(route);
+        if wrap {
+            self.tx = Some(super::tx::Tx::new("BEGIN", true, self.pools.len()));
+        }
+        let result = self.run_work(&work, plan.as_deref(), tags, &req).await;
+        if wrap {
+            let end = if result.is_ok() {
+                self.commit().await
+            } else {
+                self.rollback().await
+            };
+            self.status = b'I';
+            result?;
+            end?;
+            return Ok(());
+        }
+        result
+    }
+
+    async fn run_work(
+        &mut self,
+        work: &[Work],
+        plan: Option<&CrossShardPlan>,
+        tags: Tags,
+        req: &Request<'_>,
+    ) -> Result<(), ClientError> {
+        // Write to every shard first, so they all work at once.
+        let mut parsed_ids: Vec<Vec<u64>> = Vec::with_capacity(work.len());
+        for w in work {
+            let mut buf = BytesMut::with_capacity(256);
+            let mut ids = Vec::new();
+            {
+                let server = self.server(w.shard).await?;
+                match req {
+                    Request::Simple(_) => buf.extend_from_slice(message::query(&w.sql).bytes()),
+                    Request::Extended {
+                        statement,
+                        bind,
+                        describe,
+                    } => {
+                        let sub;
+                        let (bind, types): (&Bind<'_>, Vec<i32>) = match &w.params {
+                            Some(params) => {
+                                sub = bind.subset(params);
+                                let types = params
+                                    .iter()
+                                    .map(|n| {
+                                        statement
+                                            .param_types
+                                            .get((*n as usize).saturating_sub(1))
+                                            .copied()
+                                            .unwrap_or(0)
+                                    })
+                                    .collect();
+                                (&sub, types)
+                            }
+                            None => (*bind, statement.param_types.clone()),
+                        };
+                        let p = prepared::intern(&w.sql, &types);
+                        if !server.prepared.contains(&p.id) {
+                            buf.extend_from_slice(
+                                message::parse(p.server_name(), &w.sql, &types).bytes(),
+                            );
+                            server.prepared.insert(p.id);
+                            ids.push(p.id);
+                        }
+                        let mut b = bind.clone();
+                        b.portal = "";
+                        let hidden = plan.map(|p| p.merge.hidden_columns()).unwrap_or(0);
+                        let mut formats = b.result_formats.clone();
+                        if hidden > 0 && formats.len() > 1 {
+                            formats.extend(std::iter::repeat_n(0, hidden));
+                            b.result_formats = formats;
+                        }
+                        buf.extend_from_slice(b.to_message(p.server_name()).bytes());
+                        if *describe {
+                            buf.extend_from_slice(message::target(b'D', b'P', "").bytes());
+                        }
+                        buf.extend_from_slice(execute_all().bytes());
+                        buf.extend_from_slice(message::sync().bytes());
+                    }
+                }
+                if let Err(e) = server.write_raw(&buf).await {
+                    return Err(self.lose(w.shard, &e));
+                }
+            }
+            parsed_ids.push(ids);
+        }
+        let describe = match req {
+            Request::Simple(_) => true,
+            Request::Extended { describe, .. } => *describe,
+        };
+        let shards: Vec<usize> = work.iter().map(|w| w.shard).collect();
+        let merge_plan: Option<MergePlan> = match (plan, req) {
+            (Some(p), Request::Extended { bind, .. }) if p.merge.needs_params() => Some(
+                p.merge
+                    .bind(&bind.values, &bind.param_formats)
+                    .map_err(|e| ClientError::new(e.code(), e.to_string()))?,
+            ),
+            (Some(p), _) => Some(p.merge.clone()),
+            (None, _) => None,
+        };
+        let outcome = self
+            .collect(&shards, merge_plan.as_ref(), tags, describe)
+            .await;
+        if outcome.is_err() {
+            // Statements prepared in this round may have failed: prepare them again next time.
+            for (w, ids) in work.iter().zip(&parsed_ids) {
+                if let Some(server) = self.servers[w.shard].as_mut() {
+                    for id in ids {
+                        server.prepared.remove(id);
+                    }
+                }
+            }
+        }
+        outcome
+    }
+
+    /// Reads every shard's answer up to ReadyForQuery and relays the combined result.
+    async fn collect(
+        &mut self,
+        shards: &[usize],
+        plan: Option<&MergePlan>,
+        tags: Tags,
+        describe: bool,
+    ) -> Result<(), ClientError> {
+        let single = shards.len() == 1;
+        let mut merger = plan.map(|p| Merger::new(p, shards.len()));
+        let mut pending: Vec<bool> = vec![true; shards.len()];
+        let mut error: Option<ClientError> = None;
+        let mut tag_parts: Vec<String> = Vec::new();
+        let mut described = false;
+        let mut empty_query = false;
+        let mut ready_rows: Vec<Message> = Vec::new();
+        while pending.iter().any(|p| *p) {
+            let idx = match self.wait_any(shards, &pending).await {
+                Ok(i) => i,
+                Err((i, e)) => {
+                    pending[i] = false;
+                    error.get_or_insert(self.lose(shards[i], &e));
+                    continue;
+                }
+            };
+            let shard = shards[idx];
+            while let Some(s) = self.servers[shard].as_mut() {
+                let next = s.try_read();
+                let m = match next {
+                    Ok(Some(m)) => m,
+                    Ok(None) => break,
+                    Err(e) => {
+                        pending[idx] = false;
+                        error.get_or_insert(self.lose(shard, &e));
+                        break;
+                    }
+                };
+                match m.tag() {
+                    b'1' | b'2' | b'3' => {}
+                    b'T' => {
+                        if let Some(mg) = merger.as_mut() {
+                            match mg.row_description(idx, &m) {
+                                Ok(Some(rd)) if describe => self.send(&rd),
+                                Ok(_) => {}
+                                Err(e) => {
+                                    error.get_or_insert(ClientError::new(e.code(), e.to_string()));
+                                }
+                            }
+                        } else if describe && !described {
+                            self.send(&m);
+                        }
+                        described = true;
+                    }
+                    b'n' => {
+                        if describe && !described {
+                            self.send(&m);
+                        }
+                        described = true;
+                    }
+                    b'D' => match merger.as_mut() {
+                        Some(mg) => {
+                            if let Err(e) = mg.row(idx, m) {
+                                error.get_or_insert(ClientError::new(e.code(), e.to_string()));
+                            }
+                        }
+                        None => {
+                            self.send(&m);
+                        }
+                    },
+                    b'C' => {
+                        if let Some(mg) = merger.as_mut() {
+                            mg.shard_done(idx);
+                        }
+                        if let Ok(tag) = m.reader().cstr() {
+                            tag_parts.push(tag.to_string());
+                        }
+                    }
+                    b'I' => empty_query = true,
+                    b's' => {}
+                    b'E' => {
+                        let e = match read_error(&m) {
+                            Ok(f) => ClientError {
+                                code: f.code,
+                                message: f.message,
+                                raw: Some(if single {
+                                    m.clone()
+                                } else {
+                                    with_shard(&m, shard)
+                                }),
+                            },
+                            Err(_) => ClientError::new("XX000", "malformed error from server"),
+                        };
+                        if let Some(mg) = merger.as_mut() {
+                            mg.shard_done(idx);
+                        }
+                        error.get_or_insert(e);
+                    }
+                    b'N' | b'A' => self.send(&m),
+                    b'S' => {
+                        if let Some(s) = self.servers[shard].as_mut() {
+                            s.record_parameter(&m);
+                        }
+                    }
+                    b'Z' => {
+                        if let Some(s) = self.servers[shard].as_mut() {
+                            s.status = m.payload().first().copied().unwrap_or(b'I');
+                        }
+                        pending[idx] = false;
+                        break;
+                    }
+                    b'G' | b'H' | b'W' => {
+                        // COPY started by a statement we did not see as COPY.
+                        error.get_or_insert(ClientError::new(
+                            "0A000",
+                            "COPY inside this statement is not supported on sharded databases",
+                        ));
+                        if let Some(s) = self.servers[shard].as_mut() {
+                            let _ = s
+                                .write(&message::build(b'f', |b| {
+                                    message::put_cstr(b, "not supported through pgdog")
+                                }))
+                                .await;
+                        }
+                    }
+                    _ => {
+                        self.send(&m);
+                    }
+                }
+            }
+            if let Some(mg) = merger.as_mut() {
+                mg.take_ready(&mut ready_rows);
+                for r in ready_rows.drain(..) {
+                    self.out.extend_from_slice(r.bytes());
+                }
+            }
+            if self.out.len() > 64 * 1024 && self.flush().await.is_err() {
+                // The client is gone; finish reading the servers anyway.
+            }
+        }
+        if let Some(e) = error {
+            return Err(e);
+        }
+        if empty_query {
+            self.send(&message::empty(b'I'));
+            return Ok(());
+        }
+        if let Some(mg) = merger.as_mut() {
+            mg.finish(&mut ready_rows)
+                .map_err(|e| ClientError::new(e.code(), e.to_string()))?;
+            for r in ready_rows.drain(..) {
+                self.out.extend_from_slice(r.bytes());
+            }
+            if tag_parts.iter().all(|t| t.starts_with("SELECT")) {
+                self.send(&message::command_complete(&format!(
+                    "SELECT {}",
+                    mg.rows_sent()
+                )));
+                return Ok(());
+            }
+        }
+        if let Some(tag) = combine_tags(&tag_parts, tags) {
+            self.send(&message::command_complete(&tag));
+        }
+        Ok(())
+    }
+
+    /// Waits until one of the pending shards has something to read; its index.
+    async fn wait_any(
+        &mut self,
+        shards: &[usize],
+        pending: &[bool],
+    ) -> Result<usize, (usize, ServerError)> {
+        // Something already buffered needs no wait.
+        let mut futures = Vec::new();
+        for (i, slot) in self.servers.iter_mut().enumerate() {
+            let Some(idx) = shards.iter().position(|s| *s == i) else {
+                continue;
+            };
+            if !pending[idx] {
+                continue;
+            }
+            let Some(server) = slot.as_mut() else {
+                continue;
+            };
+            if server.has_buffered() {
+                return Ok(idx);
+            }
+            futures.push(Box::pin(async move { (idx, server.fill().await) }));
+        }
+        if futures.is_empty() {
+            return Err((
+                0,
+                ServerError::Protocol {
+                    addr: String::new(),
+                    error: crate::net::ProtocolError::Closed,
+                },
+            ));
+        }
+        let ((idx, result), _, _) = futures_util::future::select_all(futures).await;
+        match result {
+            Ok(()) => Ok(idx),
+            Err(e) => Err((idx, e)),
+        }
+    }
+}
+
+/// Whether a route changes data (so it runs in a transaction across shards).
+fn writes(route: &Route) -> bool {
+    match route {
+        Route::Shard(_) => false,
+        Route::Split(_) => true,
+        Route::Multi { atomic, .. } => *atomic,
+    }
+}
+
+fn execute_all() -> Message {
+    message::build(b'E', |b| {
+        message::put_cstr(b, "");
+        bytes::BufMut::put_i32(b, 0);
+    })
+}
+
+/// An ErrorResponse with "shard N" added to its detail... kept whole: the message already says
+/// what failed; the shard goes into the `where` field.
+fn with_shard(m: &Message, shard: usize) -> Message {
+    let payload = m.payload();
+    let body = payload.strip_suffix(&[0]).unwrap_or(payload);
+    message::build(b'E', |b| {
+        b.extend_from_slice(body);
+        b.extend_from_slice(b"W");
+        message::put_cstr(b, &format!("pgdog shard {shard}"));
+        bytes::BufMut::put_u8(b, 0);
+    })
+}
+
+/// One CommandComplete tag for several shards.
+fn combine_tags(parts: &[String], how: Tags) -> Option<String> {
+    let first = parts.first()?;
+    if how == Tags::First || parts.len() == 1 {
+        return Some(first.clone());
+    }
+    let mut words: Vec<&str> = first.split(' ').collect();
+    let Some(last) = words.last() else {
+        return Some(first.clone());
+    };
+    if last.parse::<u64>().is_err() {
+        return Some(first.clone());
+    }
+    let total: u64 = parts
+        .iter()
+        .filter_map(|p| p.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum();
+    let total = total.to_string();
+    words.pop();
+    words.push(&total);
+    Some(words.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags() {
+        let parts = vec!["INSERT 0 2".to_string(), "INSERT 0 3".to_string()];
+        assert_eq!(combine_tags(&parts, Tags::Sum).unwrap(), "INSERT 0 5");
+        assert_eq!(combine_tags(&parts, Tags::First).unwrap(), "INSERT 0 2");
+        let parts = vec!["CREATE TABLE".to_string(), "CREATE TABLE".to_string()];
+        assert_eq!(combine_tags(&parts, Tags::Sum).unwrap(), "CREATE TABLE");
+    }
+}

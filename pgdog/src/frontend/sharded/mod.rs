@@ -1,0 +1,647 @@
+//! A client session on a sharded database (more than one shard). Every statement is routed:
+//! sent unchanged to the one shard that holds its rows, or to several shards whose answers are
+//! merged into one result. Transactions span the shards they touch (one server per shard until
+//! they end; COMMIT and ROLLBACK reach all of them, with two-phase commit when configured).
+//! The extended protocol is served statement by statement: Parse and Bind are answered by pgdog,
+//! and each Execute is routed by that Bind's parameter values.
+mod copy;
+mod describe;
+mod exec;
+mod tx;
+
+use super::cancel::Registration;
+use super::params::Params;
+use super::statements;
+use crate::backend::{Pool, PooledServer, ServerError};
+use crate::config::PoolerMode;
+use crate::net::bind::read_bind;
+use crate::net::message::{self, read_parse, read_target};
+use crate::net::stream::Stream;
+use crate::net::{Message, MessageReader, ProtocolError};
+use crate::router::route::Overrides;
+use crate::router::{Parsed, QueryCache, Route, Router, RouterError};
+use bytes::BytesMut;
+use pg_query_raw::router::StatementKind;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio::io::AsyncWriteExt;
+use tx::Tx;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error(transparent)]
+    Client(#[from] ProtocolError),
+}
+
+/// A statement the client prepared (named or unnamed).
+#[derive(Debug, Clone)]
+struct Statement {
+    sql: Arc<str>,
+    param_types: Vec<i32>,
+}
+
+/// A bound portal: the statement and the client's Bind.
+#[derive(Debug, Clone)]
+struct Portal {
+    statement: Statement,
+    bind: Message,
+    /// A Describe of this portal came before its Execute.
+    describe: bool,
+}
+
+/// An error to send to the client: SQLSTATE and message.
+#[derive(Debug, Clone)]
+pub struct ClientError {
+    pub code: String,
+    pub message: String,
+    /// A Postgres ErrorResponse to pass through as it is.
+    pub raw: Option<Message>,
+}
+
+impl ClientError {
+    fn new(code: &str, message: impl Into<String>) -> ClientError {
+        ClientError {
+            code: code.into(),
+            message: message.into(),
+            raw: None,
+        }
+    }
+
+    fn message(&self) -> Message {
+        match &self.raw {
+            Some(m) => m.clone(),
+            None => message::error(&self.code, &self.message),
+        }
+    }
+}
+
+impl From<RouterError> for ClientError {
+    fn from(e: RouterError) -> ClientError {
+        ClientError::new(e.code(), e.to_string())
+    }
+}
+
+impl From<ServerError> for ClientError {
+    fn from(e: ServerError) -> ClientError {
+        match e {
+            ServerError::Postgres(fields, raw) => ClientError {
+                code: fields.code,
+                message: fields.message,
+                raw: Some(raw),
+            },
+            other => ClientError::new(&other.code(), other.to_string()),
+        }
+    }
+}
+
+pub struct ShardedSession {
+    stream: Stream,
+    reader: MessageReader,
+    user: String,
+    database: String,
+    pools: Vec<Pool>,
+    router: Arc<Router>,
+    mode: PoolerMode,
+    params: Params,
+    cancel: Registration,
+    two_phase: bool,
+    servers: Vec<Option<PooledServer>>,
+    out: BytesMut,
+    /// Transaction status the client sees.
+    status: u8,
+    tx: Option<Tx>,
+    overrides: Overrides,
+    statements: HashMap<String, Statement>,
+    portals: HashMap<String, Portal>,
+    /// After an error in the extended protocol: drop messages until Sync.
+    skip_until_sync: bool,
+    /// Why servers stay attached until the client leaves (session state was created).
+    pinned: Option<&'static str>,
+}
+
+impl ShardedSession {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        stream: Stream,
+        reader: MessageReader,
+        user: String,
+        database: String,
+        pools: Vec<Pool>,
+        router: Arc<Router>,
+        params: Params,
+        cancel: Registration,
+        two_phase: bool,
+    ) -> ShardedSession {
+        let mode = pools.first().map(|p| p.settings().mode).unwrap_or_default();
+        let servers = pools.iter().map(|_| None).collect();
+        ShardedSession {
+            stream,
+            reader,
+            user,
+            database,
+            pools,
+            router,
+            mode,
+            params,
+            cancel,
+            two_phase,
+            servers,
+            out: BytesMut::with_capacity(16 * 1024),
+            status: b'I',
+            tx: None,
+            overrides: Overrides::default(),
+            statements: HashMap::new(),
+            portals: HashMap::new(),
+            skip_until_sync: false,
+            pinned: None,
+        }
+    }
+
+    /// Serves the client until it disconnects, then leaves the servers clean.
+    pub async fn run(mut self) {
+        let result = self.serve().await;
+        if let Err(SessionError::Client(e)) = &result {
+            if !matches!(e, ProtocolError::Closed) {
+                tracing::info!("client {}@{}: {e}", self.user, self.database);
+                if !matches!(e, ProtocolError::Io(_)) {
+                    let m = message::fatal(e.code(), &e.to_string());
+                    let _ = self.stream.write_all(m.bytes()).await;
+                }
+            }
+        }
+        let _ = self.flush().await;
+        self.cleanup().await;
+    }
+
+    async fn serve(&mut self) -> Result<(), SessionError> {
+        loop {
+            while let Some(m) = self.reader.try_next()? {
+                if m.tag() == b'X' {
+                    return Ok(());
+                }
+                self.client_message(m).await?;
+                if self.out.len() > 64 * 1024 {
+                    self.flush().await?;
+                }
+            }
+            self.flush().await?;
+            self.reader.fill(&mut self.stream).await?;
+        }
+    }
+
+    async fn flush(&mut self) -> Result<(), ProtocolError> {
+        if !self.out.is_empty() {
+            let data = self.out.split().freeze();
+            self.stream.write_all(&data).await?;
+        }
+        Ok(())
+    }
+
+    fn send(&mut self, m: &Message) {
+        self.out.extend_from_slice(m.bytes());
+    }
+
+    fn ready(&mut self) {
+        let status = self.status;
+        self.send(&message::ready_for_query(status));
+    }
+
+    async fn client_message(&mut self, m: Message) -> Result<(), SessionError> {
+        if self.skip_until_sync {
+            if m.tag() == b'S' {
+                self.skip_until_sync = false;
+                self.end_of_request().await;
+                self.ready();
+            }
+            return Ok(());
+        }
+        match m.tag() {
+            b'Q' => {
+                let sql = message::read_query(&m)?.to_string();
+                self.simple_query(&sql).await?;
+                self.end_of_request().await;
+                self.ready();
+            }
+            b'P' => self.parse(&m)?,
+            b'B' => self.bind(m)?,
+            b'D' => self.describe(&m).await?,
+            b'E' => self.execute(&m).await?,
+            b'C' => {
+                let (kind, name) = read_target(&m)?;
+                if kind == b'S' {
+                    self.statements.remove(name);
+                } else {
+                    self.portals.remove(name);
+                }
+                self.send(&message::close_complete());
+            }
+            b'H' => {}
+            b'S' => {
+                self.end_of_request().await;
+                self.ready();
+            }
+            // CopyData/CopyDone/CopyFail outside COPY: ignored, as Postgres does.
+            b'd' | b'c' | b'f' => {}
+            b'F' => {
+                self.fail(ClientError::new(
+                    "0A000",
+                    "the function call protocol is not supported on sharded databases",
+                ));
+            }
+            other => return Err(ProtocolError::UnknownMessage(other).into()),
+        }
+        Ok(())
+    }
+
+    /// Reports an error; in the extended protocol the rest up to Sync is skipped; a
+    /// transaction in progress is failed.
+    fn fail(&mut self, e: ClientError) {
+        self.send(&e.message());
+        if self.tx.is_some() {
+            self.status = b'E';
+        }
+    }
+
+    fn fail_extended(&mut self, e: ClientError) {
+        self.fail(e);
+        self.skip_until_sync = true;
+    }
+
+    // ---- simple query ----
+
+    async fn simple_query(&mut self, sql: &str) -> Result<(), SessionError> {
+        let parsed = match QueryCache::global().get(sql) {
+            Ok(p) => p,
+            Err(e) => {
+                self.fail(e.into());
+                return Ok(());
+            }
+        };
+        if parsed.statements.is_empty() {
+            self.send(&message::empty(b'I'));
+            return Ok(());
+        }
+        // Several statements run as one implicit transaction unless they control it.
+        let controls_tx = parsed
+            .statements
+            .iter()
+            .any(|s| matches!(s.kind, StatementKind::Transaction(_)));
+        let implicit = parsed.statements.len() > 1 && self.tx.is_none() && !controls_tx;
+        if implicit {
+            self.tx = Some(Tx::new("BEGIN", true, self.pools.len()));
+        }
+        let mut failed = false;
+        for i in 0..parsed.statements.len() {
+            let st = &parsed.statements[i];
+            let text = sql
+                .get(st.location..st.location + st.len)
+                .unwrap_or(sql)
+                .to_string();
+            if let Err(e) = self.statement(&parsed, i, &text).await {
+                self.fail(e);
+                failed = true;
+                break;
+            }
+        }
+        if implicit {
+            let result = if failed {
+                self.rollback().await
+            } else {
+                self.commit().await
+            };
+            if let Err(e) = result {
+                self.fail(e);
+            }
+            self.status = b'I';
+        }
+        Ok(())
+    }
+
+    /// One statement of a simple query.
+    async fn statement(
+        &mut self,
+        parsed: &Arc<Parsed>,
+        i: usize,
+        sql: &str,
+    ) -> Result<(), ClientError> {
+        let st = &parsed.statements[i];
+        if self.status == b'E' && !tx::ends_transaction(&st.kind) {
+            return Err(tx::aborted());
+        }
+        if let Some(tag) = self.session_statement(parsed, i, sql).await? {
+            self.send(&message::command_complete(&tag));
+            return Ok(());
+        }
+        if let StatementKind::Copy { from } = st.kind {
+            return self.copy(sql, from).await;
+        }
+        let route = self.router.route(parsed, i, sql, None, &self.overrides)?;
+        self.note_pin(sql);
+        self.run_route(&route, exec::Request::Simple(sql)).await
+    }
+
+    fn note_pin(&mut self, sql: &str) {
+        if let Some(reason) = statements::classify(sql).pin {
+            self.pinned = self.pinned.or(Some(reason));
+        }
+    }
+
+    /// Statements pgdog answers itself or with special care: transaction control, SET/RESET,
+    /// DISCARD, DEALLOCATE. Returns the CommandComplete tag when handled.
+    async fn session_statement(
+        &mut self,
+        parsed: &Arc<Parsed>,
+        i: usize,
+        sql: &str,
+    ) -> Result<Option<String>, ClientError> {
+        let st = &parsed.statements[i];
+        match &st.kind {
+            StatementKind::Transaction(t) => self.transaction(t, sql).await.map(Some),
+            StatementKind::Set => self.set(st, sql).await,
+            StatementKind::Deallocate => {
+                match statements::deallocate(sql) {
+                    Some(None) => self.statements.clear(),
+                    Some(Some(name)) => {
+                        self.statements.remove(&name);
+                    }
+                    None => {}
+                }
+                Ok(Some(
+                    if sql.to_ascii_lowercase().contains("all") {
+                        "DEALLOCATE ALL"
+                    } else {
+                        "DEALLOCATE"
+                    }
+                    .into(),
+                ))
+            }
+            StatementKind::Utility("DiscardStmt") if sql.to_ascii_lowercase().contains("all") => {
+                if self.tx.is_some() {
+                    return Err(ClientError::new(
+                        "25001",
+                        "DISCARD ALL cannot run inside a transaction block",
+                    ));
+                }
+                self.params.apply(&statements::SetChange::ResetAll);
+                self.statements.clear();
+                self.portals.clear();
+                self.overrides = Overrides::default();
+                Ok(Some("DISCARD ALL".into()))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    // ---- extended protocol ----
+
+    fn parse(&mut self, m: &Message) -> Result<(), SessionError> {
+        let fields = read_parse(m)?;
+        // Syntax errors are reported at Parse time, as Postgres does.
+        if let Err(e) = QueryCache::global().get(fields.query) {
+            self.fail_extended(e.into());
+            return Ok(());
+        }
+        self.statements.insert(
+            fields.name.to_string(),
+            Statement {
+                sql: Arc::from(fields.query),
+                param_types: fields.param_types.clone(),
+            },
+        );
+        self.send(&message::parse_complete());
+        Ok(())
+    }
+
+    fn bind(&mut self, m: Message) -> Result<(), SessionError> {
+        let (portal, statement) = {
+            let b = read_bind(&m)?;
+            (b.portal.to_string(), b.statement.to_string())
+        };
+        let Some(st) = self.statements.get(&statement).cloned() else {
+            self.fail_extended(ClientError::new(
+                "26000",
+                format!("prepared statement \"{statement}\" does not exist"),
+            ));
+            return Ok(());
+        };
+        self.portals.insert(
+            portal,
+            Portal {
+                statement: st,
+                bind: m,
+                describe: false,
+            },
+        );
+        self.send(&message::empty(b'2'));
+        Ok(())
+    }
+
+    async fn describe(&mut self, m: &Message) -> Result<(), SessionError> {
+        let (kind, name) = read_target(m)?;
+        if kind == b'P' {
+            match self.portals.get_mut(name) {
+                Some(p) => p.describe = true,
+                None => self.fail_extended(ClientError::new(
+                    "34000",
+                    format!("portal \"{name}\" does not exist"),
+                )),
+            }
+            return Ok(());
+        }
+        let Some(st) = self.statements.get(name).cloned() else {
+            self.fail_extended(ClientError::new(
+                "26000",
+                format!("prepared statement \"{name}\" does not exist"),
+            ));
+            return Ok(());
+        };
+        if let Err(e) = self.describe_statement(&st).await {
+            self.fail_extended(e);
+        }
+        Ok(())
+    }
+
+    async fn execute(&mut self, m: &Message) -> Result<(), SessionError> {
+        let portal_name = m.reader().cstr()?.to_string();
+        let Some(portal) = self.portals.get(&portal_name).cloned() else {
+            self.fail_extended(ClientError::new(
+                "34000",
+                format!("portal \"{portal_name}\" does not exist"),
+            ));
+            return Ok(());
+        };
+        if let Some(p) = self.portals.get_mut(&portal_name) {
+            p.describe = false;
+        }
+        if let Err(e) = self.execute_portal(&portal).await {
+            self.fail_extended(e);
+        }
+        Ok(())
+    }
+
+    async fn execute_portal(&mut self, portal: &Portal) -> Result<(), ClientError> {
+        let sql = portal.statement.sql.clone();
+        let parsed = QueryCache::global().get(&sql)?;
+        if parsed.statements.len() > 1 {
+            return Err(ClientError::new(
+                "42601",
+                "cannot insert multiple commands into a prepared statement",
+            ));
+        }
+        if parsed.statements.is_empty() {
+            self.send(&message::empty(b'I'));
+            return Ok(());
+        }
+        let st = &parsed.statements[0];
+        if self.status == b'E' && !tx::ends_transaction(&st.kind) {
+            return Err(tx::aborted());
+        }
+        if portal.statement.param_types.is_empty() || st.max_param == 0 {
+            if let Some(tag) = self.session_statement(&parsed, 0, &sql).await? {
+                if portal.describe {
+                    self.send(&message::empty(b'n'));
+                }
+                self.send(&message::command_complete(&tag));
+                return Ok(());
+            }
+        }
+        if matches!(st.kind, StatementKind::Copy { .. }) {
+            return Err(ClientError::new(
+                "0A000",
+                "COPY through the extended protocol is not supported on sharded databases: use a simple query",
+            ));
+        }
+        let bind = read_bind(&portal.bind).map_err(|e| ClientError::new("08P01", e.to_string()))?;
+        let params = crate::router::Params {
+            values: bind.values.clone(),
+            formats: bind.param_formats.clone(),
+        };
+        let route: Route = self
+            .router
+            .route(&parsed, 0, &sql, Some(&params), &self.overrides)?;
+        self.note_pin(&sql);
+        self.run_route(
+            &route,
+            exec::Request::Extended {
+                statement: &portal.statement,
+                bind: &bind,
+                describe: portal.describe,
+            },
+        )
+        .await
+    }
+
+    // ---- servers ----
+
+    /// The server of `shard`, checked out (and its settings and transaction brought in line
+    /// with the client's) if needed.
+    async fn server(&mut self, shard: usize) -> Result<&mut PooledServer, ClientError> {
+        if shard >= self.servers.len() {
+            return Err(RouterError::NoSuchShard(shard, self.servers.len()).into());
+        }
+        if self.servers[shard].is_none() {
+            let server = self.pools[shard].get().await.map_err(|e| {
+                tracing::warn!("client {}@{}: {e}", self.user, self.database);
+                ClientError::new(&e.code(), format!("shard {shard}: {e}"))
+            })?;
+            if self.servers.iter().all(|s| s.is_none()) {
+                *self.cancel.slot.lock() = Some(server.cancel_key.clone());
+            }
+            self.servers[shard] = Some(server);
+        }
+        let fingerprint = self.params.fingerprint();
+        let in_tx = self.tx.as_ref().map(|t| !t.begun[shard]).unwrap_or(false);
+        let prelude = self.tx.as_ref().map(|t| t.prelude.join(";"));
+        let Some(server) = self.servers[shard].as_mut() else {
+            return Err(ClientError::new("08006", "server connection lost"));
+        };
+        if server.settings_fingerprint != fingerprint {
+            if let Some((sql, after)) = self.params.sync(&server.settings) {
+                if let Err(e) = server.execute(&sql).await {
+                    server.discard();
+                    self.servers[shard] = None;
+                    return Err(e.into());
+                }
+                server.set_settings(after);
+            }
+        }
+        if in_tx {
+            if let Some(prelude) = prelude {
+                if let Err(e) = server.execute(&prelude).await {
+                    return Err(e.into());
+                }
+            }
+            if let Some(t) = self.tx.as_mut() {
+                t.begun[shard] = true;
+            }
+        }
+        self.servers[shard]
+            .as_mut()
+            .ok_or_else(|| ClientError::new("08006", "server connection lost"))
+    }
+
+    /// After a request (Query or Sync): outside a transaction, servers go back to their pools.
+    async fn end_of_request(&mut self) {
+        if self.tx.is_some() || self.pinned.is_some() || self.mode == PoolerMode::Session {
+            return;
+        }
+        self.release_all();
+    }
+
+    fn release_all(&mut self) {
+        *self.cancel.slot.lock() = None;
+        for s in self.servers.iter_mut() {
+            if let Some(server) = s.as_mut() {
+                if server.status != b'I' {
+                    server.discard();
+                }
+            }
+            *s = None;
+        }
+    }
+
+    /// A server failed mid-conversation: it is closed, the client gets an error.
+    fn lose(&mut self, shard: usize, e: &ServerError) -> ClientError {
+        tracing::warn!(
+            "client {}@{}: shard {shard}: server connection lost: {e}",
+            self.user,
+            self.database
+        );
+        if let Some(s) = self.servers.get_mut(shard).and_then(|s| s.as_mut()) {
+            s.discard();
+        }
+        if let Some(s) = self.servers.get_mut(shard) {
+            *s = None;
+        }
+        if let Some(t) = self.tx.as_mut() {
+            t.begun[shard] = false;
+            self.status = b'E';
+        }
+        ClientError::new(
+            "08006",
+            format!("shard {shard}: server connection lost: {e}"),
+        )
+    }
+
+    async fn cleanup(&mut self) {
+        *self.cancel.slot.lock() = None;
+        let reset = self.mode == PoolerMode::Session || self.pinned.is_some();
+        for slot in self.servers.iter_mut() {
+            let Some(mut server) = slot.take() else {
+                continue;
+            };
+            let mut ok = true;
+            if server.status != b'I' {
+                ok = server.execute("ROLLBACK").await.is_ok();
+            }
+            if ok && reset {
+                ok = server.execute("DISCARD ALL").await.is_ok();
+                server.prepared.clear();
+                server.set_settings(Default::default());
+            }
+            if !ok || server.status != b'I' {
+                server.discard();
+            }
+        }
+    }
+}

@@ -1,0 +1,350 @@
+//! Transactions across shards: BEGIN is remembered and replayed on each shard the transaction
+//! touches (with the SETs made inside it); COMMIT and ROLLBACK reach every touched shard. With
+//! `two_phase_commit`, a transaction that wrote on several shards is prepared on all of them
+//! (`PREPARE TRANSACTION`) before any commits. Also session-level SET/RESET on a sharded
+//! database, including pgdog's own `pgdog.shard` and `pgdog.sharding_key`.
+use super::{ClientError, ShardedSession};
+use crate::frontend::statements::{self, SetChange};
+use pg_query_raw::router::{Const, Statement, StatementKind, Transaction};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// An open transaction.
+#[derive(Debug, Clone)]
+pub struct Tx {
+    /// Statements that start it on a shard: the client's BEGIN, then its SETs.
+    pub prelude: Vec<String>,
+    /// Per shard: BEGIN sent.
+    pub begun: Vec<bool>,
+    /// Session-level SET/RESET made inside it, applied when it commits.
+    pub changes: Vec<SetChange>,
+    /// Opened by pgdog around a multi-statement query.
+    #[allow(dead_code)]
+    pub implicit: bool,
+}
+
+impl Tx {
+    pub fn new(begin: &str, implicit: bool, shards: usize) -> Tx {
+        Tx {
+            prelude: vec![begin.to_string()],
+            begun: vec![false; shards],
+            changes: Vec::new(),
+            implicit,
+        }
+    }
+}
+
+/// Whether a statement may run in a failed transaction (it ends or repairs it).
+pub fn ends_transaction(kind: &StatementKind) -> bool {
+    matches!(
+        kind,
+        StatementKind::Transaction(
+            Transaction::Commit | Transaction::Rollback | Transaction::RollbackTo(_)
+        )
+    )
+}
+
+pub fn aborted() -> ClientError {
+    ClientError::new(
+        "25P02",
+        "current transaction is aborted, commands ignored until end of transaction block",
+    )
+}
+
+static NEXT_GID: AtomicU64 = AtomicU64::new(1);
+
+impl ShardedSession {
+    /// Transaction control; returns the CommandComplete tag.
+    pub(super) async fn transaction(
+        &mut self,
+        t: &Transaction,
+        sql: &str,
+    ) -> Result<String, ClientError> {
+        match t {
+            Transaction::Begin => {
+                if self.tx.is_some() {
+                    self.send(&crate::net::message::error_response(
+                        "WARNING",
+                        "25001",
+                        "there is already a transaction in progress",
+                    ));
+                } else {
+                    self.tx = Some(Tx::new(sql, false, self.pools.len()));
+                    self.status = b'T';
+                }
+                Ok("BEGIN".into())
+            }
+            Transaction::Commit => {
+                if self.tx.is_none() {
+                    self.send(&crate::net::message::error_response(
+                        "WARNING",
+                        "25P01",
+                        "there is no transaction in progress",
+                    ));
+                    return Ok("COMMIT".into());
+                }
+                if self.status == b'E' {
+                    self.rollback().await?;
+                    return Ok("ROLLBACK".into());
+                }
+                self.commit().await?;
+                Ok("COMMIT".into())
+            }
+            Transaction::Rollback => {
+                if self.tx.is_none() {
+                    self.send(&crate::net::message::error_response(
+                        "WARNING",
+                        "25P01",
+                        "there is no transaction in progress",
+                    ));
+                    return Ok("ROLLBACK".into());
+                }
+                self.rollback().await?;
+                Ok("ROLLBACK".into())
+            }
+            Transaction::Savepoint(_) | Transaction::Release(_) | Transaction::RollbackTo(_) => {
+                let Some(tx) = self.tx.as_mut() else {
+                    return Err(ClientError::new(
+                        "25P01",
+                        format!(
+                            "{} can only be used in transaction blocks",
+                            sql.split_whitespace().next().unwrap_or("SAVEPOINT").to_uppercase()
+                        ),
+                    ));
+                };
+                tx.prelude.push(sql.to_string());
+                let begun: Vec<usize> = (0..tx.begun.len()).filter(|s| tx.begun[*s]).collect();
+                let mut first_error = None;
+                for shard in begun {
+                    let server = self.server(shard).await?;
+                    if let Err(e) = server.execute(sql).await {
+                        first_error.get_or_insert(ClientError::from(e));
+                    }
+                }
+                if let Some(e) = first_error {
+                    return Err(e);
+                }
+                if matches!(t, Transaction::RollbackTo(_)) {
+                    self.status = b'T';
+                }
+                Ok(match t {
+                    Transaction::Savepoint(_) => "SAVEPOINT",
+                    Transaction::Release(_) => "RELEASE",
+                    _ => "ROLLBACK",
+                }
+                .into())
+            }
+            Transaction::Prepare(_)
+            | Transaction::CommitPrepared(_)
+            | Transaction::RollbackPrepared(_) => Err(ClientError::new(
+                "0A000",
+                "two-phase commit statements are managed by pgdog on sharded databases (two_phase_commit = true)",
+            )),
+        }
+    }
+
+    /// Commits on every shard the transaction touched.
+    pub(super) async fn commit(&mut self) -> Result<(), ClientError> {
+        let Some(tx) = self.tx.take() else {
+            return Ok(());
+        };
+        self.status = b'I';
+        let begun: Vec<usize> = (0..tx.begun.len()).filter(|s| tx.begun[*s]).collect();
+        let result = if self.two_phase && begun.len() > 1 {
+            self.commit_two_phase(&begun).await
+        } else {
+            let mut first_error = None;
+            for shard in begun.iter().copied() {
+                let r = match self.servers[shard].as_mut() {
+                    Some(server) => server.execute("COMMIT").await,
+                    None => continue,
+                };
+                if let Err(e) = r {
+                    first_error.get_or_insert(ClientError::from(e));
+                }
+            }
+            first_error.map_or(Ok(()), Err)
+        };
+        if result.is_ok() {
+            for change in &tx.changes {
+                self.params.apply(change);
+            }
+            self.settle_settings(&begun);
+        } else {
+            // Settings may be anything now: forget what the servers have.
+            for shard in begun {
+                if let Some(s) = self.servers[shard].as_mut() {
+                    s.set_settings(Default::default());
+                    s.discard();
+                }
+            }
+        }
+        result
+    }
+
+    async fn commit_two_phase(&mut self, shards: &[usize]) -> Result<(), ClientError> {
+        let id = NEXT_GID.fetch_add(1, Ordering::Relaxed);
+        let gid = |shard: usize| format!("pgdog_{}_{id}_{shard}", std::process::id());
+        let mut prepared = Vec::new();
+        let mut failure = None;
+        for &shard in shards {
+            let Some(server) = self.servers[shard].as_mut() else {
+                continue;
+            };
+            match server
+                .execute(&format!("PREPARE TRANSACTION '{}'", gid(shard)))
+                .await
+            {
+                Ok(()) => prepared.push(shard),
+                Err(e) => {
+                    failure = Some(ClientError::from(e));
+                    break;
+                }
+            }
+        }
+        let verb = if failure.is_some() {
+            "ROLLBACK"
+        } else {
+            "COMMIT"
+        };
+        for &shard in shards {
+            let Some(server) = self.servers[shard].as_mut() else {
+                continue;
+            };
+            let r = if prepared.contains(&shard) {
+                server
+                    .execute(&format!("{verb} PREPARED '{}'", gid(shard)))
+                    .await
+            } else if server.status != b'I' {
+                server.execute("ROLLBACK").await
+            } else {
+                Ok(())
+            };
+            if let Err(e) = r {
+                tracing::error!("two-phase {verb} on shard {shard} failed: {e}");
+                failure.get_or_insert(ClientError::from(e));
+            }
+        }
+        failure.map_or(Ok(()), Err)
+    }
+
+    /// Rolls back on every shard the transaction touched.
+    pub(super) async fn rollback(&mut self) -> Result<(), ClientError> {
+        let Some(tx) = self.tx.take() else {
+            return Ok(());
+        };
+        self.status = b'I';
+        let begun: Vec<usize> = (0..tx.begun.len()).filter(|s| tx.begun[*s]).collect();
+        for shard in begun.iter().copied() {
+            if let Some(server) = self.servers[shard].as_mut() {
+                if server.execute("ROLLBACK").await.is_err() {
+                    server.discard();
+                }
+            }
+        }
+        // SETs made in the transaction are undone on those servers.
+        self.settle_settings(&begun);
+        Ok(())
+    }
+
+    /// After a transaction ends, what the client's settings are is what those servers have.
+    fn settle_settings(&mut self, shards: &[usize]) {
+        for &shard in shards {
+            if let Some(s) = self.servers[shard].as_mut() {
+                // Unknown after SETs inside the transaction: the next checkout re-applies.
+                s.set_settings(Default::default());
+                s.settings_fingerprint = u64::MAX;
+            }
+        }
+    }
+
+    /// SET / RESET: pgdog's own parameters are kept here; the others are tried on one shard
+    /// (so a bad value fails now), then tracked and applied on every shard used later.
+    pub(super) async fn set(
+        &mut self,
+        st: &Statement,
+        sql: &str,
+    ) -> Result<Option<String>, ClientError> {
+        let Some(set) = &st.set else {
+            return Ok(None);
+        };
+        let tag = if set.reset && !sql.trim_start().to_ascii_lowercase().starts_with("set") {
+            "RESET"
+        } else {
+            "SET"
+        };
+        match set.name.as_deref() {
+            Some("pgdog.shard") => {
+                self.overrides.shard = match set.values.first() {
+                    None => None,
+                    Some(Const::Integer(n)) if *n >= 0 => Some(*n as usize),
+                    Some(Const::String(s)) => Some(s.trim().parse().map_err(|_| {
+                        ClientError::new(
+                            "22023",
+                            format!("pgdog.shard must be a shard number, not \"{s}\""),
+                        )
+                    })?),
+                    Some(other) => {
+                        return Err(ClientError::new(
+                            "22023",
+                            format!("pgdog.shard must be a shard number, not {other:?}"),
+                        ))
+                    }
+                };
+                if let Some(n) = self.overrides.shard {
+                    if n >= self.pools.len() {
+                        self.overrides.shard = None;
+                        return Err(ClientError::new(
+                            "22023",
+                            format!(
+                                "shard {n} does not exist (this database has {} shards)",
+                                self.pools.len()
+                            ),
+                        ));
+                    }
+                }
+                return Ok(Some(tag.into()));
+            }
+            Some("pgdog.sharding_key") => {
+                self.overrides.sharding_key = match set.values.first() {
+                    None | Some(Const::Null) => None,
+                    Some(Const::Integer(n)) => Some(n.to_string()),
+                    Some(Const::String(s)) | Some(Const::Numeric(s)) | Some(Const::Bits(s)) => {
+                        Some(s.clone())
+                    }
+                    Some(Const::Bool(b)) => Some(b.to_string()),
+                };
+                return Ok(Some(tag.into()));
+            }
+            None if set.reset => {
+                self.overrides = Default::default();
+            }
+            _ => {}
+        }
+        let classified = statements::classify(sql);
+        match self.tx.as_mut() {
+            Some(tx) => {
+                tx.prelude.push(sql.to_string());
+                tx.changes.extend(classified.changes);
+                let begun: Vec<usize> = (0..tx.begun.len()).filter(|s| tx.begun[*s]).collect();
+                for shard in begun {
+                    let server = self.server(shard).await?;
+                    server.execute(sql).await?;
+                }
+            }
+            None => {
+                let shard = 0;
+                let server = self.server(shard).await?;
+                server.execute(sql).await?;
+                for change in &classified.changes {
+                    self.params.apply(change);
+                }
+                if let Some(s) = self.servers[shard].as_mut() {
+                    if let Some((_, after)) = self.params.sync(&s.settings) {
+                        s.set_settings(after);
+                    }
+                }
+            }
+        }
+        Ok(Some(tag.into()))
+    }
+}

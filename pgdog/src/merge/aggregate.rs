@@ -1,0 +1,322 @@
+//! GROUP BY and aggregates: shard rows folded into groups (a hash map on the typed key columns;
+//! NULL keys group together), partial aggregates combined (count and sum added, min/max compared,
+//! avg recomputed from sum and count), then HAVING applied to the merged groups.
+use super::decimal::Decimal;
+use super::error::MergeError;
+use super::plan::{AggFn, Constant, Grouping, HavingCond};
+use super::value::{ColType, Kind, Number};
+use crate::net::rows::DataRow;
+use bytes::Bytes;
+use std::collections::HashMap;
+
+/// A merged row: one value per shard column (`None`: NULL).
+pub type Row = Vec<Option<Bytes>>;
+
+/// One column's running value within a group.
+#[derive(Debug, Clone)]
+enum Acc {
+    First(Option<Bytes>),
+    Count(i128),
+    SumInt(Option<i128>),
+    SumDec(Option<Decimal>),
+    SumF64(Option<f64>),
+    SumF32(Option<f32>),
+    Min(Option<Bytes>),
+    Max(Option<Bytes>),
+    Bool(Option<bool>),
+    /// avg: Σ avg_i × count_i, used when the shards' sums are `real` (imprecise).
+    Avg(f64),
+}
+
+/// The groups of an aggregate query being merged.
+#[derive(Debug)]
+pub struct Groups {
+    roles: Vec<AggFn>,
+    types: Vec<ColType>,
+    keys: Vec<usize>,
+    having: Vec<HavingCond>,
+    index: HashMap<Vec<Option<Vec<u8>>>, usize>,
+    groups: Vec<(bool, Vec<Acc>)>,
+    /// Accumulators of a fresh group.
+    fresh: Vec<Acc>,
+}
+
+fn unsupported(what: &str, ty: &ColType) -> MergeError {
+    MergeError::unsupported(format!(
+        "{what} on a column of type oid {}{}",
+        ty.oid,
+        if ty.binary { " in binary format" } else { "" }
+    ))
+}
+
+impl Groups {
+    /// Checks that every aggregate column has a type the merger can combine.
+    pub fn new(g: &Grouping, types: &[ColType]) -> Result<Groups, MergeError> {
+        if g.columns.len() != types.len() {
+            return Err(MergeError::State(
+                "aggregate columns and RowDescription differ",
+            ));
+        }
+        let mut fresh = Vec::with_capacity(types.len());
+        for (role, ty) in g.columns.iter().zip(types) {
+            fresh.push(match role {
+                AggFn::First => Acc::First(None),
+                AggFn::Count if ty.numeric() => Acc::Count(0),
+                AggFn::Sum | AggFn::Count => sum_acc(ty).ok_or_else(|| unsupported("sum", ty))?,
+                AggFn::Min if ty.ordered() => Acc::Min(None),
+                AggFn::Max if ty.ordered() => Acc::Max(None),
+                AggFn::Min | AggFn::Max => return Err(unsupported("min/max", ty)),
+                AggFn::BoolAnd | AggFn::BoolOr if ty.kind == Kind::Bool => Acc::Bool(None),
+                AggFn::BoolAnd | AggFn::BoolOr => return Err(unsupported("bool_and/bool_or", ty)),
+                AggFn::Avg { sum, count } => {
+                    let ok_avg =
+                        (ty.kind == Kind::Numeric && !ty.binary) || ty.kind == Kind::Float8;
+                    let sum_ty = types.get(*sum).ok_or(MergeError::State("avg sum column"))?;
+                    let count_ty = types
+                        .get(*count)
+                        .ok_or(MergeError::State("avg count column"))?;
+                    if !ok_avg || sum_acc(sum_ty).is_none() || !count_ty.numeric() {
+                        return Err(unsupported("avg", ty));
+                    }
+                    Acc::Avg(0.0)
+                }
+            });
+        }
+        Ok(Groups {
+            roles: g.columns.clone(),
+            types: types.to_vec(),
+            keys: g.keys.clone(),
+            having: g.having.clone(),
+            index: HashMap::new(),
+            groups: Vec::new(),
+            fresh,
+        })
+    }
+
+    /// Folds one shard row into its group.
+    pub fn add(&mut self, row: &DataRow) -> Result<(), MergeError> {
+        let key: Vec<Option<Vec<u8>>> = self
+            .keys
+            .iter()
+            .map(|&k| row.get(k).map(|v| self.types[k].key(v).into_owned()))
+            .collect();
+        let g = match self.index.get(&key) {
+            Some(&g) => g,
+            None => {
+                self.groups.push((false, self.fresh.clone()));
+                self.index.insert(key, self.groups.len() - 1);
+                self.groups.len() - 1
+            }
+        };
+        let (seen, accs) = &mut self.groups[g];
+        let first_row = !*seen;
+        *seen = true;
+        for (i, acc) in accs.iter_mut().enumerate() {
+            let ty = &self.types[i];
+            let v = row.get(i);
+            let bad = || MergeError::BadValue {
+                column: i,
+                detail: format!("not a valid value of type oid {}", ty.oid),
+            };
+            match acc {
+                Acc::First(slot) => {
+                    if first_row {
+                        *slot = row.get_bytes(i);
+                    }
+                }
+                Acc::Count(n) => {
+                    if let Some(v) = v {
+                        match ty.number(v).ok_or_else(bad)? {
+                            Number::Int(x) => *n += x,
+                            _ => return Err(bad()),
+                        }
+                    }
+                }
+                Acc::SumInt(s) => {
+                    if let Some(Number::Int(x)) =
+                        v.map(|v| ty.number(v).ok_or_else(bad)).transpose()?
+                    {
+                        *s = Some(s.unwrap_or(0) + x);
+                    }
+                }
+                Acc::SumDec(s) => {
+                    if let Some(n) = v.map(|v| ty.number(v).ok_or_else(bad)).transpose()? {
+                        let Number::Dec(d) = n else { return Err(bad()) };
+                        *s = Some(match s {
+                            Some(t) => t.add(&d),
+                            None => d,
+                        });
+                    }
+                }
+                Acc::SumF64(s) => {
+                    if let Some(Number::Float(x)) =
+                        v.map(|v| ty.number(v).ok_or_else(bad)).transpose()?
+                    {
+                        *s = Some(s.unwrap_or(0.0) + x);
+                    }
+                }
+                Acc::SumF32(s) => {
+                    if let Some(Number::Float(x)) =
+                        v.map(|v| ty.number(v).ok_or_else(bad)).transpose()?
+                    {
+                        *s = Some(s.unwrap_or(0.0) + x as f32);
+                    }
+                }
+                Acc::Min(m) | Acc::Max(m) => {
+                    let want = if matches!(self.roles[i], AggFn::Min) {
+                        std::cmp::Ordering::Less
+                    } else {
+                        std::cmp::Ordering::Greater
+                    };
+                    if let Some(v) = v {
+                        let better = match m.as_deref() {
+                            None => true,
+                            Some(cur) => ty.compare(v, cur).ok_or_else(bad)? == want,
+                        };
+                        if better {
+                            *m = row.get_bytes(i);
+                        }
+                    }
+                }
+                Acc::Bool(b) => {
+                    if let Some(v) = v {
+                        let x = matches!(v, b"t" | [1]);
+                        let and = matches!(self.roles[i], AggFn::BoolAnd);
+                        *b = Some(match *b {
+                            None => x,
+                            Some(cur) if and => cur && x,
+                            Some(cur) => cur || x,
+                        });
+                    }
+                }
+                Acc::Avg(w) => {
+                    if let AggFn::Avg { count, .. } = self.roles[i] {
+                        let avg = v.and_then(|v| ty.number(v));
+                        let n = row.get(count).and_then(|c| self.types[count].number(c));
+                        if let (Some(Number::Float(a)), Some(Number::Int(n))) = (avg, n) {
+                            *w += a * n as f64;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The merged groups (in first-seen order) that pass HAVING.
+    pub fn finish(self) -> Result<Vec<Row>, MergeError> {
+        let mut out = Vec::with_capacity(self.groups.len());
+        for (_, accs) in &self.groups {
+            let mut row = Vec::with_capacity(accs.len());
+            for (i, acc) in accs.iter().enumerate() {
+                row.push(self.value(i, acc, accs)?);
+            }
+            if self.having_holds(&row)? {
+                out.push(row);
+            }
+        }
+        Ok(out)
+    }
+
+    fn value(&self, i: usize, acc: &Acc, accs: &[Acc]) -> Result<Option<Bytes>, MergeError> {
+        let ty = &self.types[i];
+        let enc = |n: Number| -> Result<Option<Bytes>, MergeError> {
+            ty.encode(&n)
+                .map(|v| Some(Bytes::from(v)))
+                .ok_or(match ty.kind {
+                    Kind::Int8 => MergeError::OutOfRange("bigint"),
+                    _ => unsupported("this aggregate", ty),
+                })
+        };
+        Ok(match acc {
+            Acc::First(v) | Acc::Min(v) | Acc::Max(v) => v.clone(),
+            Acc::Count(n) => enc(Number::Int(*n))?,
+            Acc::SumInt(s) => match s {
+                Some(s) => enc(Number::Int(*s))?,
+                None => None,
+            },
+            Acc::SumDec(s) => match s {
+                Some(d) => enc(Number::Dec(d.clone()))?,
+                None => None,
+            },
+            Acc::SumF64(s) => s.map(|f| enc(Number::Float(f))).transpose()?.flatten(),
+            Acc::SumF32(s) => s
+                .map(|f| enc(Number::Float(f as f64)))
+                .transpose()?
+                .flatten(),
+            Acc::Bool(b) => b.map(|b| {
+                Bytes::from_static(match (b, ty.binary) {
+                    (true, false) => b"t",
+                    (false, false) => b"f",
+                    (true, true) => &[1],
+                    (false, true) => &[0],
+                })
+            }),
+            Acc::Avg(weighted) => {
+                let AggFn::Avg { sum, count } = self.roles[i] else {
+                    return Err(MergeError::State("avg role"));
+                };
+                let n = match accs.get(count) {
+                    Some(Acc::Count(n)) => *n,
+                    _ => return Err(MergeError::State("avg count")),
+                };
+                if n == 0 {
+                    return Ok(None);
+                }
+                match accs.get(sum) {
+                    Some(Acc::SumInt(Some(s))) => {
+                        enc(Number::Dec(Decimal::from_i128(*s).div_count(n as i64)))?
+                    }
+                    Some(Acc::SumDec(Some(d))) => enc(Number::Dec(d.div_count(n as i64)))?,
+                    Some(Acc::SumF64(Some(s))) => enc(Number::Float(s / n as f64))?,
+                    Some(Acc::SumF32(Some(_))) => enc(Number::Float(weighted / n as f64))?,
+                    _ => None,
+                }
+            }
+        })
+    }
+
+    fn having_holds(&self, row: &Row) -> Result<bool, MergeError> {
+        for c in &self.having {
+            let Some(Some(v)) = row.get(c.column) else {
+                return Ok(false);
+            };
+            let ty = &self.types[c.column];
+            let bad = || MergeError::BadValue {
+                column: c.column,
+                detail: "cannot compare with the HAVING constant".into(),
+            };
+            let o = if ty.numeric() {
+                let n = ty.number(v).ok_or_else(bad)?;
+                let k = match &c.value {
+                    Constant::Number(d) => Number::Dec(d.clone()),
+                    Constant::Text(s) => Number::Dec(Decimal::parse(s).ok_or_else(bad)?),
+                };
+                n.cmp_value(&k)
+            } else {
+                let k = match &c.value {
+                    Constant::Number(d) => d.to_string(),
+                    Constant::Text(s) => s.clone(),
+                };
+                if ty.binary && !matches!(ty.kind, Kind::Text | Kind::Bpchar) {
+                    return Err(unsupported("HAVING", ty));
+                }
+                ty.compare(v, k.as_bytes()).ok_or_else(bad)?
+            };
+            if !c.op.holds(o) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+fn sum_acc(ty: &ColType) -> Option<Acc> {
+    Some(match ty.kind {
+        Kind::Int2 | Kind::Int4 | Kind::Int8 => Acc::SumInt(None),
+        Kind::Numeric if !ty.binary => Acc::SumDec(None),
+        Kind::Float8 => Acc::SumF64(None),
+        Kind::Float4 => Acc::SumF32(None),
+        _ => return None,
+    })
+}

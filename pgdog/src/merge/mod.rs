@@ -1,0 +1,29 @@
+//! Cross-shard result assembly: plans how a query sent to every shard is rewritten and how the
+//! shards' rows are merged (k-way ORDER BY merge, aggregates, GROUP BY, DISTINCT, LIMIT/OFFSET)
+//! so the client sees what one database would have answered.
+//!
+//! Use: [`plan`] the client's SELECT once (cacheable), send [`CrossShardPlan::shard_sql`] (or
+//! the client's text) to every shard, bind `$n` LIMIT/OFFSET values with [`MergePlan::bind`],
+//! then push each shard's RowDescription, DataRows and completion into a [`Merger`] and forward
+//! what [`Merger::take_ready`] and [`Merger::finish`] return. This module never does I/O.
+mod aggregate;
+mod datetime;
+mod decimal;
+mod error;
+mod float;
+mod merger;
+mod plan;
+mod rewrite;
+mod sort;
+mod value;
+
+#[cfg(test)]
+mod tests;
+
+pub use decimal::Decimal;
+pub use error::MergeError;
+pub use merger::Merger;
+pub use plan::{
+    plan, AggFn, Bound, CmpOp, ColumnRef, Constant, CrossShardPlan, DistinctPlan, Grouping,
+    HavingCond, MergePlan, OrderKey,
+};

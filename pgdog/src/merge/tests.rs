@@ -1,0 +1,699 @@
+//! Plan + merger together, with RowDescription / DataRow messages built by hand.
+use super::*;
+use crate::net::rows::{self, DataRow, Field};
+use crate::net::Message;
+
+/// Text-format fields `(name, type oid)`.
+fn rd(cols: &[(&str, i32)]) -> Message {
+    let fields: Vec<Field> = cols
+        .iter()
+        .map(|(n, oid)| Field::computed(n, *oid, -1))
+        .collect();
+    rows::row_description(&fields)
+}
+
+fn row(vals: &[Option<&str>]) -> Message {
+    rows::data_row(vals)
+}
+
+fn text(m: &Message) -> Vec<Option<String>> {
+    let r = DataRow::parse(m.clone()).unwrap();
+    (0..r.len())
+        .map(|i| r.get(i).map(|v| String::from_utf8_lossy(v).into_owned()))
+        .collect()
+}
+
+fn texts(ms: &[Message]) -> Vec<Vec<Option<String>>> {
+    ms.iter().map(text).collect()
+}
+
+fn s(v: &str) -> Option<String> {
+    Some(v.to_string())
+}
+
+/// Runs a merge: `shards[i]` are shard i's rows; returns the client's rows.
+fn run(
+    plan: &MergePlan,
+    desc: &Message,
+    shards: &[Vec<Vec<Option<&str>>>],
+) -> Vec<Vec<Option<String>>> {
+    let mut m = Merger::new(plan, shards.len());
+    let mut out = Vec::new();
+    for i in 0..shards.len() {
+        let client = m.row_description(i, desc).unwrap();
+        assert_eq!(client.is_some(), i == 0);
+    }
+    // Interleave the shards row by row, taking what is ready as we go.
+    let longest = shards.iter().map(Vec::len).max().unwrap_or(0);
+    for r in 0..=longest {
+        for (i, rows) in shards.iter().enumerate() {
+            match rows.get(r) {
+                Some(vals) => m.row(i, row(vals)).unwrap(),
+                None if r == rows.len() => m.shard_done(i),
+                None => {}
+            }
+            m.take_ready(&mut out);
+        }
+    }
+    m.finish(&mut out).unwrap();
+    assert_eq!(m.rows_sent() as usize, out.len());
+    texts(&out)
+}
+
+fn one(v: &[&str]) -> Vec<Option<String>> {
+    v.iter()
+        .map(|x| if *x == "NULL" { None } else { s(x) })
+        .collect()
+}
+
+fn col(rows: &[Vec<Option<String>>], i: usize) -> Vec<String> {
+    rows.iter()
+        .map(|r| r[i].clone().unwrap_or_else(|| "NULL".into()))
+        .collect()
+}
+
+#[test]
+fn plain_select_is_passthrough() {
+    let p = plan("SELECT id, name FROM users WHERE active").unwrap();
+    assert!(p.merge.is_passthrough());
+    assert_eq!(p.shard_sql, None);
+    let p = plan("SELECT * FROM users FOR UPDATE").unwrap();
+    assert!(p.merge.is_passthrough());
+    let p = plan("SELECT a FROM t UNION ALL SELECT a FROM u").unwrap();
+    assert!(p.merge.is_passthrough());
+    let p = plan("INSERT INTO t VALUES (1)").unwrap();
+    assert!(p.merge.is_passthrough());
+}
+
+#[test]
+fn kway_merge_with_several_keys() {
+    let p = plan("SELECT a, b FROM t ORDER BY a DESC, b NULLS FIRST").unwrap();
+    assert_eq!(p.shard_sql, None);
+    let desc = rd(&[("a", 23), ("b", 25)]);
+    let out = run(
+        &p.merge,
+        &desc,
+        &[
+            vec![
+                vec![None, Some("z")],
+                vec![Some("10"), Some("x")],
+                vec![Some("9"), None],
+                vec![Some("9"), Some("b")],
+            ],
+            vec![
+                vec![None, Some("a")],
+                vec![Some("10"), None],
+                vec![Some("2"), Some("q")],
+            ],
+            vec![],
+            vec![vec![Some("9"), Some("a")]],
+        ],
+    );
+    assert_eq!(
+        out,
+        vec![
+            one(&["NULL", "a"]),
+            one(&["NULL", "z"]),
+            one(&["10", "NULL"]),
+            one(&["10", "x"]),
+            one(&["9", "NULL"]),
+            one(&["9", "a"]),
+            one(&["9", "b"]),
+            one(&["2", "q"]),
+        ]
+    );
+}
+
+#[test]
+fn kway_waits_for_every_unfinished_shard() {
+    let p = plan("SELECT a FROM t ORDER BY a").unwrap();
+    let desc = rd(&[("a", 23)]);
+    let mut m = Merger::new(&p.merge, 2);
+    m.row_description(0, &desc).unwrap();
+    m.row_description(1, &desc).unwrap();
+    let mut out = Vec::new();
+    m.row(0, row(&[Some("1")])).unwrap();
+    m.row(0, row(&[Some("5")])).unwrap();
+    m.take_ready(&mut out);
+    assert!(out.is_empty(), "shard 1 may still send a smaller row");
+    m.row(1, row(&[Some("3")])).unwrap();
+    m.take_ready(&mut out);
+    assert_eq!(texts(&out), vec![one(&["1"]), one(&["3"])]);
+    assert_eq!(m.queued(0), 1);
+    m.shard_done(1);
+    m.take_ready(&mut out);
+    assert_eq!(out.len(), 3);
+    m.shard_done(0);
+    m.finish(&mut out).unwrap();
+    assert_eq!(m.rows_sent(), 3);
+}
+
+#[test]
+fn order_by_numeric_and_float_is_typed() {
+    let p = plan("SELECT n, f FROM t ORDER BY n, f DESC").unwrap();
+    let desc = rd(&[("n", 1700), ("f", 701)]);
+    let out = run(
+        &p.merge,
+        &desc,
+        &[
+            vec![vec![Some("-10.5"), Some("1")], vec![Some("2"), Some("NaN")]],
+            vec![
+                vec![Some("-9"), Some("0")],
+                vec![Some("10"), Some("1e+15")],
+                vec![Some("NaN"), None],
+            ],
+        ],
+    );
+    assert_eq!(col(&out, 0), vec!["-10.5", "-9", "2", "10", "NaN"]);
+}
+
+#[test]
+fn order_by_hidden_column_is_stripped() {
+    let p = plan("SELECT name FROM users ORDER BY created_at DESC LIMIT 2").unwrap();
+    assert_eq!(
+        p.shard_sql.as_deref(),
+        Some("SELECT name, created_at AS __pgdog_0 FROM users ORDER BY created_at DESC LIMIT 2")
+    );
+    assert_eq!(p.merge.hidden_columns(), 1);
+    let desc = rd(&[("name", 25), ("__pgdog_0", 1184)]);
+    let mut m = Merger::new(&p.merge, 2);
+    let client = m.row_description(0, &desc).unwrap().unwrap();
+    let fields = rows::read_row_description(&client).unwrap();
+    assert_eq!(fields.len(), 1);
+    assert_eq!(fields[0].name, "name");
+    let out = run(
+        &p.merge,
+        &desc,
+        &[
+            vec![
+                vec![Some("a"), Some("2024-01-01 10:00:00+00")],
+                vec![Some("b"), Some("2023-01-01 00:00:00+00")],
+            ],
+            vec![
+                vec![Some("c"), Some("2024-01-01 11:00:00+02")],
+                vec![Some("d"), Some("2020-01-01 00:00:00+00")],
+            ],
+        ],
+    );
+    // 11:00+02 is 09:00 UTC: before 10:00+00.
+    assert_eq!(out, vec![one(&["a"]), one(&["c"])]);
+}
+
+#[test]
+fn order_by_resolution() {
+    let p = plan("SELECT a AS x, b + 1 FROM t ORDER BY 2, x, b + 1, t.a").unwrap();
+    let cols: Vec<ColumnRef> = p.merge.order_by.iter().map(|k| k.column).collect();
+    assert_eq!(
+        cols,
+        vec![
+            ColumnRef::Index(1),
+            ColumnRef::Index(0),
+            ColumnRef::Index(1),
+            ColumnRef::Hidden(0)
+        ]
+    );
+    let p = plan("SELECT * FROM t ORDER BY id").unwrap();
+    assert_eq!(p.merge.order_by[0].column, ColumnRef::Hidden(0));
+    assert_eq!(
+        p.shard_sql.as_deref(),
+        Some("SELECT *, id AS __pgdog_0 FROM t ORDER BY id")
+    );
+    let p = plan("SELECT a FROM t ORDER BY a DESC NULLS LAST").unwrap();
+    assert!(p.merge.order_by[0].descending && !p.merge.order_by[0].nulls_first);
+    let p = plan("SELECT a FROM t ORDER BY a DESC").unwrap();
+    assert!(p.merge.order_by[0].nulls_first);
+}
+
+#[test]
+fn limit_offset_across_shards() {
+    let p = plan("SELECT a FROM t ORDER BY a LIMIT 3 OFFSET 2").unwrap();
+    assert_eq!(
+        p.shard_sql.as_deref(),
+        Some("SELECT a FROM t ORDER BY a LIMIT 5")
+    );
+    let desc = rd(&[("a", 23)]);
+    let out = run(
+        &p.merge,
+        &desc,
+        &[
+            vec![
+                vec![Some("1")],
+                vec![Some("4")],
+                vec![Some("5")],
+                vec![Some("8")],
+            ],
+            vec![
+                vec![Some("2")],
+                vec![Some("3")],
+                vec![Some("6")],
+                vec![Some("7")],
+            ],
+        ],
+    );
+    assert_eq!(col(&out, 0), vec!["3", "4", "5"]);
+    // Without ORDER BY: any rows, but the right number.
+    let p = plan("SELECT a FROM t LIMIT 3").unwrap();
+    assert_eq!(p.shard_sql, None);
+    let out = run(
+        &p.merge,
+        &desc,
+        &[
+            vec![vec![Some("1")], vec![Some("2")]],
+            vec![vec![Some("3")], vec![Some("4")]],
+        ],
+    );
+    assert_eq!(out.len(), 3);
+    let p = plan("SELECT a FROM t OFFSET 3").unwrap();
+    assert_eq!(p.shard_sql.as_deref(), Some("SELECT a FROM t"));
+    let out = run(
+        &p.merge,
+        &desc,
+        &[
+            vec![vec![Some("1")], vec![Some("2")]],
+            vec![vec![Some("3")], vec![Some("4")]],
+        ],
+    );
+    assert_eq!(out.len(), 1);
+    let p = plan("SELECT a FROM t LIMIT 0").unwrap();
+    assert!(run(&p.merge, &desc, &[vec![vec![Some("1")]]]).is_empty());
+}
+
+#[test]
+fn limit_offset_parameters() {
+    let p = plan("SELECT a FROM t ORDER BY a LIMIT $1 OFFSET $2").unwrap();
+    assert_eq!(
+        p.shard_sql.as_deref(),
+        Some("SELECT a FROM t ORDER BY a LIMIT $1::bigint + $2::bigint")
+    );
+    assert!(p.merge.needs_params());
+    let mut m = Merger::new(&p.merge, 1);
+    assert!(m.row_description(0, &rd(&[("a", 23)])).is_err());
+    let bound = p
+        .merge
+        .bind(&[Some(b"2"), Some(&5i64.to_be_bytes())], &[0, 1])
+        .unwrap();
+    assert_eq!(bound.limit, Some(Bound::Const(2)));
+    assert_eq!(bound.offset, Some(Bound::Const(5)));
+    let desc = rd(&[("a", 23)]);
+    let out = run(
+        &bound,
+        &desc,
+        &[(1..=10)
+            .map(|i| {
+                vec![Some(
+                    ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10"][i - 1],
+                )]
+            })
+            .collect()],
+    );
+    assert_eq!(col(&out, 0), vec!["6", "7"]);
+    let nulls = p.merge.bind(&[None, None], &[]).unwrap();
+    assert_eq!((nulls.limit, nulls.offset), (None, None));
+    assert_eq!(
+        p.merge.bind(&[Some(b"-1"), None], &[]).unwrap_err().code(),
+        "2201W"
+    );
+    assert_eq!(
+        p.merge.bind(&[Some(b"x"), None], &[]).unwrap_err().code(),
+        "22P02"
+    );
+    let p = plan("SELECT a FROM t LIMIT $1").unwrap();
+    assert_eq!(p.shard_sql, None);
+    let p = plan("SELECT a FROM t LIMIT 10 OFFSET $1").unwrap();
+    assert_eq!(
+        p.shard_sql.as_deref(),
+        Some("SELECT a FROM t LIMIT 10 + $1::bigint")
+    );
+}
+
+#[test]
+fn count_sum_min_max_without_group_by() {
+    let p =
+        plan("SELECT count(*), count(x), sum(x), min(x), max(x), sum(f), sum(n) FROM t").unwrap();
+    assert_eq!(p.shard_sql, None);
+    let desc = rd(&[
+        ("count", 20),
+        ("count", 20),
+        ("sum", 20),
+        ("min", 23),
+        ("max", 23),
+        ("sum", 701),
+        ("sum", 1700),
+    ]);
+    let out = run(
+        &p.merge,
+        &desc,
+        &[
+            vec![vec![
+                Some("3"),
+                Some("2"),
+                Some("7"),
+                Some("-1"),
+                Some("8"),
+                Some("0.1"),
+                Some("1.50"),
+            ]],
+            vec![vec![Some("0"), Some("0"), None, None, None, None, None]],
+            vec![vec![
+                Some("4"),
+                Some("4"),
+                Some("10"),
+                Some("2"),
+                Some("10"),
+                Some("0.2"),
+                Some("-0.125"),
+            ]],
+        ],
+    );
+    assert_eq!(
+        out,
+        vec![one(&[
+            "7",
+            "6",
+            "17",
+            "-1",
+            "10",
+            "0.30000000000000004",
+            "1.375"
+        ])]
+    );
+}
+
+#[test]
+fn sum_of_all_nulls_is_null_and_count_is_zero() {
+    let p = plan("SELECT count(x), sum(x), min(x) FROM t").unwrap();
+    let desc = rd(&[("count", 20), ("sum", 1700), ("min", 25)]);
+    let out = run(
+        &p.merge,
+        &desc,
+        &[
+            vec![vec![Some("0"), None, None]],
+            vec![vec![Some("0"), None, None]],
+        ],
+    );
+    assert_eq!(out, vec![one(&["0", "NULL", "NULL"])]);
+}
+
+#[test]
+fn bigint_sum_overflow_is_an_error() {
+    let p = plan("SELECT sum(x) FROM t").unwrap();
+    let desc = rd(&[("sum", 20)]);
+    let mut m = Merger::new(&p.merge, 2);
+    m.row_description(0, &desc).unwrap();
+    m.row(0, row(&[Some("9223372036854775807")])).unwrap();
+    m.row(1, row(&[Some("1")])).unwrap();
+    let err = m.finish(&mut Vec::new()).unwrap_err();
+    assert_eq!(err.code(), "22003");
+}
+
+#[test]
+fn avg_is_recomputed_from_sum_and_count() {
+    let p = plan("SELECT g, avg(x) FROM t GROUP BY g ORDER BY g").unwrap();
+    assert_eq!(
+        p.shard_sql.as_deref(),
+        Some("SELECT g, avg(x), sum(x) AS __pgdog_0, count(x) AS __pgdog_1 FROM t GROUP BY g ORDER BY g")
+    );
+    // avg(int4): sum is bigint, avg numeric.
+    let desc = rd(&[
+        ("g", 25),
+        ("avg", 1700),
+        ("__pgdog_0", 20),
+        ("__pgdog_1", 20),
+    ]);
+    let out = run(
+        &p.merge,
+        &desc,
+        &[
+            vec![
+                vec![Some("a"), Some("1.5"), Some("3"), Some("2")],
+                vec![Some("b"), None, None, Some("0")],
+            ],
+            vec![
+                vec![Some("a"), Some("3.5"), Some("7"), Some("2")],
+                vec![Some("c"), Some("1"), Some("1"), Some("3")],
+            ],
+        ],
+    );
+    assert_eq!(
+        out,
+        vec![
+            one(&["a", "2.5000000000000000"]),
+            one(&["b", "NULL"]),
+            one(&["c", "0.33333333333333333333"])
+        ]
+    );
+    // avg(real): the shards' sums are real, so the avgs weighted by counts are used.
+    let desc = rd(&[
+        ("g", 25),
+        ("avg", 701),
+        ("__pgdog_0", 700),
+        ("__pgdog_1", 20),
+    ]);
+    let out = run(
+        &p.merge,
+        &desc,
+        &[
+            vec![vec![Some("a"), Some("0.1"), Some("0.1"), Some("1")]],
+            vec![vec![Some("a"), Some("0.2"), Some("0.4"), Some("2")]],
+        ],
+    );
+    assert_eq!(out, vec![one(&["a", "0.16666666666666666"])]);
+}
+
+#[test]
+fn group_by_merges_groups_and_null_keys() {
+    let p = plan("SELECT g, count(*) FROM t GROUP BY g ORDER BY count(*) DESC, g").unwrap();
+    let desc = rd(&[("g", 1700), ("count", 20)]);
+    let out = run(
+        &p.merge,
+        &desc,
+        &[
+            vec![
+                vec![Some("1.0"), Some("2")],
+                vec![None, Some("1")],
+                vec![Some("2"), Some("5")],
+            ],
+            vec![
+                vec![Some("1.00"), Some("2")],
+                vec![None, Some("3")],
+                vec![Some("3"), Some("1")],
+            ],
+        ],
+    );
+    assert_eq!(col(&out, 0), vec!["2", "1.0", "NULL", "3"]);
+    assert_eq!(col(&out, 1), vec!["5", "4", "4", "1"]);
+}
+
+#[test]
+fn group_by_key_not_in_targets_is_hidden() {
+    let p = plan("SELECT count(*) FROM t GROUP BY g ORDER BY 1 LIMIT 1 OFFSET 1").unwrap();
+    assert_eq!(
+        p.shard_sql.as_deref(),
+        Some("SELECT count(*), g AS __pgdog_0 FROM t GROUP BY g ORDER BY 1")
+    );
+    let desc = rd(&[("count", 20), ("__pgdog_0", 23)]);
+    let out = run(
+        &p.merge,
+        &desc,
+        &[
+            vec![vec![Some("1"), Some("1")], vec![Some("1"), Some("2")]],
+            vec![vec![Some("5"), Some("1")], vec![Some("1"), Some("3")]],
+        ],
+    );
+    assert_eq!(out, vec![one(&["1"])]);
+}
+
+#[test]
+fn distinct_dedupes_across_shards() {
+    let p = plan("SELECT DISTINCT a FROM t ORDER BY a").unwrap();
+    let desc = rd(&[("a", 1700)]);
+    let out = run(
+        &p.merge,
+        &desc,
+        &[
+            vec![vec![Some("1")], vec![Some("2.0")], vec![None]],
+            vec![
+                vec![Some("1.0")],
+                vec![Some("2")],
+                vec![Some("3")],
+                vec![None],
+            ],
+        ],
+    );
+    assert_eq!(col(&out, 0), vec!["1", "2.0", "3", "NULL"]);
+    // DISTINCT ON keeps the first row of each key in ORDER BY order.
+    let p = plan("SELECT DISTINCT ON (a) a, b FROM t ORDER BY a, b DESC").unwrap();
+    let desc = rd(&[("a", 23), ("b", 23)]);
+    let out = run(
+        &p.merge,
+        &desc,
+        &[
+            vec![vec![Some("1"), Some("5")], vec![Some("2"), Some("1")]],
+            vec![vec![Some("1"), Some("7")], vec![Some("3"), Some("0")]],
+        ],
+    );
+    assert_eq!(
+        out,
+        vec![one(&["1", "7"]), one(&["2", "1"]), one(&["3", "0"])]
+    );
+}
+
+#[test]
+fn having_filters_merged_groups() {
+    let p = plan("SELECT g FROM t GROUP BY g HAVING count(*) > 2 AND g <> 'z' AND 10 >= sum(x)")
+        .unwrap();
+    assert_eq!(
+        p.shard_sql.as_deref(),
+        Some("SELECT g, count(*) AS __pgdog_0, sum(x) AS __pgdog_1 FROM t GROUP BY g HAVING g <> 'z'")
+    );
+    let desc = rd(&[("g", 25), ("__pgdog_0", 20), ("__pgdog_1", 20)]);
+    let out = run(
+        &p.merge,
+        &desc,
+        &[
+            vec![
+                vec![Some("a"), Some("2"), Some("4")],
+                vec![Some("b"), Some("2"), Some("4")],
+                vec![Some("c"), Some("3"), Some("11")],
+            ],
+            vec![
+                vec![Some("a"), Some("1"), Some("6")],
+                vec![Some("d"), Some("5"), None],
+            ],
+        ],
+    );
+    assert_eq!(out, vec![one(&["a"])]);
+    let p = plan("SELECT g, avg(x) FROM t GROUP BY g HAVING avg(x) < -1.5").unwrap();
+    assert_eq!(p.merge.grouping.as_ref().unwrap().having.len(), 1);
+}
+
+#[test]
+fn unsupported_constructs() {
+    let cases = [
+        (
+            "SELECT row_number() OVER () FROM t",
+            "window functions (row_number)",
+        ),
+        (
+            "SELECT x FROM (SELECT rank() OVER (ORDER BY a) AS x FROM t) s",
+            "window functions (rank)",
+        ),
+        ("SELECT string_agg(a, ',') FROM t", "string_agg"),
+        ("SELECT array_agg(a) FROM t", "array_agg"),
+        (
+            "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY a) FROM t",
+            "percentile_cont",
+        ),
+        ("SELECT count(DISTINCT a) FROM t", "count(DISTINCT"),
+        ("SELECT count(*) FILTER (WHERE a > 1) FROM t", "FILTER"),
+        ("SELECT count(*) + 1 FROM t", "inside an expression"),
+        ("SELECT coalesce(sum(a), 0) FROM t", "inside an expression"),
+        (
+            "SELECT * FROM (SELECT a FROM t LIMIT 5) s",
+            "inside a subquery",
+        ),
+        ("SELECT a FROM t UNION SELECT a FROM u", "UNION"),
+        ("SELECT a, count(*) FROM t GROUP BY ROLLUP (a)", "ROLLUP"),
+        (
+            "SELECT g FROM t GROUP BY g HAVING count(*) > 1 OR g = 1",
+            "HAVING",
+        ),
+        (
+            "SELECT a FROM t ORDER BY a FETCH FIRST 3 ROWS WITH TIES",
+            "WITH TIES",
+        ),
+        ("SELECT stddev(a) FROM t", "stddev"),
+        ("SELECT a FROM t LIMIT 1 + 1", "LIMIT with an expression"),
+    ];
+    for (sql, what) in cases {
+        match plan(sql) {
+            Err(e) => {
+                assert_eq!(e.code(), "0A000", "{sql}: {e}");
+                assert!(e.to_string().contains(what), "{sql}: {e}");
+            }
+            Ok(p) => panic!("{sql} should be refused, got {p:?}"),
+        }
+    }
+    // Aggregates in correlated subqueries and min(DISTINCT) are fine.
+    assert!(
+        plan("SELECT id, (SELECT count(*) FROM o WHERE o.u = u.id) FROM u")
+            .unwrap()
+            .merge
+            .is_passthrough()
+    );
+    assert!(plan("SELECT min(DISTINCT a) FROM t").is_ok());
+    assert_eq!(plan("SELEC 1").unwrap_err().code(), "42601");
+}
+
+#[test]
+fn row_descriptions_must_agree() {
+    let p = plan("SELECT a, b FROM t ORDER BY a").unwrap();
+    let mut m = Merger::new(&p.merge, 2);
+    m.row_description(0, &rd(&[("a", 23), ("b", 25)])).unwrap();
+    let e = m
+        .row_description(1, &rd(&[("a", 23), ("b", 1043)]))
+        .unwrap_err();
+    assert_eq!(e.code(), "XX000");
+    assert!(e.to_string().contains("column b"), "{e}");
+    let e = m.row_description(1, &rd(&[("a", 23)])).unwrap_err();
+    assert_eq!(e.code(), "XX000");
+    let e = m
+        .row_description(1, &rd(&[("a", 23), ("c", 25)]))
+        .unwrap_err();
+    assert!(e.to_string().contains("\"c\""), "{e}");
+}
+
+#[test]
+fn unorderable_types_and_bad_values_are_errors() {
+    let p = plan("SELECT a FROM t ORDER BY a").unwrap();
+    let mut m = Merger::new(&p.merge, 1);
+    assert_eq!(
+        m.row_description(0, &rd(&[("a", 1186)]))
+            .unwrap_err()
+            .code(),
+        "0A000"
+    );
+    let mut m = Merger::new(&p.merge, 2);
+    m.row_description(0, &rd(&[("a", 23)])).unwrap();
+    m.row(0, row(&[Some("1")])).unwrap();
+    m.row(1, row(&[Some("x")])).unwrap();
+    let mut out = Vec::new();
+    m.take_ready(&mut out);
+    m.shard_done(0);
+    m.shard_done(1);
+    assert_eq!(m.finish(&mut out).unwrap_err().code(), "XX000");
+    assert!(Merger::new(&p.merge, 1).row(0, row(&[Some("1")])).is_err());
+}
+
+#[test]
+fn binary_columns_merge() {
+    let p = plan("SELECT a, count(*) FROM t GROUP BY a ORDER BY a DESC").unwrap();
+    let fields = vec![
+        Field {
+            format: 1,
+            ..Field::computed("a", 20, 8)
+        },
+        Field {
+            format: 1,
+            ..Field::computed("count", 20, 8)
+        },
+    ];
+    let desc = rows::row_description(&fields);
+    let mut m = Merger::new(&p.merge, 2);
+    m.row_description(0, &desc).unwrap();
+    m.row_description(1, &desc).unwrap();
+    let b = |v: i64| v.to_be_bytes().to_vec();
+    m.row(0, rows::data_row(&[Some(b(1)), Some(b(2))])).unwrap();
+    m.row(1, rows::data_row(&[Some(b(1)), Some(b(3))])).unwrap();
+    m.row(1, rows::data_row(&[Some(b(7)), Some(b(1))])).unwrap();
+    let mut out = Vec::new();
+    m.finish(&mut out).unwrap();
+    let got: Vec<(Vec<u8>, Vec<u8>)> = out
+        .iter()
+        .map(|m| {
+            let r = DataRow::parse(m.clone()).unwrap();
+            (r.get(0).unwrap().to_vec(), r.get(1).unwrap().to_vec())
+        })
+        .collect();
+    assert_eq!(got, vec![(b(7), b(1)), (b(1), b(5))]);
+}

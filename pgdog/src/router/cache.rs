@@ -1,0 +1,153 @@
+//! Parsed statements cached per query text (an LRU), so the extended protocol parses a
+//! statement once and routes each Bind by its values.
+use super::RouterError;
+use crate::merge::{self, CrossShardPlan};
+use lru::LruCache;
+use parking_lot::Mutex;
+use pg_query_raw::router::Statement;
+use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// One query text, parsed; cross-shard plans are made on first need.
+#[derive(Debug)]
+pub struct Parsed {
+    pub statements: Vec<Statement>,
+    plans: Vec<OnceLock<Result<Arc<CrossShardPlan>, String>>>,
+    /// `/* pgdog_shard: N */` in the text.
+    pub shard_comment: Option<usize>,
+    /// `/* pgdog_sharding_key: V */` in the text.
+    pub key_comment: Option<String>,
+}
+
+impl Parsed {
+    pub fn new(sql: &str) -> Result<Parsed, RouterError> {
+        let statements = pg_query_raw::router::parse(sql).map_err(RouterError::Syntax)?;
+        let plans = statements.iter().map(|_| OnceLock::new()).collect();
+        Ok(Parsed {
+            statements,
+            plans,
+            shard_comment: comment_value(sql, "pgdog_shard").and_then(|v| v.parse().ok()),
+            key_comment: comment_value(sql, "pgdog_sharding_key"),
+        })
+    }
+
+    /// The cross-shard plan of statement `i` (whose text is `sql`).
+    pub fn plan(&self, i: usize, sql: &str) -> Result<Arc<CrossShardPlan>, RouterError> {
+        let Some(cell) = self.plans.get(i) else {
+            return Err(RouterError::Invalid(format!("no statement {i}")));
+        };
+        cell.get_or_init(|| {
+            merge::plan(sql)
+                .map(Arc::new)
+                .map_err(|e| format!("{}\u{0}{e}", e.code()))
+        })
+        .clone()
+        .map_err(|e| {
+            let (code, message) = e.split_once('\u{0}').unwrap_or(("0A000", &e));
+            if code == "0A000" {
+                RouterError::Unsupported(message.to_string())
+            } else {
+                RouterError::Invalid(message.to_string())
+            }
+        })
+    }
+}
+
+/// `/* name: value */` anywhere in a comment of `sql`.
+fn comment_value(sql: &str, name: &str) -> Option<String> {
+    let at = sql.find(name)?;
+    let before = &sql[..at];
+    let open = before.rfind("/*")?;
+    if before[open..].contains("*/") {
+        return None;
+    }
+    let rest = sql[at + name.len()..].trim_start();
+    let rest = rest.strip_prefix(':').or_else(|| rest.strip_prefix('='))?;
+    let end = rest.find("*/")?;
+    let value = rest[..end].trim().trim_matches(|c| c == '\'' || c == '"');
+    (!value.is_empty()).then(|| value.to_string())
+}
+
+/// A process-wide LRU of parsed queries with hit counters.
+pub struct QueryCache {
+    lru: Mutex<LruCache<Arc<str>, Arc<Parsed>>>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+impl QueryCache {
+    pub fn new(capacity: usize) -> QueryCache {
+        QueryCache {
+            lru: Mutex::new(LruCache::new(
+                NonZeroUsize::new(capacity.max(1)).unwrap_or(NonZeroUsize::MIN),
+            )),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
+    }
+
+    /// The global cache.
+    pub fn global() -> &'static QueryCache {
+        static CACHE: OnceLock<QueryCache> = OnceLock::new();
+        CACHE.get_or_init(|| QueryCache::new(4096))
+    }
+
+    /// The parsed form of `sql`, parsing it on a miss. Errors are not cached.
+    pub fn get(&self, sql: &str) -> Result<Arc<Parsed>, RouterError> {
+        if let Some(p) = self.lru.lock().get(sql) {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(p.clone());
+        }
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        let parsed = Arc::new(Parsed::new(sql)?);
+        self.lru.lock().put(Arc::from(sql), parsed.clone());
+        Ok(parsed)
+    }
+
+    /// (hits, misses) since start.
+    pub fn stats(&self) -> (u64, u64) {
+        (
+            self.hits.load(Ordering::Relaxed),
+            self.misses.load(Ordering::Relaxed),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comments() {
+        assert_eq!(
+            comment_value("/* pgdog_shard: 2 */ SELECT 1", "pgdog_shard").as_deref(),
+            Some("2")
+        );
+        assert_eq!(
+            comment_value(
+                "SELECT 1 /* pgdog_sharding_key: 'abc' */",
+                "pgdog_sharding_key"
+            )
+            .as_deref(),
+            Some("abc")
+        );
+        assert_eq!(
+            comment_value("SELECT 'pgdog_shard: 2'", "pgdog_shard"),
+            None
+        );
+        assert_eq!(
+            comment_value("/* x */ SELECT pgdog_shard", "pgdog_shard"),
+            None
+        );
+    }
+
+    #[test]
+    fn cache_hits() {
+        let c = QueryCache::new(2);
+        c.get("SELECT 1").unwrap();
+        c.get("SELECT 1").unwrap();
+        assert_eq!(c.stats(), (1, 1));
+        assert!(c.get("SELEC 1").is_err());
+    }
+}

@@ -1,0 +1,486 @@
+//! The routing decision for one statement: which shards it goes to and how their answers are
+//! combined. Manual overrides first (`/* pgdog_shard: N */`, `SET pgdog.shard`,
+//! `SET pgdog.sharding_key`), then sharding keys found in the statement, else every shard.
+use super::cache::Parsed;
+use super::insert::{self, InsertPart};
+use super::keys::{shard_of, value_of, Params, Predicates, Value};
+use super::schema::{Schema, TableSharding};
+use super::RouterError;
+use crate::merge::CrossShardPlan;
+use pg_query_raw::router::{Expr, Relation, Statement, StatementKind};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Where a statement goes.
+#[derive(Debug, Clone)]
+pub enum Route {
+    /// One shard, statement unchanged.
+    Shard(usize),
+    /// Several shards (sorted). `plan`: how to merge a SELECT's rows (None: rows pass
+    /// through); `sum_tags`: CommandComplete counts are added up (not for writes to
+    /// omnisharded tables or DDL, where every shard does the same thing); `atomic`: a write
+    /// that runs in one transaction across the shards when the client has none open.
+    Multi {
+        shards: Vec<usize>,
+        plan: Option<Arc<CrossShardPlan>>,
+        sum_tags: bool,
+        atomic: bool,
+    },
+    /// A multi-row INSERT split into one statement per shard.
+    Split(Vec<InsertPart>),
+}
+
+impl Route {
+    /// The shards it touches.
+    pub fn shards(&self) -> Vec<usize> {
+        match self {
+            Route::Shard(s) => vec![*s],
+            Route::Multi { shards, .. } => shards.clone(),
+            Route::Split(parts) => parts.iter().map(|p| p.shard).collect(),
+        }
+    }
+}
+
+/// Manual routing a session asked for with `SET pgdog.shard` / `SET pgdog.sharding_key`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Overrides {
+    pub shard: Option<usize>,
+    pub sharding_key: Option<String>,
+}
+
+/// Routes statements of one database.
+#[derive(Debug)]
+pub struct Router {
+    pub schema: Arc<Schema>,
+    next: AtomicUsize,
+}
+
+impl Router {
+    pub fn new(schema: Schema) -> Router {
+        Router {
+            schema: Arc::new(schema),
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    pub fn shards(&self) -> usize {
+        self.schema.shards
+    }
+
+    /// One shard for a statement any shard can answer (round robin).
+    fn any_shard(&self) -> usize {
+        self.next.fetch_add(1, Ordering::Relaxed) % self.schema.shards
+    }
+
+    fn all(&self) -> Vec<usize> {
+        (0..self.schema.shards).collect()
+    }
+
+    fn check_shard(&self, shard: usize) -> Result<usize, RouterError> {
+        if shard < self.schema.shards {
+            Ok(shard)
+        } else {
+            Err(RouterError::NoSuchShard(shard, self.schema.shards))
+        }
+    }
+
+    /// Routes statement `i` of `parsed` (its text is `sql`).
+    pub fn route(
+        &self,
+        parsed: &Parsed,
+        i: usize,
+        sql: &str,
+        params: Option<&Params<'_>>,
+        overrides: &Overrides,
+    ) -> Result<Route, RouterError> {
+        let Some(stmt) = parsed.statements.get(i) else {
+            return Err(RouterError::Invalid(format!("no statement {i}")));
+        };
+        if let Some(shard) = parsed.shard_comment.or(overrides.shard) {
+            return Ok(Route::Shard(self.check_shard(shard)?));
+        }
+        if let Some(key) = parsed
+            .key_comment
+            .as_deref()
+            .or(overrides.sharding_key.as_deref())
+        {
+            return Ok(Route::Shard(self.shard_of_override(stmt, key)?));
+        }
+        if self.schema.shards == 1 {
+            return Ok(Route::Shard(0));
+        }
+        match &stmt.kind {
+            StatementKind::Select => self.select(parsed, i, sql, stmt, params),
+            StatementKind::Update | StatementKind::Delete => self.write(stmt, params),
+            StatementKind::Insert => self.insert(sql, i, stmt, params),
+            StatementKind::Merge => Err(RouterError::Unsupported(
+                "MERGE on a sharded database needs a shard: add /* pgdog_shard: N */".into(),
+            )),
+            StatementKind::Copy { .. } => Ok(self.multi(self.all(), None, true)),
+            StatementKind::Show | StatementKind::Explain => Ok(Route::Shard(self.any_shard())),
+            // DDL and the rest: every shard does the same.
+            _ => Ok(self.multi(self.all(), None, false)),
+        }
+    }
+
+    fn multi(
+        &self,
+        shards: Vec<usize>,
+        plan: Option<Arc<CrossShardPlan>>,
+        sum_tags: bool,
+    ) -> Route {
+        if shards.len() == 1 {
+            return Route::Shard(shards[0]);
+        }
+        Route::Multi {
+            shards,
+            plan,
+            sum_tags,
+            atomic: false,
+        }
+    }
+
+    /// A write on several shards: atomic across them.
+    fn multi_write(&self, shards: Vec<usize>, sum_tags: bool) -> Route {
+        match self.multi(shards, None, sum_tags) {
+            Route::Multi {
+                shards,
+                plan,
+                sum_tags,
+                ..
+            } => Route::Multi {
+                shards,
+                plan,
+                sum_tags,
+                atomic: true,
+            },
+            other => other,
+        }
+    }
+
+    /// `SET pgdog.sharding_key`: the shard of that value for the statement's sharded table
+    /// (or the only sharded table configured).
+    fn shard_of_override(&self, stmt: &Statement, key: &str) -> Result<usize, RouterError> {
+        let table = stmt
+            .relations
+            .iter()
+            .find_map(|r| self.schema.table(&r.name))
+            .or_else(|| self.schema.tables.first())
+            .or_else(|| self.schema.any_table.first())
+            .ok_or_else(|| {
+                RouterError::Invalid(
+                    "pgdog.sharding_key is set but no sharded table is configured".into(),
+                )
+            })?;
+        Ok(table.shard_of_text(Some(key))?)
+    }
+
+    /// How a relation is sharded: its entry, else an entry for a column the statement names.
+    fn sharding_of<'a>(&'a self, rel: &Relation, columns: &[&str]) -> Option<&'a TableSharding> {
+        if self.schema.is_omnisharded(&rel.name) {
+            return None;
+        }
+        self.schema.table(&rel.name).or_else(|| {
+            columns
+                .iter()
+                .find_map(|c| self.schema.by_column(c))
+                .filter(|_| true)
+        })
+    }
+
+    /// The sharded relations of a statement (with name-less entries matched by the columns
+    /// its predicates mention).
+    fn sharded_relations<'a>(
+        &'a self,
+        stmt: &'a Statement,
+    ) -> Vec<(&'a Relation, &'a TableSharding)> {
+        let mut columns = Vec::new();
+        if let Some(w) = &stmt.where_clause {
+            column_names(w, &mut columns);
+        }
+        for j in &stmt.join_conditions {
+            column_names(j, &mut columns);
+        }
+        stmt.relations
+            .iter()
+            .filter_map(|r| self.sharding_of(r, &columns).map(|ts| (r, ts)))
+            .collect()
+    }
+
+    /// Shards a WHERE clause (plus JOIN conditions) restricts the statement to.
+    fn predicate_shards(
+        &self,
+        stmt: &Statement,
+        relations: Vec<(&Relation, &TableSharding)>,
+        params: Option<&Params<'_>>,
+    ) -> Result<Option<BTreeSet<usize>>, RouterError> {
+        let preds = Predicates { relations, params };
+        let mut acc: Option<BTreeSet<usize>> = None;
+        for e in stmt.where_clause.iter().chain(&stmt.join_conditions) {
+            if let Some(set) = preds.shards(e)? {
+                acc = Some(match acc {
+                    None => set,
+                    Some(prev) => prev.intersection(&set).copied().collect(),
+                });
+            }
+        }
+        Ok(acc)
+    }
+
+    fn select(
+        &self,
+        parsed: &Parsed,
+        i: usize,
+        sql: &str,
+        stmt: &Statement,
+        params: Option<&Params<'_>>,
+    ) -> Result<Route, RouterError> {
+        if stmt.relations.is_empty() && stmt.subqueries.is_empty() {
+            // SELECT 1, SELECT now(), SELECT nextval(...): any shard answers.
+            return Ok(Route::Shard(self.any_shard()));
+        }
+        let all_omni = !stmt.relations.is_empty()
+            && stmt
+                .relations
+                .iter()
+                .all(|r| self.schema.is_omnisharded(&r.name))
+            && stmt.subqueries.is_empty();
+        if all_omni {
+            return Ok(Route::Shard(self.any_shard()));
+        }
+        let sharded = self.sharded_relations(stmt);
+        let shards = self.predicate_shards(stmt, sharded.clone(), params)?;
+        let shards: Vec<usize> = match shards {
+            Some(set) if set.is_empty() => {
+                // A contradiction (`id = 1 AND id = 2`): no rows anywhere; one shard answers.
+                vec![self.any_shard()]
+            }
+            Some(set) => set.into_iter().collect(),
+            None => {
+                self.check_colocated(stmt, &sharded)?;
+                self.all()
+            }
+        };
+        if shards.len() == 1 {
+            return Ok(Route::Shard(shards[0]));
+        }
+        let plan = parsed.plan(i, sql)?;
+        Ok(self.multi(shards, Some(plan), true))
+    }
+
+    /// A cross-shard join is right only when the tables are joined on their sharding keys.
+    fn check_colocated(
+        &self,
+        stmt: &Statement,
+        sharded: &[(&Relation, &TableSharding)],
+    ) -> Result<(), RouterError> {
+        if sharded.len() < 2 {
+            return Ok(());
+        }
+        let preds = Predicates {
+            relations: sharded.to_vec(),
+            params: None,
+        };
+        let mut joined: Vec<usize> = vec![0];
+        let mut conditions: Vec<&Expr> = stmt.join_conditions.iter().collect();
+        if let Some(w) = &stmt.where_clause {
+            conditions.push(w);
+        }
+        let mut pairs = Vec::new();
+        for c in conditions {
+            key_equalities(c, &preds, sharded, &mut pairs);
+        }
+        // Union the relations connected by key equalities; all must end up connected.
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for (a, b) in &pairs {
+                if joined.contains(a) != joined.contains(b) {
+                    joined.push(if joined.contains(a) { *b } else { *a });
+                    changed = true;
+                }
+            }
+        }
+        if joined.len() == sharded.len() {
+            return Ok(());
+        }
+        let names: Vec<String> = sharded
+            .iter()
+            .map(|(r, ts)| format!("{}.{}", r.name, ts.column()))
+            .collect();
+        Err(RouterError::Unsupported(format!(
+            "cross-shard join of tables not joined on their sharding keys ({}): add a condition equating them or a sharding key filter",
+            names.join(", ")
+        )))
+    }
+
+    fn write(&self, stmt: &Statement, params: Option<&Params<'_>>) -> Result<Route, RouterError> {
+        let Some(target) = stmt.relations.first() else {
+            return Ok(self.multi_write(self.all(), true));
+        };
+        if self.schema.is_omnisharded(&target.name) {
+            return Ok(self.multi_write(self.all(), false));
+        }
+        let sharded = self.sharded_relations(stmt);
+        if let Some((_, ts)) = sharded.first() {
+            if stmt
+                .update_set
+                .iter()
+                .any(|t| t.name.as_deref() == Some(ts.column()))
+            {
+                return Err(RouterError::Unsupported(format!(
+                    "UPDATE of sharding key column \"{}\" (the row could move to another shard): delete and insert it instead",
+                    ts.column()
+                )));
+            }
+        }
+        let shards = self.predicate_shards(stmt, sharded, params)?;
+        let shards: Vec<usize> = match shards {
+            Some(set) if set.is_empty() => vec![self.any_shard()],
+            Some(set) => set.into_iter().collect(),
+            None => self.all(),
+        };
+        Ok(self.multi_write(shards, true))
+    }
+
+    fn insert(
+        &self,
+        sql: &str,
+        i: usize,
+        stmt: &Statement,
+        params: Option<&Params<'_>>,
+    ) -> Result<Route, RouterError> {
+        let Some(target) = stmt.relations.first() else {
+            return Err(RouterError::Invalid("INSERT without a table".into()));
+        };
+        if self.schema.is_omnisharded(&target.name) {
+            return Ok(self.multi_write(self.all(), false));
+        }
+        let columns: Vec<&str> = stmt.insert_columns.iter().map(|c| c.as_str()).collect();
+        let Some(ts) = self.sharding_of(target, &columns) else {
+            return Err(RouterError::Unsupported(format!(
+                "INSERT into table \"{}\", which is neither sharded nor omnisharded: add it to [[sharded_tables]] or [[omnisharded_tables]], or route it with /* pgdog_shard: N */",
+                target.name
+            )));
+        };
+        let Some(position) = stmt.insert_columns.iter().position(|c| c == ts.column()) else {
+            return Err(RouterError::Unsupported(format!(
+                "INSERT into sharded table \"{}\" must name its columns, including the sharding key \"{}\"",
+                target.name,
+                ts.column()
+            )));
+        };
+        if stmt.values.is_empty() {
+            return Err(RouterError::Unsupported(format!(
+                "INSERT ... SELECT into sharded table \"{}\" (the rows would stay on the shard that read them): insert the rows with VALUES or COPY",
+                target.name
+            )));
+        }
+        let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+        for (row, values) in stmt.values.iter().enumerate() {
+            let expr = values.get(position).ok_or_else(|| {
+                RouterError::Invalid(format!("VALUES row {} has no sharding key", row + 1))
+            })?;
+            let value = match value_of(expr, params) {
+                Some(v) => v,
+                None if params.is_none() && matches!(expr, Expr::Param(_)) => {
+                    // Routed at Bind time; the statement alone says nothing.
+                    return Ok(self.multi_write(self.all(), true));
+                }
+                None => {
+                    return Err(RouterError::Unsupported(format!(
+                        "the sharding key \"{}\" of VALUES row {} is an expression: use a constant or a parameter",
+                        ts.column(),
+                        row + 1
+                    )))
+                }
+            };
+            let shard = shard_of(ts, &value)?;
+            match groups.iter_mut().find(|(s, _)| *s == shard) {
+                Some((_, rows)) => rows.push(row),
+                None => groups.push((shard, vec![row])),
+            }
+        }
+        if groups.len() == 1 {
+            return Ok(Route::Shard(groups[0].0));
+        }
+        groups.sort_by_key(|g| g.0);
+        Ok(Route::Split(insert::split(sql, i, &groups)?))
+    }
+}
+
+/// Column names an expression mentions (outside subqueries).
+fn column_names<'a>(e: &'a Expr, out: &mut Vec<&'a str>) {
+    match e {
+        Expr::Column { name, .. } => out.push(name),
+        Expr::Cast { expr, .. } | Expr::Not(expr) | Expr::IsNull { expr, .. } => {
+            column_names(expr, out)
+        }
+        Expr::Op { left, right, .. } => {
+            left.iter()
+                .chain(right.iter())
+                .for_each(|x| column_names(x, out));
+        }
+        Expr::In { expr, list, .. } => {
+            column_names(expr, out);
+            list.iter().for_each(|x| column_names(x, out));
+        }
+        Expr::Between {
+            expr, low, high, ..
+        } => {
+            for x in [expr, low, high] {
+                column_names(x, out);
+            }
+        }
+        Expr::And(v) | Expr::Or(v) | Expr::Row(v) | Expr::Array(v) => {
+            v.iter().for_each(|x| column_names(x, out))
+        }
+        _ => {}
+    }
+}
+
+/// Pairs of sharded relations (indexes into `sharded`) whose keys `e` equates (under AND).
+fn key_equalities(
+    e: &Expr,
+    preds: &Predicates<'_, '_>,
+    sharded: &[(&Relation, &TableSharding)],
+    out: &mut Vec<(usize, usize)>,
+) {
+    match e {
+        Expr::And(items) => items
+            .iter()
+            .for_each(|x| key_equalities(x, preds, sharded, out)),
+        Expr::Op {
+            op,
+            left: Some(l),
+            right: Some(r),
+            quantifier: None,
+        } if op == "=" => {
+            let index = |x: &Expr| -> Option<usize> {
+                let Expr::Column { table, name } = x else {
+                    return None;
+                };
+                sharded.iter().position(|(rel, ts)| {
+                    ts.column() == name
+                        && match table {
+                            Some(t) => rel.alias.as_deref().unwrap_or(&rel.name) == t,
+                            None => false,
+                        }
+                })
+            };
+            if let (Some(a), Some(b)) = (index(l), index(r)) {
+                let same_type = sharded[a].1.config.data_type == sharded[b].1.config.data_type
+                    && sharded[a].1.config.mapping == sharded[b].1.config.mapping;
+                if same_type {
+                    out.push((a, b));
+                }
+            }
+            let _ = preds;
+        }
+        _ => {}
+    }
+}
+
+/// The values of a statement's `Value` type, re-exported for the session.
+pub type KeyValue<'a> = Value<'a>;

@@ -1,0 +1,101 @@
+//! The sharding layout of one database, as the router needs it: shard count, which tables are
+//! sharded by which column (with their placement), and which are copied on every shard.
+use crate::config::{Settings, ShardedTable};
+use crate::sharding::{Key, Placement, ShardingError};
+use std::collections::HashSet;
+
+/// One `[[sharded_tables]]` entry with its placement.
+#[derive(Debug, Clone)]
+pub struct TableSharding {
+    pub config: ShardedTable,
+    pub placement: Placement,
+}
+
+impl TableSharding {
+    pub fn column(&self) -> &str {
+        &self.config.column
+    }
+
+    /// The shard of a key value given as text (`None`: SQL NULL).
+    pub fn shard_of_text(&self, value: Option<&str>) -> Result<usize, ShardingError> {
+        match value {
+            Some(v) => self
+                .placement
+                .shard(&Key::from_text(self.config.data_type, v)?),
+            None => self.placement.shard_of_null(),
+        }
+    }
+
+    /// The shard of a key value in a parameter's binary format.
+    pub fn shard_of_binary(&self, value: &[u8]) -> Result<usize, ShardingError> {
+        self.placement
+            .shard(&Key::from_binary(self.config.data_type, value)?)
+    }
+}
+
+/// The sharding layout of one database.
+#[derive(Debug, Clone, Default)]
+pub struct Schema {
+    pub shards: usize,
+    /// Entries with a table name.
+    pub tables: Vec<TableSharding>,
+    /// Entries without a table name: any table with that column.
+    pub any_table: Vec<TableSharding>,
+    pub omnisharded: HashSet<String>,
+}
+
+impl Schema {
+    /// The layout of `database` from the configuration.
+    pub fn new(settings: &Settings, database: &str) -> Result<Schema, ShardingError> {
+        let shards = settings.shards(database).max(1);
+        let mut schema = Schema {
+            shards,
+            ..Default::default()
+        };
+        for t in settings
+            .config
+            .sharded_tables
+            .iter()
+            .filter(|t| t.database == database)
+        {
+            let entry = TableSharding {
+                config: t.clone(),
+                placement: Placement::new(t, shards)?,
+            };
+            if t.name.is_some() {
+                schema.tables.push(entry);
+            } else {
+                schema.any_table.push(entry);
+            }
+        }
+        for o in settings
+            .config
+            .omnisharded_tables
+            .iter()
+            .filter(|o| o.database == database)
+        {
+            schema.omnisharded.extend(o.tables.iter().cloned());
+        }
+        Ok(schema)
+    }
+
+    /// How a table is sharded: its own entry, else `None` (see [`Schema::by_column`]).
+    pub fn table(&self, name: &str) -> Option<&TableSharding> {
+        self.tables
+            .iter()
+            .find(|t| t.config.name.as_deref() == Some(name))
+    }
+
+    /// A name-less entry for this column, if any.
+    pub fn by_column(&self, column: &str) -> Option<&TableSharding> {
+        self.any_table.iter().find(|t| t.config.column == column)
+    }
+
+    pub fn is_omnisharded(&self, name: &str) -> bool {
+        self.omnisharded.contains(name)
+    }
+
+    pub fn is_sharded(&self) -> bool {
+        self.shards > 1
+    }
+}
