@@ -164,10 +164,31 @@ fn run(args: Args) -> ExitCode {
         Registry::install(Registry::build(settings, None));
         tracing::info!("pgdog listening on {addr}");
         tokio::spawn(maintenance());
+        tokio::spawn(recover_in_doubt());
         tokio::spawn(reload_on_sighup(args.config.clone(), args.users.clone()));
         pgdog::frontend::listener::listen(listener).await;
         ExitCode::SUCCESS
     })
+}
+
+/// Two-phase transactions left prepared by a pgdog that died are committed or rolled back.
+async fn recover_in_doubt() {
+    let registry = Registry::current();
+    let mut done = std::collections::HashSet::new();
+    for user in &registry.settings.users.users {
+        if registry.settings.shards(&user.database) < 2 || !done.insert(user.database.clone()) {
+            continue;
+        }
+        if let Some(pools) = registry.shard_pools(&user.name, &user.database) {
+            let (c, r) = pgdog::backend::twophase::recover(&user.database, &pools).await;
+            if c + r > 0 {
+                tracing::info!(
+                    "database {}: resolved in-doubt transactions: {c} committed, {r} rolled back",
+                    user.database
+                );
+            }
+        }
+    }
 }
 
 /// Pool upkeep once a second: idle and lifetime limits, minimum connections.

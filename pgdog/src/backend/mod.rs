@@ -4,6 +4,7 @@
 pub mod pool;
 pub mod registry;
 pub mod server;
+pub mod twophase;
 
 pub use pool::{Pool, PoolError, PooledServer};
 pub use registry::Registry;

@@ -236,6 +236,24 @@ pub fn negotiate_protocol_version(minor: i32, unsupported: &[String]) -> Message
 }
 
 /// ErrorResponse (`E`) or NoticeResponse (`N`).
+/// ERROR with the cursor position (1-based, in characters) of a syntax error.
+pub fn error_at(code: &str, message: &str, position: usize) -> Message {
+    build(b'E', |b| {
+        for (field, value) in [
+            (b'S', "ERROR"),
+            (b'V', "ERROR"),
+            (b'C', code),
+            (b'M', message),
+        ] {
+            b.put_u8(field);
+            put_cstr(b, value);
+        }
+        b.put_u8(b'P');
+        put_cstr(b, &position.to_string());
+        b.put_u8(0);
+    })
+}
+
 pub fn error_response(severity: &str, code: &str, message: &str) -> Message {
     build(b'E', |b| {
         b.put_u8(b'S');

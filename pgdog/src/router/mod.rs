@@ -29,6 +29,10 @@ pub enum RouterError {
     NoSuchShard(usize, usize),
     #[error("{0}")]
     Invalid(String),
+    /// An INSERT without a column list into a sharded table whose column order is not known
+    /// yet: the session reads it from a shard and routes again.
+    #[error("the column order of table \"{0}\" is needed")]
+    NeedColumns(String),
 }
 
 impl RouterError {
@@ -42,6 +46,7 @@ impl RouterError {
             RouterError::Unsupported(_) => "0A000",
             RouterError::NoSuchShard(..) => "22023",
             RouterError::Invalid(_) => "22023",
+            RouterError::NeedColumns(_) => "XX000",
         }
     }
 

@@ -119,8 +119,11 @@ impl Router {
             )),
             StatementKind::Copy { .. } => Ok(self.multi(self.all(), None, true)),
             StatementKind::Show | StatementKind::Explain => Ok(Route::Shard(self.any_shard())),
-            // DDL and the rest: every shard does the same.
-            _ => Ok(self.multi(self.all(), None, false)),
+            // DDL and the rest: every shard does the same. Column orders may change.
+            _ => {
+                self.schema.columns.write().clear();
+                Ok(self.multi(self.all(), None, false))
+            }
         }
     }
 
@@ -364,9 +367,18 @@ impl Router {
                 target.name
             )));
         };
-        let Some(position) = stmt.insert_columns.iter().position(|c| c == ts.column()) else {
+        let position = if stmt.insert_columns.is_empty() {
+            let known = self.schema.columns.read().get(&target.name).cloned();
+            match known {
+                Some(cols) => cols.iter().position(|c| c == ts.column()),
+                None => return Err(RouterError::NeedColumns(target.name.clone())),
+            }
+        } else {
+            stmt.insert_columns.iter().position(|c| c == ts.column())
+        };
+        let Some(position) = position else {
             return Err(RouterError::Unsupported(format!(
-                "INSERT into sharded table \"{}\" must name its columns, including the sharding key \"{}\"",
+                "INSERT into sharded table \"{}\" must give a value for the sharding key \"{}\"",
                 target.name,
                 ts.column()
             )));
@@ -406,7 +418,7 @@ impl Router {
             return Ok(Route::Shard(groups[0].0));
         }
         groups.sort_by_key(|g| g.0);
-        Ok(Route::Split(insert::split(sql, i, &groups)?))
+        Ok(Route::Split(insert::split(sql, 0, &groups)?))
     }
 }
 

@@ -2,7 +2,9 @@
 //! sharded by which column (with their placement), and which are copied on every shard.
 use crate::config::{Settings, ShardedTable};
 use crate::sharding::{Key, Placement, ShardingError};
-use std::collections::HashSet;
+use parking_lot::RwLock;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// One `[[sharded_tables]]` entry with its placement.
 #[derive(Debug, Clone)]
@@ -42,6 +44,9 @@ pub struct Schema {
     /// Entries without a table name: any table with that column.
     pub any_table: Vec<TableSharding>,
     pub omnisharded: HashSet<String>,
+    /// Column order of tables, read from a shard for INSERTs without a column list (cleared
+    /// by any DDL that passes through pgdog).
+    pub columns: Arc<RwLock<HashMap<String, Arc<Vec<String>>>>>,
 }
 
 impl Schema {

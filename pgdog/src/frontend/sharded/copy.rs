@@ -80,7 +80,8 @@ impl ShardedSession {
             ));
         };
         let columns: Vec<String> = if stmt.columns.is_empty() {
-            self.table_columns(stmt).await?
+            self.table_columns(stmt.schema.as_deref(), &stmt.table)
+                .await?
         } else {
             stmt.columns.clone()
         };
@@ -98,10 +99,14 @@ impl ShardedSession {
     }
 
     /// The table's columns in order, read from shard 0.
-    async fn table_columns(&mut self, stmt: &CopyStatement) -> Result<Vec<String>, ClientError> {
-        let name = match &stmt.schema {
-            Some(s) => format!("{}.{}", quote_ident(s), quote_ident(&stmt.table)),
-            None => quote_ident(&stmt.table),
+    pub(super) async fn table_columns(
+        &mut self,
+        schema: Option<&str>,
+        table: &str,
+    ) -> Result<Vec<String>, ClientError> {
+        let name = match schema {
+            Some(s) => format!("{}.{}", quote_ident(s), quote_ident(table)),
+            None => quote_ident(table),
         };
         let sql = format!(
             "SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_catalog.pg_attribute WHERE attrelid = {}::regclass AND attnum > 0 AND NOT attisdropped",

@@ -77,7 +77,11 @@ impl ClientError {
 
 impl From<RouterError> for ClientError {
     fn from(e: RouterError) -> ClientError {
-        ClientError::new(e.code(), e.to_string())
+        let mut c = ClientError::new(e.code(), e.to_string());
+        if let Some(position) = e.position() {
+            c.raw = Some(message::error_at(e.code(), &e.to_string(), position));
+        }
+        c
     }
 }
 
@@ -335,7 +339,7 @@ impl ShardedSession {
         if let StatementKind::Copy { from } = st.kind {
             return self.copy(sql, from).await;
         }
-        let route = self.router.route(parsed, i, sql, None, &self.overrides)?;
+        let route = self.route(parsed, i, sql, None).await?;
         self.note_pin(sql);
         self.run_route(&route, exec::Request::Simple(sql)).await
     }
@@ -516,9 +520,7 @@ impl ShardedSession {
             values: bind.values.clone(),
             formats: bind.param_formats.clone(),
         };
-        let route: Route = self
-            .router
-            .route(&parsed, 0, &sql, Some(&params), &self.overrides)?;
+        let route: Route = self.route(&parsed, 0, &sql, Some(&params)).await?;
         self.note_pin(&sql);
         self.run_route(
             &route,
@@ -529,6 +531,39 @@ impl ShardedSession {
             },
         )
         .await
+    }
+
+    /// Routes a statement; the column order of a table is read from a shard when an INSERT
+    /// without a column list needs it.
+    async fn route(
+        &mut self,
+        parsed: &Parsed,
+        i: usize,
+        sql: &str,
+        params: Option<&crate::router::Params<'_>>,
+    ) -> Result<Route, ClientError> {
+        match self.router.route(parsed, i, sql, params, &self.overrides) {
+            Err(RouterError::NeedColumns(table)) => {
+                let schema = parsed.statements[i]
+                    .relations
+                    .first()
+                    .and_then(|r| r.schema.clone());
+                let columns = self.table_columns(schema.as_deref(), &table).await?;
+                if columns.is_empty() {
+                    return Err(ClientError::new(
+                        "42P01",
+                        format!("relation \"{table}\" does not exist"),
+                    ));
+                }
+                self.router
+                    .schema
+                    .columns
+                    .write()
+                    .insert(table, Arc::new(columns));
+                Ok(self.router.route(parsed, i, sql, params, &self.overrides)?)
+            }
+            other => Ok(other?),
+        }
     }
 
     // ---- servers ----

@@ -4,6 +4,7 @@
 //! (`PREPARE TRANSACTION`) before any commits. Also session-level SET/RESET on a sharded
 //! database, including pgdog's own `pgdog.shard` and `pgdog.sharding_key`.
 use super::{ClientError, ShardedSession};
+use crate::backend::twophase;
 use crate::frontend::statements::{self, SetChange};
 use pg_query_raw::router::{Const, Statement, StatementKind, Transaction};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -183,12 +184,18 @@ impl ShardedSession {
 
     async fn commit_two_phase(&mut self, shards: &[usize]) -> Result<(), ClientError> {
         let id = NEXT_GID.fetch_add(1, Ordering::Relaxed);
-        let gid = |shard: usize| format!("pgdog_{}_{id}_{shard}", std::process::id());
+        let pid = std::process::id();
+        let gid = |shard: usize| twophase::gid(pid, id, shard, shards);
+        // Phase one, in shard order (recovery relies on the order: see backend::twophase).
         let mut prepared = Vec::new();
         let mut failure = None;
         for &shard in shards {
             let Some(server) = self.servers[shard].as_mut() else {
-                continue;
+                failure = Some(ClientError::new(
+                    "08006",
+                    format!("shard {shard}: server connection lost before commit"),
+                ));
+                break;
             };
             match server
                 .execute(&format!("PREPARE TRANSACTION '{}'", gid(shard)))
@@ -201,12 +208,19 @@ impl ShardedSession {
                 }
             }
         }
-        let verb = if failure.is_some() {
-            "ROLLBACK"
+        if failure.is_none() && std::env::var_os("PGDOG_TEST_CRASH_AFTER_PREPARE").is_some() {
+            // Fault injection for the in-doubt recovery test: die between the two phases.
+            std::process::abort();
+        }
+        // Phase two: commit in shard order, or roll back in reverse order.
+        let commit = failure.is_none();
+        let order: Vec<usize> = if commit {
+            shards.to_vec()
         } else {
-            "COMMIT"
+            shards.iter().rev().copied().collect()
         };
-        for &shard in shards {
+        let verb = if commit { "COMMIT" } else { "ROLLBACK" };
+        for shard in order {
             let Some(server) = self.servers[shard].as_mut() else {
                 continue;
             };
@@ -220,7 +234,9 @@ impl ShardedSession {
                 Ok(())
             };
             if let Err(e) = r {
-                tracing::error!("two-phase {verb} on shard {shard} failed: {e}");
+                tracing::error!(
+                    "two-phase {verb} on shard {shard} failed (pgdog resolves it at its next start): {e}"
+                );
                 failure.get_or_insert(ClientError::from(e));
             }
         }
