@@ -113,7 +113,7 @@ impl Router {
         match &stmt.kind {
             StatementKind::Select => self.select(parsed, i, sql, stmt, params),
             StatementKind::Update | StatementKind::Delete => self.write(stmt, params),
-            StatementKind::Insert => self.insert(sql, i, stmt, params),
+            StatementKind::Insert => self.insert(sql, stmt, params),
             StatementKind::Merge => Err(RouterError::Unsupported(
                 "MERGE on a sharded database needs a shard: add /* pgdog_shard: N */".into(),
             )),
@@ -347,10 +347,10 @@ impl Router {
         Ok(self.multi_write(shards, true))
     }
 
+    /// `sql` is the text of this one statement.
     fn insert(
         &self,
         sql: &str,
-        i: usize,
         stmt: &Statement,
         params: Option<&Params<'_>>,
     ) -> Result<Route, RouterError> {
