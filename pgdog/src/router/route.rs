@@ -247,8 +247,12 @@ impl Router {
             && stmt
                 .relations
                 .iter()
-                .all(|r| self.schema.is_omnisharded(&r.name))
-            && stmt.subqueries.is_empty();
+                .all(|r| self.schema.is_omnisharded(&r.name) || is_catalog(r))
+            && stmt.subqueries.iter().all(|q| {
+                q.relations
+                    .iter()
+                    .all(|r| self.schema.is_omnisharded(&r.name) || is_catalog(r))
+            });
         if all_omni {
             return Ok(Route::Shard(self.any_shard()));
         }
@@ -419,6 +423,15 @@ impl Router {
         }
         groups.sort_by_key(|g| g.0);
         Ok(Route::Split(insert::split(sql, 0, &groups)?))
+    }
+}
+
+/// System catalogs are the same on every shard (psql's \d and drivers' introspection).
+fn is_catalog(r: &Relation) -> bool {
+    match r.schema.as_deref() {
+        Some("pg_catalog") | Some("information_schema") => true,
+        Some(_) => false,
+        None => r.name.starts_with("pg_"),
     }
 }
 

@@ -102,7 +102,38 @@ impl ShardedSession {
         if wrap {
             self.tx = Some(super::tx::Tx::new("BEGIN", true, self.pools.len()));
         }
-        let result = self.run_work(&work, plan.as_deref(), tags, &req).await;
+        let result = if writes(route) && work.len() > 1 {
+            // One shard after the other, in shard order: concurrent writers then take row locks
+            // in the same order everywhere, as in one database, instead of deadlocking across
+            // shards where no server can see the cycle.
+            let mut parts = Vec::new();
+            let mut outcome = Ok(());
+            for (i, w) in work.iter().enumerate() {
+                match self
+                    .run_work(std::slice::from_ref(w), None, &req, i == 0)
+                    .await
+                {
+                    Ok(p) => parts.extend(p),
+                    Err(e) => {
+                        outcome = Err(e);
+                        break;
+                    }
+                }
+            }
+            outcome.map(|()| {
+                if let Some(tag) = combine_tags(&parts, tags) {
+                    self.send(&message::command_complete(&tag));
+                }
+            })
+        } else {
+            self.run_work(&work, plan.as_deref(), &req, true)
+                .await
+                .map(|parts| {
+                    if let Some(tag) = combine_tags(&parts, tags) {
+                        self.send(&message::command_complete(&tag));
+                    }
+                })
+        };
         if wrap {
             let end = if result.is_ok() {
                 self.commit().await
@@ -117,13 +148,16 @@ impl ShardedSession {
         result
     }
 
+    /// Sends the work to its shards at once and collects their answers; returns the
+    /// CommandComplete tags still to combine (none when the merger already sent its own).
+    /// `first`: RowDescription may be sent (false for later rounds of a sequential write).
     async fn run_work(
         &mut self,
         work: &[Work],
         plan: Option<&CrossShardPlan>,
-        tags: Tags,
         req: &Request<'_>,
-    ) -> Result<(), ClientError> {
+        first: bool,
+    ) -> Result<Vec<String>, ClientError> {
         // Write to every shard first, so they all work at once.
         let mut parsed_ids: Vec<Vec<u64>> = Vec::with_capacity(work.len());
         for w in work {
@@ -186,10 +220,11 @@ impl ShardedSession {
             }
             parsed_ids.push(ids);
         }
-        let describe = match req {
-            Request::Simple(_) => true,
-            Request::Extended { describe, .. } => *describe,
-        };
+        let describe = first
+            && match req {
+                Request::Simple(_) => true,
+                Request::Extended { describe, .. } => *describe,
+            };
         let shards: Vec<usize> = work.iter().map(|w| w.shard).collect();
         let merge_plan: Option<MergePlan> = match (plan, req) {
             (Some(p), Request::Extended { bind, .. }) if p.merge.needs_params() => Some(
@@ -200,9 +235,7 @@ impl ShardedSession {
             (Some(p), _) => Some(p.merge.clone()),
             (None, _) => None,
         };
-        let outcome = self
-            .collect(&shards, merge_plan.as_ref(), tags, describe)
-            .await;
+        let outcome = self.collect(&shards, merge_plan.as_ref(), describe).await;
         if outcome.is_err() {
             // Statements prepared in this round may have failed: prepare them again next time.
             for (w, ids) in work.iter().zip(&parsed_ids) {
@@ -221,9 +254,8 @@ impl ShardedSession {
         &mut self,
         shards: &[usize],
         plan: Option<&MergePlan>,
-        tags: Tags,
         describe: bool,
-    ) -> Result<(), ClientError> {
+    ) -> Result<Vec<String>, ClientError> {
         let single = shards.len() == 1;
         let mut merger = plan.map(|p| Merger::new(p, shards.len()));
         let mut pending: Vec<bool> = vec![true; shards.len()];
@@ -360,7 +392,7 @@ impl ShardedSession {
         }
         if empty_query {
             self.send(&message::empty(b'I'));
-            return Ok(());
+            return Ok(Vec::new());
         }
         if let Some(mg) = merger.as_mut() {
             mg.finish(&mut ready_rows)
@@ -373,13 +405,10 @@ impl ShardedSession {
                     "SELECT {}",
                     mg.rows_sent()
                 )));
-                return Ok(());
+                return Ok(Vec::new());
             }
         }
-        if let Some(tag) = combine_tags(&tag_parts, tags) {
-            self.send(&message::command_complete(&tag));
-        }
-        Ok(())
+        Ok(tag_parts)
     }
 
     /// Waits until one of the pending shards has something to read; its index.
