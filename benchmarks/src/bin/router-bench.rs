@@ -63,6 +63,7 @@ fn main() {
             let params = Params {
                 values: vec![Some(aid.as_bytes()), Some(&delta[..])],
                 formats: Vec::new(),
+                types: Vec::new(),
             };
             let parsed = cache.get(sql).expect("parse");
             let route = router

@@ -23,6 +23,7 @@ pub fn explain(
     let bind = Params {
         values,
         formats: Vec::new(),
+        types: Vec::new(),
     };
     let mut overrides = Overrides::default();
     let mut out = Vec::new();

@@ -4,7 +4,8 @@
 //! casts of constants or `$n` parameters (text or binary).
 use super::schema::TableSharding;
 use super::RouterError;
-use crate::sharding::Key;
+use crate::config::DataType;
+use crate::sharding::{Key, ShardingError};
 use pg_query_raw::router::{Const, Expr, Quantifier, Relation};
 use std::collections::BTreeSet;
 
@@ -13,9 +14,21 @@ use std::collections::BTreeSet;
 pub struct Params<'a> {
     pub values: Vec<Option<&'a [u8]>>,
     pub formats: Vec<i16>,
+    /// Each parameter's type OID when known (0: unknown), to read binary values by their own
+    /// type rather than the key column's.
+    pub types: Vec<i32>,
 }
 
 impl<'a> Params<'a> {
+    /// The type OID of parameter `$n` (0: unknown).
+    pub fn type_of(&self, n: u32) -> i32 {
+        (n as usize)
+            .checked_sub(1)
+            .and_then(|i| self.types.get(i))
+            .copied()
+            .unwrap_or(0)
+    }
+
     /// Parameter `$n` (1-based) and whether it is in binary format.
     pub fn get(&self, n: u32) -> Option<(Option<&'a [u8]>, bool)> {
         let i = (n as usize).checked_sub(1)?;
@@ -33,7 +46,10 @@ impl<'a> Params<'a> {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value<'a> {
     Null,
+    /// A string literal or a text-format parameter.
     Text(String),
+    /// A numeric literal (`42`, `71.0`, `1.5e3`): compared with an integer key as a number.
+    Number(String),
     Binary(&'a [u8]),
 }
 
@@ -43,16 +59,23 @@ pub fn value_of<'a>(expr: &Expr, params: Option<&Params<'a>>) -> Option<Value<'a
         Expr::Const(c) => Some(match c {
             Const::Null => Value::Null,
             Const::Bool(b) => Value::Text(b.to_string()),
-            Const::Integer(i) => Value::Text(i.to_string()),
-            Const::Numeric(n) => Value::Text(n.clone()),
+            Const::Integer(i) => Value::Number(i.to_string()),
+            Const::Numeric(n) => Value::Number(n.clone()),
             Const::String(s) | Const::Bits(s) => Value::Text(s.clone()),
         }),
         Expr::Cast { expr, .. } => value_of(expr, params),
         Expr::Param(n) => {
-            let (value, binary) = params?.get(*n)?;
+            let params = params?;
+            let (value, binary) = params.get(*n)?;
             Some(match value {
                 None => Value::Null,
-                Some(v) if binary => Value::Binary(v),
+                Some(v) if binary => match params.type_of(*n) {
+                    // text, varchar, bpchar, name, unknown: the bytes are the text.
+                    25 | 1043 | 1042 | 19 | 705 => {
+                        Value::Text(String::from_utf8_lossy(v).into_owned())
+                    }
+                    _ => Value::Binary(v),
+                },
                 Some(v) => Value::Text(String::from_utf8_lossy(v).into_owned()),
             })
         }
@@ -60,21 +83,133 @@ pub fn value_of<'a>(expr: &Expr, params: Option<&Params<'a>>) -> Option<Value<'a
     }
 }
 
-/// The shard of one key value.
+fn is_integer(table: &TableSharding) -> bool {
+    matches!(
+        table.config.data_type,
+        DataType::Bigint | DataType::Integer | DataType::Smallint
+    )
+}
+
+/// The shard a row with this key value lives on (INSERT): a numeric literal for an integer key
+/// is rounded as Postgres' assignment cast rounds it.
 pub fn shard_of(table: &TableSharding, value: &Value<'_>) -> Result<usize, RouterError> {
     Ok(match value {
         Value::Null => table.shard_of_text(None)?,
         Value::Text(t) => table.shard_of_text(Some(t))?,
+        Value::Number(n) if is_integer(table) => match integral(n, true) {
+            Some(v) => table.shard_of_text(Some(&v.to_string()))?,
+            None => table.shard_of_text(Some(n))?,
+        },
+        Value::Number(n) => table.shard_of_text(Some(n))?,
         Value::Binary(b) => table.shard_of_binary(b)?,
     })
 }
 
-fn key_of(value: &Value<'_>, table: &TableSharding) -> Result<Option<Key>, RouterError> {
+/// The shard rows matching `key = value` live on; `None` when no row can match (NULL, a
+/// fraction or an out-of-range number compared with an integer key).
+fn shard_matching(table: &TableSharding, value: &Value<'_>) -> Result<Option<usize>, RouterError> {
+    match value {
+        Value::Null => Ok(None),
+        Value::Number(n) if is_integer(table) => {
+            let Some(v) = integral(n, false) else {
+                return Ok(None);
+            };
+            match table.shard_of_text(Some(&v.to_string())) {
+                Ok(s) => Ok(Some(s)),
+                Err(ShardingError::OutOfRange { .. } | ShardingError::ValueOutOfRange { .. }) => {
+                    Ok(None)
+                }
+                Err(e) => Err(e.into()),
+            }
+        }
+        other => shard_of(table, other).map(Some),
+    }
+}
+
+/// A key for range comparisons: `Ok(None)` when no key exists (NULL), `Err(None)`-like unknowns
+/// are reported as `Unknown`.
+enum Bound {
+    Null,
+    Key(Key),
+    Unknown,
+}
+
+fn key_of(value: &Value<'_>, table: &TableSharding) -> Result<Bound, RouterError> {
     Ok(match value {
-        Value::Null => None,
-        Value::Text(t) => Some(Key::from_text(table.config.data_type, t)?),
-        Value::Binary(b) => Some(Key::from_binary(table.config.data_type, b)?),
+        Value::Null => Bound::Null,
+        Value::Text(t) => Bound::Key(Key::from_text(table.config.data_type, t)?),
+        Value::Number(n) if is_integer(table) => match integral(n, false) {
+            Some(v) => match Key::from_text(table.config.data_type, &v.to_string()) {
+                Ok(k) => Bound::Key(k),
+                Err(_) => Bound::Unknown,
+            },
+            None => Bound::Unknown,
+        },
+        Value::Number(n) => Bound::Key(Key::from_text(table.config.data_type, n)?),
+        Value::Binary(b) => Bound::Key(Key::from_binary(table.config.data_type, b)?),
     })
+}
+
+/// The integer value of a numeric literal (`71`, `71.00`, `-1.5e3`); a fraction is `None`
+/// unless `round` (half away from zero, as Postgres casts numeric to integers).
+pub fn integral(n: &str, round: bool) -> Option<i128> {
+    let n = n.trim();
+    let (neg, n) = match n.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, n.strip_prefix('+').unwrap_or(n)),
+    };
+    let (mantissa, exp) = match n.find(['e', 'E']) {
+        Some(i) => (&n[..i], n[i + 1..].parse::<i32>().ok()?),
+        None => (n, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if int.is_empty() && frac.is_empty() {
+        return None;
+    }
+    let digits: String = format!("{int}{frac}");
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // value = digits * 10^(exp - frac.len())
+    let scale = exp - frac.len() as i32;
+    let digits = digits.trim_start_matches('0');
+    let (whole, rest): (String, String) = if scale >= 0 {
+        if digits.len() + scale as usize > 38 {
+            return None;
+        }
+        (
+            format!("{digits}{}", "0".repeat(scale as usize)),
+            String::new(),
+        )
+    } else {
+        let cut = digits.len() as i64 + scale as i64;
+        if cut <= 0 {
+            (
+                String::new(),
+                format!("{}{digits}", "0".repeat((-cut) as usize)),
+            )
+        } else {
+            let (w, r) = digits.split_at(cut as usize);
+            (w.to_string(), r.to_string())
+        }
+    };
+    if whole.len() > 38 {
+        return None;
+    }
+    let mut v: i128 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().ok()?
+    };
+    if rest.bytes().any(|b| b != b'0') {
+        if !round {
+            return None;
+        }
+        if rest.as_bytes()[0] >= b'5' {
+            v += 1;
+        }
+    }
+    Some(if neg { -v } else { v })
 }
 
 /// The sharded relations of a statement and the parameters of this execution.
@@ -156,12 +291,13 @@ impl<'s, 'p> Predicates<'s, 'p> {
                         (Some(l), Some(h)) => {
                             let (l, h) = (key_of(&l, ts)?, key_of(&h, ts)?);
                             match (l, h) {
-                                (Some(l), Some(h)) => ts
+                                (Bound::Key(l), Bound::Key(h)) => ts
                                     .placement
                                     .shards_for_range(Some((&l, true)), Some((&h, true)))
                                     .map(|v| v.into_iter().collect()),
                                 // NULL bound: matches nothing.
-                                _ => Some(BTreeSet::new()),
+                                (Bound::Null, _) | (_, Bound::Null) => Some(BTreeSet::new()),
+                                _ => None,
                             }
                         }
                         _ => None,
@@ -177,10 +313,11 @@ impl<'s, 'p> Predicates<'s, 'p> {
         let mut acc = BTreeSet::new();
         for item in list {
             match value_of(item, self.params) {
-                // `key IN (NULL)` matches nothing.
-                Some(Value::Null) => {}
                 Some(v) => {
-                    acc.insert(shard_of(ts, &v)?);
+                    // `key IN (NULL)` matches nothing.
+                    if let Some(shard) = shard_matching(ts, &v)? {
+                        acc.insert(shard);
+                    }
                 }
                 None => return Ok(None),
             }
@@ -217,14 +354,12 @@ impl<'s, 'p> Predicates<'s, 'p> {
             return Ok(None);
         };
         if op == "=" {
-            if value == Value::Null {
-                // `key = NULL` is never true.
-                return Ok(Some(BTreeSet::new()));
-            }
-            return Ok(Some([shard_of(ts, &value)?].into()));
+            return Ok(Some(shard_matching(ts, &value)?.into_iter().collect()));
         }
-        let Some(key) = key_of(&value, ts)? else {
-            return Ok(Some(BTreeSet::new()));
+        let key = match key_of(&value, ts)? {
+            Bound::Key(k) => k,
+            Bound::Null => return Ok(Some(BTreeSet::new())),
+            Bound::Unknown => return Ok(None),
         };
         let range = match op.as_str() {
             "<" => ts.placement.shards_for_range(None, Some((&key, false))),
@@ -251,5 +386,26 @@ fn mirror(op: &str) -> &str {
         "<=" => ">=",
         ">=" => "<=",
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::integral;
+
+    #[test]
+    fn integral_values() {
+        assert_eq!(integral("71", false), Some(71));
+        assert_eq!(integral("71.000", false), Some(71));
+        assert_eq!(integral("-1.5e3", false), Some(-1500));
+        assert_eq!(integral("71.5", false), None);
+        assert_eq!(integral("71.5", true), Some(72));
+        assert_eq!(integral("-71.5", true), Some(-72));
+        assert_eq!(integral("71.49", true), Some(71));
+        assert_eq!(integral("0.5", true), Some(1));
+        assert_eq!(integral("5e-1", false), None);
+        assert_eq!(integral("3000000000", false), Some(3_000_000_000));
+        assert_eq!(integral("abc", false), None);
+        assert_eq!(integral("1e100", false), None);
     }
 }

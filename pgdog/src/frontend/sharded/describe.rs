@@ -7,7 +7,11 @@ use crate::net::message;
 use bytes::BytesMut;
 
 impl ShardedSession {
-    pub(super) async fn describe_statement(&mut self, st: &Statement) -> Result<(), ClientError> {
+    /// Relays the statement's description; returns the parameter types the server inferred.
+    pub(super) async fn describe_statement(
+        &mut self,
+        st: &Statement,
+    ) -> Result<Vec<i32>, ClientError> {
         let shard = match self.overrides.shard {
             Some(s) => s,
             None => self
@@ -33,6 +37,7 @@ impl ShardedSession {
             return Err(self.lose(shard, &e));
         }
         let mut error = None;
+        let mut types = Vec::new();
         while let Some(s) = self.servers[shard].as_mut() {
             let r = s.read().await;
             let m = match r {
@@ -40,7 +45,13 @@ impl ShardedSession {
                 Err(e) => return Err(self.lose(shard, &e)),
             };
             match m.tag() {
-                b't' | b'T' | b'n' | b'N' => self.send(&m),
+                b't' => {
+                    let mut r = m.reader();
+                    let n = r.i16().unwrap_or(0).max(0);
+                    types = (0..n).map_while(|_| r.i32().ok()).collect();
+                    self.send(&m);
+                }
+                b'T' | b'n' | b'N' => self.send(&m),
                 b'E' => {
                     if let Ok(f) = message::read_error(&m) {
                         error = Some(ClientError {
@@ -62,6 +73,6 @@ impl ShardedSession {
                 _ => {}
             }
         }
-        error.map_or(Ok(()), Err)
+        error.map_or(Ok(types), Err)
     }
 }

@@ -110,7 +110,14 @@ impl ShardedSession {
             let mut outcome = Ok(());
             for (i, w) in work.iter().enumerate() {
                 match self
-                    .run_work(std::slice::from_ref(w), None, &req, i == 0)
+                    .run_work(
+                        std::slice::from_ref(w),
+                        None,
+                        &req,
+                        i == 0,
+                        // Every shard of an omnisharded table returns the same RETURNING rows.
+                        i == 0 || tags == Tags::Sum,
+                    )
                     .await
                 {
                     Ok(p) => parts.extend(p),
@@ -126,7 +133,7 @@ impl ShardedSession {
                 }
             })
         } else {
-            self.run_work(&work, plan.as_deref(), &req, true)
+            self.run_work(&work, plan.as_deref(), &req, true, true)
                 .await
                 .map(|parts| {
                     if let Some(tag) = combine_tags(&parts, tags) {
@@ -157,6 +164,7 @@ impl ShardedSession {
         plan: Option<&CrossShardPlan>,
         req: &Request<'_>,
         first: bool,
+        keep_rows: bool,
     ) -> Result<Vec<String>, ClientError> {
         // Write to every shard first, so they all work at once.
         let mut parsed_ids: Vec<Vec<u64>> = Vec::with_capacity(work.len());
@@ -207,7 +215,9 @@ impl ShardedSession {
                             b.result_formats = formats;
                         }
                         buf.extend_from_slice(b.to_message(p.server_name()).bytes());
-                        if *describe {
+                        // The merger needs the shards' RowDescription even when the client
+                        // did not ask for one (it is then not forwarded).
+                        if *describe || plan.is_some() {
                             buf.extend_from_slice(message::target(b'D', b'P', "").bytes());
                         }
                         buf.extend_from_slice(execute_all().bytes());
@@ -235,10 +245,22 @@ impl ShardedSession {
             (Some(p), _) => Some(p.merge.clone()),
             (None, _) => None,
         };
-        let outcome = self.collect(&shards, merge_plan.as_ref(), describe).await;
+        let mut parse_ok = vec![false; shards.len()];
+        let outcome = self
+            .collect(
+                &shards,
+                merge_plan.as_ref(),
+                describe,
+                keep_rows,
+                &mut parse_ok,
+            )
+            .await;
         if outcome.is_err() {
-            // Statements prepared in this round may have failed: prepare them again next time.
-            for (w, ids) in work.iter().zip(&parsed_ids) {
+            // A Parse that failed left nothing on its server: prepare it again next time.
+            for ((w, ids), ok) in work.iter().zip(&parsed_ids).zip(&parse_ok) {
+                if *ok {
+                    continue;
+                }
                 if let Some(server) = self.servers[w.shard].as_mut() {
                     for id in ids {
                         server.prepared.remove(id);
@@ -255,6 +277,8 @@ impl ShardedSession {
         shards: &[usize],
         plan: Option<&MergePlan>,
         describe: bool,
+        keep_rows: bool,
+        parse_ok: &mut [bool],
     ) -> Result<Vec<String>, ClientError> {
         let single = shards.len() == 1;
         let mut merger = plan.map(|p| Merger::new(p, shards.len()));
@@ -286,7 +310,8 @@ impl ShardedSession {
                     }
                 };
                 match m.tag() {
-                    b'1' | b'2' | b'3' => {}
+                    b'1' => parse_ok[idx] = true,
+                    b'2' | b'3' => {}
                     b'T' => {
                         if let Some(mg) = merger.as_mut() {
                             match mg.row_description(idx, &m) {
@@ -313,9 +338,8 @@ impl ShardedSession {
                                 error.get_or_insert(ClientError::new(e.code(), e.to_string()));
                             }
                         }
-                        None => {
-                            self.send(&m);
-                        }
+                        None if keep_rows => self.send(&m),
+                        None => {}
                     },
                     b'C' => {
                         if let Some(mg) = merger.as_mut() {

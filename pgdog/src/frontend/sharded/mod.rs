@@ -38,6 +38,8 @@ pub enum SessionError {
 struct Statement {
     sql: Arc<str>,
     param_types: Vec<i32>,
+    /// Parameter types the server inferred (from a Describe), for reading binary values.
+    inferred: Vec<i32>,
 }
 
 /// A bound portal: the statement and the client's Bind.
@@ -410,6 +412,7 @@ impl ShardedSession {
             Statement {
                 sql: Arc::from(fields.query),
                 param_types: fields.param_types.clone(),
+                inferred: Vec::new(),
             },
         );
         self.send(&message::parse_complete());
@@ -459,8 +462,13 @@ impl ShardedSession {
             ));
             return Ok(());
         };
-        if let Err(e) = self.describe_statement(&st).await {
-            self.fail_extended(e);
+        match self.describe_statement(&st).await {
+            Ok(types) => {
+                if let Some(entry) = self.statements.get_mut(name) {
+                    entry.inferred = types;
+                }
+            }
+            Err(e) => self.fail_extended(e),
         }
         Ok(())
     }
@@ -509,16 +517,30 @@ impl ShardedSession {
                 return Ok(());
             }
         }
-        if matches!(st.kind, StatementKind::Copy { .. }) {
-            return Err(ClientError::new(
-                "0A000",
-                "COPY through the extended protocol is not supported on sharded databases: use a simple query",
-            ));
+        if let StatementKind::Copy { from } = st.kind {
+            if portal.describe {
+                self.send(&message::empty(b'n'));
+            }
+            // The shards run it as a simple query; the client sees the same COPY messages.
+            // Its Sync right after Execute is ignored during COPY FROM, as Postgres does.
+            return self.copy(&sql, from).await;
         }
         let bind = read_bind(&portal.bind).map_err(|e| ClientError::new("08P01", e.to_string()))?;
+        let st_types = &portal.statement;
         let params = crate::router::Params {
             values: bind.values.clone(),
             formats: bind.param_formats.clone(),
+            types: (0..bind.values.len())
+                .map(|i| {
+                    st_types
+                        .param_types
+                        .get(i)
+                        .copied()
+                        .filter(|t| *t != 0)
+                        .or_else(|| st_types.inferred.get(i).copied())
+                        .unwrap_or(0)
+                })
+                .collect(),
         };
         let route: Route = self.route(&parsed, 0, &sql, Some(&params)).await?;
         self.note_pin(&sql);
