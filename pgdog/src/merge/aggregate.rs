@@ -1,6 +1,7 @@
 //! GROUP BY and aggregates: shard rows folded into groups (a hash map on the typed key columns;
 //! NULL keys group together), partial aggregates combined (count and sum added, min/max compared,
 //! avg recomputed from sum and count), then HAVING applied to the merged groups.
+use super::datetime::DateStyle;
 use super::decimal::Decimal;
 use super::error::MergeError;
 use super::plan::{AggFn, Constant, Grouping, HavingCond};
@@ -93,6 +94,11 @@ impl Groups {
         })
     }
 
+    /// How the servers print dates and timestamps.
+    pub fn set_date_style(&mut self, ds: DateStyle) {
+        self.types.iter_mut().for_each(|t| t.dates = ds);
+    }
+
     /// Folds one shard row into its group.
     pub fn add(&mut self, row: &DataRow) -> Result<(), MergeError> {
         let key: Vec<Option<Vec<u8>>> = self
@@ -171,7 +177,7 @@ impl Groups {
                     if let Some(v) = v {
                         let better = match m.as_deref() {
                             None => true,
-                            Some(cur) => ty.compare(v, cur).ok_or_else(bad)? == want,
+                            Some(cur) => ty.compare_at(i, v, cur)? == want,
                         };
                         if better {
                             *m = row.get_bytes(i);
@@ -301,7 +307,7 @@ impl Groups {
                 if ty.binary && !matches!(ty.kind, Kind::Text | Kind::Bpchar) {
                     return Err(unsupported("HAVING", ty));
                 }
-                ty.compare(v, k.as_bytes()).ok_or_else(bad)?
+                ty.compare_at(c.column, v, k.as_bytes())?
             };
             if !c.op.holds(o) {
                 return Ok(false);

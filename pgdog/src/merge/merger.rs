@@ -5,6 +5,7 @@
 //! - ORDER BY: k-way merge of the shards' sorted streams, streamed;
 //! - aggregates / GROUP BY: rows folded into groups, emitted by [`Merger::finish`], sorted.
 use super::aggregate::{Groups, Row};
+use super::datetime::DateStyle;
 use super::error::MergeError;
 use super::plan::{Bound, ColumnRef, DistinctPlan, MergePlan};
 use super::sort::{self, Columns, KWay, SortKey};
@@ -36,6 +37,8 @@ pub struct Merger {
     sent: u64,
     finished: bool,
     error: Option<MergeError>,
+    /// The servers' DateStyle (text dates and timestamps are read in it).
+    dates: DateStyle,
 }
 
 impl Merger {
@@ -65,6 +68,21 @@ impl Merger {
             sent: 0,
             finished: false,
             error: None,
+            dates: DateStyle::default(),
+        }
+    }
+
+    /// The servers' DateStyle, as the server reports it in ParameterStatus (`ISO, MDY`,
+    /// `SQL, DMY`, `German, DMY`, `Postgres, MDY` ...). Text-format `date`, `timestamp` and
+    /// `timestamptz` values are read in it to be compared (ORDER BY, min/max); they reach the
+    /// client unchanged. Call before the rows arrive; the default is `ISO, MDY`.
+    pub fn set_datestyle(&mut self, datestyle: &str) {
+        self.dates = DateStyle::parse(datestyle);
+        let ds = self.dates;
+        self.types.iter_mut().for_each(|t| t.dates = ds);
+        self.order.iter_mut().for_each(|k| k.ty.dates = ds);
+        if let Some(groups) = &mut self.groups {
+            groups.set_date_style(ds);
         }
     }
 
@@ -89,7 +107,14 @@ impl Merger {
             return Err(MergeError::State("fewer columns than hidden columns"));
         }
         self.visible = total - self.plan.hidden;
-        self.types = fields.iter().map(ColType::of).collect();
+        let dates = self.dates;
+        self.types = fields
+            .iter()
+            .map(|f| ColType {
+                dates,
+                ..ColType::of(f)
+            })
+            .collect();
         let absolute = |c: ColumnRef| -> Result<usize, MergeError> {
             let i = match c {
                 ColumnRef::Index(i) => i,

@@ -356,6 +356,8 @@ struct Target {
     key: String,
     /// Output column name (alias, or the name Postgres derives).
     name: Option<String>,
+    /// `name` is an explicit `AS` alias.
+    alias: bool,
     expr: Option<pb::Node>,
 }
 
@@ -402,6 +404,7 @@ impl Planner {
                 star,
                 key,
                 name,
+                alias: !rt.name.is_empty(),
                 expr: expr.cloned(),
             });
         }
@@ -475,7 +478,7 @@ impl Planner {
                     Some(N::GroupingSet(_)) => {
                         return Err(MergeError::unsupported("GROUPING SETS, ROLLUP or CUBE"))
                     }
-                    _ => self.resolve(item, false)?,
+                    _ => self.resolve_group(item)?,
                 };
                 g.keys.push(self.absolute(col));
             }
@@ -678,6 +681,29 @@ impl Planner {
             return Ok(ColumnRef::Index(i));
         }
         self.hidden_column(e.clone(), key)
+    }
+
+    /// A GROUP BY item. Postgres reads a bare name as an input column first, else as an output
+    /// alias; the input columns are unknown here, so: a target with that very expression, else
+    /// the target aliased so (the shard resolves the name itself), else a hidden column.
+    fn resolve_group(&mut self, e: &pb::Node) -> Result<ColumnRef, MergeError> {
+        if let Some(N::ColumnRef(c)) = e.node.as_ref() {
+            if c.fields.len() == 1 {
+                let key = rewrite::expr_text(e)?;
+                let name = rewrite::last_name(&c.fields);
+                let visible = self.star_at.unwrap_or(self.targets.len());
+                let by_key = self.targets[..visible].iter().position(|t| t.key == key);
+                let by_alias = || {
+                    self.targets[..visible]
+                        .iter()
+                        .position(|t| t.alias && t.name.as_deref() == Some(name.as_str()))
+                };
+                if let Some(i) = by_key.or_else(by_alias) {
+                    return Ok(ColumnRef::Index(i));
+                }
+            }
+        }
+        self.resolve(e, false)
     }
 
     fn hidden_column(&mut self, expr: pb::Node, key: String) -> Result<ColumnRef, MergeError> {

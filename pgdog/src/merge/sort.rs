@@ -41,10 +41,7 @@ pub fn compare<R: Columns>(keys: &[SortKey], a: &R, b: &R) -> Result<Ordering, M
             (None, Some(_)) => nulls(k.nulls_first),
             (Some(_), None) => nulls(k.nulls_first).reverse(),
             (Some(x), Some(y)) => {
-                let o = k.ty.compare(x, y).ok_or_else(|| MergeError::BadValue {
-                    column: k.column,
-                    detail: format!("not a valid value of type oid {}", k.ty.oid),
-                })?;
+                let o = k.ty.compare_at(k.column, x, y)?;
                 if k.descending {
                     o.reverse()
                 } else {
@@ -67,17 +64,39 @@ fn nulls(first: bool) -> Ordering {
     }
 }
 
-/// Sorts rows in place (stable), failing on the first unreadable value.
-pub fn sort_rows<R: Columns>(keys: &[SortKey], rows: &mut [R]) -> Result<(), MergeError> {
-    let mut error = None;
-    rows.sort_by(|a, b| match compare(keys, a, b) {
-        Ok(o) => o,
-        Err(e) => {
-            error.get_or_insert(e);
-            Ordering::Equal
+/// Sorts rows in place (stable merge sort), failing on the first pair of values that cannot
+/// be compared (the comparison may fail, so `slice::sort_by` with its total-order
+/// requirement is not used).
+pub fn sort_rows<R: Columns>(keys: &[SortKey], rows: &mut Vec<R>) -> Result<(), MergeError> {
+    let n = rows.len();
+    let mut idx: Vec<usize> = (0..n).collect();
+    let mut buf = idx.clone();
+    let mut width = 1;
+    while width < n {
+        let mut start = 0;
+        while start < n {
+            let mid = (start + width).min(n);
+            let end = (start + 2 * width).min(n);
+            let (mut l, mut r) = (start, mid);
+            for slot in &mut buf[start..end] {
+                let take_right = l == mid
+                    || (r < end && compare(keys, &rows[idx[r]], &rows[idx[l]])? == Ordering::Less);
+                if take_right {
+                    *slot = idx[r];
+                    r += 1;
+                } else {
+                    *slot = idx[l];
+                    l += 1;
+                }
+            }
+            start = end;
         }
-    });
-    error.map_or(Ok(()), Err)
+        std::mem::swap(&mut idx, &mut buf);
+        width *= 2;
+    }
+    let mut slots: Vec<Option<R>> = rows.drain(..).map(Some).collect();
+    rows.extend(idx.iter().filter_map(|&i| slots[i].take()));
+    Ok(())
 }
 
 /// Per-shard queues of sorted rows; a row comes out once every unfinished shard has one queued,

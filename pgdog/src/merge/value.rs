@@ -1,8 +1,10 @@
 //! Typed column values: ordering, equality keys and numbers, driven by the RowDescription's type
 //! OID and format code (text or binary), so shards' values compare the way Postgres compares
 //! them (numeric as decimals, NaN above every float, NULLs handled by the callers).
+use super::datetime::{self, DateStyle};
 use super::decimal::Decimal;
-use super::{datetime, float};
+use super::error::MergeError;
+use super::float;
 use crate::net::rows::Field;
 use std::borrow::Cow;
 use std::cmp::Ordering;
@@ -111,6 +113,18 @@ pub struct ColType {
     pub kind: Kind,
     pub oid: i32,
     pub binary: bool,
+    /// How the servers print dates and timestamps (text format).
+    pub dates: DateStyle,
+}
+
+/// Why two values could not be compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Incomparable {
+    /// A value is not readable as the column's type.
+    Invalid,
+    /// `timestamptz` values printed with time zone abbreviations (DateStyle SQL, German or
+    /// Postgres) too close together to order without knowing the abbreviations' offsets.
+    Ambiguous,
 }
 
 impl ColType {
@@ -119,6 +133,7 @@ impl ColType {
             kind: Kind::from_oid(field.type_oid),
             oid: field.type_oid,
             binary: field.is_binary(),
+            dates: DateStyle::default(),
         }
     }
 
@@ -136,24 +151,55 @@ impl ColType {
         self.kind.is_int() || matches!(self.kind, Kind::Float4 | Kind::Float8 | Kind::Numeric)
     }
 
-    /// Compares two non-NULL values; `None` when one cannot be read as this type.
-    pub fn compare(&self, a: &[u8], b: &[u8]) -> Option<Ordering> {
+    /// Compares two non-NULL values.
+    pub fn compare(&self, a: &[u8], b: &[u8]) -> Result<Ordering, Incomparable> {
         use Kind::*;
-        Some(match self.kind {
-            Int2 | Int4 | Int8 | Oid | Float4 | Float8 | Numeric => {
-                self.number(a)?.cmp_value(&self.number(b)?)
-            }
+        let ds = self.dates;
+        let invalid = Incomparable::Invalid;
+        let t = |v| text(v).ok_or(invalid);
+        Ok(match self.kind {
+            Int2 | Int4 | Int8 | Oid | Float4 | Float8 | Numeric => self
+                .number(a)
+                .ok_or(invalid)?
+                .cmp_value(&self.number(b).ok_or(invalid)?),
             Bpchar => trim_spaces(a).cmp(trim_spaces(b)),
             Text | Uuid | Bytea | Bool => a.cmp(b),
-            Date if self.binary => be_i32(a)?.cmp(&be_i32(b)?),
-            Time | Timestamp | TimestampTz if self.binary => be_i64(a)?.cmp(&be_i64(b)?),
-            Time => a.cmp(b),
-            Date => datetime::date(text(a)?)?.cmp(&datetime::date(text(b)?)?),
-            Timestamp | TimestampTz => {
-                let tz = self.kind == TimestampTz;
-                datetime::timestamp(text(a)?, tz)?.cmp(&datetime::timestamp(text(b)?, tz)?)
+            Date if self.binary => be_i32(a).ok_or(invalid)?.cmp(&be_i32(b).ok_or(invalid)?),
+            Time | Timestamp | TimestampTz if self.binary => {
+                be_i64(a).ok_or(invalid)?.cmp(&be_i64(b).ok_or(invalid)?)
             }
-            Other => return None,
+            Time => a.cmp(b),
+            Date => datetime::date(t(a)?, ds)
+                .ok_or(invalid)?
+                .cmp(&datetime::date(t(b)?, ds).ok_or(invalid)?),
+            Timestamp => datetime::timestamp(t(a)?, ds)
+                .ok_or(invalid)?
+                .cmp(&datetime::timestamp(t(b)?, ds).ok_or(invalid)?),
+            TimestampTz => datetime::compare_tz(
+                &datetime::timestamptz(t(a)?, ds).ok_or(invalid)?,
+                &datetime::timestamptz(t(b)?, ds).ok_or(invalid)?,
+            )
+            .ok_or(Incomparable::Ambiguous)?,
+            Other => return Err(invalid),
+        })
+    }
+
+    /// [`ColType::compare`] with the client's error for column `column`.
+    pub fn compare_at(&self, column: usize, a: &[u8], b: &[u8]) -> Result<Ordering, MergeError> {
+        self.compare(a, b).map_err(|e| match e {
+            Incomparable::Invalid => MergeError::BadValue {
+                column,
+                detail: format!("not a valid value of type oid {}", self.oid),
+            },
+            Incomparable::Ambiguous => MergeError::unsupported(format!(
+                "ORDER BY, min() or max() on timestamp with time zone column {column} under \
+                 DateStyle '{}': the shards print time zone abbreviations, and values less than \
+                 3 hours apart with different abbreviations (e.g. '{}' and '{}') cannot be \
+                 ordered reliably; use DateStyle ISO",
+                self.dates,
+                String::from_utf8_lossy(a),
+                String::from_utf8_lossy(b),
+            )),
         })
     }
 
@@ -293,32 +339,33 @@ mod tests {
             kind: Kind::from_oid(oid),
             oid,
             binary,
+            dates: DateStyle::default(),
         }
     }
 
     #[test]
     fn text_comparisons_follow_the_type() {
         let int = ty(23, false);
-        assert_eq!(int.compare(b"10", b"9"), Some(Ordering::Greater));
-        assert_eq!(int.compare(b"-10", b"9"), Some(Ordering::Less));
+        assert_eq!(int.compare(b"10", b"9").ok(), Some(Ordering::Greater));
+        assert_eq!(int.compare(b"-10", b"9").ok(), Some(Ordering::Less));
         let num = ty(1700, false);
-        assert_eq!(num.compare(b"10.5", b"9.75"), Some(Ordering::Greater));
-        assert_eq!(num.compare(b"NaN", b"1e9"), Some(Ordering::Greater));
+        assert_eq!(num.compare(b"10.5", b"9.75").ok(), Some(Ordering::Greater));
+        assert_eq!(num.compare(b"NaN", b"1e9").ok(), Some(Ordering::Greater));
         let f = ty(701, false);
-        assert_eq!(f.compare(b"NaN", b"Infinity"), Some(Ordering::Greater));
-        assert_eq!(f.compare(b"-0", b"0"), Some(Ordering::Equal));
-        assert_eq!(f.compare(b"1e+15", b"2"), Some(Ordering::Greater));
+        assert_eq!(f.compare(b"NaN", b"Infinity").ok(), Some(Ordering::Greater));
+        assert_eq!(f.compare(b"-0", b"0").ok(), Some(Ordering::Equal));
+        assert_eq!(f.compare(b"1e+15", b"2").ok(), Some(Ordering::Greater));
         let text = ty(25, false);
-        assert_eq!(text.compare(b"B", b"a"), Some(Ordering::Less));
+        assert_eq!(text.compare(b"B", b"a").ok(), Some(Ordering::Less));
         let bp = ty(1042, false);
-        assert_eq!(bp.compare(b"a  ", b"a"), Some(Ordering::Equal));
+        assert_eq!(bp.compare(b"a  ", b"a").ok(), Some(Ordering::Equal));
         let date = ty(1082, false);
         assert_eq!(
-            date.compare(b"0001-01-01 BC", b"0001-01-01"),
+            date.compare(b"0001-01-01 BC", b"0001-01-01").ok(),
             Some(Ordering::Less)
         );
-        assert_eq!(int.compare(b"x", b"1"), None);
-        assert_eq!(ty(1186, false).compare(b"1 day", b"2 days"), None);
+        assert_eq!(int.compare(b"x", b"1").ok(), None);
+        assert_eq!(ty(1186, false).compare(b"1 day", b"2 days").ok(), None);
         assert!(!ty(1186, false).ordered());
     }
 
@@ -326,20 +373,22 @@ mod tests {
     fn binary_comparisons() {
         let int8 = ty(20, true);
         assert_eq!(
-            int8.compare(&(-5i64).to_be_bytes(), &3i64.to_be_bytes()),
+            int8.compare(&(-5i64).to_be_bytes(), &3i64.to_be_bytes())
+                .ok(),
             Some(Ordering::Less)
         );
         let f4 = ty(700, true);
         assert_eq!(
-            f4.compare(&f32::NAN.to_be_bytes(), &1.0f32.to_be_bytes()),
+            f4.compare(&f32::NAN.to_be_bytes(), &1.0f32.to_be_bytes())
+                .ok(),
             Some(Ordering::Greater)
         );
         let ts = ty(1184, true);
         assert_eq!(
-            ts.compare(&(-1i64).to_be_bytes(), &1i64.to_be_bytes()),
+            ts.compare(&(-1i64).to_be_bytes(), &1i64.to_be_bytes()).ok(),
             Some(Ordering::Less)
         );
-        assert_eq!(int8.compare(b"abc", &1i64.to_be_bytes()), None);
+        assert_eq!(int8.compare(b"abc", &1i64.to_be_bytes()).ok(), None);
     }
 
     #[test]

@@ -282,6 +282,16 @@ impl ShardedSession {
     ) -> Result<Vec<String>, ClientError> {
         let single = shards.len() == 1;
         let mut merger = plan.map(|p| Merger::new(p, shards.len()));
+        if let Some(mg) = merger.as_mut() {
+            // Dates and timestamps are compared as the servers print them.
+            let style = shards
+                .first()
+                .and_then(|s| self.servers[*s].as_ref())
+                .and_then(|s| s.params.get("DateStyle").cloned());
+            if let Some(style) = style {
+                mg.set_datestyle(&style);
+            }
+        }
         let mut pending: Vec<bool> = vec![true; shards.len()];
         let mut error: Option<ClientError> = None;
         let mut tag_parts: Vec<String> = Vec::new();
