@@ -10,7 +10,10 @@ use crate::backend::CancelKey;
 /// The server a client is attached to, shared between its session and the registry.
 pub type Slot = Arc<Mutex<Option<Arc<CancelKey>>>>;
 
-type Keys = HashMap<(i32, [u8; 4]), Slot>;
+/// The other servers a sharded session's query runs on (cancelled together with `Slot`'s).
+pub type Others = Arc<Mutex<Vec<Arc<CancelKey>>>>;
+
+type Keys = HashMap<(i32, [u8; 4]), (Slot, Others)>;
 
 static KEYS: LazyLock<Mutex<Keys>> = LazyLock::new(|| Mutex::new(HashMap::new()));
 
@@ -19,6 +22,7 @@ pub struct Registration {
     pub pid: i32,
     pub secret: [u8; 4],
     pub slot: Slot,
+    pub others: Others,
 }
 
 impl Drop for Registration {
@@ -39,8 +43,14 @@ pub fn register() -> Registration {
             continue;
         }
         let slot: Slot = Arc::new(Mutex::new(None));
-        keys.insert((pid, secret), slot.clone());
-        return Registration { pid, secret, slot };
+        let others: Others = Arc::new(Mutex::new(Vec::new()));
+        keys.insert((pid, secret), (slot.clone(), others.clone()));
+        return Registration {
+            pid,
+            secret,
+            slot,
+            others,
+        };
     }
 }
 
@@ -50,21 +60,30 @@ pub async fn cancel(pid: i32, secret: &[u8]) {
     let Ok(secret) = <[u8; 4]>::try_from(secret) else {
         return;
     };
-    let target = KEYS
+    let targets: Vec<Arc<CancelKey>> = KEYS
         .lock()
         .get(&(pid, secret))
-        .and_then(|slot| slot.lock().clone());
-    let Some(key) = target else {
+        .map(|(slot, others)| {
+            slot.lock()
+                .iter()
+                .cloned()
+                .chain(others.lock().iter().cloned())
+                .collect()
+        })
+        .unwrap_or_default();
+    if targets.is_empty() {
         tracing::debug!("cancel request with an unknown key ignored");
         return;
-    };
-    let request = crate::net::message::cancel_request(key.pid, &key.secret);
-    match tokio::net::TcpStream::connect(&key.addr).await {
-        Ok(mut stream) => {
-            use tokio::io::AsyncWriteExt;
-            let _ = stream.write_all(&request).await;
-            let _ = stream.shutdown().await;
+    }
+    for key in targets {
+        let request = crate::net::message::cancel_request(key.pid, &key.secret);
+        match tokio::net::TcpStream::connect(&key.addr).await {
+            Ok(mut stream) => {
+                use tokio::io::AsyncWriteExt;
+                let _ = stream.write_all(&request).await;
+                let _ = stream.shutdown().await;
+            }
+            Err(e) => tracing::warn!("forwarding cancel to {}: {e}", key.addr),
         }
-        Err(e) => tracing::warn!("forwarding cancel to {}: {e}", key.addr),
     }
 }

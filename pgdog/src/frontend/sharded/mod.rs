@@ -603,6 +603,8 @@ impl ShardedSession {
             })?;
             if self.servers.iter().all(|s| s.is_none()) {
                 *self.cancel.slot.lock() = Some(server.cancel_key.clone());
+            } else {
+                self.cancel.others.lock().push(server.cancel_key.clone());
             }
             self.servers[shard] = Some(server);
         }
@@ -647,6 +649,7 @@ impl ShardedSession {
 
     fn release_all(&mut self) {
         *self.cancel.slot.lock() = None;
+        self.cancel.others.lock().clear();
         for s in self.servers.iter_mut() {
             if let Some(server) = s.as_mut() {
                 if server.status != b'I' {
@@ -666,6 +669,18 @@ impl ShardedSession {
         );
         if let Some(s) = self.servers.get_mut(shard).and_then(|s| s.as_mut()) {
             s.discard();
+            let key = s.cancel_key.clone();
+            self.cancel
+                .others
+                .lock()
+                .retain(|k| !std::sync::Arc::ptr_eq(k, &key));
+            let mut slot = self.cancel.slot.lock();
+            if slot
+                .as_ref()
+                .is_some_and(|k| std::sync::Arc::ptr_eq(k, &key))
+            {
+                *slot = None;
+            }
         }
         if let Some(s) = self.servers.get_mut(shard) {
             *s = None;
@@ -682,6 +697,7 @@ impl ShardedSession {
 
     async fn cleanup(&mut self) {
         *self.cancel.slot.lock() = None;
+        self.cancel.others.lock().clear();
         let reset = self.mode == PoolerMode::Session || self.pinned.is_some();
         for slot in self.servers.iter_mut() {
             let Some(mut server) = slot.take() else {
