@@ -70,8 +70,7 @@ impl Groups {
                 AggFn::BoolAnd | AggFn::BoolOr if ty.kind == Kind::Bool => Acc::Bool(None),
                 AggFn::BoolAnd | AggFn::BoolOr => return Err(unsupported("bool_and/bool_or", ty)),
                 AggFn::Avg { sum, count } => {
-                    let ok_avg =
-                        (ty.kind == Kind::Numeric && !ty.binary) || ty.kind == Kind::Float8;
+                    let ok_avg = matches!(ty.kind, Kind::Numeric | Kind::Float8);
                     let sum_ty = types.get(*sum).ok_or(MergeError::State("avg sum column"))?;
                     let count_ty = types
                         .get(*count)
@@ -320,7 +319,7 @@ impl Groups {
 fn sum_acc(ty: &ColType) -> Option<Acc> {
     Some(match ty.kind {
         Kind::Int2 | Kind::Int4 | Kind::Int8 => Acc::SumInt(None),
-        Kind::Numeric if !ty.binary => Acc::SumDec(None),
+        Kind::Numeric => Acc::SumDec(None),
         Kind::Float8 => Acc::SumF64(None),
         Kind::Float4 => Acc::SumF32(None),
         _ => return None,

@@ -3,6 +3,15 @@
 //! the way Postgres prints (display scale kept: `1.50 + 1 = 2.50`).
 use std::cmp::Ordering;
 
+/// Sign words of Postgres' binary `numeric`.
+const NUMERIC_POS: u16 = 0x0000;
+const NUMERIC_NEG: u16 = 0x4000;
+const NUMERIC_NAN: u16 = 0xC000;
+const NUMERIC_PINF: u16 = 0xD000;
+const NUMERIC_NINF: u16 = 0xF000;
+const NUMERIC_DSCALE_MAX: u16 = 0x3FFF;
+const NBASE: u16 = 10000;
+
 /// A `numeric` value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decimal {
@@ -141,6 +150,107 @@ impl Decimal {
         }
         q.normalize();
         Decimal::Finite(q)
+    }
+
+    /// Reads Postgres' binary `numeric` (what `numeric_send` writes): `ndigits`, `weight`,
+    /// sign (`NUMERIC_POS` 0x0000, `NUMERIC_NEG` 0x4000, `NUMERIC_NAN` 0xC000, and since
+    /// PostgreSQL 14 `NUMERIC_PINF` 0xD000 / `NUMERIC_NINF` 0xF000), `dscale`, then `ndigits`
+    /// base-10000 digits, most significant first, the first of weight `weight`.
+    pub fn from_binary(v: &[u8]) -> Option<Decimal> {
+        let word = |i: usize| -> Option<u16> {
+            Some(u16::from_be_bytes(
+                v.get(i * 2..i * 2 + 2)?.try_into().ok()?,
+            ))
+        };
+        let ndigits = word(0)? as i16;
+        let weight = word(1)? as i16 as i64;
+        let sign = word(2)?;
+        let dscale = word(3)?;
+        match sign {
+            NUMERIC_NAN => return Some(Decimal::NaN),
+            NUMERIC_PINF => return Some(Decimal::Inf(false)),
+            NUMERIC_NINF => return Some(Decimal::Inf(true)),
+            NUMERIC_POS | NUMERIC_NEG => {}
+            _ => return None,
+        }
+        if ndigits < 0 || dscale > NUMERIC_DSCALE_MAX || v.len() != 8 + ndigits as usize * 2 {
+            return None;
+        }
+        // The digits as one integer D (decimal, least significant first): the value is
+        // D × 10000^(weight - ndigits + 1), and mag = value × 10^dscale.
+        let mut digits = Vec::with_capacity(ndigits as usize * 4);
+        for i in (0..ndigits as usize).rev() {
+            let mut g = word(4 + i)?;
+            if g >= NBASE {
+                return None;
+            }
+            for _ in 0..4 {
+                digits.push((g % 10) as u8);
+                g /= 10;
+            }
+        }
+        let exp = 4 * (weight - ndigits as i64 + 1) + dscale as i64;
+        let mag = if exp >= 0 {
+            let mut m = vec![0; exp as usize];
+            m.extend_from_slice(&digits);
+            m
+        } else {
+            // Digits below the display scale (Postgres never sends non-zero ones): dropped.
+            digits.split_off(((-exp) as usize).min(digits.len()))
+        };
+        Some(Decimal::Finite(Finite::new(
+            sign == NUMERIC_NEG,
+            mag,
+            dscale as u32,
+        )))
+    }
+
+    /// Writes Postgres' binary `numeric` exactly as `numeric_send` would for this value:
+    /// leading and trailing zero base-10000 digits stripped, zero as no digits with weight 0
+    /// and a positive sign, the display scale kept; `NaN` and the infinities as their sign
+    /// word with the header bits Postgres sends for them (dscale 0 for NaN, 32 for infinities).
+    pub fn to_binary(&self) -> Vec<u8> {
+        let words: Vec<u16> = match self {
+            Decimal::NaN => vec![0, 0, NUMERIC_NAN, 0],
+            // numeric_send reads a special value's short header as a dscale: 0xD000/0xF000
+            // carry 0x1000 in NUMERIC_SHORT_DSCALE_MASK, i.e. 32.
+            Decimal::Inf(false) => vec![0, 0, NUMERIC_PINF, 32],
+            Decimal::Inf(true) => vec![0, 0, NUMERIC_NINF, 32],
+            Decimal::Finite(f) => {
+                let dscale = f.scale.min(NUMERIC_DSCALE_MAX as u32) as u16;
+                // Align the decimal point on a base-10000 boundary: mag × 10^pad.
+                let pad = ((4 - f.scale % 4) % 4) as usize;
+                let frac_groups = (f.scale as i64 + pad as i64) / 4;
+                let n = f.mag.len() + pad;
+                // Base-10000 digits, least significant first.
+                let mut groups: Vec<u16> = (0..n.div_ceil(4))
+                    .map(|g| {
+                        (g * 4..g * 4 + 4)
+                            .rev()
+                            .fold(0u16, |acc, i| acc * 10 + f.digit(pad, i) as u16)
+                    })
+                    .collect();
+                while groups.last() == Some(&0) {
+                    groups.pop();
+                }
+                let low = groups.iter().take_while(|&&g| g == 0).count();
+                if groups.is_empty() {
+                    vec![0, 0, NUMERIC_POS, dscale]
+                } else {
+                    let weight = groups.len() as i64 - 1 - frac_groups;
+                    let digits = &groups[low..];
+                    let mut w = vec![
+                        digits.len() as u16,
+                        weight as i16 as u16,
+                        if f.neg { NUMERIC_NEG } else { NUMERIC_POS },
+                        dscale,
+                    ];
+                    w.extend(digits.iter().rev());
+                    w
+                }
+            }
+        };
+        words.iter().flat_map(|w| w.to_be_bytes()).collect()
     }
 
     fn digits_of(mut u: u128) -> Vec<u8> {
@@ -432,5 +542,110 @@ mod tests {
             "0.00103333333333333333"
         );
         assert_eq!(d("NaN").div_count(3).to_string(), "NaN");
+    }
+
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// `numeric_send` output of PostgreSQL 18 (`COPY (SELECT v) TO STDOUT (FORMAT binary)`).
+    const PG_BINARY: &[(&str, &str)] = &[
+        ("0", "0000000000000000"),
+        ("0.000", "0000000000000003"),
+        ("-0.5", "0001ffff400000011388"),
+        (
+            "123456789.123456789",
+            "0006000200000009000109291a8504d2162e2328",
+        ),
+        (
+            "-123456789.123456789",
+            "0006000240000009000109291a8504d2162e2328",
+        ),
+        ("0.00000000000000000001", "0001fffb000000140001"),
+        (
+            "99999999999999999999",
+            "0005000400000000270f270f270f270f270f",
+        ),
+        ("10000", "00010001000000000001"),
+        ("1.50", "000200000000000200011388"),
+        ("0.00010000", "0001ffff000000080001"),
+        ("3", "00010000000000000003"),
+        ("NaN", "00000000c0000000"),
+        ("Infinity", "00000000d0000020"),
+        ("-Infinity", "00000000f0000020"),
+        // avg results: (1, 2, 4), (1.50, 2.25, -7.125), (100000, 0, 0), (0.0031).
+        ("2.3333333333333333", "000500000000001000020d050d050d050d05"),
+        ("-1.12500000000000000000", "0002000040000014000104e2"),
+        ("33333.333333333333", "000500010000000c00030d050d050d050d05"),
+        ("0.00310000000000000000", "0001ffff00000014001f"),
+        ("0.0", "0000000000000001"),
+    ];
+
+    #[test]
+    fn binary_matches_postgres() {
+        for (text, bin) in PG_BINARY {
+            let bin = hex(bin);
+            assert_eq!(d(text).to_binary(), bin, "{text} to binary");
+            let back = Decimal::from_binary(&bin).unwrap();
+            assert_eq!(back.to_string(), *text, "{text} from binary");
+            assert_eq!(back.to_binary(), bin, "{text} round trip");
+        }
+        assert_eq!(d("1e-20").to_string(), "0.00000000000000000001");
+        // Merged results in binary: what Postgres sends for the whole table.
+        assert_eq!(
+            d("1").add(&d("2")).add(&d("4")).div_count(3).to_binary(),
+            hex("000500000000001000020d050d050d050d05")
+        );
+        assert_eq!(
+            d("1.50")
+                .add(&d("2.25"))
+                .div_count(2)
+                .add(&d("0"))
+                .to_string(),
+            "1.8750000000000000"
+        );
+        assert_eq!(
+            d("-0.5").add(&d("0.5")).to_binary(),
+            hex("0000000000000001")
+        );
+        assert_eq!(
+            d("Infinity").add(&d("1")).div_count(2).to_binary(),
+            hex("00000000d0000020")
+        );
+        // Invalid: short, bad sign, digit out of range, length mismatch.
+        for bad in [
+            "000000",
+            "0000000012340000",
+            "00010000000000002710",
+            "0001000000000000",
+        ] {
+            assert!(Decimal::from_binary(&hex(bad)).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn text_binary_round_trips() {
+        for s in [
+            "0",
+            "0.00",
+            "1",
+            "-1",
+            "0.1",
+            "0.0001",
+            "0.00001",
+            "12345.6789",
+            "-12345.67890",
+            "1000000000000",
+            "100000000000000000000000000000000000.000000000000000000000000001",
+            "9999.9999",
+            "10000.00001",
+        ] {
+            let b = d(s).to_binary();
+            assert_eq!(Decimal::from_binary(&b).unwrap().to_string(), s);
+            assert_eq!(Decimal::from_binary(&b).unwrap(), d(s));
+        }
     }
 }

@@ -155,7 +155,8 @@ impl MergePlan {
         *self == MergePlan::default()
     }
 
-    /// Number of hidden trailing columns the shards return (requested in text format).
+    /// Number of hidden trailing columns the shards return (in the result format the Bind asks
+    /// for).
     pub fn hidden_columns(&self) -> usize {
         self.hidden
     }

@@ -977,3 +977,123 @@ fn datestyle_set_after_the_row_description() {
     m.finish(&mut out).unwrap();
     assert_eq!(col(&texts(&out), 0), vec!["02.01.2024", "01.02.2024"]);
 }
+
+/// Binary numeric as Postgres 18 sends it (hex of `numeric_send`).
+fn num_bin(s: &str) -> Vec<u8> {
+    Decimal::parse(s).unwrap().to_binary()
+}
+
+#[test]
+fn binary_sum_and_avg_merge_like_text() {
+    // SELECT sum(score), avg(age), count(*), sum(n) FROM users: score numeric, age int4,
+    // n int4; avg's hidden sum (bigint) and count come back binary too (one format code).
+    let p = plan("SELECT sum(score), avg(age), count(*), sum(n) FROM users").unwrap();
+    assert_eq!(p.merge.hidden_columns(), 2);
+    let cols = [
+        ("sum", 1700, -1),
+        ("avg", 1700, -1),
+        ("count", 20, 8),
+        ("sum", 20, 8),
+        ("__pgdog_0", 20, 8),
+        ("__pgdog_1", 20, 8),
+    ];
+    let fields: Vec<Field> = cols
+        .iter()
+        .map(|(n, oid, len)| Field {
+            format: 1,
+            ..Field::computed(n, *oid, *len)
+        })
+        .collect();
+    let desc = rows::row_description(&fields);
+    let i8b = |v: i64| Some(v.to_be_bytes().to_vec());
+    // Shard rows: (sum(score), avg(age), count, sum(n), sum(age), count(age)).
+    let shard_rows = [
+        vec![
+            Some(num_bin("1.50")),
+            Some(num_bin("1.5000000000000000")),
+            i8b(2),
+            i8b(3),
+            i8b(3),
+            i8b(2),
+        ],
+        vec![
+            Some(num_bin("123456789.123456789")),
+            Some(num_bin("4.0000000000000000")),
+            i8b(1),
+            i8b(-10),
+            i8b(4),
+            i8b(1),
+        ],
+        // An empty shard: NULL sums and avg, zero counts.
+        vec![None, None, i8b(0), None, None, i8b(0)],
+    ];
+    let mut m = Merger::new(&p.merge, 3);
+    for i in 0..3 {
+        m.row_description(i, &desc).unwrap();
+    }
+    for (i, r) in shard_rows.iter().enumerate() {
+        m.row(i, rows::data_row(r)).unwrap();
+        m.shard_done(i);
+    }
+    let mut out = Vec::new();
+    m.finish(&mut out).unwrap();
+    assert_eq!(out.len(), 1);
+    let r = DataRow::parse(out[0].clone()).unwrap();
+    assert_eq!(r.len(), 4);
+    // Postgres 18 over the whole table: sum 123456790.623456789 (dscale 9), avg(1, 2, 4)
+    // = 2.3333333333333333 (dscale 16), count 3, sum(n) -7.
+    let hex = |v: &[u8]| v.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    assert_eq!(hex(r.get(0).unwrap()), hex(&num_bin("123456790.623456789")));
+    assert_eq!(
+        hex(r.get(1).unwrap()),
+        "000500000000001000020d050d050d050d05"
+    );
+    assert_eq!(r.get(2).unwrap(), 3i64.to_be_bytes());
+    assert_eq!(r.get(3).unwrap(), (-7i64).to_be_bytes());
+
+    // avg(numeric) and sum(bigint) in binary, every shard's avg NULL: NULL results.
+    let p = plan("SELECT avg(x), sum(y) FROM t").unwrap();
+    let cols = [
+        ("avg", 1700),
+        ("sum", 1700),
+        ("__pgdog_0", 1700),
+        ("__pgdog_1", 20),
+    ];
+    let fields: Vec<Field> = cols
+        .iter()
+        .map(|(n, oid)| Field {
+            format: 1,
+            ..Field::computed(n, *oid, -1)
+        })
+        .collect();
+    let desc = rows::row_description(&fields);
+    let mut m = Merger::new(&p.merge, 2);
+    m.row_description(0, &desc).unwrap();
+    m.row_description(1, &desc).unwrap();
+    m.row(
+        0,
+        rows::data_row(&[None, Some(num_bin("99999999999999999999")), None, i8b(0)]),
+    )
+    .unwrap();
+    m.row(
+        1,
+        rows::data_row(&[
+            Some(num_bin("-0.50000000000000000000")),
+            Some(num_bin("1")),
+            Some(num_bin("-0.5")),
+            i8b(1),
+        ]),
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    m.finish(&mut out).unwrap();
+    let r = DataRow::parse(out[0].clone()).unwrap();
+    assert_eq!(
+        Decimal::from_binary(r.get(0).unwrap()).unwrap().to_string(),
+        "-0.50000000000000000000"
+    );
+    assert_eq!(
+        Decimal::from_binary(r.get(1).unwrap()).unwrap().to_string(),
+        "100000000000000000000"
+    );
+}

@@ -231,7 +231,7 @@ impl ColType {
                 Oid => Some(Number::Int(be_i32(v)? as u32 as i128)),
                 Float4 => Some(Number::Float(f32::from_bits(be_i32(v)? as u32) as f64)),
                 Float8 => Some(Number::Float(f64::from_bits(be_i64(v)? as u64))),
-                Numeric => Some(Number::Dec(numeric_from_binary(v)?)),
+                Numeric => Some(Number::Dec(Decimal::from_binary(v)?)),
                 _ => None,
             };
         }
@@ -256,6 +256,8 @@ impl ColType {
             (Float4, Number::Float(f), true) => Some((*f as f32).to_be_bytes().to_vec()),
             (Numeric, Number::Dec(d), false) => Some(d.to_string().into_bytes()),
             (Numeric, Number::Int(i), false) => Some(i.to_string().into_bytes()),
+            (Numeric, Number::Dec(d), true) => Some(d.to_binary()),
+            (Numeric, Number::Int(i), true) => Some(Decimal::from_i128(*i).to_binary()),
             _ => None,
         }
     }
@@ -280,54 +282,6 @@ fn be_i32(v: &[u8]) -> Option<i32> {
 
 fn be_i64(v: &[u8]) -> Option<i64> {
     Some(i64::from_be_bytes(v.try_into().ok()?))
-}
-
-/// Binary `numeric`: ndigits, weight, sign, dscale, then base-10000 digits.
-fn numeric_from_binary(v: &[u8]) -> Option<Decimal> {
-    let word = |i: usize| -> Option<i16> { be_i16(v.get(i * 2..i * 2 + 2)?) };
-    let ndigits = word(0)?;
-    let weight = word(1)? as i64;
-    let sign = word(2)? as u16;
-    let dscale = word(3)?;
-    match sign {
-        0xC000 => return Some(Decimal::NaN),
-        0xD000 => return Some(Decimal::Inf(false)),
-        0xF000 => return Some(Decimal::Inf(true)),
-        0x0000 | 0x4000 => {}
-        _ => return None,
-    }
-    if ndigits < 0 || dscale < 0 || v.len() != 8 + ndigits as usize * 2 {
-        return None;
-    }
-    // Digit group i has weight (weight - i): write the integer part, then the fraction.
-    let mut s = String::new();
-    if sign == 0x4000 {
-        s.push('-');
-    }
-    let group = |i: i64| -> Option<i16> {
-        if i < 0 || i >= ndigits as i64 {
-            Some(0)
-        } else {
-            word(4 + i as usize)
-        }
-    };
-    if weight < 0 {
-        s.push('0');
-    }
-    for w in (0..=weight).rev() {
-        s.push_str(&format!("{:04}", group(weight - w)?));
-    }
-    let frac_groups = (dscale as i64 + 3) / 4;
-    let mut frac = String::new();
-    for w in 1..=frac_groups {
-        frac.push_str(&format!("{:04}", group(weight + w)?));
-    }
-    frac.truncate(dscale as usize);
-    if !frac.is_empty() {
-        s.push('.');
-        s.push_str(&frac);
-    }
-    Decimal::parse(&s)
 }
 
 #[cfg(test)]
@@ -398,13 +352,13 @@ mod tests {
         for w in [3i16, 1, 0, 3, 1, 2345, 6780] {
             v.extend_from_slice(&w.to_be_bytes());
         }
-        assert_eq!(numeric_from_binary(&v).unwrap().to_string(), "12345.678");
+        assert_eq!(Decimal::from_binary(&v).unwrap().to_string(), "12345.678");
         // -0.05: ndigits 1, weight -1, sign 0x4000, dscale 2, digits 500.
         let mut v = Vec::new();
         for w in [1i16, -1, 0x4000, 2, 500] {
             v.extend_from_slice(&w.to_be_bytes());
         }
-        assert_eq!(numeric_from_binary(&v).unwrap().to_string(), "-0.05");
+        assert_eq!(Decimal::from_binary(&v).unwrap().to_string(), "-0.05");
     }
 
     #[test]
