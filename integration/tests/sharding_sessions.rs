@@ -1,7 +1,7 @@
 //! Sessions on a sharded database under stress: a cross-shard query is cancelled on every
 //! shard; a client that disconnects inside a cross-shard transaction leaves nothing behind; a
 //! shard that is down gives a clear error (not a hang) while the other shards keep serving; many
-//! concurrent clients share small pools.
+//! concurrent clients share small pools; binary COPY out of and back into every shard.
 mod sharding_common;
 
 use sharding_common::*;
@@ -101,6 +101,48 @@ async fn cancel_disconnect_shard_down_and_concurrency() {
         .get(0);
     assert_eq!(n, 30);
 
+    // Binary COPY round trip: out of every shard (one header, one trailer), back in split by
+    // key (each shard gets the header and a trailer), same rows on the same shards.
+    {
+        use futures_util::{SinkExt, TryStreamExt};
+        let before: Vec<i64> = shard_counts(&ports).await;
+        let stream = client
+            .copy_out("COPY t TO STDOUT (FORMAT binary)")
+            .await
+            .expect("copy out");
+        futures_util::pin_mut!(stream);
+        let mut data = Vec::new();
+        while let Some(chunk) = stream.try_next().await.expect("copy data") {
+            data.extend_from_slice(&chunk);
+        }
+        assert!(data.starts_with(b"PGCOPY\n\xff\r\n\0"), "one binary header");
+        assert!(data.ends_with(&[0xff, 0xff]), "one trailer at the end");
+        assert_eq!(
+            data.windows(11)
+                .filter(|w| w == b"PGCOPY\n\xff\r\n\0")
+                .count(),
+            1
+        );
+        client.batch_execute("TRUNCATE t").await.expect("truncate");
+        let sink = client
+            .copy_in::<_, bytes::Bytes>("COPY t FROM STDIN (FORMAT binary)")
+            .await
+            .expect("copy in");
+        futures_util::pin_mut!(sink);
+        for piece in data.chunks(37) {
+            sink.send(bytes::Bytes::copy_from_slice(piece))
+                .await
+                .expect("send");
+        }
+        let n = sink.as_mut().finish().await.expect("copy in done");
+        assert_eq!(n, 30);
+        assert_eq!(
+            shard_counts(&ports).await,
+            before,
+            "rows back on their shards"
+        );
+    }
+
     // A client that disconnects inside a transaction touching every shard leaves nothing.
     {
         let c2 = connect_proxy(&proxy).await;
@@ -186,4 +228,20 @@ async fn cancel_disconnect_shard_down_and_concurrency() {
         (10..30).contains(&served),
         "only shard 2's keys fail: {served}"
     );
+}
+
+/// Rows of `t` on each shard, read directly.
+async fn shard_counts(ports: &[u16]) -> Vec<i64> {
+    let mut out = Vec::new();
+    for port in ports {
+        let direct = connect_port(*port).await;
+        out.push(
+            direct
+                .query_one("SELECT count(*) FROM t", &[])
+                .await
+                .expect("count")
+                .get(0),
+        );
+    }
+    out
 }
