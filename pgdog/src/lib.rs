@@ -8,12 +8,14 @@
 //! - `frontend`: client sessions;
 //! - `router`: which shards a statement goes to;
 //! - `sharding`: placement of key values on shards (hash, list, range);
-//! - `merge`: cross-shard results assembled as one.
+//! - `merge`: cross-shard results assembled as one;
+//! - `replication`: logical replication (pgoutput decoder, replication client).
 pub mod auth;
 pub mod backend;
 pub mod config;
 pub mod frontend;
 pub mod merge;
 pub mod net;
+pub mod replication;
 pub mod router;
 pub mod sharding;

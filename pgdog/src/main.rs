@@ -1,5 +1,6 @@
 //! The `pgdog` binary: `pgdog [--config F] [--users F]` runs the proxy; `pgdog hash PASSWORD`
-//! prints a SCRAM-SHA-256 verifier for users.toml; `pgdog configcheck` validates both files.
+//! prints a SCRAM-SHA-256 verifier for users.toml; `pgdog configcheck` validates both files;
+//! `pgdog logical-dump` prints a logical replication slot's changes as JSON lines.
 use pgdog::backend::Registry;
 use pgdog::config::Settings;
 use std::path::PathBuf;
@@ -10,7 +11,12 @@ const USAGE: &str = "usage:
   pgdog configcheck [--config F] [--users F]           validate the configuration files
   pgdog hash <password>                                print a SCRAM-SHA-256 verifier for users.toml
   pgdog route [--config F] [--users F] --database D \"SQL\" [--param V ...]
-                                                       print each statement's shards (no server needed)";
+                                                       print each statement's shards (no server needed)
+  pgdog logical-dump --url postgres://user[:pw]@host:port/db --slot S --publication P [--publication P2]
+                     [--create-temporary [--primary-url URL]] [--proto 1-4] [--binary] [--streaming on|parallel]
+                     [--two-phase] [--until-lsn X/Y]
+                                                       stream slot S (pgoutput) as JSON lines until
+                                                       --until-lsn or Ctrl-C/SIGTERM, then stop cleanly";
 
 struct Args {
     command: Option<String>,
@@ -19,6 +25,22 @@ struct Args {
     users: PathBuf,
     database: Option<String>,
     params: Vec<String>,
+    dump: DumpArgs,
+}
+
+/// Flags of `pgdog logical-dump`.
+#[derive(Default)]
+struct DumpArgs {
+    url: Option<String>,
+    primary_url: Option<String>,
+    slot: Option<String>,
+    publications: Vec<String>,
+    create_temporary: bool,
+    proto: Option<String>,
+    binary: bool,
+    streaming: Option<String>,
+    two_phase: bool,
+    until_lsn: Option<String>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -29,6 +51,7 @@ fn parse_args() -> Result<Args, String> {
         users: "users.toml".into(),
         database: None,
         params: Vec::new(),
+        dump: DumpArgs::default(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -39,6 +62,25 @@ fn parse_args() -> Result<Args, String> {
                 args.database = Some(it.next().ok_or("--database needs a name")?)
             }
             "--param" | "-p" => args.params.push(it.next().ok_or("--param needs a value")?),
+            "--url" => args.dump.url = Some(it.next().ok_or("--url needs a URL")?),
+            "--primary-url" => {
+                args.dump.primary_url = Some(it.next().ok_or("--primary-url needs a URL")?)
+            }
+            "--slot" => args.dump.slot = Some(it.next().ok_or("--slot needs a name")?),
+            "--publication" => args
+                .dump
+                .publications
+                .push(it.next().ok_or("--publication needs a name")?),
+            "--create-temporary" => args.dump.create_temporary = true,
+            "--proto" => args.dump.proto = Some(it.next().ok_or("--proto needs 1 to 4")?),
+            "--binary" => args.dump.binary = true,
+            "--streaming" => {
+                args.dump.streaming = Some(it.next().ok_or("--streaming needs on or parallel")?)
+            }
+            "--two-phase" => args.dump.two_phase = true,
+            "--until-lsn" => {
+                args.dump.until_lsn = Some(it.next().ok_or("--until-lsn needs an LSN")?)
+            }
             "-h" | "--help" => return Err(String::new()),
             _ if args.command.is_none() && !a.starts_with('-') => args.command = Some(a),
             _ if !a.starts_with('-') => args.positional.push(a),
@@ -87,12 +129,56 @@ fn main() -> ExitCode {
             }
         },
         Some("route") => route(&args),
+        Some("logical-dump") => match dump_options(args.dump) {
+            Ok(options) => pgdog::replication::dump::main(options),
+            Err(e) => {
+                eprintln!("pgdog: logical-dump: {e}\n{USAGE}");
+                ExitCode::from(2)
+            }
+        },
         Some(other) => {
             eprintln!("pgdog: unknown command {other}\n{USAGE}");
             ExitCode::from(2)
         }
         None => run(args),
     }
+}
+
+/// Checks the flags of `pgdog logical-dump`.
+fn dump_options(a: DumpArgs) -> Result<pgdog::replication::dump::DumpOptions, String> {
+    use pgdog::replication::client::{parse_lsn, Streaming};
+    let proto = match a.proto.as_deref() {
+        None => 4,
+        Some(p) => match p.parse::<u32>() {
+            Ok(v) if (1..=4).contains(&v) => v,
+            _ => return Err(format!("--proto {p}: use 1, 2, 3 or 4")),
+        },
+    };
+    let streaming = match a.streaming.as_deref() {
+        None | Some("off") => Streaming::Off,
+        Some("on") => Streaming::On,
+        Some("parallel") => Streaming::Parallel,
+        Some(other) => return Err(format!("--streaming {other}: use off, on or parallel")),
+    };
+    let until_lsn = match a.until_lsn.as_deref() {
+        None => None,
+        Some(l) => Some(parse_lsn(l).map_err(|e| e.to_string())?),
+    };
+    if a.publications.is_empty() {
+        return Err("--publication is required".into());
+    }
+    Ok(pgdog::replication::dump::DumpOptions {
+        url: a.url.ok_or("--url is required")?,
+        slot: a.slot.ok_or("--slot is required")?,
+        publications: a.publications,
+        create_temporary: a.create_temporary,
+        primary_url: a.primary_url,
+        proto,
+        binary: a.binary,
+        streaming,
+        two_phase: a.two_phase,
+        until_lsn,
+    })
 }
 
 /// `pgdog route`: the routing decision for each statement, without connecting anywhere.

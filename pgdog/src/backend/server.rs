@@ -113,14 +113,28 @@ impl std::fmt::Debug for Server {
 impl Server {
     /// Connects, authenticates and waits for the first ReadyForQuery.
     pub async fn connect(target: &ServerTarget, timeout: Duration) -> Result<Server, ServerError> {
+        Self::connect_with_params(target, &[], timeout).await
+    }
+
+    /// Like [`Server::connect`], with extra startup parameters after `user`, `database` and
+    /// `application_name` (e.g. `("replication", "database")` for a logical replication
+    /// connection); a later parameter of the same name wins on the server.
+    pub async fn connect_with_params(
+        target: &ServerTarget,
+        extra: &[(&str, &str)],
+        timeout: Duration,
+    ) -> Result<Server, ServerError> {
         let addr = target.addr();
-        match tokio::time::timeout(timeout, Self::connect_inner(target)).await {
+        match tokio::time::timeout(timeout, Self::connect_inner(target, extra)).await {
             Ok(r) => r,
             Err(_) => Err(ServerError::ConnectTimeout(addr)),
         }
     }
 
-    async fn connect_inner(target: &ServerTarget) -> Result<Server, ServerError> {
+    async fn connect_inner(
+        target: &ServerTarget,
+        extra: &[(&str, &str)],
+    ) -> Result<Server, ServerError> {
         let addr = target.addr();
         let stream = TcpStream::connect((target.host.as_str(), target.port))
             .await
@@ -150,11 +164,13 @@ impl Server {
             last_used: Instant::now(),
             healthy: true,
         };
-        let startup = message::startup(&[
+        let mut params: Vec<(&str, &str)> = vec![
             ("user", &target.user),
             ("database", &target.database),
             ("application_name", "pgdog"),
-        ]);
+        ];
+        params.extend_from_slice(extra);
+        let startup = message::startup(&params);
         server.write_raw(&startup).await?;
         server.authenticate(target).await?;
         loop {

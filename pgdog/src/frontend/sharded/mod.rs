@@ -123,6 +123,8 @@ pub struct ShardedSession {
     skip_until_sync: bool,
     /// Why servers stay attached until the client leaves (session state was created).
     pinned: Option<&'static str>,
+    /// Registry generation the pools and router were taken from (a reload bumps it).
+    generation: u64,
 }
 
 impl ShardedSession {
@@ -160,6 +162,7 @@ impl ShardedSession {
             portals: HashMap::new(),
             skip_until_sync: false,
             pinned: None,
+            generation: crate::backend::Registry::generation(),
         }
     }
 
@@ -593,6 +596,7 @@ impl ShardedSession {
     /// The server of `shard`, checked out (and its settings and transaction brought in line
     /// with the client's) if needed.
     async fn server(&mut self, shard: usize) -> Result<&mut PooledServer, ClientError> {
+        self.refresh_after_reload()?;
         if shard >= self.servers.len() {
             return Err(RouterError::NoSuchShard(shard, self.servers.len()).into());
         }
@@ -637,6 +641,43 @@ impl ShardedSession {
         self.servers[shard]
             .as_mut()
             .ok_or_else(|| ClientError::new("08006", "server connection lost"))
+    }
+
+    /// A reload may have replaced the pools and the router: take the current ones while no
+    /// server is attached (a transaction in progress finishes on the ones it has).
+    fn refresh_after_reload(&mut self) -> Result<(), ClientError> {
+        let current = crate::backend::Registry::generation();
+        if current == self.generation || self.servers.iter().any(|s| s.is_some()) {
+            return Ok(());
+        }
+        self.generation = current;
+        let registry = crate::backend::Registry::current();
+        let (Some(pools), Some(router)) = (
+            registry.shard_pools(&self.user, &self.database),
+            registry.router(&self.database),
+        ) else {
+            return Err(ClientError::new(
+                "28000",
+                format!(
+                    "user \"{}\" is no longer configured for sharded database \"{}\"",
+                    self.user, self.database
+                ),
+            ));
+        };
+        if pools.len() != self.pools.len() {
+            return Err(ClientError::new(
+                "57P01",
+                format!(
+                    "database \"{}\" now has {} shards instead of {}: reconnect",
+                    self.database,
+                    pools.len(),
+                    self.pools.len()
+                ),
+            ));
+        }
+        self.pools = pools;
+        self.router = router;
+        Ok(())
     }
 
     /// After a request (Query or Sync): outside a transaction, servers go back to their pools.
