@@ -170,13 +170,18 @@ async fn large_transaction(streaming: Streaming) {
         assert!(starts >= 2, "several segments expected, got {starts}");
         (commits, aborts, ids.last().copied())
     };
-    assert_eq!((streamed, aborted, small), (1, 1, Some(0)));
+    // The rolled-back transaction is streamed only if the walsender decodes it before its abort
+    // record (PG16+ drops transactions it already knows aborted instead of streaming them).
+    assert_eq!((streamed, small), (1, Some(0)));
+    assert!(aborted <= 1, "{aborted} stream aborts");
     // Under parallel streaming (protocol 4) Stream Abort carries the abort LSN and time.
     let abort_info = c.messages.iter().find_map(|(_, m)| match m {
         LogicalMessage::StreamAbort { abort, .. } => Some(abort.is_some()),
         _ => None,
     });
-    assert_eq!(abort_info, Some(streaming == Streaming::Parallel));
+    if aborted == 1 {
+        assert_eq!(abort_info, Some(streaming == Streaming::Parallel));
+    }
     // Every streamed insert carries its transaction's xid; the committed rows are exact.
     let committed_xid = c.messages.iter().find_map(|(_, m)| match m {
         LogicalMessage::StreamCommit { xid, .. } => Some(*xid),
