@@ -3,7 +3,10 @@
 //! `pgdog::replication::pgoutput::Decoder`. Prints Markdown table lines (events/s, ns/event),
 //! for decoding alone and for decoding + JSON (what `pgdog logical-dump` does per message).
 //!
-//! Usage: `pgoutput-bench [transactions]` (default 200000, i.e. one million events).
+//! Usage: `pgoutput-bench [transactions]` (default 200000, i.e. one million events), or
+//! `pgoutput-bench --captured FILE`: a stream captured from PostgreSQL, one message per line in
+//! hex (`SELECT encode(data, 'hex') FROM pg_logical_slot_get_binary_changes(...)`), decoded with
+//! protocol version 4.
 use bytes::Bytes;
 use pgdog::replication::pgoutput::{Decoder, LogicalMessage};
 use std::time::Instant;
@@ -131,7 +134,61 @@ fn transaction(i: u64, out: &mut Vec<(u64, Bytes)>) {
     ));
 }
 
+/// Decodes a captured stream (hex lines) three times; prints one table row for the best pass.
+fn captured(path: &str) {
+    let text = std::fs::read_to_string(path).expect("read the captured stream");
+    let stream: Vec<Bytes> = text
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| Bytes::from(hex(l.trim_start_matches("\\x"))))
+        .collect();
+    let bytes: usize = stream.iter().map(|b| b.len()).sum();
+    let mut best = f64::MAX;
+    for _ in 0..3 {
+        let mut decoder = Decoder::new(4);
+        let start = Instant::now();
+        for (i, data) in stream.iter().enumerate() {
+            let msg = decoder
+                .decode(i as u64, data.clone())
+                .expect("valid stream");
+            std::hint::black_box(&msg);
+        }
+        best = best.min(start.elapsed().as_secs_f64());
+    }
+    let events = stream.len() as f64;
+    println!(
+        "| pgoutput decode, captured from PostgreSQL 18 | {} | {:.1} | {:.2}M | {:.0} |",
+        stream.len(),
+        bytes as f64 / 1e6,
+        events / best / 1e6,
+        best * 1e9 / events
+    );
+}
+
+fn hex(s: &str) -> Vec<u8> {
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => c - b'0',
+        b'a'..=b'f' => c - b'a' + 10,
+        b'A'..=b'F' => c - b'A' + 10,
+        _ => panic!("not hex: {c}"),
+    };
+    s.as_bytes()
+        .chunks(2)
+        .map(|p| digit(p[0]) << 4 | digit(p[1]))
+        .collect()
+}
+
 fn main() {
+    let mut args = std::env::args().skip(1);
+    if let Some(first) = args.next() {
+        if first == "--captured" {
+            let path = args.next().expect("--captured FILE");
+            println!("| workload | events | MB | events/s | ns/event |");
+            println!("|---|---|---|---|---|");
+            captured(&path);
+            return;
+        }
+    }
     let transactions: u64 = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())

@@ -277,9 +277,9 @@ impl ReplicationClient {
     /// they are returned, and a status update goes out every `status_interval`. `None` when
     /// the server ended the stream (then the connection is idle again).
     pub async fn next_event(&mut self) -> Result<Option<ReplicationEvent>> {
-        let Some(command) = self.streaming.clone() else {
+        if self.streaming.is_none() {
             return Err(ReplicationError::State("no replication stream is running"));
-        };
+        }
         loop {
             let due = self.last_status + self.status_interval;
             let now = Instant::now();
@@ -287,15 +287,25 @@ impl ReplicationClient {
                 self.send_status(false).await?;
                 continue;
             }
-            // MessageReader::next is cancel-safe: a timeout loses no bytes.
-            let m = match tokio::time::timeout(due - now, self.server.read()).await {
-                Err(_) => continue,
-                Ok(m) => m.map_err(|source| self.stream_error(source))?,
+            // A message already buffered needs no wait (and no timer): the common case while
+            // draining a busy slot.
+            let buffered = match self.server.try_read() {
+                Ok(m) => m,
+                Err(source) => return Err(self.stream_error(source)),
+            };
+            let m = match buffered {
+                Some(m) => m,
+                // MessageReader::next is cancel-safe: a timeout loses no bytes.
+                None => match tokio::time::timeout(due - now, self.server.read()).await {
+                    Err(_) => continue,
+                    Ok(m) => m.map_err(|source| self.stream_error(source))?,
+                },
             };
             match m.tag() {
                 b'd' => {
-                    let event = stream::parse_copy_data(&m)
-                        .map_err(|what| self.malformed(&command, what))?;
+                    let event = stream::parse_copy_data(&m).map_err(|what| {
+                        self.malformed(self.streaming.as_deref().unwrap_or(""), what)
+                    })?;
                     match event {
                         Some(ReplicationEvent::XLogData { wal_end, .. }) => {
                             self.progress.written = self.progress.written.max(wal_end);
@@ -332,7 +342,7 @@ impl ReplicationClient {
                 b'S' => self.server.record_parameter(&m),
                 other => {
                     return Err(ReplicationError::Unexpected {
-                        command,
+                        command: self.streaming.clone().unwrap_or_default(),
                         addr: self.addr().to_string(),
                         tag: other as char,
                     })

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Runs inside `pgdog-topology single` (PG_PG_PORT, PG_BIN, PGDOG_TOPOLOGY_DIR). See replication.sh.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROWS="${ROWS:-1000000}"
+OUT="${OUT:-$ROOT/benchmarks/results/replication.md}"
+WORK="$PGDOG_TOPOLOGY_DIR/bench"
+mkdir -p "$WORK"
+chmod 777 "$WORK"
+psql() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PG_PORT" -U postgres "$@" postgres; }
+
+psql -c "CREATE TABLE bench (id bigint PRIMARY KEY, email text, n int, at timestamptz)"
+psql -c "CREATE PUBLICATION pub FOR TABLE bench"
+# Identical slots: created back to back before any change, so each holds the same stream.
+for s in drain1 pgdog1 recv1 drain2 pgdog2 recv2 captured; do
+  psql -c "SELECT pg_create_logical_replication_slot('$s', 'pgoutput')" >/dev/null
+done
+BATCH=$((ROWS / 10))
+for i in $(seq 0 9); do
+  psql -c "INSERT INTO bench SELECT g, md5(g::text) || '@example.com', g % 1000, now() FROM generate_series($((i * BATCH + 1)), $(((i + 1) * BATCH))) g"
+done
+END=$(psql -c "SELECT pg_current_wal_insert_lsn()")
+psql -c "SELECT encode(data, 'hex') FROM pg_logical_slot_get_binary_changes('captured', NULL, NULL, 'proto_version', '4', 'publication_names', 'pub')" > "$WORK/captured.hex"
+CAPTURED=$(wc -l < "$WORK/captured.hex")
+
+now() { date +%s.%N; }
+rate() { python3 -c "import sys; print(f'{int(sys.argv[1]) / float(sys.argv[2]):,.0f}')" "$1" "$2"; }
+elapsed() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$1" "$2"; }
+pgdog_drain() {
+  local t0 t1
+  t0=$(now)
+  "$ROOT/target/release/pgdog" logical-dump --url "postgres://postgres@127.0.0.1:$PG_PG_PORT/postgres" \
+    --slot "$1" --publication pub --proto 4 --until-lsn "$END" > "$WORK/$1.json" 2> "$WORK/$1.log"
+  t1=$(now)
+  elapsed "$t0" "$t1"
+}
+recv_drain() {
+  local t0 t1
+  t0=$(now)
+  "$PG_BIN/pg_recvlogical" -h 127.0.0.1 -p "$PG_PG_PORT" -U postgres -d postgres --slot "$1" --start \
+    -o proto_version=4 -o publication_names=pub -E "$END" -f "$WORK/$1.out" 2> "$WORK/$1.log"
+  t1=$(now)
+  elapsed "$t0" "$t1"
+}
+client_drain() {
+  "$ROOT/target/release/replication-drain" "postgres://postgres@127.0.0.1:$PG_PG_PORT/postgres" "$1" pub "$END" | awk '{print $2}'
+}
+# Two rounds in opposite orders, so neither client always goes first (WAL read cold).
+d1=$(client_drain drain1); p1=$(pgdog_drain pgdog1); r1=$(recv_drain recv1)
+r2=$(recv_drain recv2); p2=$(pgdog_drain pgdog2); d2=$(client_drain drain2)
+lines=$(wc -l < "$WORK/pgdog1.json")
+EVENTS=$lines
+best() { python3 -c "import sys; print(min(float(a) for a in sys.argv[1:]))" "$@"; }
+pb=$(best "$p1" "$p2"); rb=$(best "$r1" "$r2"); db=$(best "$d1" "$d2")
+ratio=$(python3 -c "import sys; print(f'{float(sys.argv[2]) / float(sys.argv[1]):.2f}x')" "$pb" "$rb")
+dratio=$(python3 -c "import sys; print(f'{float(sys.argv[2]) / float(sys.argv[1]):.2f}x')" "$db" "$rb")
+decode=$("$ROOT/target/release/pgoutput-bench" --captured "$WORK/captured.hex" | tail -1)
+synthetic=$("$ROOT/target/release/pgoutput-bench" | tail -2)
+
+cat > "$OUT" <<MD
+# Replication benchmark
+
+One run on one machine (2 cores shared by PostgreSQL 18, its walsender and the client: compare
+ratios). A table \`bench (id bigint PRIMARY KEY, email text, n int, at timestamptz)\` published
+with \`pgoutput\`; $ROWS rows inserted in 10 transactions after five identical slots were created,
+so each slot holds the same $EVENTS messages (Begin, Insert, Commit, Relation; the captured copy
+read with \`pg_logical_slot_get_binary_changes\` has $CAPTURED: it stops at the WAL flushed so far).
+
+Command: \`bash benchmarks/replication.sh\`
+
+## Decoding alone
+
+| workload | events | MB | events/s | ns/event |
+|---|---|---|---|---|
+$decode
+$synthetic
+
+## End to end: draining a slot up to the same LSN
+
+| client | seconds (best of 2) | events/s |
+|---|---|---|
+| pgdog's replication client + decoder (\`replication-drain\`: decode every message, confirm at commits; what resharding uses) | $db ($d1, $d2) | $(rate "$EVENTS" "$db") |
+| \`pgdog logical-dump\` (decode every message, print it as JSON, confirm) | $pb ($p1, $p2) | $(rate "$EVENTS" "$pb") |
+| \`pg_recvlogical\` (raw messages to a file) | $rb ($r1, $r2) | $(rate "$EVENTS" "$rb") |
+
+Throughput against pg_recvlogical: replication client + decoder **$dratio**; logical-dump with
+JSON output **$ratio** (it printed $lines JSON lines).
+
+Targets: ≥ 2M events/s decoding alone; end to end ≥ 1.0x pg_recvlogical.
+MD
+cat "$OUT"
