@@ -9,7 +9,8 @@
 //! - `router`: which shards a statement goes to;
 //! - `sharding`: placement of key values on shards (hash, list, range);
 //! - `merge`: cross-shard results assembled as one;
-//! - `replication`: logical replication (pgoutput decoder, replication client).
+//! - `replication`: logical replication (pgoutput decoder, replication client);
+//! - `reshard`: resharding (schema sync, copy, replay, cutover, verify).
 pub mod auth;
 pub mod backend;
 pub mod config;
@@ -17,5 +18,6 @@ pub mod frontend;
 pub mod merge;
 pub mod net;
 pub mod replication;
+pub mod reshard;
 pub mod router;
 pub mod sharding;

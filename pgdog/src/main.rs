@@ -1,6 +1,8 @@
 //! The `pgdog` binary: `pgdog [--config F] [--users F]` runs the proxy; `pgdog hash PASSWORD`
 //! prints a SCRAM-SHA-256 verifier for users.toml; `pgdog configcheck` validates both files;
-//! `pgdog logical-dump` prints a logical replication slot's changes as JSON lines.
+//! `pgdog logical-dump` prints a logical replication slot's changes as JSON lines;
+//! `pgdog schema-sync` copies a publication's table definitions to every destination shard.
+//! `pgdog verify` compares a database with its resharded copy, table by table.
 use pgdog::backend::Registry;
 use pgdog::config::Settings;
 use std::path::PathBuf;
@@ -16,7 +18,15 @@ const USAGE: &str = "usage:
                      [--create-temporary [--primary-url URL]] [--proto 1-4] [--binary] [--streaming on|parallel]
                      [--two-phase] [--until-lsn X/Y]
                                                        stream slot S (pgoutput) as JSON lines until
-                                                       --until-lsn or Ctrl-C/SIGTERM, then stop cleanly";
+                                                       --until-lsn or Ctrl-C/SIGTERM, then stop cleanly
+  pgdog schema-sync [--config F] [--users F] --from-database A --to-database B --publication P [--phase pre|post]
+                                                       copy the publication's table definitions (pg_dump)
+                                                       to every shard of B: pre = types, tables, sequences,
+                                                       primary keys; post = indexes, foreign keys, triggers
+  pgdog verify [--config F] [--users F] --from-database A --to-database B [--table T ...]
+                                                       compare every table of A with the union of B's shards
+                                                       (row count, checksum, rows on the right shard);
+                                                       exit 1 when anything differs";
 
 struct Args {
     command: Option<String>,
@@ -26,6 +36,10 @@ struct Args {
     database: Option<String>,
     params: Vec<String>,
     dump: DumpArgs,
+    from_database: Option<String>,
+    to_database: Option<String>,
+    phase: Option<String>,
+    tables: Vec<String>,
 }
 
 /// Flags of `pgdog logical-dump`.
@@ -52,6 +66,10 @@ fn parse_args() -> Result<Args, String> {
         database: None,
         params: Vec::new(),
         dump: DumpArgs::default(),
+        from_database: None,
+        to_database: None,
+        phase: None,
+        tables: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -61,6 +79,14 @@ fn parse_args() -> Result<Args, String> {
             "--database" | "-d" => {
                 args.database = Some(it.next().ok_or("--database needs a name")?)
             }
+            "--from-database" => {
+                args.from_database = Some(it.next().ok_or("--from-database needs a name")?)
+            }
+            "--to-database" => {
+                args.to_database = Some(it.next().ok_or("--to-database needs a name")?)
+            }
+            "--table" => args.tables.push(it.next().ok_or("--table needs a name")?),
+            "--phase" => args.phase = Some(it.next().ok_or("--phase needs pre or post")?),
             "--param" | "-p" => args.params.push(it.next().ok_or("--param needs a value")?),
             "--url" => args.dump.url = Some(it.next().ok_or("--url needs a URL")?),
             "--primary-url" => {
@@ -136,6 +162,28 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Some("schema-sync") => match schema_sync_options(&args) {
+            Ok(options) => pgdog::reshard::schema_sync::main(options),
+            Err(e) => {
+                eprintln!("pgdog: schema-sync: {e}\n{USAGE}");
+                ExitCode::from(2)
+            }
+        },
+        Some("verify") => match (args.from_database.clone(), args.to_database.clone()) {
+            (Some(from_database), Some(to_database)) => {
+                pgdog::reshard::verify::main(pgdog::reshard::verify::VerifyOptions {
+                    config: args.config.clone(),
+                    users: args.users.clone(),
+                    from_database,
+                    to_database,
+                    tables: args.tables.clone(),
+                })
+            }
+            _ => {
+                eprintln!("pgdog: verify needs --from-database and --to-database\n{USAGE}");
+                ExitCode::from(2)
+            }
+        },
         Some(other) => {
             eprintln!("pgdog: unknown command {other}\n{USAGE}");
             ExitCode::from(2)
@@ -178,6 +226,36 @@ fn dump_options(a: DumpArgs) -> Result<pgdog::replication::dump::DumpOptions, St
         streaming,
         two_phase: a.two_phase,
         until_lsn,
+    })
+}
+
+/// Checks the flags of `pgdog schema-sync`.
+fn schema_sync_options(
+    args: &Args,
+) -> Result<pgdog::reshard::schema_sync::SchemaSyncOptions, String> {
+    use pgdog::reshard::schema_sync::{Phase, SchemaSyncOptions};
+    let phase = match args.phase.as_deref() {
+        None => Phase::Both,
+        Some(p) => p.parse::<Phase>()?,
+    };
+    let publication = match args.dump.publications.as_slice() {
+        [p] => p.clone(),
+        [] => return Err("--publication is required".into()),
+        _ => return Err("give one --publication".into()),
+    };
+    Ok(SchemaSyncOptions {
+        config: args.config.clone(),
+        users: args.users.clone(),
+        from_database: args
+            .from_database
+            .clone()
+            .ok_or("--from-database is required")?,
+        to_database: args
+            .to_database
+            .clone()
+            .ok_or("--to-database is required")?,
+        publication,
+        phase,
     })
 }
 

@@ -1,0 +1,300 @@
+//! `pgdog schema-sync` end to end: a publication's tables copied from a single server to two
+//! shards, pre-data (types, tables, sequences, primary keys) then post-data (indexes, foreign
+//! keys, triggers), and a second run that succeeds and changes nothing.
+use std::path::PathBuf;
+use std::process::Command;
+use topology::{Node, Topology};
+
+const SCHEMA: &str = "
+CREATE TYPE mood AS ENUM ('happy', 'sad');
+CREATE TABLE users (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    email text NOT NULL,
+    feeling mood,
+    updated_at timestamptz
+);
+CREATE TABLE orders (id serial PRIMARY KEY, user_id bigint REFERENCES users (id), total numeric);
+CREATE TABLE order_items (
+    order_id int REFERENCES orders (id),
+    line int,
+    qty int,
+    PRIMARY KEY (order_id, line)
+);
+CREATE INDEX orders_user_idx ON orders (user_id);
+CREATE FUNCTION touch() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- keep the row's timestamp fresh
+
+    NEW.updated_at = now();
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER users_touch BEFORE UPDATE ON users FOR EACH ROW EXECUTE FUNCTION touch();
+CREATE TABLE unpublished (id int PRIMARY KEY);
+CREATE PUBLICATION pub FOR TABLE users, orders, order_items;
+";
+
+/// Everything schema-sync may create in `public`, with OIDs, so a re-created object shows.
+const FINGERPRINT: &str = "SELECT string_agg(x, ' | ' ORDER BY x) FROM (
+    SELECT 'rel ' || c.relname || ' ' || c.relkind::text || ' ' || c.oid::text FROM pg_class c
+        WHERE c.relnamespace = 'public'::regnamespace
+    UNION ALL SELECT 'con ' || conname || ' ' || oid::text || ' ' || pg_get_constraintdef(oid)
+        FROM pg_constraint WHERE connamespace = 'public'::regnamespace
+    UNION ALL SELECT 'trg ' || tgname || ' ' || oid::text FROM pg_trigger WHERE NOT tgisinternal
+    UNION ALL SELECT 'type ' || typname || ' ' || oid::text FROM pg_type
+        WHERE typnamespace = 'public'::regnamespace AND typtype = 'e'
+    UNION ALL SELECT 'fn ' || proname || ' ' || oid::text FROM pg_proc
+        WHERE pronamespace = 'public'::regnamespace
+    UNION ALL SELECT 'seq ' || seqrelid::regclass::text FROM pg_sequence
+) s(x)";
+
+struct Setup {
+    source: Topology,
+    dest: Topology,
+    dir: PathBuf,
+}
+
+fn setup(tag: &str) -> Setup {
+    let source = Topology::single().expect("source topology");
+    let dest = Topology::shards(2).expect("destination topology");
+    source.primary().psql(SCHEMA).expect("source schema");
+    let dir = std::env::temp_dir().join(format!("pgdog-schema-sync-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut config = format!(
+        "[[databases]]\nname = \"src\"\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n",
+        source.primary().port
+    );
+    for shard in 0..2 {
+        config.push_str(&format!(
+            "\n[[databases]]\nname = \"dst\"\nshard = {shard}\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n",
+            dest.shard(shard).port
+        ));
+    }
+    config.push_str(
+        "\n[[sharded_tables]]\ndatabase = \"dst\"\nname = \"users\"\ncolumn = \"id\"\ndata_type = \"bigint\"\n",
+    );
+    let users = "[[users]]\nname = \"app\"\ndatabase = \"src\"\npassword = \"secret\"\n\n\
+                 [[users]]\nname = \"app\"\ndatabase = \"dst\"\npassword = \"secret\"\n";
+    std::fs::write(dir.join("pgdog.toml"), config).unwrap();
+    std::fs::write(dir.join("users.toml"), users).unwrap();
+    Setup { source, dest, dir }
+}
+
+impl Setup {
+    /// Runs `pgdog schema-sync` with `phase`; panics with its output when it fails.
+    fn sync(&self, phase: Option<&str>) -> String {
+        let mut cmd = Command::new(topology::proxy::binary());
+        cmd.arg("schema-sync")
+            .arg("--config")
+            .arg(self.dir.join("pgdog.toml"))
+            .arg("--users")
+            .arg(self.dir.join("users.toml"))
+            .args([
+                "--from-database",
+                "src",
+                "--to-database",
+                "dst",
+                "--publication",
+                "pub",
+            ])
+            .env("PGDOG_PG_BIN", self.source.install().bin_dir());
+        if let Some(phase) = phase {
+            cmd.args(["--phase", phase]);
+        }
+        let out = cmd.output().expect("running pgdog schema-sync");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "schema-sync {phase:?} failed: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    }
+
+    fn shards(&self) -> [&Node; 2] {
+        [self.dest.shard(0), self.dest.shard(1)]
+    }
+}
+
+fn count(node: &Node, sql: &str) -> i64 {
+    node.psql(sql)
+        .unwrap()
+        .parse()
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+#[test]
+fn schema_sync_pre_then_post_then_again_changes_nothing() {
+    let s = setup("phases");
+    s.sync(Some("pre"));
+    for node in s.shards() {
+        let tables = node
+            .psql("SELECT string_agg(relname, ',' ORDER BY relname) FROM pg_class WHERE relnamespace = 'public'::regnamespace AND relkind = 'r'")
+            .unwrap();
+        assert_eq!(tables, "order_items,orders,users", "shard {}", node.name);
+        assert_eq!(
+            count(node, "SELECT count(*) FROM pg_constraint WHERE contype = 'p' AND connamespace = 'public'::regnamespace"),
+            3
+        );
+        let pk = node
+            .psql("SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'order_items_pkey'")
+            .unwrap();
+        assert_eq!(pk, "PRIMARY KEY (order_id, line)");
+        assert_eq!(count(node, "SELECT count(*) FROM pg_sequence"), 2);
+        assert_eq!(
+            node.psql("SELECT attidentity FROM pg_attribute WHERE attrelid = 'users'::regclass AND attname = 'id'").unwrap(),
+            "a"
+        );
+        assert_eq!(
+            node.psql("SELECT enum_range(NULL::mood)::text").unwrap(),
+            "{happy,sad}"
+        );
+        // Nothing of post-data yet.
+        assert_eq!(
+            count(
+                node,
+                "SELECT count(*) FROM pg_class WHERE relname = 'orders_user_idx'"
+            ),
+            0
+        );
+        assert_eq!(
+            count(
+                node,
+                "SELECT count(*) FROM pg_constraint WHERE contype = 'f'"
+            ),
+            0
+        );
+        assert_eq!(
+            count(
+                node,
+                "SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal"
+            ),
+            0
+        );
+        // The sequences work: a serial default and an identity column.
+        assert_eq!(
+            node.psql("INSERT INTO users (email, feeling) VALUES ('a@b', 'happy') RETURNING id")
+                .unwrap(),
+            "1"
+        );
+        assert_eq!(
+            node.psql("INSERT INTO orders (user_id) VALUES (1) RETURNING id")
+                .unwrap(),
+            "1"
+        );
+    }
+
+    s.sync(Some("post"));
+    for node in s.shards() {
+        assert_eq!(
+            count(
+                node,
+                "SELECT count(*) FROM pg_class WHERE relname = 'orders_user_idx'"
+            ),
+            1
+        );
+        assert_eq!(
+            count(
+                node,
+                "SELECT count(*) FROM pg_constraint WHERE contype = 'f'"
+            ),
+            2
+        );
+        assert_eq!(
+            node.psql("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")
+                .unwrap(),
+            "users_touch"
+        );
+        node.psql("UPDATE users SET email = 'c@d'").unwrap();
+        assert_eq!(
+            count(
+                node,
+                "SELECT count(*) FROM users WHERE updated_at IS NOT NULL"
+            ),
+            1
+        );
+    }
+
+    let before: Vec<String> = s
+        .shards()
+        .iter()
+        .map(|n| n.psql(FINGERPRINT).unwrap())
+        .collect();
+    s.sync(None);
+    s.sync(Some("pre"));
+    s.sync(Some("post"));
+    let after: Vec<String> = s
+        .shards()
+        .iter()
+        .map(|n| n.psql(FINGERPRINT).unwrap())
+        .collect();
+    assert_eq!(before, after);
+    assert!(before[0].contains("orders_user_idx"));
+    // The source is untouched and the unpublished table stayed there.
+    assert_eq!(
+        count(
+            s.source.primary(),
+            "SELECT count(*) FROM pg_class WHERE relname = 'unpublished'"
+        ),
+        1
+    );
+    let _ = std::fs::remove_dir_all(&s.dir);
+}
+
+#[test]
+fn schema_sync_both_phases_at_once_and_unknown_publication() {
+    let s = setup("both");
+    s.sync(None);
+    for node in s.shards() {
+        assert_eq!(
+            count(
+                node,
+                "SELECT count(*) FROM pg_class WHERE relname = 'orders_user_idx'"
+            ),
+            1
+        );
+        assert_eq!(
+            count(
+                node,
+                "SELECT count(*) FROM pg_constraint WHERE contype = 'f'"
+            ),
+            2
+        );
+        assert_eq!(
+            count(
+                node,
+                "SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal"
+            ),
+            1
+        );
+        assert_eq!(
+            count(
+                node,
+                "SELECT count(*) FROM pg_class WHERE relname = 'unpublished'"
+            ),
+            0
+        );
+    }
+    let out = Command::new(topology::proxy::binary())
+        .arg("schema-sync")
+        .arg("--config")
+        .arg(s.dir.join("pgdog.toml"))
+        .arg("--users")
+        .arg(s.dir.join("users.toml"))
+        .args([
+            "--from-database",
+            "src",
+            "--to-database",
+            "dst",
+            "--publication",
+            "nope",
+        ])
+        .env("PGDOG_PG_BIN", s.source.install().bin_dir())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("publication `nope`"), "{stderr}");
+    assert!(stderr.contains("does not exist"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&s.dir);
+}
