@@ -2,6 +2,7 @@
 //! prints a SCRAM-SHA-256 verifier for users.toml; `pgdog configcheck` validates both files;
 //! `pgdog logical-dump` prints a logical replication slot's changes as JSON lines;
 //! `pgdog schema-sync` copies a publication's table definitions to every destination shard.
+//! `pgdog copy-data` copies a publication's tables into the destination's shards.
 //! `pgdog verify` compares a database with its resharded copy, table by table.
 use pgdog::backend::Registry;
 use pgdog::config::Settings;
@@ -23,6 +24,13 @@ const USAGE: &str = "usage:
                                                        copy the publication's table definitions (pg_dump)
                                                        to every shard of B: pre = types, tables, sequences,
                                                        primary keys; post = indexes, foreign keys, triggers
+  pgdog copy-data [--config F] [--users F] --from-database A --to-database B --publication P
+                  [--slot S] [--parallel N]
+                                                       create the permanent slot S on A's primary, then
+                                                       copy each table of P (from a replica when there is
+                                                       one, under its own snapshot) into B's shards, N
+                                                       tables at once (default 2); prints each table's
+                                                       rows and LSN watermark
   pgdog verify [--config F] [--users F] --from-database A --to-database B [--table T ...]
                                                        compare every table of A with the union of B's shards
                                                        (row count, checksum, rows on the right shard);
@@ -40,6 +48,7 @@ struct Args {
     to_database: Option<String>,
     phase: Option<String>,
     tables: Vec<String>,
+    parallel: Option<String>,
 }
 
 /// Flags of `pgdog logical-dump`.
@@ -70,6 +79,7 @@ fn parse_args() -> Result<Args, String> {
         to_database: None,
         phase: None,
         tables: Vec::new(),
+        parallel: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -86,6 +96,7 @@ fn parse_args() -> Result<Args, String> {
                 args.to_database = Some(it.next().ok_or("--to-database needs a name")?)
             }
             "--table" => args.tables.push(it.next().ok_or("--table needs a name")?),
+            "--parallel" => args.parallel = Some(it.next().ok_or("--parallel needs a number")?),
             "--phase" => args.phase = Some(it.next().ok_or("--phase needs pre or post")?),
             "--param" | "-p" => args.params.push(it.next().ok_or("--param needs a value")?),
             "--url" => args.dump.url = Some(it.next().ok_or("--url needs a URL")?),
@@ -166,6 +177,13 @@ fn main() -> ExitCode {
             Ok(options) => pgdog::reshard::schema_sync::main(options),
             Err(e) => {
                 eprintln!("pgdog: schema-sync: {e}\n{USAGE}");
+                ExitCode::from(2)
+            }
+        },
+        Some("copy-data") => match copy_data_options(&args) {
+            Ok(options) => pgdog::reshard::copy::main(options),
+            Err(e) => {
+                eprintln!("pgdog: copy-data: {e}\n{USAGE}");
                 ExitCode::from(2)
             }
         },
@@ -256,6 +274,37 @@ fn schema_sync_options(
             .ok_or("--to-database is required")?,
         publication,
         phase,
+    })
+}
+
+/// Checks the flags of `pgdog copy-data`.
+fn copy_data_options(args: &Args) -> Result<pgdog::reshard::copy::CopyDataOptions, String> {
+    let publication = match args.dump.publications.as_slice() {
+        [p] => p.clone(),
+        [] => return Err("--publication is required".into()),
+        _ => return Err("give one --publication".into()),
+    };
+    let parallel = match args.parallel.as_deref() {
+        None => 2,
+        Some(n) => match n.parse::<usize>() {
+            Ok(v) if v >= 1 => v,
+            _ => return Err(format!("--parallel {n}: use a number of at least 1")),
+        },
+    };
+    Ok(pgdog::reshard::copy::CopyDataOptions {
+        config: args.config.clone(),
+        users: args.users.clone(),
+        from_database: args
+            .from_database
+            .clone()
+            .ok_or("--from-database is required")?,
+        to_database: args
+            .to_database
+            .clone()
+            .ok_or("--to-database is required")?,
+        publication,
+        slot: args.dump.slot.clone(),
+        parallel,
     })
 }
 

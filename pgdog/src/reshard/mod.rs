@@ -1,4 +1,5 @@
 //! Resharding: schema sync, copy, replay, cutover, verify.
 
+pub mod copy;
 pub mod schema_sync;
 pub mod verify;

@@ -1,0 +1,465 @@
+//! `pgdog copy-data` end to end: a primary + standby source (the standby configured as the
+//! replica it copies from) into a two-shard destination whose schema comes from
+//! `pgdog schema-sync --phase pre`. A sharded table (bigint key; NULLs, tabs, newlines, bytea)
+//! and an omnisharded one; then `pgdog verify` must find no difference, the permanent slot must
+//! exist on the primary and no temporary slot may be left on the standby.
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use topology::{wait_until, Topology};
+
+const SCHEMA: &str = "
+CREATE TABLE users (
+    id bigint PRIMARY KEY,
+    name text,
+    note text,
+    data bytea,
+    score numeric,
+    created timestamptz
+);
+CREATE TABLE kinds (id int PRIMARY KEY, label text);
+CREATE TABLE other (id int PRIMARY KEY);
+CREATE PUBLICATION pub FOR TABLE users, kinds;
+CREATE PUBLICATION pub_other FOR TABLE other;
+";
+
+const ROWS: i64 = 5000;
+
+fn write_config(dir: &Path, source: &Topology, dest: &Topology) {
+    let mut config = format!(
+        "[[databases]]\nname = \"src\"\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\nrole = \"primary\"\n\
+         \n[[databases]]\nname = \"src\"\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\nrole = \"replica\"\n",
+        source.primary().port,
+        source.standby().port
+    );
+    for shard in 0..2 {
+        config.push_str(&format!(
+            "\n[[databases]]\nname = \"dst\"\nshard = {shard}\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n",
+            dest.shard(shard).port
+        ));
+    }
+    config.push_str(
+        "\n[[sharded_tables]]\ndatabase = \"dst\"\nname = \"users\"\ncolumn = \"id\"\ndata_type = \"bigint\"\n\
+         \n[[omnisharded_tables]]\ndatabase = \"dst\"\ntables = [\"kinds\"]\n",
+    );
+    let users = "[[users]]\nname = \"app\"\ndatabase = \"src\"\npassword = \"secret\"\n\n\
+                 [[users]]\nname = \"app\"\ndatabase = \"dst\"\npassword = \"secret\"\n";
+    std::fs::write(dir.join("pgdog.toml"), config).unwrap();
+    std::fs::write(dir.join("users.toml"), users).unwrap();
+}
+
+fn pgdog(dir: &Path, source: &Topology, command: &str, args: &[&str]) -> Output {
+    Command::new(topology::proxy::binary())
+        .arg(command)
+        .arg("--config")
+        .arg(dir.join("pgdog.toml"))
+        .arg("--users")
+        .arg(dir.join("users.toml"))
+        .args(args)
+        .env("PGDOG_PG_BIN", source.install().bin_dir())
+        .output()
+        .unwrap_or_else(|e| panic!("running pgdog {command}: {e}"))
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn copy_data_from_standby_into_two_shards() {
+    let source = Topology::replicated().expect("source topology");
+    let dest = Topology::shards(2).expect("destination topology");
+    let dir: PathBuf = std::env::temp_dir().join(format!("pgdog-copy-data-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    write_config(&dir, &source, &dest);
+
+    let primary = source.primary();
+    primary.psql(SCHEMA).expect("source schema");
+    primary
+        .psql(&format!(
+            "INSERT INTO users
+             SELECT i,
+                    CASE WHEN i % 10 = 0 THEN NULL ELSE 'user ' || i END,
+                    CASE WHEN i % 3 = 0 THEN E'tab\\there\\nnew line\\\\ back' WHEN i % 3 = 1 THEN NULL ELSE '' END,
+                    CASE WHEN i % 4 = 0 THEN NULL ELSE decode(md5(i::text), 'hex') || '\\x000a0d09'::bytea END,
+                    CASE WHEN i % 5 = 0 THEN NULL ELSE i * 1.5 END,
+                    '2024-01-01'::timestamptz + i * interval '1 minute'
+             FROM generate_series(-{half}, {rest}) i;
+             INSERT INTO kinds VALUES (1, 'one'), (2, E'two\\ttabs'), (3, NULL);
+             INSERT INTO other VALUES (1);",
+            half = ROWS / 2,
+            rest = ROWS - ROWS / 2 - 1
+        ))
+        .expect("source rows");
+    source
+        .wait_for_standby(Duration::from_secs(30))
+        .expect("standby caught up");
+
+    let out = pgdog(
+        &dir,
+        &source,
+        "schema-sync",
+        &[
+            "--from-database",
+            "src",
+            "--to-database",
+            "dst",
+            "--publication",
+            "pub",
+            "--phase",
+            "pre",
+        ],
+    );
+    assert!(out.status.success(), "schema-sync: {}", text(&out));
+
+    // A failure on one shard rolls the table back on every shard: kind 1 already exists on
+    // shard 1 only.
+    dest.shard(1)
+        .psql("INSERT INTO kinds VALUES (1, 'in the way')")
+        .unwrap();
+    let out = pgdog(
+        &dir,
+        &source,
+        "copy-data",
+        &[
+            "--from-database",
+            "src",
+            "--to-database",
+            "dst",
+            "--publication",
+            "pub",
+            "--slot",
+            "reshard0",
+            "--parallel",
+            "1",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("kinds_pkey"), "{}", text(&out));
+    assert!(
+        text(&out).contains("slot reshard0 created"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        primary
+            .psql("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'reshard0'")
+            .unwrap(),
+        "0",
+        "the failed copy's permanent slot is dropped"
+    );
+    assert_eq!(
+        dest.shard(0).psql("SELECT count(*) FROM kinds").unwrap(),
+        "0"
+    );
+    for s in 0..2 {
+        dest.shard(s)
+            .psql("TRUNCATE kinds, users")
+            .expect("clearing the destination");
+    }
+
+    let out = pgdog(
+        &dir,
+        &source,
+        "copy-data",
+        &[
+            "--from-database",
+            "src",
+            "--to-database",
+            "dst",
+            "--publication",
+            "pub",
+            "--slot",
+            "reshard1",
+            "--parallel",
+            "2",
+        ],
+    );
+    let output = text(&out);
+    assert!(out.status.success(), "copy-data: {output}");
+    assert!(
+        output.contains(&format!("table public.users: {ROWS} rows, watermark ")),
+        "{output}"
+    );
+    assert!(
+        output.contains("table public.kinds: 3 rows, watermark "),
+        "{output}"
+    );
+    assert!(output.contains("slot reshard1 created"), "{output}");
+    // Both tables were read from the standby.
+    let standby = format!("(read from 127.0.0.1:{})", source.standby().port);
+    assert_eq!(output.matches(&standby).count(), 2, "{output}");
+
+    // Both shards got users, each kind is everywhere.
+    let counts: Vec<i64> = (0..2)
+        .map(|s| {
+            dest.shard(s)
+                .psql("SELECT count(*) FROM users")
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert!(counts.iter().all(|&c| c > 0), "{counts:?}");
+    assert_eq!(counts.iter().sum::<i64>(), ROWS);
+    for s in 0..2 {
+        assert_eq!(
+            dest.shard(s).psql("SELECT count(*) FROM kinds").unwrap(),
+            "3"
+        );
+    }
+
+    let out = pgdog(
+        &dir,
+        &source,
+        "verify",
+        &[
+            "--from-database",
+            "src",
+            "--to-database",
+            "dst",
+            "--table",
+            "users",
+            "--table",
+            "kinds",
+        ],
+    );
+    assert!(out.status.success(), "verify: {}", text(&out));
+
+    // The permanent slot is on the primary; the temporary ones left with their connections.
+    assert_eq!(
+        primary
+            .psql("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'reshard1' AND NOT temporary AND slot_type = 'logical'")
+            .unwrap(),
+        "1"
+    );
+    wait_until(
+        "the temporary slots on the standby to go away",
+        Duration::from_secs(30),
+        Duration::from_millis(20),
+        || {
+            Ok(source
+                .standby()
+                .psql("SELECT count(*) FROM pg_replication_slots WHERE slot_type = 'logical'")?
+                == "0")
+        },
+    )
+    .expect("no temporary slot left on the standby");
+
+    // A table the destination neither shards nor replicates: refused, naming the table, before
+    // any slot is made.
+    let out = pgdog(
+        &dir,
+        &source,
+        "copy-data",
+        &[
+            "--from-database",
+            "src",
+            "--to-database",
+            "dst",
+            "--publication",
+            "pub_other",
+            "--slot",
+            "reshard2",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("public.other is neither sharded nor omnisharded"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        primary
+            .psql("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'reshard2'")
+            .unwrap(),
+        "0"
+    );
+
+    primary
+        .psql("SELECT pg_drop_replication_slot('reshard1')")
+        .expect("dropping the slot");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An LSN `X/Y` as a number.
+fn lsn(s: &str) -> u64 {
+    let (hi, lo) = s.trim().split_once('/').expect("an LSN");
+    (u64::from_str_radix(hi, 16).unwrap() << 32) | u64::from_str_radix(lo, 16).unwrap()
+}
+
+/// One row inserted by the background writer: its id and the WAL insert position just before
+/// the INSERT and just after its commit.
+#[derive(Debug, Clone, Copy)]
+struct Written {
+    id: i64,
+    before: u64,
+    after: u64,
+}
+
+/// While the copy runs, a writer keeps inserting users on the primary (one transaction each).
+/// A row committed before the table's watermark must be in the copy; a row whose INSERT began
+/// after the watermark must not be.
+#[test]
+fn copy_data_respects_each_tables_watermark_under_writes() {
+    let source = Topology::replicated().expect("source topology");
+    let dest = Topology::shards(2).expect("destination topology");
+    let dir: PathBuf =
+        std::env::temp_dir().join(format!("pgdog-copy-data-live-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    write_config(&dir, &source, &dest);
+    let primary = source.primary();
+    primary.psql(SCHEMA).expect("source schema");
+    primary
+        .psql("INSERT INTO users (id, name) SELECT i, 'user ' || i FROM generate_series(1, 2000) i")
+        .expect("source rows");
+    source
+        .wait_for_standby(Duration::from_secs(30))
+        .expect("standby caught up");
+    let out = pgdog(
+        &dir,
+        &source,
+        "schema-sync",
+        &[
+            "--from-database",
+            "src",
+            "--to-database",
+            "dst",
+            "--publication",
+            "pub",
+            "--phase",
+            "pre",
+        ],
+    );
+    assert!(out.status.success(), "schema-sync: {}", text(&out));
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let written: Arc<Mutex<Vec<Written>>> = Arc::default();
+    let writer = {
+        let (stop, written, url) = (stop.clone(), written.clone(), primary.url("postgres"));
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                    .await
+                    .expect("writer connects");
+                tokio::spawn(conn);
+                let position = "SELECT pg_current_wal_insert_lsn()::text";
+                let mut id = 1_000_000i64;
+                while !stop.load(Ordering::SeqCst) {
+                    let before: String = client.query_one(position, &[]).await.unwrap().get(0);
+                    client
+                        .execute("INSERT INTO users (id, name) VALUES ($1, 'live')", &[&id])
+                        .await
+                        .unwrap();
+                    let after: String = client.query_one(position, &[]).await.unwrap().get(0);
+                    written.lock().unwrap().push(Written {
+                        id,
+                        before: lsn(&before),
+                        after: lsn(&after),
+                    });
+                    id += 1;
+                }
+            })
+        })
+    };
+    let count = |w: &Arc<Mutex<Vec<Written>>>| w.lock().unwrap().len();
+    wait_until(
+        "the writer to insert rows",
+        Duration::from_secs(30),
+        Duration::from_millis(10),
+        || Ok(count(&written) >= 20),
+    )
+    .unwrap();
+
+    let out = pgdog(
+        &dir,
+        &source,
+        "copy-data",
+        &[
+            "--from-database",
+            "src",
+            "--to-database",
+            "dst",
+            "--publication",
+            "pub",
+            "--parallel",
+            "2",
+        ],
+    );
+    let output = text(&out);
+    assert!(out.status.success(), "copy-data: {output}");
+    let after_copy = count(&written);
+    wait_until(
+        "the writer to insert rows after the copy",
+        Duration::from_secs(30),
+        Duration::from_millis(10),
+        || Ok(count(&written) >= after_copy + 20),
+    )
+    .unwrap();
+    stop.store(true, Ordering::SeqCst);
+    writer.join().expect("writer");
+
+    let line = output
+        .lines()
+        .find(|l| l.starts_with("table public.users: "))
+        .unwrap_or_else(|| panic!("no users line: {output}"));
+    let watermark = lsn(line
+        .split("watermark ")
+        .nth(1)
+        .and_then(|w| w.split(' ').next())
+        .unwrap());
+    let mut copied = std::collections::HashSet::new();
+    for s in 0..2 {
+        let ids = dest
+            .shard(s)
+            .psql("SELECT string_agg(id::text, ',') FROM users WHERE id >= 1000000")
+            .unwrap();
+        copied.extend(
+            ids.split(',')
+                .filter(|x| !x.is_empty())
+                .map(|x| x.parse::<i64>().unwrap()),
+        );
+    }
+    let written = written.lock().unwrap().clone();
+    let (mut inside, mut outside) = (0, 0);
+    for w in &written {
+        if w.after <= watermark {
+            assert!(
+                copied.contains(&w.id),
+                "{w:?} committed before {watermark:X} is missing"
+            );
+            inside += 1;
+        } else if w.before >= watermark {
+            assert!(
+                !copied.contains(&w.id),
+                "{w:?} inserted after {watermark:X} was copied"
+            );
+            outside += 1;
+        }
+    }
+    assert!(
+        inside >= 20 && outside >= 20,
+        "inside {inside}, outside {outside}"
+    );
+    let base: i64 = (0..2)
+        .map(|s| {
+            dest.shard(s)
+                .psql("SELECT count(*) FROM users WHERE id < 1000000")
+                .unwrap()
+                .parse::<i64>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(base, 2000);
+    let _ = std::fs::remove_dir_all(&dir);
+}
