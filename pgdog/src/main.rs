@@ -3,6 +3,7 @@
 //! `pgdog logical-dump` prints a logical replication slot's changes as JSON lines;
 //! `pgdog schema-sync` copies a publication's table definitions to every destination shard.
 //! `pgdog copy-data` copies a publication's tables into the destination's shards.
+//! `pgdog replay` applies the permanent slot's changes to the destination's shards.
 //! `pgdog verify` compares a database with its resharded copy, table by table.
 use pgdog::backend::Registry;
 use pgdog::config::Settings;
@@ -31,6 +32,12 @@ const USAGE: &str = "usage:
                                                        one, under its own snapshot) into B's shards, N
                                                        tables at once (default 2); prints each table's
                                                        rows and LSN watermark
+  pgdog replay [--config F] [--users F] --from-database A --to-database B --publication P
+               --slot S [--until-lsn X/Y]
+                                                       apply slot S's changes (after each table's copy
+                                                       watermark) to B's shards, routed by sharding key,
+                                                       until --until-lsn or Ctrl-C/SIGTERM; resumes from
+                                                       the position stored on B's shards
   pgdog verify [--config F] [--users F] --from-database A --to-database B [--table T ...]
                                                        compare every table of A with the union of B's shards
                                                        (row count, checksum, rows on the right shard);
@@ -187,6 +194,13 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Some("replay") => match replay_options(&args) {
+            Ok(options) => pgdog::reshard::replay::main(options),
+            Err(e) => {
+                eprintln!("pgdog: replay: {e}\n{USAGE}");
+                ExitCode::from(2)
+            }
+        },
         Some("verify") => match (args.from_database.clone(), args.to_database.clone()) {
             (Some(from_database), Some(to_database)) => {
                 pgdog::reshard::verify::main(pgdog::reshard::verify::VerifyOptions {
@@ -305,6 +319,34 @@ fn copy_data_options(args: &Args) -> Result<pgdog::reshard::copy::CopyDataOption
         publication,
         slot: args.dump.slot.clone(),
         parallel,
+    })
+}
+
+/// Checks the flags of `pgdog replay`.
+fn replay_options(args: &Args) -> Result<pgdog::reshard::replay::ReplayOptions, String> {
+    let publication = match args.dump.publications.as_slice() {
+        [p] => p.clone(),
+        [] => return Err("--publication is required".into()),
+        _ => return Err("give one --publication".into()),
+    };
+    let until_lsn = match args.dump.until_lsn.as_deref() {
+        None => None,
+        Some(l) => Some(pgdog::replication::client::parse_lsn(l).map_err(|e| e.to_string())?),
+    };
+    Ok(pgdog::reshard::replay::ReplayOptions {
+        config: args.config.clone(),
+        users: args.users.clone(),
+        from_database: args
+            .from_database
+            .clone()
+            .ok_or("--from-database is required")?,
+        to_database: args
+            .to_database
+            .clone()
+            .ok_or("--to-database is required")?,
+        publication,
+        slot: args.dump.slot.clone().ok_or("--slot is required")?,
+        until_lsn,
     })
 }
 

@@ -34,6 +34,13 @@ const STANDBY_SLOT_DEADLINE: Duration = Duration::from_secs(120);
 /// Buffered bytes for one shard before they are sent as CopyData.
 const FLUSH_BYTES: usize = 64 * 1024;
 
+/// Replay progress on every destination shard: each copied table's watermark (written in the
+/// table's copy transaction) and the source LSN applied so far (written by `pgdog replay` in
+/// the transaction of the changes it covers).
+pub const PROGRESS_DDL: &str = "CREATE TABLE IF NOT EXISTS pgdog_reshard_progress \
+    (slot text, table_name text, watermark pg_lsn, PRIMARY KEY (slot, table_name)); \
+    CREATE TABLE IF NOT EXISTS pgdog_reshard_position (slot text PRIMARY KEY, lsn pg_lsn)";
+
 #[derive(Debug, thiserror::Error)]
 pub enum CopyDataError {
     #[error("loading the configuration: {0}")]
@@ -116,7 +123,7 @@ impl std::fmt::Display for TableCopy {
 
 /// Where the rows of a table go.
 #[derive(Debug, Clone)]
-enum Destination {
+pub(crate) enum Destination {
     /// Every row to every shard.
     Everywhere,
     /// Each row to the shard of its key (field index in the column list).
@@ -170,16 +177,16 @@ impl Job {
 }
 
 /// `"name"` as an SQL identifier.
-fn ident(s: &str) -> String {
+pub(crate) fn ident(s: &str) -> String {
     format!("\"{}\"", s.replace('"', "\"\""))
 }
 
 /// `'text'` as an SQL string literal.
-fn literal(s: &str) -> String {
+pub(crate) fn literal(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
-fn server_err(addr: &str, context: &str) -> impl FnOnce(ServerError) -> CopyDataError {
+pub(crate) fn server_err(addr: &str, context: &str) -> impl FnOnce(ServerError) -> CopyDataError {
     let addr = addr.to_string();
     let context = context.to_string();
     move |source| CopyDataError::Server {
@@ -189,14 +196,14 @@ fn server_err(addr: &str, context: &str) -> impl FnOnce(ServerError) -> CopyData
     }
 }
 
-async fn connect(t: &ServerTarget) -> Result<Server, CopyDataError> {
+pub(crate) async fn connect(t: &ServerTarget) -> Result<Server, CopyDataError> {
     Server::connect(t, CONNECT_TIMEOUT)
         .await
         .map_err(server_err(&t.addr(), "connecting"))
 }
 
 /// An ErrorResponse as a [`ServerError`].
-fn postgres_error(addr: &str, m: Message) -> ServerError {
+pub(crate) fn postgres_error(addr: &str, m: Message) -> ServerError {
     match read_error(&m) {
         Ok(fields) => ServerError::Postgres(fields, m),
         Err(error) => ServerError::Protocol {
@@ -209,7 +216,7 @@ fn postgres_error(addr: &str, m: Message) -> ServerError {
 /// The destination's handling of a table: omnisharded, else its own `[[sharded_tables]]` entry
 /// (by `schema.name` or `name`), else a name-less entry for one of its columns — the proxy's
 /// order for a client COPY.
-fn destination(
+pub(crate) fn destination(
     schema: &Schema,
     database: &str,
     table_schema: &str,
@@ -418,6 +425,7 @@ async fn copy_table(
     index: usize,
     primary: ServerTarget,
     dests: Vec<ServerTarget>,
+    progress_slot: Option<String>,
 ) -> Result<TableCopy, CopyDataError> {
     let table = job.display();
     let src_addr = job.source.addr();
@@ -567,6 +575,22 @@ async fn copy_table(
             });
         }
     }
+    if let Some(slot) = &progress_slot {
+        let sql = format!(
+            "INSERT INTO pgdog_reshard_progress (slot, table_name, watermark) \
+             VALUES ({}, {}, {}) ON CONFLICT (slot, table_name) \
+             DO UPDATE SET watermark = EXCLUDED.watermark",
+            literal(slot),
+            literal(&table),
+            literal(&format_lsn(created.consistent_point))
+        );
+        for sink in sinks.iter_mut() {
+            sink.server
+                .execute(&sql)
+                .await
+                .map_err(server_err(&sink.addr, "recording the watermark"))?;
+        }
+    }
     for sink in sinks {
         sink.commit().await?;
     }
@@ -651,6 +675,16 @@ pub async fn copy_data(
         });
     }
 
+    if options.slot.is_some() {
+        for t in &dests {
+            let mut server = connect(t).await?;
+            server
+                .execute(PROGRESS_DDL)
+                .await
+                .map_err(server_err(&t.addr(), "creating the progress tables"))?;
+            server.terminate().await;
+        }
+    }
     let slot = match &options.slot {
         Some(name) => Some(create_permanent_slot(&primary, name).await?),
         None => None,
@@ -667,9 +701,10 @@ pub async fn copy_data(
     let mut copies = stream::iter(jobs.into_iter().enumerate().map(|(i, job)| {
         let primary = primary.clone();
         let dests = dests.clone();
+        let slot = options.slot.clone();
         async move {
             let table = job.display();
-            let handle = tokio::spawn(copy_table(job, i, primary, dests));
+            let handle = tokio::spawn(copy_table(job, i, primary, dests, slot));
             match handle.await {
                 Ok(r) => r,
                 Err(e) => Err(CopyDataError::Table {

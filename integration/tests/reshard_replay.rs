@@ -1,0 +1,183 @@
+//! `pgdog replay` end to end: a single source into a two-shard destination. After
+//! `schema-sync --phase pre` and `copy-data --slot`, the source gets inserts, updates (one not
+//! touching the key, one moving a row to another shard), deletes, some in multi-statement
+//! transactions; `replay --until-lsn` must leave the destination equal to the source
+//! (`pgdog verify`), and a second run must apply nothing (resume from the stored position).
+use std::path::Path;
+use std::process::{Command, Output};
+use topology::Topology;
+
+fn write_config(dir: &Path, source: &Topology, dest: &Topology) {
+    let mut config = format!(
+        "[[databases]]\nname = \"src\"\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n",
+        source.primary().port
+    );
+    for shard in 0..2 {
+        config.push_str(&format!(
+            "\n[[databases]]\nname = \"dst\"\nshard = {shard}\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n",
+            dest.shard(shard).port
+        ));
+    }
+    config.push_str(
+        "\n[[sharded_tables]]\ndatabase = \"dst\"\nname = \"items\"\ncolumn = \"id\"\ndata_type = \"bigint\"\n",
+    );
+    let users = "[[users]]\nname = \"app\"\ndatabase = \"src\"\npassword = \"secret\"\n\n\
+                 [[users]]\nname = \"app\"\ndatabase = \"dst\"\npassword = \"secret\"\n";
+    std::fs::write(dir.join("pgdog.toml"), config).unwrap();
+    std::fs::write(dir.join("users.toml"), users).unwrap();
+}
+
+fn pgdog(dir: &Path, source: &Topology, command: &str, args: &[&str]) -> Output {
+    Command::new(topology::proxy::binary())
+        .arg(command)
+        .arg("--config")
+        .arg(dir.join("pgdog.toml"))
+        .arg("--users")
+        .arg(dir.join("users.toml"))
+        .args(args)
+        .env("PGDOG_PG_BIN", source.install().bin_dir())
+        .output()
+        .unwrap_or_else(|e| panic!("running pgdog {command}: {e}"))
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+const DBS: [&str; 4] = ["--from-database", "src", "--to-database", "dst"];
+
+#[test]
+fn replay_applies_changes_and_resumes() {
+    let source = Topology::single().expect("source topology");
+    let dest = Topology::shards(2).expect("destination topology");
+    let dir = std::env::temp_dir().join(format!("pgdog-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    write_config(&dir, &source, &dest);
+    let primary = source.primary();
+    primary
+        .psql(
+            "CREATE TABLE items (id bigint PRIMARY KEY, name text, qty int);
+             CREATE PUBLICATION pub FOR TABLE items;
+             INSERT INTO items SELECT i, 'item ' || i, i FROM generate_series(1, 200) i;",
+        )
+        .expect("source schema");
+
+    let out = pgdog(
+        &dir,
+        &source,
+        "schema-sync",
+        &[
+            DBS[0],
+            DBS[1],
+            DBS[2],
+            DBS[3],
+            "--publication",
+            "pub",
+            "--phase",
+            "pre",
+        ],
+    );
+    assert!(out.status.success(), "schema-sync: {}", text(&out));
+    let out = pgdog(
+        &dir,
+        &source,
+        "copy-data",
+        &[
+            DBS[0],
+            DBS[1],
+            DBS[2],
+            DBS[3],
+            "--publication",
+            "pub",
+            "--slot",
+            "s1",
+        ],
+    );
+    assert!(out.status.success(), "copy-data: {}", text(&out));
+    assert_eq!(
+        dest.shard(1)
+            .psql("SELECT count(*) FROM pgdog_reshard_progress WHERE slot = 's1'")
+            .unwrap(),
+        "1"
+    );
+
+    // Find a key on the other shard than id 5, to move the row there.
+    let shard_of = |id: i64| -> usize {
+        (0..2)
+            .find(|&s| {
+                dest.shard(s)
+                    .psql(&format!("SELECT count(*) FROM items WHERE id = {id}"))
+                    .unwrap()
+                    == "1"
+            })
+            .expect("copied row")
+    };
+    let home = shard_of(5);
+    let other = (6..200).find(|&id| shard_of(id) != home).unwrap();
+    primary
+        .psql(&format!(
+            "INSERT INTO items SELECT i, 'new ' || i, i FROM generate_series(201, 260) i;
+             UPDATE items SET qty = qty + 1000 WHERE id BETWEEN 10 AND 40;
+             BEGIN;
+             UPDATE items SET name = NULL WHERE id = 7;
+             DELETE FROM items WHERE id BETWEEN 50 AND 70;
+             INSERT INTO items VALUES (300, 'three hundred', 3);
+             COMMIT;
+             DELETE FROM items WHERE id = 300;
+             BEGIN;
+             UPDATE items SET id = -{other} WHERE id = 5;
+             UPDATE items SET id = {other} + 500 WHERE id = {other};
+             UPDATE items SET id = 100000 + id WHERE id BETWEEN 100 AND 120;
+             INSERT INTO items VALUES (5, 'back', 5) ON CONFLICT (id) DO UPDATE SET name = 'x';
+             COMMIT;"
+        ))
+        .expect("source changes");
+    let lsn = primary.psql("SELECT pg_current_wal_insert_lsn()").unwrap();
+
+    let replay = || {
+        pgdog(
+            &dir,
+            &source,
+            "replay",
+            &[
+                DBS[0],
+                DBS[1],
+                DBS[2],
+                DBS[3],
+                "--publication",
+                "pub",
+                "--slot",
+                "s1",
+                "--until-lsn",
+                &lsn,
+            ],
+        )
+    };
+    let out = replay();
+    let output = text(&out);
+    assert!(out.status.success(), "replay: {output}");
+    assert!(output.contains("replayed "), "{output}");
+    assert!(!output.contains("replayed 0 transactions"), "{output}");
+
+    let verify = || pgdog(&dir, &source, "verify", &DBS);
+    let out = verify();
+    assert!(out.status.success(), "verify: {}", text(&out));
+
+    let out = replay();
+    let output = text(&out);
+    assert!(out.status.success(), "second replay: {output}");
+    assert!(
+        output.contains("replayed 0 transactions, 0 rows applied"),
+        "{output}"
+    );
+    let out = verify();
+    assert!(out.status.success(), "verify after resume: {}", text(&out));
+
+    primary
+        .psql("SELECT pg_drop_replication_slot('s1')")
+        .expect("dropping the slot");
+}
