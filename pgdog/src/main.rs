@@ -270,34 +270,34 @@ fn schema_sync_options(
         None => Phase::Both,
         Some(p) => p.parse::<Phase>()?,
     };
-    let publication = match args.dump.publications.as_slice() {
-        [p] => p.clone(),
-        [] => return Err("--publication is required".into()),
-        _ => return Err("give one --publication".into()),
-    };
+    let publication = one_publication(args)?;
     Ok(SchemaSyncOptions {
         config: args.config.clone(),
         users: args.users.clone(),
-        from_database: args
-            .from_database
-            .clone()
-            .ok_or("--from-database is required")?,
-        to_database: args
-            .to_database
-            .clone()
-            .ok_or("--to-database is required")?,
+        from_database: required(&args.from_database, "--from-database")?,
+        to_database: required(&args.to_database, "--to-database")?,
         publication,
         phase,
     })
 }
 
+/// The one `--publication` a resharding command needs.
+fn one_publication(args: &Args) -> Result<String, String> {
+    match args.dump.publications.as_slice() {
+        [p] => Ok(p.clone()),
+        [] => Err("--publication is required".into()),
+        _ => Err("give one --publication".into()),
+    }
+}
+
+/// A flag's value, or an error naming it.
+fn required(value: &Option<String>, flag: &str) -> Result<String, String> {
+    value.clone().ok_or_else(|| format!("{flag} is required"))
+}
+
 /// Checks the flags of `pgdog copy-data`.
 fn copy_data_options(args: &Args) -> Result<pgdog::reshard::copy::CopyDataOptions, String> {
-    let publication = match args.dump.publications.as_slice() {
-        [p] => p.clone(),
-        [] => return Err("--publication is required".into()),
-        _ => return Err("give one --publication".into()),
-    };
+    let publication = one_publication(args)?;
     let parallel = match args.parallel.as_deref() {
         None => 2,
         Some(n) => match n.parse::<usize>() {
@@ -308,14 +308,8 @@ fn copy_data_options(args: &Args) -> Result<pgdog::reshard::copy::CopyDataOption
     Ok(pgdog::reshard::copy::CopyDataOptions {
         config: args.config.clone(),
         users: args.users.clone(),
-        from_database: args
-            .from_database
-            .clone()
-            .ok_or("--from-database is required")?,
-        to_database: args
-            .to_database
-            .clone()
-            .ok_or("--to-database is required")?,
+        from_database: required(&args.from_database, "--from-database")?,
+        to_database: required(&args.to_database, "--to-database")?,
         publication,
         slot: args.dump.slot.clone(),
         parallel,
@@ -324,11 +318,7 @@ fn copy_data_options(args: &Args) -> Result<pgdog::reshard::copy::CopyDataOption
 
 /// Checks the flags of `pgdog replay`.
 fn replay_options(args: &Args) -> Result<pgdog::reshard::replay::ReplayOptions, String> {
-    let publication = match args.dump.publications.as_slice() {
-        [p] => p.clone(),
-        [] => return Err("--publication is required".into()),
-        _ => return Err("give one --publication".into()),
-    };
+    let publication = one_publication(args)?;
     let until_lsn = match args.dump.until_lsn.as_deref() {
         None => None,
         Some(l) => Some(pgdog::replication::client::parse_lsn(l).map_err(|e| e.to_string())?),
@@ -336,14 +326,8 @@ fn replay_options(args: &Args) -> Result<pgdog::reshard::replay::ReplayOptions, 
     Ok(pgdog::reshard::replay::ReplayOptions {
         config: args.config.clone(),
         users: args.users.clone(),
-        from_database: args
-            .from_database
-            .clone()
-            .ok_or("--from-database is required")?,
-        to_database: args
-            .to_database
-            .clone()
-            .ok_or("--to-database is required")?,
+        from_database: required(&args.from_database, "--from-database")?,
+        to_database: required(&args.to_database, "--to-database")?,
         publication,
         slot: args.dump.slot.clone().ok_or("--slot is required")?,
         until_lsn,

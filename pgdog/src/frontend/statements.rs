@@ -81,15 +81,24 @@ const SESSION_ADVISORY: &[&str] = &[
 /// Classifies the statements of `sql`. SQL that does not parse is left to the server (which
 /// reports the error) and classifies as nothing.
 pub fn classify(sql: &str) -> Classified {
+    if !mentions_keyword(sql) {
+        return Classified::default();
+    }
+    let Ok(statements) = router::parse(sql) else {
+        return Classified::default();
+    };
+    classify_parsed(sql, &statements)
+}
+
+/// The same for statements already parsed (the sharded session has them from its query cache):
+/// no second parse.
+pub fn classify_parsed(sql: &str, statements: &[router::Statement]) -> Classified {
     let mut out = Classified::default();
     if !mentions_keyword(sql) {
         return out;
     }
-    let Ok(statements) = router::parse(sql) else {
-        return out;
-    };
     out.statements = statements.len();
-    for st in &statements {
+    for st in statements {
         set_config_calls(st, &mut out);
         match &st.kind {
             StatementKind::Set => {

@@ -345,12 +345,12 @@ impl ShardedSession {
             return self.copy(sql, from).await;
         }
         let route = self.route(parsed, i, sql, None).await?;
-        self.note_pin(sql);
+        self.note_pin(sql, st);
         self.run_route(&route, exec::Request::Simple(sql)).await
     }
 
-    fn note_pin(&mut self, sql: &str) {
-        if let Some(reason) = statements::classify(sql).pin {
+    fn note_pin(&mut self, sql: &str, st: &pg_query_raw::router::Statement) {
+        if let Some(reason) = statements::classify_parsed(sql, std::slice::from_ref(st)).pin {
             self.pinned = self.pinned.or(Some(reason));
         }
     }
@@ -546,7 +546,7 @@ impl ShardedSession {
                 .collect(),
         };
         let route: Route = self.route(&parsed, 0, &sql, Some(&params)).await?;
-        self.note_pin(&sql);
+        self.note_pin(&sql, st);
         self.run_route(
             &route,
             exec::Request::Extended {
