@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Runs inside `pgdog-topology shards 2` (which exports PG_SHARD<N>_PORT, PG_BIN, ...): writes a
-# pgdog configuration for the shards, starts pgdog on 127.0.0.1:6432 and prints how to connect.
+# Runs inside `pgdog-topology shards 6` (which exports PG_SHARD<N>_PORT, PG_BIN, ...): writes a
+# pgdog configuration (database "pgdog" on shards 0-1; "pgdog_new" on the empty shards 2-5, the
+# destination of the resharding walkthrough in README.md), starts pgdog on 127.0.0.1:6432 with
+# its admin database and prints how to connect.
 # Ctrl-C stops pgdog; the topology then stops the servers.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -12,6 +14,8 @@ cat > "$CONF/pgdog.toml" <<TOML
 host = "127.0.0.1"
 port = $PORT
 default_pool_size = 10
+# The admin database: psql -h 127.0.0.1 -p $PORT -U admin admin (SHOW POOLS, PAUSE, RESHARD, ...).
+admin_password = "admin"
 
 # One database "pgdog" over both shards. Tables are sharded by their key column exactly as
 # Postgres' PARTITION BY HASH would place them; pgbench's branches and tellers are copied on
@@ -50,11 +54,52 @@ column = "aid"
 [[omnisharded_tables]]
 database = "pgdog"
 tables = ["pgbench_branches", "pgbench_tellers"]
+
+# The resharding destination: 4 empty shards, the same tables sharded the same way.
+TOML
+for i in 2 3 4 5; do
+  port_var="PG_SHARD${i}_PORT"
+  cat >> "$CONF/pgdog.toml" <<TOML
+
+[[databases]]
+name = "pgdog_new"
+host = "127.0.0.1"
+port = ${!port_var}
+database_name = "postgres"
+user = "postgres"
+shard = $((i - 2))
+TOML
+done
+cat >> "$CONF/pgdog.toml" <<TOML
+
+[[sharded_tables]]
+database = "pgdog_new"
+name = "users"
+column = "id"
+
+[[sharded_tables]]
+database = "pgdog_new"
+name = "pgbench_accounts"
+column = "aid"
+
+[[sharded_tables]]
+database = "pgdog_new"
+name = "pgbench_history"
+column = "aid"
+
+[[omnisharded_tables]]
+database = "pgdog_new"
+tables = ["pgbench_branches", "pgbench_tellers"]
 TOML
 cat > "$CONF/users.toml" <<TOML
 [[users]]
 name = "pgdog"
 database = "pgdog"
+password = "pgdog"
+
+[[users]]
+name = "pgdog"
+database = "pgdog_new"
 password = "pgdog"
 TOML
 "$ROOT/target/release/pgdog" --config "$CONF/pgdog.toml" --users "$CONF/users.toml" &
@@ -73,9 +118,13 @@ over 2 shards: users by id, pgbench_accounts and pgbench_history by aid):
   PGPASSWORD=pgdog $PG_BIN/pgbench -h 127.0.0.1 -p $PORT -U pgdog -i pgdog
   PGPASSWORD=pgdog $PG_BIN/pgbench -h 127.0.0.1 -p $PORT -U pgdog -c 8 -T 10 -M extended pgdog
   PGPASSWORD=pgdog $ROOT/target/release/pgdog route --config $CONF/pgdog.toml --users $CONF/users.toml --database pgdog "SELECT * FROM users WHERE id = 42"
+  PGPASSWORD=admin $PG_BIN/psql -h 127.0.0.1 -p $PORT -U admin admin -c "SHOW POOLS"
 PostgreSQL 18 shards behind it (user postgres, trust auth, sslmode=disable):
   shard 0: $PG_BIN/psql -h 127.0.0.1 -p $PG_SHARD0_PORT -U postgres postgres
   shard 1: $PG_BIN/psql -h 127.0.0.1 -p $PG_SHARD1_PORT -U postgres postgres
+  shards 2-5 (empty, database pgdog_new: the resharding destination): ports $PG_SHARD2_PORT $PG_SHARD3_PORT $PG_SHARD4_PORT $PG_SHARD5_PORT
+Reshard pgdog from 2 to 4 shards under load (see README.md, "Resharding"):
+  bash $ROOT/scripts/reshard-demo.sh $CONF
 Configuration: $CONF (removed on exit). Press Ctrl-C to stop.
 MSG
 wait $PGDOG_PID

@@ -43,6 +43,9 @@ if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet pgbouncer
 fi
 
 command -v cargo >/dev/null 2>&1 || die "cargo not found: install Rust (>= 1.80) with rustup, then run again"
+# Every crate of the lock file, dev-dependencies included: pg_query_raw's build script runs
+# `cargo metadata --offline`, which needs all of them even for `cargo build -p pgdog`.
+cargo fetch --locked --quiet || die "cargo fetch failed: check the network or the crates.io mirror"
 
 if [ ! -f "$MARKER" ]; then
   say "installing $PG_WHEEL into $VENV"

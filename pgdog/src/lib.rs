@@ -10,7 +10,9 @@
 //! - `sharding`: placement of key values on shards (hash, list, range);
 //! - `merge`: cross-shard results assembled as one;
 //! - `replication`: logical replication (pgoutput decoder, replication client);
-//! - `reshard`: resharding (schema sync, copy, replay, cutover, verify).
+//! - `reshard`: resharding (schema sync, copy, replay, cutover, verify);
+//! - `admin`: the admin database (PAUSE, RESUME, RELOAD, SHOW) and its in-process API.
+pub mod admin;
 pub mod auth;
 pub mod backend;
 pub mod config;

@@ -5,6 +5,7 @@
 //! `pgdog copy-data` copies a publication's tables into the destination's shards.
 //! `pgdog replay` applies the permanent slot's changes to the destination's shards.
 //! `pgdog verify` compares a database with its resharded copy, table by table.
+//! `pgdog reshard` runs the whole move with live progress; `pgdog cutover` switches clients.
 use pgdog::backend::Registry;
 use pgdog::config::Settings;
 use std::path::PathBuf;
@@ -41,7 +42,23 @@ const USAGE: &str = "usage:
   pgdog verify [--config F] [--users F] --from-database A --to-database B [--table T ...]
                                                        compare every table of A with the union of B's shards
                                                        (row count, checksum, rows on the right shard);
-                                                       exit 1 when anything differs";
+                                                       exit 1 when anything differs
+  pgdog reshard [--config F] [--users F] --from-database A --to-database B --publication P
+                [--slot S] [--parallel N] [--cutover --admin-url URL [--reverse]] [--max-lag-bytes N]
+                [--abort]
+                                                       the whole move: refuse tables without a key,
+                                                       schema pre, copy, schema post, replay with live
+                                                       progress; --cutover then switches A's clients to
+                                                       B's shards through the running pgdog's admin
+                                                       database (--reverse: then replicate the new shards
+                                                       back to the old ones until Ctrl-C, for a rollback);
+                                                       Ctrl-C stops (run again to resume);
+                                                       --abort drops the slots and progress tables
+  pgdog cutover [--config F] [--users F] --from-database A --to-database B --publication P
+                [--slot S] --admin-url URL [--max-lag-bytes N]
+                                                       replay until the lag is small, pause A in the
+                                                       running pgdog, drain, copy sequences, swap A and
+                                                       B in the config file, reload, resume";
 
 struct Args {
     command: Option<String>,
@@ -56,6 +73,11 @@ struct Args {
     phase: Option<String>,
     tables: Vec<String>,
     parallel: Option<String>,
+    cutover: bool,
+    reverse: bool,
+    abort: bool,
+    admin_url: Option<String>,
+    max_lag_bytes: Option<String>,
 }
 
 /// Flags of `pgdog logical-dump`.
@@ -87,6 +109,11 @@ fn parse_args() -> Result<Args, String> {
         phase: None,
         tables: Vec::new(),
         parallel: None,
+        cutover: false,
+        reverse: false,
+        abort: false,
+        admin_url: None,
+        max_lag_bytes: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -104,6 +131,13 @@ fn parse_args() -> Result<Args, String> {
             }
             "--table" => args.tables.push(it.next().ok_or("--table needs a name")?),
             "--parallel" => args.parallel = Some(it.next().ok_or("--parallel needs a number")?),
+            "--cutover" => args.cutover = true,
+            "--reverse" => args.reverse = true,
+            "--abort" => args.abort = true,
+            "--admin-url" => args.admin_url = Some(it.next().ok_or("--admin-url needs a URL")?),
+            "--max-lag-bytes" => {
+                args.max_lag_bytes = Some(it.next().ok_or("--max-lag-bytes needs a number")?)
+            }
             "--phase" => args.phase = Some(it.next().ok_or("--phase needs pre or post")?),
             "--param" | "-p" => args.params.push(it.next().ok_or("--param needs a value")?),
             "--url" => args.dump.url = Some(it.next().ok_or("--url needs a URL")?),
@@ -216,6 +250,25 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Some(cmd @ ("reshard" | "cutover")) => match reshard_options(&args) {
+            Ok(options) if cmd == "reshard" => pgdog::reshard::cli::reshard_main(
+                &args.config,
+                &args.users,
+                options,
+                args.admin_url.clone(),
+                args.abort,
+            ),
+            Ok(options) => pgdog::reshard::cli::cutover_main(
+                &args.config,
+                &args.users,
+                options,
+                args.admin_url.clone(),
+            ),
+            Err(e) => {
+                eprintln!("pgdog: {cmd}: {e}\n{USAGE}");
+                ExitCode::from(2)
+            }
+        },
         Some(other) => {
             eprintln!("pgdog: unknown command {other}\n{USAGE}");
             ExitCode::from(2)
@@ -295,6 +348,38 @@ fn required(value: &Option<String>, flag: &str) -> Result<String, String> {
     value.clone().ok_or_else(|| format!("{flag} is required"))
 }
 
+/// Checks the flags of `pgdog reshard` and `pgdog cutover`.
+fn reshard_options(args: &Args) -> Result<pgdog::reshard::orchestrate::ReshardOptions, String> {
+    let from = required(&args.from_database, "--from-database")?;
+    let to = required(&args.to_database, "--to-database")?;
+    let publication = if args.abort {
+        args.dump.publications.first().cloned().unwrap_or_default()
+    } else {
+        one_publication(args)?
+    };
+    let mut o = pgdog::reshard::orchestrate::ReshardOptions::new(&from, &to, &publication);
+    if let Some(slot) = &args.dump.slot {
+        o.slot = slot.clone();
+    }
+    if let Some(n) = args.parallel.as_deref() {
+        o.parallel = match n.parse::<usize>() {
+            Ok(v) if v >= 1 => v,
+            _ => return Err(format!("--parallel {n}: use a number of at least 1")),
+        };
+    }
+    if let Some(n) = args.max_lag_bytes.as_deref() {
+        o.max_lag_bytes = n
+            .parse::<u64>()
+            .map_err(|_| format!("--max-lag-bytes {n}: use a number of bytes"))?;
+    }
+    o.cutover = args.cutover;
+    o.reverse = args.reverse;
+    if o.reverse && !o.cutover {
+        return Err("--reverse needs --cutover".into());
+    }
+    Ok(o)
+}
+
 /// Checks the flags of `pgdog copy-data`.
 fn copy_data_options(args: &Args) -> Result<pgdog::reshard::copy::CopyDataOptions, String> {
     let publication = one_publication(args)?;
@@ -313,6 +398,7 @@ fn copy_data_options(args: &Args) -> Result<pgdog::reshard::copy::CopyDataOption
         publication,
         slot: args.dump.slot.clone(),
         parallel,
+        progress: None,
     })
 }
 
@@ -331,6 +417,8 @@ fn replay_options(args: &Args) -> Result<pgdog::reshard::replay::ReplayOptions, 
         publication,
         slot: args.dump.slot.clone().ok_or("--slot is required")?,
         until_lsn,
+        progress: None,
+        stop_at: None,
     })
 }
 
@@ -404,7 +492,11 @@ fn run(args: Args) -> ExitCode {
         tracing::info!("pgdog listening on {addr}");
         tokio::spawn(maintenance());
         tokio::spawn(recover_in_doubt());
-        tokio::spawn(reload_on_sighup(args.config.clone(), args.users.clone()));
+        // SIGHUP and the admin database's RELOAD share the same reload code and file paths.
+        pgdog::admin::set_config_paths(args.config.clone(), args.users.clone());
+        tokio::spawn(pgdog::admin::reload_on_sighup());
+        // RESHARD, SHOW RESHARD, CUTOVER, STOP, ABORT RESHARD in the admin database.
+        pgdog::reshard::admin_commands::register();
         pgdog::frontend::listener::listen(listener).await;
         ExitCode::SUCCESS
     })
@@ -438,24 +530,6 @@ async fn maintenance() {
         let registry = Registry::current();
         for pool in registry.pools() {
             pool.maintain().await;
-        }
-    }
-}
-
-/// SIGHUP re-reads both files; connected clients stay, changed pools drain.
-async fn reload_on_sighup(config: PathBuf, users: PathBuf) {
-    let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) else {
-        tracing::error!("cannot listen for SIGHUP: reload disabled");
-        return;
-    };
-    while hup.recv().await.is_some() {
-        match Settings::load(&config, &users) {
-            Ok(settings) => {
-                let current = Registry::current();
-                Registry::install(Registry::build(settings, Some(&current)));
-                tracing::info!("configuration reloaded");
-            }
-            Err(e) => tracing::error!("reload failed, keeping the current configuration: {e}"),
         }
     }
 }

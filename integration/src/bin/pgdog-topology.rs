@@ -1,9 +1,13 @@
 //! `pgdog-topology`: the test topologies from the shell (benchmarks, demo).
 //!
 //! ```text
-//! pgdog-topology single|replicated|shards N [--env-file F] [-- CMD ARGS...]
+//! pgdog-topology single|replicated|shards N|replicated+shards N [--env-file F] [-- CMD ARGS...]
 //! ```
 //! Starts the topology and prints `KEY=value` lines describing it (also written to `--env-file`).
+//! `replicated+shards N` is two topologies side by side (a resharding source and destination):
+//! `primary` + `standby`, and `shard0` .. `shard{N-1}`; every node gets its `PG_<NAME>_PORT` and
+//! `PG_<NAME>_URL`, `PG_NODES` lists all of them, `PGDOG_TOPOLOGY_DIR` is the replicated one's
+//! folder and `PGDOG_TOPOLOGY_DIRS` lists both.
 //! With `-- CMD`, runs CMD with those variables in its environment, then tears down and exits
 //! with CMD's status; without, waits for SIGINT/SIGTERM/SIGHUP, then tears down.
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -12,8 +16,57 @@ use std::process::{Command, ExitCode};
 use topology::{Kind, Topology};
 
 fn usage() -> ExitCode {
-    eprintln!("usage: pgdog-topology single|replicated|shards N [--env-file F] [-- CMD ARGS...]");
+    eprintln!(
+        "usage: pgdog-topology single|replicated|shards N|replicated+shards N [--env-file F] [-- CMD ARGS...]"
+    );
     ExitCode::from(2)
+}
+
+/// Starts every topology of `kinds` at once; all or none (those started are dropped on error).
+fn start_all(kinds: &[Kind]) -> topology::Result<Vec<Topology>> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = kinds
+            .iter()
+            .map(|&k| s.spawn(move || Topology::start(k)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(topology::Error::Panicked("starting a topology".into()))
+                })
+            })
+            .collect()
+    })
+}
+
+/// The variables of one topology, or of several merged: node variables from each, `PG_NODES`
+/// joined, the first one's `PGDOG_TOPOLOGY_DIR` and `PG_BIN`, and `PGDOG_TOPOLOGY_DIRS`.
+fn merged_env(topos: &[Topology]) -> Vec<(String, String)> {
+    if topos.len() == 1 {
+        return topos[0].env();
+    }
+    let mut env: Vec<(String, String)> = Vec::new();
+    let mut nodes = Vec::new();
+    let mut dirs = Vec::new();
+    for topo in topos {
+        for (k, v) in topo.env() {
+            match k.as_str() {
+                "PG_NODES" => nodes.push(v),
+                "PGDOG_TOPOLOGY_DIR" => {
+                    if dirs.is_empty() {
+                        env.push((k, v.clone()));
+                    }
+                    dirs.push(v);
+                }
+                "PG_BIN" if env.iter().any(|(e, _)| e == "PG_BIN") => {}
+                _ => env.push((k, v)),
+            }
+        }
+    }
+    env.push(("PG_NODES".into(), nodes.join(" ")));
+    env.push(("PGDOG_TOPOLOGY_DIRS".into(), dirs.join(" ")));
+    env
 }
 
 fn main() -> ExitCode {
@@ -23,14 +76,18 @@ fn main() -> ExitCode {
         None => (&args[..], &[][..]),
     };
     let mut env_file = None;
-    let mut kind = None;
+    let mut kinds: Option<Vec<Kind>> = None;
     let mut it = ours.iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
-            "single" => kind = Some(Kind::Single),
-            "replicated" => kind = Some(Kind::Replicated),
+            "single" => kinds = Some(vec![Kind::Single]),
+            "replicated" => kinds = Some(vec![Kind::Replicated]),
             "shards" => match it.next().and_then(|n| n.parse().ok()) {
-                Some(n) if n > 0 => kind = Some(Kind::Shards(n)),
+                Some(n) if n > 0 => kinds = Some(vec![Kind::Shards(n)]),
+                _ => return usage(),
+            },
+            "replicated+shards" => match it.next().and_then(|n| n.parse().ok()) {
+                Some(n) if n > 0 => kinds = Some(vec![Kind::Replicated, Kind::Shards(n)]),
                 _ => return usage(),
             },
             "--env-file" => match it.next() {
@@ -40,7 +97,7 @@ fn main() -> ExitCode {
             _ => return usage(),
         }
     }
-    let Some(kind) = kind else { return usage() };
+    let Some(kinds) = kinds else { return usage() };
 
     // Handlers (not a blocked mask, which children would inherit): they reset to default in
     // every program we start.
@@ -51,14 +108,14 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let topo = match Topology::start(kind) {
+    let topos = match start_all(&kinds) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("pgdog-topology: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let env = topo.env();
+    let env = merged_env(&topos);
     let lines: String = env.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
     if let Some(path) = &env_file {
         // Write then rename, so a reader polling for the file never sees half of it.
@@ -93,7 +150,7 @@ fn main() -> ExitCode {
         }
     });
     let status = child.wait();
-    drop(topo);
+    drop(topos);
     match status {
         Ok(s) if s.success() => ExitCode::SUCCESS,
         Ok(s) => ExitCode::from(s.code().unwrap_or(1).clamp(1, 255) as u8),

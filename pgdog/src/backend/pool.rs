@@ -1,5 +1,6 @@
 //! A pool of server connections for one (user, database): checkout with a timeout, idle and
-//! lifetime limits, a minimum kept warm, broken connections dropped and replaced.
+//! lifetime limits, a minimum kept warm, broken connections dropped and replaced. Counts (idle,
+//! checked out, clients waiting) are shown by the admin database's SHOW POOLS.
 use super::server::{Server, ServerError, ServerTarget};
 use crate::config::PoolerMode;
 use parking_lot::Mutex;
@@ -46,6 +47,8 @@ struct Inner {
     idle: Mutex<Vec<Server>>,
     permits: Arc<Semaphore>,
     checked_out: AtomicUsize,
+    /// Clients waiting for a connection in `get`.
+    waiting: AtomicUsize,
     closed: AtomicBool,
     /// ParameterStatus values of the first connection, sent to clients at login.
     params: Mutex<Option<Vec<(String, String)>>>,
@@ -102,6 +105,22 @@ impl Drop for PooledServer {
     }
 }
 
+/// Counts a client waiting in `Pool::get` (also when the wait is cancelled).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn new(counter: &'a AtomicUsize) -> Waiting<'a> {
+        counter.fetch_add(1, Ordering::Relaxed);
+        Waiting(counter)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 impl PooledServer {
     /// Closes the connection instead of returning it (its state is unknown).
     pub fn discard(&mut self) {
@@ -121,6 +140,7 @@ impl Pool {
                 idle: Mutex::new(Vec::new()),
                 permits,
                 checked_out: AtomicUsize::new(0),
+                waiting: AtomicUsize::new(0),
                 closed: AtomicBool::new(false),
                 params: Mutex::new(None),
             }),
@@ -155,11 +175,14 @@ impl Pool {
         if self.inner.closed.load(Ordering::Relaxed) {
             return Err(PoolError::Closed(self.name()));
         }
-        let permit = tokio::time::timeout(
-            s.checkout_timeout,
-            self.inner.permits.clone().acquire_owned(),
-        )
-        .await
+        let permit = {
+            let _waiting = Waiting::new(&self.inner.waiting);
+            tokio::time::timeout(
+                s.checkout_timeout,
+                self.inner.permits.clone().acquire_owned(),
+            )
+            .await
+        }
         .map_err(|_| {
             PoolError::Timeout(s.checkout_timeout.as_millis() as u64, s.size, self.name())
         })?
@@ -221,6 +244,11 @@ impl Pool {
             self.inner.idle.lock().len(),
             self.inner.checked_out.load(Ordering::Relaxed),
         )
+    }
+
+    /// Clients waiting for a connection.
+    pub fn waiting(&self) -> usize {
+        self.inner.waiting.load(Ordering::Relaxed)
     }
 
     /// Stops handing out connections; idle ones close, checked-out ones close when returned.

@@ -1,5 +1,6 @@
 //! All pools, built from the configuration and swapped whole on reload: pools whose settings
-//! did not change are carried over with their connections; the others drain.
+//! did not change are carried over with their connections; the others drain. The admin
+//! database (`SHOW POOLS`, `RELOAD`) reads and replaces it too.
 use super::pool::{Pool, PoolSettings};
 use super::server::ServerTarget;
 use crate::config::Settings;
@@ -13,7 +14,7 @@ use std::time::Duration;
 pub struct Registry {
     pub settings: Settings,
     pools: HashMap<(String, String, usize), Pool>,
-    /// Routers of sharded databases (more than one shard).
+    /// Routers of sharded databases (more than one shard, or declared shardable).
     routers: HashMap<String, Arc<Router>>,
 }
 
@@ -64,7 +65,20 @@ impl Registry {
         }
         let mut routers = HashMap::new();
         for db in &settings.config.databases {
-            if settings.shards(&db.name) < 2 || routers.contains_key(&db.name) {
+            // A one-server database declared shardable (it has [[sharded_tables]] or
+            // [[omnisharded_tables]]) is served by sharded sessions too, so a reshard's cutover
+            // (1 -> N shards) moves its clients without reconnecting them.
+            let declared = settings
+                .config
+                .sharded_tables
+                .iter()
+                .any(|t| t.database == db.name)
+                || settings
+                    .config
+                    .omnisharded_tables
+                    .iter()
+                    .any(|t| t.database == db.name);
+            if (settings.shards(&db.name) < 2 && !declared) || routers.contains_key(&db.name) {
                 continue;
             }
             match Schema::new(&settings, &db.name) {
@@ -128,12 +142,17 @@ impl Registry {
             .collect()
     }
 
-    /// The router of a sharded database.
+    /// The router of a sharded (or declared shardable) database.
     pub fn router(&self, database: &str) -> Option<Arc<Router>> {
         self.routers.get(database).cloned()
     }
 
     pub fn pools(&self) -> impl Iterator<Item = &Pool> {
         self.pools.values()
+    }
+
+    /// Every pool with its (user, database, shard), for the admin database's SHOW POOLS.
+    pub fn pool_entries(&self) -> impl Iterator<Item = (&(String, String, usize), &Pool)> {
+        self.pools.iter()
     }
 }

@@ -1,6 +1,7 @@
 //! Configuration: `pgdog.toml` (general settings and databases) and `users.toml` (who may log in
 //! to which database), their defaults and validation. Names follow PgDog's so users can bring
 //! their files. Owns parsing and checking only; applying a reload is the pools' business.
+//! `[general] admin_*` and `pause_timeout` configure the admin database (see `crate::admin`).
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -76,6 +77,14 @@ pub struct General {
     pub workers: usize,
     /// Cross-shard writes in a transaction commit with two-phase commit.
     pub two_phase_commit: bool,
+    /// Name clients connect to for the admin database (PAUSE, RESUME, RELOAD, SHOW ...).
+    pub admin_database: String,
+    /// User name of the admin database.
+    pub admin_user: String,
+    /// Password of the admin database; without it the admin database is disabled.
+    pub admin_password: Option<String>,
+    /// Milliseconds PAUSE waits for transactions in flight before it fails and is undone.
+    pub pause_timeout: u64,
 }
 
 impl Default for General {
@@ -97,6 +106,10 @@ impl Default for General {
             query_parser: true,
             workers: 2,
             two_phase_commit: false,
+            admin_database: "admin".into(),
+            admin_user: "admin".into(),
+            admin_password: None,
+            pause_timeout: 30_000,
         }
     }
 }
@@ -301,6 +314,23 @@ impl Settings {
                 &self.config_path,
                 "general.tls_certificate and general.tls_private_key go together".into(),
             ));
+        }
+        if g.admin_password.is_some() {
+            if g.admin_database.is_empty() || g.admin_user.is_empty() {
+                return Err(bad(
+                    &self.config_path,
+                    "general.admin_database and general.admin_user must not be empty".into(),
+                ));
+            }
+            if self.has_database(&g.admin_database) {
+                return Err(bad(
+                    &self.config_path,
+                    format!(
+                        "general.admin_database `{}` is also a configured database; pick another name",
+                        g.admin_database
+                    ),
+                ));
+            }
         }
         for (i, db) in self.config.databases.iter().enumerate() {
             if db.name.is_empty() {
@@ -511,6 +541,10 @@ mod tests {
             "query_parser",
             "workers",
             "two_phase_commit",
+            "admin_database",
+            "admin_user",
+            "admin_password",
+            "pause_timeout",
             "column",
             "data_type",
             "values",
@@ -565,6 +599,28 @@ mod tests {
         let c = write(&dir, "c.toml", "[[databases]]\nname = \"db\"\n");
         let err = Settings::load(&c, &u).unwrap_err().to_string();
         assert!(err.contains("nope"), "{err}");
+        // The admin database may not shadow a configured database.
+        let u = write(
+            &dir,
+            "u3.toml",
+            "[[users]]\nname = \"app\"\ndatabase = \"db\"\npassword = \"pw\"\n",
+        );
+        let c = write(
+            &dir,
+            "d.toml",
+            "[general]\nadmin_database = \"db\"\nadmin_password = \"x\"\n\n[[databases]]\nname = \"db\"\n",
+        );
+        let err = Settings::load(&c, &u).unwrap_err().to_string();
+        assert!(err.contains("admin_database"), "{err}");
+        let c = write(
+            &dir,
+            "e.toml",
+            "[general]\nadmin_password = \"x\"\n\n[[databases]]\nname = \"db\"\n",
+        );
+        let s = Settings::load(&c, &u).unwrap();
+        assert_eq!(s.config.general.admin_database, "admin");
+        assert_eq!(s.config.general.admin_user, "admin");
+        assert_eq!(s.config.general.pause_timeout, 30_000);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

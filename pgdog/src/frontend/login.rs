@@ -1,6 +1,8 @@
 //! The startup phase of a client connection: SSLRequest/GSSENCRequest, CancelRequest,
 //! protocol version negotiation, finding the user and database, authentication, and the
-//! greeting (ParameterStatus, BackendKeyData, ReadyForQuery).
+//! greeting (ParameterStatus, BackendKeyData, ReadyForQuery). A login to the admin database
+//! (`[general] admin_database`, enabled by `admin_password`) is authenticated the same way and
+//! handed to `crate::admin::session`.
 use super::cancel;
 use super::params::Params;
 use super::session::Session;
@@ -100,7 +102,7 @@ async fn login(
     registry: std::sync::Arc<Registry>,
 ) -> Result<(), Refusal> {
     let result = authenticate(&mut stream, &mut reader, minor, &params, &registry).await;
-    let (user, database) = match result {
+    let (user, database, admin) = match result {
         Ok(v) => v,
         Err(refusal) => {
             let _ = stream
@@ -110,6 +112,10 @@ async fn login(
             return Err(refusal);
         }
     };
+    if admin {
+        drop(registry);
+        return greet_admin(stream, reader).await;
+    }
     let Some(pool) = registry.pool(&user, &database).cloned() else {
         return Err(Refusal(
             "28000",
@@ -179,14 +185,59 @@ async fn login(
     Ok(())
 }
 
-/// Protocol negotiation, user and database lookup and the password check.
+/// The greeting of an admin client, then its session.
+async fn greet_admin(mut stream: Stream, reader: MessageReader) -> Result<(), Refusal> {
+    let registration = cancel::register();
+    let mut greeting = Vec::new();
+    greeting.extend_from_slice(message::auth_ok().bytes());
+    let version = format!("18.0 (pgdog {})", env!("CARGO_PKG_VERSION"));
+    for (name, value) in [
+        ("server_version", version.as_str()),
+        ("server_encoding", "UTF8"),
+        ("client_encoding", "UTF8"),
+        ("DateStyle", "ISO, MDY"),
+        ("integer_datetimes", "on"),
+        ("standard_conforming_strings", "on"),
+        ("application_name", "pgdog admin"),
+    ] {
+        greeting.extend_from_slice(message::parameter_status(name, value).bytes());
+    }
+    greeting.extend_from_slice(
+        message::backend_key_data(registration.pid, &registration.secret).bytes(),
+    );
+    greeting.extend_from_slice(message::ready_for_query(b'I').bytes());
+    if stream.write_all(&greeting).await.is_err() {
+        return Ok(());
+    }
+    crate::admin::session::serve(stream, reader).await;
+    drop(registration);
+    Ok(())
+}
+
+/// The users.toml-like entry of the admin database's user, when `database` is the admin
+/// database and it is enabled (`admin_password` set).
+fn admin_entry(registry: &Registry, database: &str) -> Option<User> {
+    let g = &registry.settings.config.general;
+    let password = g.admin_password.clone()?;
+    (database == g.admin_database).then(|| User {
+        name: g.admin_user.clone(),
+        database: database.to_string(),
+        password: Some(password),
+        password_hash: None,
+        pool_size: None,
+        pooler_mode: None,
+    })
+}
+
+/// Protocol negotiation, user and database lookup and the password check. Returns the user,
+/// the database and whether it is the admin database.
 async fn authenticate(
     stream: &mut Stream,
     reader: &mut MessageReader,
     minor: u16,
     params: &[(String, String)],
     registry: &Registry,
-) -> Result<(String, String), Refusal> {
+) -> Result<(String, String, bool), Refusal> {
     let unsupported: Vec<String> = params
         .iter()
         .filter(|(k, _)| k.starts_with("_pq_."))
@@ -222,13 +273,18 @@ async fn authenticate(
         ));
     }
     let settings = &registry.settings;
-    if !settings.has_database(&database) {
+    let admin = admin_entry(registry, &database);
+    if admin.is_none() && !settings.has_database(&database) {
         return Err(Refusal(
             "3D000",
             format!("database \"{database}\" does not exist"),
         ));
     }
-    let Some(entry) = settings.user(&user, &database) else {
+    let entry = match &admin {
+        Some(a) => (a.name == user).then_some(a),
+        None => settings.user(&user, &database),
+    };
+    let Some(entry) = entry else {
         return Err(Refusal(
             "28000",
             format!("role \"{user}\" does not exist for database \"{database}\""),
@@ -271,7 +327,8 @@ async fn authenticate(
             None => failed(),
         })?,
     }
-    Ok((user, database))
+    let is_admin = admin.is_some();
+    Ok((user, database, is_admin))
 }
 
 /// SCRAM-SHA-256 exchange; `Err(None)` for a wrong password.

@@ -3,6 +3,8 @@
 //! queue of responses it expects so it knows when a transaction is over (and the server can go
 //! back to the pool), where to insert answers it makes itself (ParseComplete for a statement the
 //! server already has, CloseComplete), and which answers to swallow (a Parse it injected).
+//! Before it checks out a server the session passes its database's pause gate (the admin
+//! database's PAUSE makes it wait there), then picks up a reloaded configuration.
 use super::cancel::Registration;
 use super::params::Params;
 use super::prepared::{self, Prepared};
@@ -44,6 +46,9 @@ enum Expect {
 pub enum SessionError {
     #[error(transparent)]
     Client(#[from] ProtocolError),
+    /// A reload made the database sharded: this session type cannot serve it any more.
+    #[error("{0}")]
+    Reconfigured(String),
 }
 
 pub struct Session {
@@ -63,6 +68,12 @@ pub struct Session {
     server_out: BytesMut,
     /// Registry generation `pool` was taken from (a reload bumps it).
     registry_generation: u64,
+    /// The database's pause gate, and the pass held while a server is attached.
+    gate: std::sync::Arc<crate::admin::pause::Gate>,
+    ticket: Option<crate::admin::pause::Ticket>,
+    /// Registry generation last checked for the database becoming sharded while a server
+    /// stays attached (session mode, pinned sessions).
+    checked_generation: u64,
     /// Client statement name -> global statement.
     statements: HashMap<String, Prepared>,
     expected: VecDeque<Expect>,
@@ -101,7 +112,7 @@ impl Session {
             stream,
             reader,
             user,
-            database,
+            database: database.clone(),
             pool,
             mode,
             params,
@@ -111,6 +122,9 @@ impl Session {
             out: BytesMut::with_capacity(16 * 1024),
             server_out: BytesMut::with_capacity(16 * 1024),
             registry_generation: Registry::generation(),
+            gate: crate::admin::pause::gate(&database),
+            ticket: None,
+            checked_generation: Registry::generation(),
             statements: HashMap::new(),
             expected: VecDeque::new(),
             pinned: None,
@@ -137,6 +151,12 @@ impl Session {
                     let _ = self.stream.write_all(m.bytes()).await;
                 }
             }
+            Err(SessionError::Reconfigured(why)) => {
+                tracing::info!("client {}@{}: {why}", self.user, self.database);
+                let _ = self.flush().await;
+                let m = message::fatal("57P01", why);
+                let _ = self.stream.write_all(m.bytes()).await;
+            }
         }
         let _ = self.flush().await;
         self.cleanup().await;
@@ -149,7 +169,18 @@ impl Session {
                 if m.tag() == b'X' {
                     return Ok(());
                 }
-                self.client_message(m).await?;
+                let mark = self.out.len();
+                if self.server.is_some() && self.expected.is_empty() && self.status == b'I' {
+                    // Between transactions with a server kept (session mode, pinned).
+                    self.check_still_single()?;
+                }
+                if let Err(e) = self.client_message(m).await {
+                    if matches!(e, SessionError::Reconfigured(_)) {
+                        // Nothing of the request that ends the session is answered.
+                        self.out.truncate(mark);
+                    }
+                    return Err(e);
+                }
             }
             self.flush_server().await;
             self.flush().await?;
@@ -243,7 +274,7 @@ impl Session {
             Classified::default()
         };
         self.note(classified);
-        if !self.attach().await {
+        if !self.attach().await? {
             // The error is out; a simple query still ends with ReadyForQuery.
             self.send(&message::ready_for_query(self.status));
             return Ok(());
@@ -328,7 +359,7 @@ impl Session {
             }
             _ => {}
         }
-        if !self.attach().await {
+        if !self.attach().await? {
             self.skip_until_sync = m.tag() != b'S';
             if m.tag() == b'S' {
                 self.send(&message::ready_for_query(self.status));
@@ -483,13 +514,43 @@ impl Session {
     }
 
     /// Checks out a server (and brings its session parameters in line with the client's) if
-    /// none is attached. On failure the error is sent to the client and false returned.
-    async fn attach(&mut self) -> bool {
+    /// none is attached: waits while the database is paused, then takes the current pool.
+    /// On failure the error is sent to the client and false returned; a database that became
+    /// sharded ends the session.
+    async fn attach(&mut self) -> Result<bool, SessionError> {
         if self.server.is_some() {
-            return true;
+            return Ok(true);
         }
+        if self.ticket.is_none() {
+            self.ticket = Some(crate::admin::pause::enter(&self.gate).await);
+        }
+        let attached = self.attach_server().await?;
+        if !attached {
+            self.ticket = None;
+        }
+        Ok(attached)
+    }
+
+    /// Ends the session (FATAL 57P01) if a reload made its database sharded.
+    fn check_still_single(&mut self) -> Result<(), SessionError> {
+        let current = Registry::generation();
+        if current == self.checked_generation {
+            return Ok(());
+        }
+        self.checked_generation = current;
+        if Registry::current().router(&self.database).is_some() {
+            return Err(SessionError::Reconfigured(format!(
+                "database {} was reconfigured (resharded): reconnect",
+                self.database
+            )));
+        }
+        Ok(())
+    }
+
+    async fn attach_server(&mut self) -> Result<bool, SessionError> {
         // A reload may have replaced the pool: use the current one.
         if self.registry_generation != Registry::generation() {
+            self.check_still_single()?;
             let registry = Registry::current();
             self.registry_generation = Registry::generation();
             match registry.pool(&self.user, &self.database) {
@@ -505,7 +566,7 @@ impl Session {
                         self.user, self.database
                     );
                     self.send(&message::error("28000", &m));
-                    return false;
+                    return Ok(false);
                 }
             }
         }
@@ -514,7 +575,7 @@ impl Session {
             Err(e) => {
                 tracing::warn!("client {}@{}: {e}", self.user, self.database);
                 self.send(&message::error(&e.code(), &e.to_string()));
-                return false;
+                return Ok(false);
             }
         };
         if server.settings_fingerprint != self.params.fingerprint() {
@@ -530,19 +591,20 @@ impl Session {
                         }
                     };
                     self.send(&m);
-                    return false;
+                    return Ok(false);
                 }
                 server.set_settings(after);
             }
         }
         *self.cancel.slot.lock() = Some(server.cancel_key.clone());
         self.server = Some(server);
-        true
+        Ok(true)
     }
 
     fn detach(&mut self) {
         *self.cancel.slot.lock() = None;
         self.server = None;
+        self.ticket = None;
     }
 
     // ---- server -> client ----

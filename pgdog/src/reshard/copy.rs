@@ -1,38 +1,59 @@
-//! `pgdog copy-data`: copies every table of a publication from the source database into the
-//! shards of the destination database, each table under its own consistent snapshot.
+//! `pgdog copy-data`: copies every table of a publication from the source database (all its
+//! shards) into the shards of the destination database, each table under its own consistent
+//! snapshot per source shard.
 //!
-//! - With `--slot S`, the permanent logical slot S (pgoutput) is created first on the source's
-//!   primary; replay starts at its consistent point.
-//! - Each table: a replication connection to a source replica (round-robin; the primary when
-//!   there is none) creates a TEMPORARY slot exporting its snapshot; a second connection to the
-//!   same server reads the table with `COPY ... TO STDOUT (FORMAT binary)` under that snapshot.
-//!   The slot's consistent point is the table's LSN watermark: the copy holds exactly the changes
-//!   committed before it.
+//! - With `--slot S`, the permanent logical slot S (pgoutput) is created first on EVERY source
+//!   shard's primary (reused when it already exists: a previous run was killed); replay starts
+//!   at its consistent point. Progress rows are keyed per source shard by [`progress_key`]
+//!   (`S` for shard 0, `S/i` for shard i), so single-shard sources keep the plain slot name.
+//! - Each sharded table is copied from every source shard, an omnisharded one (destination
+//!   [`Destination::Everywhere`]) from source shard 0 only (the others hold the same rows). Each
+//!   (table, source shard): a replication connection to one of that shard's replicas
+//!   (round-robin; its primary when it has none) creates a TEMPORARY slot exporting its
+//!   snapshot; a second connection to the same server reads the table with
+//!   `COPY ... TO STDOUT (FORMAT binary)` under that snapshot. The slot's consistent point is
+//!   the watermark: the copy holds exactly the changes committed on that shard before it.
 //! - Rows are split in flight by the router's COPY splitter and placement (the code that routes
 //!   a client's `COPY ... FROM STDIN` through the proxy) into one `COPY ... FROM STDIN` per
-//!   destination shard, each in a transaction committed once the whole table is copied.
-//! - Up to `--parallel N` tables at once. When a table fails, the command stops and drops the
-//!   permanent slot it created (a failed table's shards were rolled back; committed tables stay).
+//!   destination shard, each in a transaction that also writes the watermark row and commits
+//!   once the whole table is copied.
+//! - Resume after a crash (kill -9): the destination transactions of a killed run roll back
+//!   when their connections die, and its temporary slots vanish. Each destination shard's copy
+//!   of a (table, source shard) commits atomically with its own watermark row, so that row is the
+//!   proof the shard has it. A rerun with the same slot reuses the slot and copies a
+//!   (table, source shard) only into the destination shards lacking its watermark row (a kill
+//!   between the shards' commits leaves some shards done): those shards get a fresh snapshot and
+//!   a later watermark of their own, which is why replay reads each destination shard's own
+//!   watermarks. TRUNCATE-and-recopy is not an option: with a sharded source a destination
+//!   table holds rows of several source shards, some of them already final.
+//! - Up to `--parallel N` copies at once. When one fails, the command stops and drops the
+//!   permanent slots it created in this run (reused ones stay, so the copy can be resumed).
+//! - [`CopyDataOptions::progress`] receives per (table, source shard) rows and bytes as they go.
 use crate::backend::server::{Server, ServerError, ServerTarget};
 use crate::config::{Role, Settings};
 use crate::net::message::{self, read_error, Message};
 use crate::replication::client::{
     format_lsn, ReplicationClient, ReplicationError, SlotOptions, SnapshotAction,
 };
+use crate::reshard::progress::{Progress, TableProgress};
 use crate::reshard::schema_sync::{query_rows, target};
 use crate::router::copy::{CopyFormat, CopyOptions, CopySplitter, KeyError, KeyField};
 use crate::router::schema::{Schema, TableSharding};
 use bytes::BytesMut;
 use futures_util::stream::{self, StreamExt};
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long creating a temporary slot on a standby may wait for the primary's snapshot record.
 const STANDBY_SLOT_DEADLINE: Duration = Duration::from_secs(120);
 /// Buffered bytes for one shard before they are sent as CopyData.
 const FLUSH_BYTES: usize = 64 * 1024;
+/// Source bytes read between two progress updates of a table.
+const PROGRESS_BYTES: u64 = 1024 * 1024;
 
 /// Replay progress on every destination shard: each copied table's watermark (written in the
 /// table's copy transaction) and the source LSN applied so far (written by `pgdog replay` in
@@ -73,44 +94,85 @@ pub enum CopyDataError {
 }
 
 /// What `pgdog copy-data` was asked to do.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct CopyDataOptions {
     pub config: PathBuf,
     pub users: PathBuf,
     pub from_database: String,
     pub to_database: String,
     pub publication: String,
-    /// The permanent slot to create first.
+    /// The permanent slot to create first (on every source shard); reused when it exists.
     pub slot: Option<String>,
     /// Tables copied at once (at least 1).
     pub parallel: usize,
+    /// Live progress, updated as the copy goes (None from the CLI).
+    pub progress: Option<Arc<Progress>>,
 }
 
-/// The permanent slot created before the copy.
+impl std::fmt::Debug for CopyDataOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CopyDataOptions")
+            .field("from_database", &self.from_database)
+            .field("to_database", &self.to_database)
+            .field("publication", &self.publication)
+            .field("slot", &self.slot)
+            .field("parallel", &self.parallel)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
+}
+
+/// The key of a source shard's rows in `pgdog_reshard_progress` and `pgdog_reshard_position`:
+/// the slot name for shard 0 (single-shard sources keep their keys), `slot/i` for shard i.
+pub(crate) fn progress_key(slot: &str, source_shard: usize) -> String {
+    if source_shard == 0 {
+        slot.to_string()
+    } else {
+        format!("{slot}/{source_shard}")
+    }
+}
+
+/// The permanent slot on one source shard's primary.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SlotReport {
     pub name: String,
+    pub source_shard: usize,
+    /// Where replay starts (for a reused slot: its confirmed flush LSN).
     pub consistent_point: u64,
+    /// False when the slot already existed (a previous run) and was reused.
+    pub created: bool,
 }
 
-/// One copied table.
+/// One copied (table, source shard).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableCopy {
     /// `schema.table`.
     pub table: String,
+    pub source_shard: usize,
     pub rows: u64,
     /// The temporary slot's consistent point: the copy holds every change committed before it.
+    /// 0 when skipped.
     pub watermark: u64,
     /// The source server it was read from.
     pub source: String,
+    /// Already copied into every destination shard by an earlier run.
+    pub skipped: bool,
+    /// Destination shards written by this run.
+    pub shards: Vec<usize>,
 }
 
 impl std::fmt::Display for TableCopy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "table {}", self.table)?;
+        if self.source_shard > 0 {
+            write!(f, " (source shard {})", self.source_shard)?;
+        }
+        if self.skipped {
+            return write!(f, ": already copied");
+        }
         write!(
             f,
-            "table {}: {} rows, watermark {}",
-            self.table,
+            ": {} rows, watermark {}",
             self.rows,
             format_lsn(self.watermark)
         )?;
@@ -130,16 +192,21 @@ pub(crate) enum Destination {
     ByKey(Box<TableSharding>, usize),
 }
 
-/// One table to copy.
+/// One table to copy from one source shard.
 #[derive(Debug, Clone)]
 struct Job {
     schema: String,
     name: String,
     columns: Vec<String>,
     dest: Destination,
+    source_shard: usize,
     /// The server to read from (a replica, or the primary).
     source: ServerTarget,
+    /// The source shard's primary.
+    primary: ServerTarget,
     from_replica: bool,
+    /// Destination shards to write (those without this copy's watermark yet).
+    targets: Vec<usize>,
 }
 
 impl Job {
@@ -320,17 +387,48 @@ fn split_idents(s: &str) -> Vec<String> {
     out
 }
 
-/// Creates the permanent slot on the source's primary.
-async fn create_permanent_slot(
+/// Creates the permanent slot on a source shard's primary, or reuses it when it exists (a
+/// previous run was killed).
+async fn ensure_permanent_slot(
     primary: &ServerTarget,
     name: &str,
+    source_shard: usize,
 ) -> Result<SlotReport, CopyDataError> {
+    let addr = primary.addr();
+    let mut server = connect(primary).await?;
+    let sql = format!(
+        "SELECT slot_type::text, coalesce(plugin::text, ''), \
+                coalesce(confirmed_flush_lsn, restart_lsn, '0/0')::text \
+           FROM pg_replication_slots WHERE slot_name = {}",
+        literal(name)
+    );
+    let existing = query_rows(&mut server, &sql)
+        .await
+        .map_err(server_err(&addr, "looking up the slot"))?;
+    server.terminate().await;
+    if let Some(row) = existing.first() {
+        return match row.as_slice() {
+            [Some(kind), Some(plugin), Some(lsn)] if kind == "logical" && plugin == "pgoutput" => {
+                Ok(SlotReport {
+                    name: name.to_string(),
+                    source_shard,
+                    consistent_point: crate::replication::pgoutput::parse_lsn(lsn).unwrap_or(0),
+                    created: false,
+                })
+            }
+            _ => Err(CopyDataError::Unsupported(format!(
+                "slot {name} exists on {addr} but is not a logical pgoutput slot ({row:?})"
+            ))),
+        };
+    }
     let mut repl = ReplicationClient::connect(primary, CONNECT_TIMEOUT).await?;
     let created = repl.create_slot(&SlotOptions::new(name)).await?;
     repl.close().await;
     Ok(SlotReport {
         name: created.name,
+        source_shard,
         consistent_point: created.consistent_point,
+        created: true,
     })
 }
 
@@ -417,18 +515,41 @@ impl Sink {
     }
 }
 
-/// Copies one table; the destination shards commit only when all of it arrived. On error the
-/// connections are dropped, so every shard's transaction rolls back and the temporary slot
-/// goes away.
+/// Copies one table from one source shard into `job.targets`; those destination shards commit
+/// only when all of it arrived, each with its watermark row. On error the connections are
+/// dropped, so every shard's transaction rolls back and the temporary slot goes away.
 async fn copy_table(
     job: Job,
     index: usize,
-    primary: ServerTarget,
     dests: Vec<ServerTarget>,
     progress_slot: Option<String>,
+    progress: Option<Arc<Progress>>,
 ) -> Result<TableCopy, CopyDataError> {
     let table = job.display();
     let src_addr = job.source.addr();
+    // The reader; first the planner's estimate for the progress display.
+    let mut reader = connect(&job.source).await?;
+    let estimate = query_rows(
+        &mut reader,
+        &format!(
+            "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = {}::regclass",
+            literal(&job.sql_name())
+        ),
+    )
+    .await
+    .ok()
+    .and_then(|r| r.first()?.first()?.as_deref()?.parse::<u64>().ok())
+    .unwrap_or(0);
+    let tracker = progress
+        .as_ref()
+        .map(|p| (p.clone(), p.add_table(&table, job.source_shard, estimate)));
+    let track = |f: &dyn Fn(&mut TableProgress)| {
+        if let Some((p, i)) = &tracker {
+            p.update_table(*i, f);
+        }
+    };
+    track(&|t| t.started = Some(Instant::now()));
+
     // The temporary slot and its exported snapshot.
     let slot_name = format!("pgdog_copy_{}_{index}", std::process::id());
     let slot = SlotOptions {
@@ -438,7 +559,7 @@ async fn copy_table(
     };
     let mut repl = ReplicationClient::connect(&job.source, CONNECT_TIMEOUT).await?;
     let created = if job.from_replica {
-        repl.create_slot_on_standby(&slot, &primary, STANDBY_SLOT_DEADLINE)
+        repl.create_slot_on_standby(&slot, &job.primary, STANDBY_SLOT_DEADLINE)
             .await?
     } else {
         repl.create_slot(&slot).await?
@@ -452,7 +573,6 @@ async fn copy_table(
         })?;
 
     // The reader, under the slot's snapshot.
-    let mut reader = connect(&job.source).await?;
     reader
         .execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         .await
@@ -462,13 +582,19 @@ async fn copy_table(
         .await
         .map_err(server_err(&src_addr, "SET TRANSACTION SNAPSHOT"))?;
 
-    // One COPY FROM STDIN per destination shard.
+    // One COPY FROM STDIN per target destination shard; rows for the others are dropped.
     let copy_in = job.copy_in();
-    let mut sinks = Vec::with_capacity(dests.len());
-    for (shard, t) in dests.iter().enumerate() {
-        sinks.push(Sink::open(shard, t, &copy_in).await?);
+    let n = dests.len();
+    let mut sinks: Vec<Option<Sink>> = (0..n).map(|_| None).collect();
+    for &shard in &job.targets {
+        let t = dests
+            .get(shard)
+            .ok_or_else(|| CopyDataError::MissingShard {
+                database: "destination".into(),
+                shard,
+            })?;
+        sinks[shard] = Some(Sink::open(shard, t, &copy_in).await?);
     }
-    let n = sinks.len();
     let mut buffers: Vec<BytesMut> = (0..n).map(|_| BytesMut::new()).collect();
     let options = CopyOptions::for_format(CopyFormat::Binary);
     let (mut splitter, sharding) = match &job.dest {
@@ -498,6 +624,8 @@ async fn copy_table(
         .map_err(server_err(&src_addr, &copy_out))?;
     let mut source_rows: u64 = 0;
     let mut error: Option<CopyDataError> = None;
+    // Progress is published every PROGRESS_BYTES, not per row.
+    let (mut messages, mut bytes, mut reported) = (0u64, 0u64, 0u64);
     loop {
         let m = reader
             .read()
@@ -506,6 +634,8 @@ async fn copy_table(
         match m.tag() {
             b'd' if error.is_none() => {
                 let data = m.payload();
+                messages += 1;
+                bytes += data.len() as u64;
                 match splitter.as_mut() {
                     Some(sp) => {
                         if let Err(e) = sp.feed(data, &mut place, &mut buffers) {
@@ -517,15 +647,28 @@ async fn copy_table(
                         }
                     }
                     None => {
-                        for b in buffers.iter_mut() {
-                            b.extend_from_slice(data);
+                        for (shard, b) in buffers.iter_mut().enumerate() {
+                            if sinks[shard].is_some() {
+                                b.extend_from_slice(data);
+                            }
                         }
                     }
                 }
                 for (sink, buf) in sinks.iter_mut().zip(buffers.iter_mut()) {
-                    if buf.len() >= FLUSH_BYTES {
-                        sink.send(buf).await?;
+                    match sink {
+                        Some(sink) if buf.len() >= FLUSH_BYTES => sink.send(buf).await?,
+                        Some(_) => {}
+                        None => buf.clear(),
                     }
+                }
+                if bytes - reported >= PROGRESS_BYTES {
+                    reported = bytes;
+                    // One CopyData per row (the binary header rides on the first one).
+                    let rows = splitter.as_ref().map(|s| s.rows()).unwrap_or(messages);
+                    track(&|t| {
+                        t.rows = rows;
+                        t.bytes = bytes;
+                    });
                 }
             }
             b'c' if error.is_none() => {
@@ -559,9 +702,11 @@ async fn copy_table(
         return Err(e);
     }
     for (sink, buf) in sinks.iter_mut().zip(buffers.iter_mut()) {
-        sink.send(buf).await?;
+        if let Some(sink) = sink {
+            sink.send(buf).await?;
+        }
     }
-    for sink in sinks.iter_mut() {
+    for sink in sinks.iter_mut().flatten() {
         sink.done().await?;
     }
     if let Some(sp) = splitter.as_ref() {
@@ -580,102 +725,193 @@ async fn copy_table(
             "INSERT INTO pgdog_reshard_progress (slot, table_name, watermark) \
              VALUES ({}, {}, {}) ON CONFLICT (slot, table_name) \
              DO UPDATE SET watermark = EXCLUDED.watermark",
-            literal(slot),
+            literal(&progress_key(slot, job.source_shard)),
             literal(&table),
             literal(&format_lsn(created.consistent_point))
         );
-        for sink in sinks.iter_mut() {
+        for sink in sinks.iter_mut().flatten() {
             sink.server
                 .execute(&sql)
                 .await
                 .map_err(server_err(&sink.addr, "recording the watermark"))?;
         }
     }
-    for sink in sinks {
+    // Each shard commits its rows with its watermark row: atomic per shard.
+    for sink in sinks.into_iter().flatten() {
         sink.commit().await?;
     }
     let _ = reader.execute("COMMIT").await;
     reader.terminate().await;
     // Ending the replication connection drops the temporary slot.
     repl.close().await;
+    track(&|t| {
+        t.rows = source_rows;
+        t.bytes = bytes;
+        t.finished = Some(Instant::now());
+    });
     Ok(TableCopy {
         table,
+        source_shard: job.source_shard,
         rows: source_rows,
         watermark: created.consistent_point,
         source: src_addr,
+        skipped: false,
+        shards: job.targets,
     })
 }
 
-/// Runs the copy: the permanent slot (if asked), then every table, `parallel` at once. Each
-/// finished table is passed to `report` as it completes.
+/// One source shard: its primary and replicas.
+struct SourceShard {
+    primary: ServerTarget,
+    replicas: Vec<ServerTarget>,
+}
+
+/// The source's shards (at least one).
+pub(crate) fn source_primaries(
+    settings: &Settings,
+    database: &str,
+) -> Result<Vec<ServerTarget>, CopyDataError> {
+    (0..settings.shards(database).max(1))
+        .map(|shard| {
+            settings
+                .shard_server(database, shard)
+                .map(|db| target(settings, db))
+                .ok_or_else(|| CopyDataError::MissingShard {
+                    database: database.to_string(),
+                    shard,
+                })
+        })
+        .collect()
+}
+
+/// The destination's shard primaries (at least one).
+pub(crate) fn destination_shards(
+    settings: &Settings,
+    database: &str,
+) -> Result<Vec<ServerTarget>, CopyDataError> {
+    source_primaries(settings, database)
+}
+
+fn source_shards(settings: &Settings, database: &str) -> Result<Vec<SourceShard>, CopyDataError> {
+    let primaries = source_primaries(settings, database)?;
+    Ok(primaries
+        .into_iter()
+        .enumerate()
+        .map(|(shard, primary)| SourceShard {
+            primary,
+            replicas: settings
+                .config
+                .databases
+                .iter()
+                .filter(|d| d.name == database && d.shard == shard && d.role == Role::Replica)
+                .map(|d| target(settings, d))
+                .collect(),
+        })
+        .collect())
+}
+
+/// The `(progress key, table)` watermark rows on each destination shard.
+async fn copied_tables(
+    dests: &[ServerTarget],
+    keys: &[String],
+) -> Result<Vec<HashSet<(String, String)>>, CopyDataError> {
+    let keys = keys
+        .iter()
+        .map(|k| literal(k))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!("SELECT slot, table_name FROM pgdog_reshard_progress WHERE slot IN ({keys})");
+    let mut out = Vec::with_capacity(dests.len());
+    for t in dests {
+        let mut server = connect(t).await?;
+        let rows = query_rows(&mut server, &sql)
+            .await
+            .map_err(server_err(&t.addr(), "reading the copy progress"))?;
+        server.terminate().await;
+        out.push(
+            rows.into_iter()
+                .filter_map(|r| match r.as_slice() {
+                    [Some(k), Some(t)] => Some((k.clone(), t.clone())),
+                    _ => None,
+                })
+                .collect(),
+        );
+    }
+    Ok(out)
+}
+
+/// Runs the copy: the permanent slots (if asked), then every (table, source shard), `parallel`
+/// at once. Each finished or skipped copy is passed to `report` as it completes.
 pub async fn copy_data(
     settings: &Settings,
     options: &CopyDataOptions,
     mut report: impl FnMut(&TableCopy),
-) -> Result<(Option<SlotReport>, Vec<TableCopy>), CopyDataError> {
+) -> Result<(Vec<SlotReport>, Vec<TableCopy>), CopyDataError> {
     for db in [&options.from_database, &options.to_database] {
         if !settings.has_database(db) {
             return Err(CopyDataError::UnknownDatabase(db.clone()));
         }
     }
-    if settings.shards(&options.from_database) > 1 {
-        return Err(CopyDataError::Unsupported(format!(
-            "copying from a sharded source (`{}` has {} shards) is not yet supported",
-            options.from_database,
-            settings.shards(&options.from_database)
-        )));
-    }
-    let primary = settings
-        .shard_server(&options.from_database, 0)
-        .ok_or_else(|| CopyDataError::MissingShard {
-            database: options.from_database.clone(),
-            shard: 0,
-        })?;
-    let primary = target(settings, primary);
-    let replicas: Vec<ServerTarget> = settings
-        .config
-        .databases
-        .iter()
-        .filter(|d| d.name == options.from_database && d.shard == 0 && d.role == Role::Replica)
-        .map(|d| target(settings, d))
-        .collect();
+    let sources = source_shards(settings, &options.from_database)?;
     let dest_schema =
         Schema::new(settings, &options.to_database).map_err(|e| CopyDataError::Sharding {
             database: options.to_database.clone(),
             reason: e.to_string(),
         })?;
-    let mut dests = Vec::new();
-    for shard in 0..settings.shards(&options.to_database).max(1) {
-        let db = settings
-            .shard_server(&options.to_database, shard)
-            .ok_or_else(|| CopyDataError::MissingShard {
-                database: options.to_database.clone(),
-                shard,
-            })?;
-        dests.push(target(settings, db));
-    }
+    let dests = destination_shards(settings, &options.to_database)?;
 
-    // Every table's destination is checked before anything is created or copied.
-    let tables = publication_tables(&primary, &options.publication).await?;
-    let mut jobs = Vec::with_capacity(tables.len());
-    for (i, (schema, name, columns)) in tables.into_iter().enumerate() {
-        let dest = destination(&dest_schema, &options.to_database, &schema, &name, &columns)?;
-        let (source, from_replica) = if replicas.is_empty() {
-            (primary.clone(), false)
-        } else {
-            (replicas[i % replicas.len()].clone(), true)
+    // Every table's destination is checked before anything is created or copied; every source
+    // shard must publish the same tables.
+    let tables = publication_tables(&sources[0].primary, &options.publication).await?;
+    for (shard, source) in sources.iter().enumerate().skip(1) {
+        let other = publication_tables(&source.primary, &options.publication).await?;
+        let names = |t: &[(String, String, Vec<String>)]| {
+            t.iter()
+                .map(|(s, n, _)| format!("{s}.{n}"))
+                .collect::<Vec<_>>()
         };
-        jobs.push(Job {
-            schema,
-            name,
-            columns,
-            dest,
-            source,
-            from_replica,
-        });
+        if names(&other) != names(&tables) {
+            return Err(CopyDataError::Publication {
+                publication: options.publication.clone(),
+                reason: format!(
+                    "source shard {shard} publishes {:?}, shard 0 publishes {:?}",
+                    names(&other),
+                    names(&tables)
+                ),
+            });
+        }
+    }
+    let mut jobs = Vec::new();
+    for (schema, name, columns) in tables {
+        let dest = destination(&dest_schema, &options.to_database, &schema, &name, &columns)?;
+        for (shard, source) in sources.iter().enumerate() {
+            // Omnisharded: every source shard holds the same rows; shard 0's are enough.
+            if shard > 0 && matches!(dest, Destination::Everywhere) {
+                continue;
+            }
+            let i = jobs.len();
+            let (server, from_replica) = if source.replicas.is_empty() {
+                (source.primary.clone(), false)
+            } else {
+                (source.replicas[i % source.replicas.len()].clone(), true)
+            };
+            jobs.push(Job {
+                schema: schema.clone(),
+                name: name.clone(),
+                columns: columns.clone(),
+                dest: dest.clone(),
+                source_shard: shard,
+                source: server,
+                primary: source.primary.clone(),
+                from_replica,
+                targets: (0..dests.len()).collect(),
+            });
+        }
     }
 
-    if options.slot.is_some() {
+    let mut slots = Vec::new();
+    let mut skipped = Vec::new();
+    if let Some(slot) = &options.slot {
         for t in &dests {
             let mut server = connect(t).await?;
             server
@@ -684,27 +920,77 @@ pub async fn copy_data(
                 .map_err(server_err(&t.addr(), "creating the progress tables"))?;
             server.terminate().await;
         }
+        // Resume: each destination shard that has a copy's watermark row has all of it.
+        let keys: Vec<String> = (0..sources.len()).map(|s| progress_key(slot, s)).collect();
+        let done = copied_tables(&dests, &keys).await?;
+        jobs.retain_mut(|job| {
+            let key = (progress_key(slot, job.source_shard), job.display());
+            job.targets = (0..dests.len())
+                .filter(|&d| !done[d].contains(&key))
+                .collect();
+            if job.targets.is_empty() {
+                skipped.push(TableCopy {
+                    table: job.display(),
+                    source_shard: job.source_shard,
+                    rows: 0,
+                    watermark: 0,
+                    source: String::new(),
+                    skipped: true,
+                    shards: Vec::new(),
+                });
+            }
+            !job.targets.is_empty()
+        });
+        for (shard, source) in sources.iter().enumerate() {
+            let key = progress_key(slot, shard);
+            let earlier = done.iter().any(|d| d.iter().any(|(k, _)| *k == key));
+            match ensure_permanent_slot(&source.primary, slot, shard).await {
+                // Copies of an earlier slot that is gone: the changes between their watermarks
+                // and the new slot would be lost.
+                Ok(s) if s.created && earlier => {
+                    slots.push(s);
+                    drop_created_slots(&sources, &slots).await;
+                    return Err(CopyDataError::Unsupported(format!(
+                        "the destination holds copies for {key} but slot {slot} no longer exists \
+                         on {}: the changes since those copies are lost; remove their rows and \
+                         the pgdog_reshard_progress rows of {key} first, or use another slot",
+                        source.primary.addr()
+                    )));
+                }
+                Ok(s) => {
+                    println!(
+                        "slot {} {} on {}: consistent point {}",
+                        s.name,
+                        if s.created { "created" } else { "reused" },
+                        source.primary.addr(),
+                        format_lsn(s.consistent_point)
+                    );
+                    slots.push(s);
+                }
+                Err(e) => {
+                    drop_created_slots(&sources, &slots).await;
+                    return Err(e);
+                }
+            }
+        }
     }
-    let slot = match &options.slot {
-        Some(name) => Some(create_permanent_slot(&primary, name).await?),
-        None => None,
-    };
-    if let Some(s) = &slot {
-        println!(
-            "slot {} created on {}: consistent point {}",
-            s.name,
-            primary.addr(),
-            format_lsn(s.consistent_point)
-        );
+    let mut done = Vec::new();
+    for copy in skipped {
+        if let Some(p) = &options.progress {
+            let i = p.add_table(&copy.table, copy.source_shard, 0);
+            p.update_table(i, |t| t.skipped = true);
+        }
+        report(&copy);
+        done.push(copy);
     }
 
     let mut copies = stream::iter(jobs.into_iter().enumerate().map(|(i, job)| {
-        let primary = primary.clone();
         let dests = dests.clone();
         let slot = options.slot.clone();
+        let progress = options.progress.clone();
         async move {
             let table = job.display();
-            let handle = tokio::spawn(copy_table(job, i, primary, dests, slot));
+            let handle = tokio::spawn(copy_table(job, i, dests, slot, progress));
             match handle.await {
                 Ok(r) => r,
                 Err(e) => Err(CopyDataError::Table {
@@ -715,7 +1001,6 @@ pub async fn copy_data(
         }
     }))
     .buffer_unordered(options.parallel.max(1));
-    let mut done = Vec::new();
     while let Some(result) = copies.next().await {
         match result {
             Ok(copy) => {
@@ -724,18 +1009,26 @@ pub async fn copy_data(
             }
             Err(e) => {
                 drop(copies);
-                // Replay needs every table copied: the slot would only hold WAL back.
-                if let Some(s) = &slot {
-                    drop_permanent_slot(&primary, &s.name).await;
-                }
+                // Replay needs every table copied: a new slot would only hold WAL back.
+                drop_created_slots(&sources, &slots).await;
                 return Err(e);
             }
         }
     }
-    Ok((slot, done))
+    Ok((slots, done))
 }
 
-/// Drops the permanent slot after a failed copy (reported, not fatal, when it fails).
+/// Drops the permanent slots this run created after a failure (reported, not fatal, when it
+/// fails). Reused slots stay: the earlier run's copies depend on them.
+async fn drop_created_slots(sources: &[SourceShard], slots: &[SlotReport]) {
+    for s in slots.iter().filter(|s| s.created) {
+        if let Some(source) = sources.get(s.source_shard) {
+            drop_permanent_slot(&source.primary, &s.name).await;
+        }
+    }
+}
+
+/// Drops a permanent slot after a failed copy (reported, not fatal, when it fails).
 async fn drop_permanent_slot(primary: &ServerTarget, name: &str) {
     let result = async {
         let mut repl = ReplicationClient::connect(primary, CONNECT_TIMEOUT).await?;
@@ -764,7 +1057,11 @@ pub fn main(options: CopyDataOptions) -> ExitCode {
     match result {
         Ok((_, tables)) => {
             let rows: u64 = tables.iter().map(|t| t.rows).sum();
-            println!("copied {} tables, {rows} rows", tables.len());
+            let skipped = tables.iter().filter(|t| t.skipped).count();
+            println!(
+                "copied {} tables, {rows} rows, {skipped} already copied",
+                tables.len() - skipped
+            );
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -789,19 +1086,23 @@ mod tests {
 
     #[test]
     fn copy_statements() {
+        let target = ServerTarget {
+            host: "127.0.0.1".into(),
+            port: 5432,
+            database: "db".into(),
+            user: "u".into(),
+            password: None,
+        };
         let job = Job {
             schema: "public".into(),
             name: "users".into(),
             columns: vec!["id".into(), "Name".into()],
             dest: Destination::Everywhere,
-            source: ServerTarget {
-                host: "127.0.0.1".into(),
-                port: 5432,
-                database: "db".into(),
-                user: "u".into(),
-                password: None,
-            },
+            source_shard: 0,
+            source: target.clone(),
+            primary: target,
             from_replica: false,
+            targets: vec![0, 1],
         };
         assert_eq!(
             job.copy_out(),
@@ -813,13 +1114,35 @@ mod tests {
         );
         let line = TableCopy {
             table: "public.users".into(),
+            source_shard: 0,
             rows: 12,
             watermark: 0x1_0000_00FF,
             source: String::new(),
+            skipped: false,
+            shards: vec![0, 1],
         };
         assert_eq!(
             line.to_string(),
             "table public.users: 12 rows, watermark 1/FF"
+        );
+    }
+
+    #[test]
+    fn progress_keys() {
+        assert_eq!(progress_key("s1", 0), "s1");
+        assert_eq!(progress_key("s1", 3), "s1/3");
+        let skipped = TableCopy {
+            table: "public.users".into(),
+            source_shard: 2,
+            rows: 0,
+            watermark: 0,
+            source: String::new(),
+            skipped: true,
+            shards: Vec::new(),
+        };
+        assert_eq!(
+            skipped.to_string(),
+            "table public.users (source shard 2): already copied"
         );
     }
 }

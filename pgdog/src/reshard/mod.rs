@@ -1,6 +1,13 @@
 //! Resharding: schema sync, copy, replay, cutover, verify.
 
+pub mod admin_commands;
+pub mod cli;
+pub mod config_swap;
 pub mod copy;
+pub mod cutover;
+pub mod display;
+pub mod orchestrate;
+pub mod progress;
 pub mod replay;
 pub mod schema_sync;
 pub mod verify;

@@ -1,15 +1,37 @@
 //! `pgdog replay`: applies the changes of the permanent slot created by `pgdog copy-data --slot`
 //! to the destination's shards, routed by the router's placement of each row's sharding key.
 //!
-//! - Each table's changes committed before its copy watermark are skipped (the copy has them).
+//! - One replication stream per source shard (the slot of the same name on each shard's
+//!   primary), all running at once, each with its own destination connections, its own
+//!   position row and watermarks (keyed by [`progress_key`]: `slot` for source shard 0,
+//!   `slot/i` for shard i). Omnisharded tables are applied from source shard 0's stream only
+//!   (every source shard carries the same writes). TRUNCATE of a sharded table from a sharded
+//!   source is refused (a destination shard also holds the other source shards' rows).
+//! - Each table's changes committed before its copy watermark are skipped (the copy has them),
+//!   per destination shard: a resumed copy may have written some shards later than others.
 //! - Changes are applied as prepared statements (Parse once per statement shape and connection,
 //!   then Bind/Execute with text values), pipelined, inside `BEGIN ... COMMIT` on each touched
 //!   shard; the same transaction records the source LSN reached in `pgdog_reshard_position`, so a
-//!   restart skips, shard by shard, what that shard already committed. The slot is confirmed
-//!   only once every touched shard committed.
+//!   restart (also after kill -9) skips, shard by shard, what that shard already committed. The
+//!   slot is confirmed only once every touched shard committed.
 //! - INSERT is an upsert on the replica identity; an UPDATE moving a row to another shard is a
 //!   DELETE there and an upsert on the new shard; TRUNCATE runs on every shard.
-use crate::backend::server::{Server, ServerTarget};
+//! - Stopping: `--until-lsn` (every stream), [`ReplayOptions::stop_at`] (per source shard,
+//!   settable while running: the cutover), or the shutdown future. A stream with a target asks
+//!   the server for a keepalive every 100 ms while idle, so it notices quickly that the server
+//!   is past its target with nothing left to apply. [`ReplayOptions::progress`] gets per stream
+//!   LSNs, commit time and counts after each committed transaction.
+//! - [`replay_with`] `atomic` (`PGDOG_REPLAY_ATOMIC=1` for `pgdog replay`): a source transaction
+//!   touching several destination shards commits with two-phase commit
+//!   (`PREPARE TRANSACTION 'pgdog_replay_<key>_<end lsn>_<shard>'` on each, then
+//!   `COMMIT PREPARED` on each). On start, a crashed run's leftovers are resolved: committed
+//!   when the transaction committed on some shard (its LSN is at most the furthest shard's
+//!   position), rolled back otherwise (it is replayed again). A replay that fails and is not
+//!   run again leaves its prepared transactions (and their locks) behind.
+//! - Test hooks: `PGDOG_TEST_ABORT_AFTER_COMMIT=N` aborts right after the Nth destination commit,
+//!   before the slot is confirmed; `PGDOG_TEST_ABORT_IN_2PC=N:K` aborts in the Nth two-phase
+//!   transaction after every shard prepared it and K committed it.
+use crate::backend::server::{Server, ServerError, ServerTarget};
 use crate::config::Settings;
 use crate::net::message::{self, put_cstr};
 use crate::replication::client::{
@@ -19,16 +41,21 @@ use crate::replication::pgoutput::{
     parse_lsn, ColumnValue, DecodeError, Decoder, LogicalMessage, OldTuple, Relation, TupleData,
 };
 use crate::reshard::copy::{
-    connect, destination, ident, literal, postgres_error, server_err, CopyDataError, Destination,
-    PROGRESS_DDL,
+    connect, destination, destination_shards, ident, literal, postgres_error, progress_key,
+    server_err, source_primaries, CopyDataError, Destination, PROGRESS_DDL,
 };
-use crate::reshard::schema_sync::{query_rows, target};
+use crate::reshard::progress::{Progress, StopAt, StreamProgress};
+use crate::reshard::schema_sync::query_rows;
 use crate::router::schema::Schema;
 use bytes::{BufMut, Bytes, BytesMut};
+use futures_util::future::try_join_all;
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tokio::sync::watch;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Statements pipelined on one shard before an intermediate Sync (inside the open
@@ -36,6 +63,17 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const SYNC_EVERY: usize = 1000;
 /// Buffered bytes for one shard before they are written.
 const FLUSH_BYTES: usize = 64 * 1024;
+/// How often a stream with a stop target asks the server for a keepalive while idle.
+const STOP_POLL: Duration = Duration::from_millis(100);
+/// How long a slot still held by a killed run's walsender is waited for.
+const SLOT_BUSY_DEADLINE: Duration = Duration::from_secs(15);
+/// The crash test hook (see [`abort_after_commit`]).
+const ABORT_AFTER_COMMIT: &str = "PGDOG_TEST_ABORT_AFTER_COMMIT";
+/// Test hook of the two-phase commit: `N:K` aborts during the Nth two-phase transaction after
+/// every shard prepared it and K of them committed it.
+const ABORT_IN_TWO_PHASE: &str = "PGDOG_TEST_ABORT_IN_2PC";
+/// `pgdog replay` runs with two-phase commits when this is `1` (see [`replay_with`]).
+pub const ATOMIC_ENV: &str = "PGDOG_REPLAY_ATOMIC";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
@@ -54,7 +92,7 @@ fn other(s: impl Into<String>) -> ReplayError {
 }
 
 /// What `pgdog replay` was asked to do.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ReplayOptions {
     pub config: PathBuf,
     pub users: PathBuf,
@@ -62,8 +100,26 @@ pub struct ReplayOptions {
     pub to_database: String,
     pub publication: String,
     pub slot: String,
-    /// Stop after the transaction ending at or after this LSN.
+    /// Stop after the transaction ending at or after this LSN (every stream).
     pub until_lsn: Option<u64>,
+    /// Live progress, updated per committed transaction (None from the CLI).
+    pub progress: Option<Arc<Progress>>,
+    /// Per source shard stop targets, settable while the replay runs (None from the CLI).
+    pub stop_at: Option<Arc<StopAt>>,
+}
+
+impl std::fmt::Debug for ReplayOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReplayOptions")
+            .field("from_database", &self.from_database)
+            .field("to_database", &self.to_database)
+            .field("publication", &self.publication)
+            .field("slot", &self.slot)
+            .field("until_lsn", &self.until_lsn)
+            .field("progress", &self.progress.is_some())
+            .field("stop_at", &self.stop_at.is_some())
+            .finish()
+    }
 }
 
 /// What a replay did.
@@ -75,8 +131,10 @@ pub struct ReplaySummary {
     pub rows: u64,
     /// Changes skipped: below a table's watermark or already committed on their shard.
     pub skipped: u64,
-    /// The last source LSN confirmed.
+    /// The last source LSN confirmed (source shard 0's stream).
     pub last_lsn: u64,
+    /// The last source LSN confirmed, per source shard.
+    pub last_lsns: Vec<u64>,
 }
 
 /// One destination shard connection.
@@ -177,26 +235,49 @@ struct Table {
     key: Vec<usize>,
     full: bool,
     dest: Destination,
-    watermark: u64,
+    /// The copy watermark on each destination shard (they differ when a resumed copy wrote
+    /// some shards later than others); empty when `ignored`.
+    watermarks: Vec<u64>,
+    /// An omnisharded table seen on a source shard other than 0: shard 0's stream applies its
+    /// changes (every source shard carries the same writes).
+    ignored: bool,
 }
 
 impl Table {
+    /// `watermarks`: table name → its watermark on each destination shard (None: missing).
     fn new(
         rel: &Relation,
         schema: &Schema,
         database: &str,
-        slot: &str,
-        watermarks: &HashMap<String, u64>,
+        key: &str,
+        source_shard: usize,
+        watermarks: &HashMap<String, Vec<Option<u64>>>,
     ) -> Result<Table, ReplayError> {
         let name = rel.qualified_name();
         let columns: Vec<String> = rel.columns.iter().map(|c| c.name.clone()).collect();
         let dest = destination(schema, database, &rel.namespace, &rel.name, &columns)?;
-        let watermark = *watermarks.get(&name).ok_or_else(|| {
-            other(format!(
-                "table {name} has no copy watermark for slot {slot} on the destination: \
-                 copy it with `pgdog copy-data --slot {slot}` first"
-            ))
-        })?;
+        let ignored = source_shard > 0 && matches!(dest, Destination::Everywhere);
+        let watermarks = if ignored {
+            Vec::new()
+        } else {
+            let found = watermarks.get(&name).cloned().unwrap_or_default();
+            let mut all = Vec::with_capacity(found.len());
+            for (shard, wm) in found.iter().enumerate() {
+                all.push(wm.ok_or_else(|| {
+                    other(format!(
+                        "table {name} has no copy watermark for {key} on destination shard \
+                         {shard}: finish the copy with `pgdog copy-data --slot` first"
+                    ))
+                })?);
+            }
+            if all.is_empty() {
+                return Err(other(format!(
+                    "table {name} has no copy watermark for {key} on the destination: \
+                     copy it with `pgdog copy-data --slot` first"
+                )));
+            }
+            all
+        };
         Ok(Table {
             sql_name: format!("{}.{}", ident(&rel.namespace), ident(&rel.name)),
             types: rel
@@ -218,7 +299,8 @@ impl Table {
             name,
             columns,
             dest,
-            watermark,
+            watermarks,
+            ignored,
         })
     }
 
@@ -421,9 +503,23 @@ struct Applier {
     tables: HashMap<u32, Table>,
     schema: Schema,
     database: String,
-    slot: String,
-    watermarks: HashMap<String, u64>,
+    /// The source shard this stream reads.
+    source_shard: usize,
+    /// Whether the source has more than one shard.
+    sharded_source: bool,
+    /// This stream's key in the progress tables ([`progress_key`]).
+    key: String,
+    watermarks: HashMap<String, Vec<Option<u64>>>,
     summary: ReplaySummary,
+    /// Two-phase commit for transactions touching several shards.
+    atomic: Option<Atomic>,
+}
+
+/// The two-phase commit mode.
+#[derive(Debug, Clone, Copy)]
+struct Atomic {
+    /// Test hook (see [`ABORT_IN_TWO_PHASE`]): (Nth two-phase transaction, shards committed).
+    abort_in: Option<(u64, usize)>,
 }
 
 impl Applier {
@@ -446,19 +542,19 @@ impl Applier {
     }
 
     /// Applies one change: `(shard, statement)` pairs, skipping shards that already have it.
+    /// `watermarks`: the table's copy watermark per destination shard (empty: none).
     async fn apply(
         &mut self,
         txn: &mut Txn,
-        watermark: u64,
+        watermarks: &[u64],
         ops: Vec<(usize, Stmt)>,
     ) -> Result<(), ReplayError> {
-        if txn.final_lsn < watermark {
-            self.summary.skipped += 1;
-            return Ok(());
-        }
         let mut applied = false;
         for (shard, stmt) in ops {
-            if txn.final_lsn < self.shards[shard].position {
+            // The copy of this shard has it, or this shard committed it already.
+            if watermarks.get(shard).is_some_and(|&wm| txn.final_lsn < wm)
+                || txn.final_lsn < self.shards[shard].position
+            {
                 continue;
             }
             self.send(txn, shard, &stmt).await?;
@@ -477,6 +573,10 @@ impl Applier {
         match msg {
             LogicalMessage::Insert { relation, new, .. } => {
                 let t = self.table(relation)?;
+                if t.ignored {
+                    self.summary.skipped += 1;
+                    return Ok(());
+                }
                 let values = t.values(&new)?;
                 if values.len() != new.columns.len() {
                     return Err(other(format!(
@@ -490,13 +590,17 @@ impl Applier {
                     .into_iter()
                     .map(|s| (s, clone_stmt(&stmt)))
                     .collect();
-                let wm = t.watermark;
-                self.apply(txn, wm, ops).await
+                let wm = t.watermarks.clone();
+                self.apply(txn, &wm, ops).await
             }
             LogicalMessage::Update {
                 relation, old, new, ..
             } => {
                 let t = self.table(relation)?;
+                if t.ignored {
+                    self.summary.skipped += 1;
+                    return Ok(());
+                }
                 let new_shards = t.shards_of(&new, n)?;
                 let old_shards = match &old {
                     Some(o) if t.old_has_shard_key(o) => t.shards_of(o.tuple(), n)?,
@@ -538,11 +642,15 @@ impl Applier {
                     ops.extend(new_shards.into_iter().map(|s| (s, clone_stmt(&insert))));
                     ops
                 };
-                let wm = t.watermark;
-                self.apply(txn, wm, ops).await
+                let wm = t.watermarks.clone();
+                self.apply(txn, &wm, ops).await
             }
             LogicalMessage::Delete { relation, old, .. } => {
                 let t = self.table(relation)?;
+                if t.ignored {
+                    self.summary.skipped += 1;
+                    return Ok(());
+                }
                 let shards = if t.old_has_shard_key(&old) {
                     t.shards_of(old.tuple(), n)?
                 } else {
@@ -550,39 +658,63 @@ impl Applier {
                 };
                 let stmt = t.delete(&t.match_values(old.tuple())?);
                 let ops = shards.into_iter().map(|s| (s, clone_stmt(&stmt))).collect();
-                let wm = t.watermark;
-                self.apply(txn, wm, ops).await
+                let wm = t.watermarks.clone();
+                self.apply(txn, &wm, ops).await
             }
             LogicalMessage::Truncate {
                 options, relations, ..
             } => {
-                let mut names = Vec::new();
+                // Per destination shard: the tables whose copy there is older than this.
+                let mut names: Vec<Vec<String>> = vec![Vec::new(); n];
                 for oid in relations {
                     let t = self.table(oid)?;
-                    if txn.final_lsn >= t.watermark {
-                        names.push(t.sql_name.clone());
+                    if t.ignored {
+                        continue;
+                    }
+                    if self.sharded_source && matches!(t.dest, Destination::ByKey(..)) {
+                        return Err(other(format!(
+                            "TRUNCATE of the sharded table {} on source shard {}: a destination \
+                             shard also holds rows of the other source shards, so it cannot be \
+                             replayed; copy the table again",
+                            t.name, self.source_shard
+                        )));
+                    }
+                    for (shard, list) in names.iter_mut().enumerate() {
+                        if t.watermarks
+                            .get(shard)
+                            .is_none_or(|&wm| txn.final_lsn >= wm)
+                        {
+                            list.push(t.sql_name.clone());
+                        }
                     }
                 }
-                if names.is_empty() {
+                let mut ops = Vec::new();
+                for (shard, list) in names.into_iter().enumerate() {
+                    if list.is_empty() {
+                        continue;
+                    }
+                    let mut sql = format!("TRUNCATE {}", list.join(", "));
+                    if options.restart_identity() {
+                        sql.push_str(" RESTART IDENTITY");
+                    }
+                    if options.cascade() {
+                        sql.push_str(" CASCADE");
+                    }
+                    ops.push((shard, plain(&sql)));
+                }
+                if ops.is_empty() {
                     self.summary.skipped += 1;
                     return Ok(());
                 }
-                let mut sql = format!("TRUNCATE {}", names.join(", "));
-                if options.restart_identity() {
-                    sql.push_str(" RESTART IDENTITY");
-                }
-                if options.cascade() {
-                    sql.push_str(" CASCADE");
-                }
-                let ops = (0..n).map(|s| (s, plain(&sql))).collect();
-                self.apply(txn, 0, ops).await
+                self.apply(txn, &[], ops).await
             }
             LogicalMessage::Relation(rel) => {
                 let t = Table::new(
                     &rel,
                     &self.schema,
                     &self.database,
-                    &self.slot,
+                    &self.key,
+                    self.source_shard,
                     &self.watermarks,
                 )?;
                 self.tables.insert(rel.oid, t);
@@ -607,10 +739,13 @@ impl Applier {
                 .into(),
             types: Vec::new(),
             params: vec![
-                Some(Bytes::from(self.slot.clone())),
+                Some(Bytes::from(self.key.clone())),
                 Some(Bytes::from(format_lsn(end_lsn))),
             ],
         };
+        if self.atomic.is_some() && txn.touched.len() > 1 {
+            return self.commit_two_phase(txn, end_lsn, &position).await;
+        }
         for &s in &txn.touched {
             let shard = &mut self.shards[s];
             shard.queue(&position, txn.final_lsn).await?;
@@ -631,6 +766,122 @@ impl Applier {
         }
         Ok(())
     }
+}
+
+impl Applier {
+    /// Two-phase commit of a transaction touching several shards: PREPARE TRANSACTION on each
+    /// (the position row included), then COMMIT PREPARED on each. After a crash,
+    /// [`resolve_prepared`] commits the leftovers of a transaction committed on some shard and
+    /// rolls back those of one committed nowhere.
+    async fn commit_two_phase(
+        &mut self,
+        txn: Txn,
+        end_lsn: u64,
+        position: &Stmt,
+    ) -> Result<(), ReplayError> {
+        for &s in &txn.touched {
+            let shard = &mut self.shards[s];
+            shard.queue(position, txn.final_lsn).await?;
+            shard.out.extend_from_slice(message::sync().bytes());
+            shard.queued = 0;
+            shard.flush().await?;
+        }
+        for &s in &txn.touched {
+            self.shards[s].sync_read(txn.final_lsn, false).await?;
+        }
+        for &s in &txn.touched {
+            let shard = &mut self.shards[s];
+            let sql = format!(
+                "PREPARE TRANSACTION {}",
+                literal(&gid(&self.key, end_lsn, s))
+            );
+            shard
+                .server
+                .execute(&sql)
+                .await
+                .map_err(|e| ReplayError::Copy(server_err(&shard.addr, &sql)(e)))?;
+        }
+        let n = ATOMIC_COMMITS.fetch_add(1, Ordering::SeqCst) + 1;
+        let hook = self.atomic.and_then(|a| a.abort_in);
+        for (committed, &s) in txn.touched.iter().enumerate() {
+            if hook == Some((n, committed)) {
+                eprintln!(
+                    "pgdog: replay: {ABORT_IN_TWO_PHASE}={n}:{committed}: aborting between \
+                     PREPARE and COMMIT PREPARED at {}",
+                    format_lsn(end_lsn)
+                );
+                std::process::abort();
+            }
+            let shard = &mut self.shards[s];
+            let sql = format!("COMMIT PREPARED {}", literal(&gid(&self.key, end_lsn, s)));
+            shard
+                .server
+                .execute(&sql)
+                .await
+                .map_err(|e| ReplayError::Copy(server_err(&shard.addr, &sql)(e)))?;
+            shard.position = end_lsn;
+        }
+        self.summary.transactions += 1;
+        self.summary.rows += txn.rows;
+        Ok(())
+    }
+}
+
+/// The prepared transaction of a stream's transaction on one destination shard:
+/// `pgdog_replay_<key>_<end lsn in hex>_<shard>`.
+fn gid(key: &str, end_lsn: u64, shard: usize) -> String {
+    format!("{}{end_lsn:X}_{shard}", gid_prefix(key))
+}
+
+fn gid_prefix(key: &str) -> String {
+    format!("pgdog_replay_{key}_")
+}
+
+/// The end LSN in a gid of this stream (`None`: not one of ours).
+fn gid_lsn(key: &str, gid: &str) -> Option<u64> {
+    let rest = gid.strip_prefix(&gid_prefix(key))?;
+    let (lsn, shard) = rest.split_once('_')?;
+    shard.parse::<usize>().ok()?;
+    u64::from_str_radix(lsn, 16).ok()
+}
+
+/// Finishes the two-phase commits a crashed run left on the destination shards: a transaction
+/// committed on some shard (its end LSN is at most the furthest shard's position) is committed
+/// on the others; one committed nowhere is rolled back (the replay sends it again).
+/// Returns (committed, rolled back).
+async fn resolve_prepared(shards: &mut [Shard], key: &str) -> Result<(u64, u64), ReplayError> {
+    let furthest = shards.iter().map(|s| s.position).max().unwrap_or(0);
+    let prefix = gid_prefix(key);
+    let sql = format!(
+        "SELECT gid FROM pg_prepared_xacts WHERE database = current_database() \
+           AND left(gid, {}) = {}",
+        prefix.chars().count(),
+        literal(&prefix)
+    );
+    let (mut committed, mut rolled_back) = (0, 0);
+    for shard in shards.iter_mut() {
+        for r in rows(&mut shard.server, &shard.addr, &sql).await? {
+            let Some(Some(g)) = r.first() else { continue };
+            let Some(lsn) = gid_lsn(key, g) else { continue };
+            let (sql, commit) = if lsn <= furthest {
+                (format!("COMMIT PREPARED {}", literal(g)), true)
+            } else {
+                (format!("ROLLBACK PREPARED {}", literal(g)), false)
+            };
+            shard
+                .server
+                .execute(&sql)
+                .await
+                .map_err(|e| ReplayError::Copy(server_err(&shard.addr, &sql)(e)))?;
+            if commit {
+                shard.position = shard.position.max(lsn);
+                committed += 1;
+            } else {
+                rolled_back += 1;
+            }
+        }
+    }
+    Ok((committed, rolled_back))
 }
 
 impl Shard {
@@ -695,65 +946,35 @@ async fn rows(
         .map_err(|e| ReplayError::Copy(server_err(addr, sql)(e)))
 }
 
-/// Runs the replay until `until_lsn` (when given) or until `shutdown` resolves.
-pub async fn replay(
-    settings: &Settings,
-    options: &ReplayOptions,
-    shutdown: impl std::future::Future<Output = ()>,
-) -> Result<ReplaySummary, ReplayError> {
-    for db in [&options.from_database, &options.to_database] {
-        if !settings.has_database(db) {
-            return Err(CopyDataError::UnknownDatabase(db.clone()).into());
-        }
-    }
-    let missing = |database: &str, shard| CopyDataError::MissingShard {
-        database: database.to_string(),
-        shard,
-    };
-    let primary = settings
-        .shard_server(&options.from_database, 0)
-        .ok_or_else(|| missing(&options.from_database, 0))?;
-    let primary: ServerTarget = target(settings, primary);
-    let schema =
-        Schema::new(settings, &options.to_database).map_err(|e| CopyDataError::Sharding {
-            database: options.to_database.clone(),
-            reason: e.to_string(),
-        })?;
-
-    let slot_lit = literal(&options.slot);
-    let mut shards = Vec::new();
-    let mut watermarks = HashMap::new();
-    for index in 0..settings.shards(&options.to_database).max(1) {
-        let db = settings
-            .shard_server(&options.to_database, index)
-            .ok_or_else(|| missing(&options.to_database, index))?;
-        let t = target(settings, db);
+/// Reads the destination shards' progress for one source shard's key: per table, its watermark
+/// on each destination shard, and each shard's stored position.
+async fn open_destination(
+    dests: &[ServerTarget],
+    key: &str,
+) -> Result<(Vec<Shard>, HashMap<String, Vec<Option<u64>>>), ReplayError> {
+    let key_lit = literal(key);
+    let mut shards = Vec::with_capacity(dests.len());
+    let mut watermarks: HashMap<String, Vec<Option<u64>>> = HashMap::new();
+    for (index, t) in dests.iter().enumerate() {
         let addr = t.addr();
-        let mut server = connect(&t).await?;
+        let mut server = connect(t).await?;
         server
             .execute(PROGRESS_DDL)
             .await
             .map_err(|e| ReplayError::Copy(server_err(&addr, "creating the progress tables")(e)))?;
-        if index == 0 {
-            let sql = format!(
-                "SELECT table_name, watermark::text FROM pgdog_reshard_progress WHERE slot = {slot_lit}"
-            );
-            for r in rows(&mut server, &addr, &sql).await? {
-                if let [Some(table), Some(lsn)] = r.as_slice() {
-                    let lsn = parse_lsn(lsn)
-                        .ok_or_else(|| other(format!("bad watermark {lsn} for {table}")))?;
-                    watermarks.insert(table.clone(), lsn);
-                }
-            }
-            if watermarks.is_empty() {
-                return Err(other(format!(
-                    "no copy watermarks for slot {} on shard 0 ({addr}): run \
-                     `pgdog copy-data --slot {}` first",
-                    options.slot, options.slot
-                )));
+        let sql = format!(
+            "SELECT table_name, watermark::text FROM pgdog_reshard_progress WHERE slot = {key_lit}"
+        );
+        for r in rows(&mut server, &addr, &sql).await? {
+            if let [Some(table), Some(lsn)] = r.as_slice() {
+                let lsn = parse_lsn(lsn)
+                    .ok_or_else(|| other(format!("bad watermark {lsn} for {table}")))?;
+                watermarks
+                    .entry(table.clone())
+                    .or_insert_with(|| vec![None; dests.len()])[index] = Some(lsn);
             }
         }
-        let sql = format!("SELECT lsn::text FROM pgdog_reshard_position WHERE slot = {slot_lit}");
+        let sql = format!("SELECT lsn::text FROM pgdog_reshard_position WHERE slot = {key_lit}");
         let position = match rows(&mut server, &addr, &sql).await?.first() {
             Some(r) => match r.first() {
                 Some(Some(lsn)) => {
@@ -773,54 +994,173 @@ pub async fn replay(
             queued: 0,
         });
     }
+    if watermarks.is_empty() {
+        return Err(other(format!(
+            "no copy watermarks for {key} on the destination ({}): run `pgdog copy-data --slot` \
+             first",
+            dests.first().map(|d| d.addr()).unwrap_or_default()
+        )));
+    }
+    Ok((shards, watermarks))
+}
+
+/// Source commit time (microseconds since 2000-01-01 UTC) as a [`SystemTime`].
+fn commit_time(micros: i64) -> SystemTime {
+    const PG_EPOCH: Duration = Duration::from_secs(946_684_800);
+    let base = SystemTime::UNIX_EPOCH + PG_EPOCH;
+    if micros >= 0 {
+        base + Duration::from_micros(micros as u64)
+    } else {
+        base - Duration::from_micros(micros.unsigned_abs())
+    }
+}
+
+/// Two-phase transactions so far in this process, for the `PGDOG_TEST_ABORT_IN_2PC` hook.
+static ATOMIC_COMMITS: AtomicU64 = AtomicU64::new(0);
+
+/// Destination commits so far in this process, for the `PGDOG_TEST_ABORT_AFTER_COMMIT` hook.
+static COMMITS: AtomicU64 = AtomicU64::new(0);
+
+/// Test hook: `PGDOG_TEST_ABORT_AFTER_COMMIT=N` aborts the process right after the Nth
+/// destination commit, before the slot is confirmed (a crash at the worst moment).
+fn abort_after_commit() -> Option<u64> {
+    std::env::var(ABORT_AFTER_COMMIT).ok()?.parse().ok()
+}
+
+/// What one stream needs besides its source.
+struct StreamContext<'a> {
+    options: &'a ReplayOptions,
+    schema: &'a Schema,
+    dests: &'a [ServerTarget],
+    sharded_source: bool,
+    abort_after: Option<u64>,
+    atomic: Option<Atomic>,
+}
+
+/// The stop condition of a stream: `--until-lsn` and the orchestrator's [`StopAt`] target.
+fn stop_target(options: &ReplayOptions, source_shard: usize) -> Option<u64> {
+    let at = options
+        .stop_at
+        .as_ref()
+        .and_then(|s| s.target(source_shard));
+    match (options.until_lsn, at) {
+        (Some(u), Some(a)) => Some(u.min(a)),
+        (u, a) => u.or(a),
+    }
+}
+
+/// Connects and starts streaming the slot. A slot still active for the walsender of a killed
+/// previous run (it has not noticed yet) is retried for a while.
+async fn start_stream(
+    primary: &ServerTarget,
+    options: &ReplayOptions,
+    start: u64,
+) -> Result<ReplicationClient, ReplayError> {
+    let deadline = std::time::Instant::now() + SLOT_BUSY_DEADLINE;
+    let mut client = ReplicationClient::connect(primary, CONNECT_TIMEOUT).await?;
+    loop {
+        let result = client
+            .start(
+                &options.slot,
+                start,
+                &StartOptions::new(4, &[options.publication.as_str()]),
+            )
+            .await;
+        match result {
+            Ok(()) => return Ok(client),
+            Err(ReplicationError::Command { source, .. })
+                if matches!(&*source, ServerError::Postgres(f, _) if f.code == "55006")
+                    && std::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Replays one source shard's slot into the destination, until its stop target or `stop`.
+async fn run_stream(
+    ctx: &StreamContext<'_>,
+    source_shard: usize,
+    primary: ServerTarget,
+    mut stop: watch::Receiver<bool>,
+) -> Result<ReplaySummary, ReplayError> {
+    let options = ctx.options;
+    let key = progress_key(&options.slot, source_shard);
+    let (mut shards, watermarks) = open_destination(ctx.dests, &key).await?;
+    let (committed, rolled_back) = resolve_prepared(&mut shards, &key).await?;
+    if committed + rolled_back > 0 {
+        eprintln!(
+            "pgdog: replay: {key}: {committed} prepared transactions of a crashed run committed, \
+             {rolled_back} rolled back"
+        );
+    }
     // Every shard skips what it already committed; start where the furthest-behind shard is
     // (the server starts at the slot's confirmed point when that is later).
     let start = shards.iter().map(|s| s.position).min().unwrap_or(0);
 
-    let mut client = ReplicationClient::connect(&primary, CONNECT_TIMEOUT).await?;
-    client
-        .start(
-            &options.slot,
-            start,
-            &StartOptions::new(4, &[options.publication.as_str()]),
-        )
-        .await?;
+    let mut client = start_stream(&primary, options, start).await?;
     let mut decoder = Decoder::new(4);
     let mut applier = Applier {
         shards,
         tables: HashMap::new(),
-        schema,
+        schema: ctx.schema.clone(),
         database: options.to_database.clone(),
-        slot: options.slot.clone(),
+        source_shard,
+        sharded_source: ctx.sharded_source,
+        key,
         watermarks,
         summary: ReplaySummary {
             last_lsn: start,
             ..Default::default()
         },
+        atomic: ctx.atomic,
     };
-    let until = options.until_lsn;
-    let reached = |lsn: u64| until.is_some_and(|u| lsn >= u);
+    let progress = options.progress.clone();
+    let report = |f: &dyn Fn(&mut StreamProgress)| {
+        if let Some(p) = &progress {
+            p.update_stream(source_shard, f);
+        }
+    };
+    report(&|s| s.applied_lsn = s.applied_lsn.max(start));
+    // With a stop target, ask the server for a keepalive now and then, so an idle stream
+    // learns quickly that it is past its target.
+    let polls = options.until_lsn.is_some() || options.stop_at.is_some();
+    let mut tick = tokio::time::interval(STOP_POLL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut received: u64 = start;
     let mut txn: Option<Txn> = None;
-    tokio::pin!(shutdown);
+    let mut ended = false;
     loop {
         let event = tokio::select! {
             event = client.next_event() => event?,
-            _ = &mut shutdown => break,
+            _ = stop.changed() => break,
+            _ = tick.tick(), if polls && txn.is_none() => {
+                let target = stop_target(options, source_shard);
+                if target.is_some_and(|t| applier.summary.last_lsn >= t) {
+                    break;
+                }
+                if target.is_some() {
+                    client.send_status(true).await?;
+                }
+                continue;
+            }
         };
         let Some(event) = event else {
-            if let Some(u) = until {
-                return Err(other(format!(
-                    "the server ended the stream before {}",
-                    format_lsn(u)
-                )));
-            }
+            ended = true;
             break;
         };
+        let target = stop_target(options, source_shard);
         match event {
             ReplicationEvent::XLogData {
-                wal_start, data, ..
+                wal_start,
+                wal_end,
+                data,
+                ..
             } => {
-                if txn.is_none() && until.is_some_and(|u| wal_start > u) {
+                received = received.max(wal_end).max(wal_start);
+                if txn.is_none() && target.is_some_and(|t| wal_start > t) {
                     break;
                 }
                 match decoder.decode(wal_start, data)? {
@@ -834,12 +1174,37 @@ pub async fn replay(
                             rows: 0,
                         });
                     }
-                    LogicalMessage::Commit { end_lsn, .. } => {
+                    LogicalMessage::Commit {
+                        end_lsn,
+                        commit_time: at,
+                        ..
+                    } => {
                         let t = txn.take().ok_or_else(|| other("Commit without Begin"))?;
+                        let (touched, rows) = (!t.touched.is_empty(), t.rows);
                         applier.commit(t, end_lsn).await?;
+                        if touched {
+                            let n = COMMITS.fetch_add(1, Ordering::SeqCst) + 1;
+                            if ctx.abort_after == Some(n) {
+                                eprintln!(
+                                    "pgdog: replay: {ABORT_AFTER_COMMIT}={n}: aborting after the \
+                                     commit at {}",
+                                    format_lsn(end_lsn)
+                                );
+                                std::process::abort();
+                            }
+                        }
                         client.confirm(end_lsn);
                         applier.summary.last_lsn = end_lsn;
-                        if reached(end_lsn) {
+                        report(&|s| {
+                            s.applied_lsn = end_lsn;
+                            s.received_lsn = s.received_lsn.max(received);
+                            s.last_commit_time = Some(commit_time(at));
+                            if touched {
+                                s.transactions += 1;
+                                s.rows += rows;
+                            }
+                        });
+                        if target.is_some_and(|t| end_lsn >= t) {
                             break;
                         }
                     }
@@ -865,22 +1230,109 @@ pub async fn replay(
                 }
             }
             ReplicationEvent::Keepalive { wal_end, .. } => {
+                received = received.max(wal_end);
                 if txn.is_none() {
+                    // Everything before wal_end was sent and applied: nothing of ours is left.
                     client.confirm(wal_end);
-                    if reached(wal_end) {
+                    applier.summary.last_lsn = applier.summary.last_lsn.max(wal_end);
+                    report(&|s| {
+                        s.received_lsn = s.received_lsn.max(received);
+                        s.applied_lsn = s.applied_lsn.max(wal_end);
+                    });
+                    if target.is_some_and(|t| wal_end >= t) {
                         break;
                     }
                 }
             }
         }
     }
+    if ended {
+        if let Some(t) = stop_target(options, source_shard) {
+            return Err(other(format!(
+                "source shard {source_shard}: the server ended the stream before {}",
+                format_lsn(t)
+            )));
+        }
+    }
     // An unfinished transaction is rolled back when its connections close.
-    client.stop().await?;
+    if !ended {
+        client.stop().await?;
+    }
     client.close().await;
     for s in applier.shards.drain(..) {
         s.server.terminate().await;
     }
+    applier.summary.last_lsns = vec![applier.summary.last_lsn];
     Ok(applier.summary)
+}
+
+/// Runs the replay, one stream per source shard at once, until every stream reached its stop
+/// target (`until_lsn`, [`ReplayOptions::stop_at`]), one fails, or `shutdown` resolves.
+pub async fn replay(
+    settings: &Settings,
+    options: &ReplayOptions,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<ReplaySummary, ReplayError> {
+    replay_with(settings, options, false, shutdown).await
+}
+
+/// [`replay`], with `atomic`: each source transaction touching several destination shards
+/// commits there with two-phase commit, so readers never see it on one shard only.
+pub async fn replay_with(
+    settings: &Settings,
+    options: &ReplayOptions,
+    atomic: bool,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<ReplaySummary, ReplayError> {
+    for db in [&options.from_database, &options.to_database] {
+        if !settings.has_database(db) {
+            return Err(CopyDataError::UnknownDatabase(db.clone()).into());
+        }
+    }
+    let sources = source_primaries(settings, &options.from_database)?;
+    let dests = destination_shards(settings, &options.to_database)?;
+    let schema =
+        Schema::new(settings, &options.to_database).map_err(|e| CopyDataError::Sharding {
+            database: options.to_database.clone(),
+            reason: e.to_string(),
+        })?;
+    let ctx = StreamContext {
+        options,
+        schema: &schema,
+        dests: &dests,
+        sharded_source: sources.len() > 1,
+        abort_after: abort_after_commit(),
+        atomic: atomic.then(|| Atomic {
+            abort_in: std::env::var(ABORT_IN_TWO_PHASE).ok().and_then(|v| {
+                let (n, k) = v.split_once(':')?;
+                Some((n.parse().ok()?, k.parse().ok()?))
+            }),
+        }),
+    };
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let streams = sources
+        .into_iter()
+        .enumerate()
+        .map(|(shard, primary)| run_stream(&ctx, shard, primary, stop_rx.clone()));
+    let mut all = std::pin::pin!(try_join_all(streams));
+    tokio::pin!(shutdown);
+    let result = tokio::select! {
+        r = &mut all => r,
+        _ = &mut shutdown => {
+            let _ = stop_tx.send(true);
+            all.await
+        }
+    };
+    let summaries = result?;
+    let mut total = ReplaySummary::default();
+    for s in &summaries {
+        total.transactions += s.transactions;
+        total.rows += s.rows;
+        total.skipped += s.skipped;
+        total.last_lsns.push(s.last_lsn);
+    }
+    total.last_lsn = total.last_lsns.first().copied().unwrap_or(0);
+    Ok(total)
 }
 
 /// Entry point of `pgdog replay`.
@@ -907,7 +1359,8 @@ pub fn main(options: ReplayOptions) -> ExitCode {
                         }
                     }
                 };
-                replay(&settings, &options, shutdown).await
+                let atomic = std::env::var(ATOMIC_ENV).is_ok_and(|v| v == "1");
+                replay_with(&settings, &options, atomic, shutdown).await
             })
         });
     match result {
@@ -956,10 +1409,10 @@ mod tests {
             ],
         };
         let mut wm = HashMap::new();
-        wm.insert("public.t".to_string(), 0);
+        wm.insert("public.t".to_string(), vec![Some(0)]);
         let mut schema = Schema::default();
         schema.omnisharded.insert("t".into());
-        Table::new(&rel, &schema, "db", "s", &wm).unwrap()
+        Table::new(&rel, &schema, "db", "s", 0, &wm).unwrap()
     }
 
     #[test]
@@ -987,5 +1440,14 @@ mod tests {
              WHERE \"id\" IS NOT DISTINCT FROM $1 AND \"v\" IS NOT DISTINCT FROM $2 LIMIT 1)"
         );
         assert!(f.upsert(&row).sql.ends_with("ON CONFLICT DO NOTHING"));
+    }
+
+    #[test]
+    fn gids() {
+        let g = gid("s1/2", 0x1_0000_00AB, 3);
+        assert_eq!(g, "pgdog_replay_s1/2_1000000AB_3");
+        assert_eq!(gid_lsn("s1/2", &g), Some(0x1_0000_00AB));
+        assert_eq!(gid_lsn("s1", &g), None);
+        assert_eq!(gid_lsn("s1", "pgdog_replay_s1_x_1"), None);
     }
 }

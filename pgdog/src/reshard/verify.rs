@@ -11,6 +11,10 @@
 //!   cursor, placed with [`TableSharding::shard_of_text`] (the router's own placement) and
 //!   compared with the shard it was read from;
 //! - tables omnisharded in the destination: every shard must hold exactly the source's rows.
+//!
+//! A sharded source is read as the union of its shards, except for tables omnisharded in the
+//! source or the destination: copy and replay take those from source shard 0, so they are
+//! compared with shard 0 and every other source shard must hold the same rows.
 use crate::backend::server::{Server, ServerError, ServerTarget};
 use crate::config::Settings;
 use crate::reshard::schema_sync::{query_rows, target};
@@ -336,8 +340,11 @@ struct Placement {
 async fn source_tables(source: &mut Shard) -> Result<Vec<TableName>, VerifyError> {
     let rows = source
         .rows(
+            // pgdog's own bookkeeping (reshard progress) is not user data.
             "SELECT schemaname::text, tablename::text FROM pg_tables \
-             WHERE schemaname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2",
+             WHERE schemaname NOT IN ('pg_catalog', 'information_schema') \
+             AND tablename NOT IN ('pgdog_reshard_progress', 'pgdog_reshard_position') \
+             ORDER BY 1, 2",
             "listing tables",
         )
         .await?;
@@ -407,14 +414,23 @@ async fn verify_table(
         return Ok(report);
     }
 
-    // Source: every shard, or one when the table is copied on each.
-    let source_omni = source.len() > 1 && omnisharded(source_schema, table);
+    // Source: the union of its shards; one shard when the table is omnisharded in the source
+    // or in the destination (then copy and replay take source shard 0's rows, and every
+    // source shard must hold the same ones).
+    let source_omni =
+        source.len() > 1 && (omnisharded(source_schema, table) || omnisharded(dest_schema, table));
     let mut src = (0i64, 0i128);
     for s in source.iter_mut() {
         let (c, h) = s.checksum(table, &columns).await?;
-        src = (src.0 + c, src.1 + h);
-        if source_omni {
-            break;
+        if !source_omni {
+            src = (src.0 + c, src.1 + h);
+        } else if s.shard == 0 {
+            src = (c, h);
+        } else if (c, h) != src {
+            report.problems.push(format!(
+                "omnisharded: source shard {} differs from source shard 0 ({c} rows, {} there)",
+                s.shard, src.0
+            ));
         }
     }
     report.rows = src.0;

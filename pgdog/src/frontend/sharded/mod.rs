@@ -4,6 +4,9 @@
 //! they end; COMMIT and ROLLBACK reach all of them, with two-phase commit when configured).
 //! The extended protocol is served statement by statement: Parse and Bind are answered by pgdog,
 //! and each Execute is routed by that Bind's parameter values.
+//! Before a request that may need servers (Query, Describe of a statement, Execute) and while
+//! none is attached, the session passes its database's pause gate (the admin database's PAUSE
+//! makes it wait there) and then picks up a reloaded configuration, before anything is routed.
 mod copy;
 mod describe;
 mod exec;
@@ -31,6 +34,10 @@ use tx::Tx;
 pub enum SessionError {
     #[error(transparent)]
     Client(#[from] ProtocolError),
+    /// A reload changed the database so that this session cannot go on (no longer sharded,
+    /// or a different number of shards in the middle of a transaction block).
+    #[error("{0}")]
+    Reconfigured(String),
 }
 
 /// A statement the client prepared (named or unnamed).
@@ -125,6 +132,14 @@ pub struct ShardedSession {
     pinned: Option<&'static str>,
     /// Registry generation the pools and router were taken from (a reload bumps it).
     generation: u64,
+    /// The database's pause gate, and the pass held while servers (or a transaction) are.
+    gate: Arc<crate::admin::pause::Gate>,
+    ticket: Option<crate::admin::pause::Ticket>,
+    /// Set when a reload made this session unable to continue: it ends with this FATAL.
+    reconfigured: Option<String>,
+    /// Registry generation last checked for the database no longer being sharded while
+    /// servers stay attached (session mode, pinned sessions).
+    checked_generation: u64,
 }
 
 impl ShardedSession {
@@ -146,7 +161,7 @@ impl ShardedSession {
             stream,
             reader,
             user,
-            database,
+            database: database.clone(),
             pools,
             router,
             mode,
@@ -163,20 +178,31 @@ impl ShardedSession {
             skip_until_sync: false,
             pinned: None,
             generation: crate::backend::Registry::generation(),
+            gate: crate::admin::pause::gate(&database),
+            ticket: None,
+            reconfigured: None,
+            checked_generation: crate::backend::Registry::generation(),
         }
     }
 
     /// Serves the client until it disconnects, then leaves the servers clean.
     pub async fn run(mut self) {
         let result = self.serve().await;
-        if let Err(SessionError::Client(e)) = &result {
-            if !matches!(e, ProtocolError::Closed) {
+        match &result {
+            Err(SessionError::Client(e)) if !matches!(e, ProtocolError::Closed) => {
                 tracing::info!("client {}@{}: {e}", self.user, self.database);
                 if !matches!(e, ProtocolError::Io(_)) {
                     let m = message::fatal(e.code(), &e.to_string());
                     let _ = self.stream.write_all(m.bytes()).await;
                 }
             }
+            Err(SessionError::Reconfigured(why)) => {
+                tracing::info!("client {}@{}: {why}", self.user, self.database);
+                let _ = self.flush().await;
+                let m = message::fatal("57P01", why);
+                let _ = self.stream.write_all(m.bytes()).await;
+            }
+            _ => {}
         }
         let _ = self.flush().await;
         self.cleanup().await;
@@ -188,7 +214,19 @@ impl ShardedSession {
                 if m.tag() == b'X' {
                     return Ok(());
                 }
-                self.client_message(m).await?;
+                let mark = self.out.len();
+                if self.tx.is_none() && self.servers.iter().any(|s| s.is_some()) {
+                    // Between transactions with servers kept (session mode, pinned).
+                    self.check_still_sharded();
+                }
+                if self.reconfigured.is_none() {
+                    self.client_message(m).await?;
+                }
+                if let Some(why) = self.reconfigured.take() {
+                    // Nothing of the request that ends the session is answered.
+                    self.out.truncate(mark);
+                    return Err(SessionError::Reconfigured(why));
+                }
                 if self.out.len() > 64 * 1024 {
                     self.flush().await?;
                 }
@@ -227,7 +265,10 @@ impl ShardedSession {
         match m.tag() {
             b'Q' => {
                 let sql = message::read_query(&m)?.to_string();
-                self.simple_query(&sql).await?;
+                match self.pass_gate().await {
+                    Ok(()) => self.simple_query(&sql).await?,
+                    Err(e) => self.fail(e),
+                }
                 self.end_of_request().await;
                 self.ready();
             }
@@ -465,9 +506,14 @@ impl ShardedSession {
             ));
             return Ok(());
         };
+        let name = name.to_string();
+        if let Err(e) = self.pass_gate().await {
+            self.fail_extended(e);
+            return Ok(());
+        }
         match self.describe_statement(&st).await {
             Ok(types) => {
-                if let Some(entry) = self.statements.get_mut(name) {
+                if let Some(entry) = self.statements.get_mut(&name) {
                     entry.inferred = types;
                 }
             }
@@ -487,6 +533,10 @@ impl ShardedSession {
         };
         if let Some(p) = self.portals.get_mut(&portal_name) {
             p.describe = false;
+        }
+        if let Err(e) = self.pass_gate().await {
+            self.fail_extended(e);
+            return Ok(());
         }
         if let Err(e) = self.execute_portal(&portal).await {
             self.fail_extended(e);
@@ -596,7 +646,7 @@ impl ShardedSession {
     /// The server of `shard`, checked out (and its settings and transaction brought in line
     /// with the client's) if needed.
     async fn server(&mut self, shard: usize) -> Result<&mut PooledServer, ClientError> {
-        self.refresh_after_reload()?;
+        self.pass_gate().await?;
         if shard >= self.servers.len() {
             return Err(RouterError::NoSuchShard(shard, self.servers.len()).into());
         }
@@ -643,15 +693,66 @@ impl ShardedSession {
             .ok_or_else(|| ClientError::new("08006", "server connection lost"))
     }
 
+    /// Waits while the database is paused (unless this session already holds a pass: its
+    /// transaction or servers), then takes a reloaded configuration. Called before routing.
+    async fn pass_gate(&mut self) -> Result<(), ClientError> {
+        if self.ticket.is_some() {
+            return Ok(());
+        }
+        let ticket = crate::admin::pause::enter(&self.gate).await;
+        self.refresh_after_reload()?;
+        self.ticket = Some(ticket);
+        Ok(())
+    }
+
+    /// Gives the pass back once no server is attached and no transaction is open.
+    fn release_ticket(&mut self) {
+        if self.tx.is_none() && self.servers.iter().all(|s| s.is_none()) {
+            self.ticket = None;
+        }
+    }
+
+    /// Marks the session for FATAL 57P01 if a reload made its database unsharded.
+    fn check_still_sharded(&mut self) {
+        let current = crate::backend::Registry::generation();
+        if current == self.checked_generation {
+            return;
+        }
+        self.checked_generation = current;
+        let registry = crate::backend::Registry::current();
+        if registry.router(&self.database).is_none()
+            && registry.pool(&self.user, &self.database).is_some()
+        {
+            let _ = self.reconfigure_error();
+        }
+    }
+
+    /// The FATAL that ends a session whose database changed under it.
+    fn reconfigure_error(&mut self) -> ClientError {
+        let why = format!(
+            "database {} was reconfigured (resharded): reconnect",
+            self.database
+        );
+        self.reconfigured = Some(why.clone());
+        ClientError::new("57P01", why)
+    }
+
     /// A reload may have replaced the pools and the router: take the current ones while no
-    /// server is attached (a transaction in progress finishes on the ones it has).
+    /// server is attached (a transaction in progress finishes on the ones it has). A new
+    /// number of shards is taken in place outside a transaction block; a database that is no
+    /// longer sharded ends the session.
     fn refresh_after_reload(&mut self) -> Result<(), ClientError> {
         let current = crate::backend::Registry::generation();
         if current == self.generation || self.servers.iter().any(|s| s.is_some()) {
             return Ok(());
         }
-        self.generation = current;
         let registry = crate::backend::Registry::current();
+        if registry.router(&self.database).is_none()
+            && registry.pool(&self.user, &self.database).is_some()
+        {
+            return Err(self.reconfigure_error());
+        }
+        self.generation = current;
         let (Some(pools), Some(router)) = (
             registry.shard_pools(&self.user, &self.database),
             registry.router(&self.database),
@@ -665,16 +766,15 @@ impl ShardedSession {
             ));
         };
         if pools.len() != self.pools.len() {
-            return Err(ClientError::new(
-                "57P01",
-                format!(
-                    "database \"{}\" now has {} shards instead of {}: reconnect",
-                    self.database,
-                    pools.len(),
-                    self.pools.len()
-                ),
-            ));
+            if self.tx.is_some() {
+                return Err(self.reconfigure_error());
+            }
+            self.servers = pools.iter().map(|_| None).collect();
         }
+        self.mode = pools
+            .first()
+            .map(|p| p.settings().mode)
+            .unwrap_or(self.mode);
         self.pools = pools;
         self.router = router;
         Ok(())
@@ -683,9 +783,11 @@ impl ShardedSession {
     /// After a request (Query or Sync): outside a transaction, servers go back to their pools.
     async fn end_of_request(&mut self) {
         if self.tx.is_some() || self.pinned.is_some() || self.mode == PoolerMode::Session {
+            self.release_ticket();
             return;
         }
         self.release_all();
+        self.release_ticket();
     }
 
     fn release_all(&mut self) {

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Resharding benchmark, in one run on one machine:
+#   1. copy: `pgdog copy-data --parallel 2` of a >= SIZE_MB table from a streaming standby into
+#      2 shards vs one `psql COPY TO STDOUT | psql COPY FROM STDIN` pipe (binary) from the same
+#      standby, each RUNS times in alternating order (MB/s, rows/s, ratio);
+#   2. apply: `pgdog replay` keeping 2 shards in step with the source primary while pgbench
+#      (tpcb-like, CLIENTS clients, APPLY_SECONDS seconds, scale SCALE) writes to it: source vs
+#      applied transactions/s, replication lag over time, catch-up time.
+# Writes benchmarks/results/reshard.md. Knobs: SIZE_MB (1024), RUNS (2), APPLY_SECONDS (60),
+# CLIENTS (8), SCALE (20), OUT (the results file).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+source scripts/provision.sh
+cargo build --release --locked -q -p pgdog -p pgdog-integration
+exec target/release/pgdog-topology replicated+shards 2 -- bash benchmarks/reshard-run.sh "$@"

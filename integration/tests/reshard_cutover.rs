@@ -1,0 +1,589 @@
+//! `pgdog reshard --cutover` end to end, 2 -> 4 shards under load: clients write through pgdog
+//! to a 2-shard database while the whole move runs (schema, copy, replay, cutover through the
+//! admin database); they must see no error, their writes after the cutover land on the 4 new
+//! shards, the configuration file names the new shards, the slots are gone, sequences moved,
+//! and `pgdog verify` reports no difference between the old and the new shards.
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use topology::proxy::Proxy;
+use topology::Topology;
+
+const ADMIN_PASSWORD: &str = "admin_pw";
+
+fn config(source: &Topology, dest: &Topology) -> String {
+    let mut c = format!("admin_password = \"{ADMIN_PASSWORD}\"\n");
+    for (name, topo, shards) in [("app", source, 2), ("app_new", dest, 4)] {
+        for shard in 0..shards {
+            c.push_str(&format!(
+                "\n[[databases]]\nname = \"{name}\"\nshard = {shard}\nport = {}\n\
+                 database_name = \"postgres\"\nuser = \"postgres\"\n",
+                topo.shard(shard).port
+            ));
+        }
+        c.push_str(&format!(
+            "\n[[sharded_tables]]\ndatabase = \"{name}\"\nname = \"items\"\ncolumn = \"id\"\n\
+             data_type = \"bigint\"\n"
+        ));
+    }
+    c
+}
+
+const USERS: &str = "[[users]]\nname = \"app\"\ndatabase = \"app\"\npassword = \"secret\"\n\n\
+                     [[users]]\nname = \"app\"\ndatabase = \"app_new\"\npassword = \"secret\"\n";
+
+fn pgdog(dir: &Path, source: &Topology, command: &str, args: &[&str]) -> Command {
+    let mut c = Command::new(topology::proxy::binary());
+    c.arg(command)
+        .arg("--config")
+        .arg(dir.join("pgdog.toml"))
+        .arg("--users")
+        .arg(dir.join("users.toml"))
+        .args(args)
+        .env("PGDOG_PG_BIN", source.install().bin_dir());
+    c
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Writes through pgdog until `stop`: inserts (ids from `base`), updates and deletes of its own
+/// earlier rows. Returns (statements done, errors seen, highest id inserted).
+async fn load(
+    url: String,
+    base: i64,
+    stop: Arc<AtomicBool>,
+    done: Arc<AtomicU64>,
+) -> (u64, Vec<String>, i64) {
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("load client connects");
+    tokio::spawn(conn);
+    let mut errors = Vec::new();
+    let mut id = base;
+    let mut n = 0u64;
+    while !stop.load(Ordering::SeqCst) {
+        id += 1;
+        let r = client
+            .execute(
+                "INSERT INTO items (id, v) VALUES ($1, $2)",
+                &[&id, &format!("load {id}")],
+            )
+            .await;
+        if let Err(e) = r {
+            errors.push(format!("insert {id}: {e}"));
+        }
+        if id % 3 == 0 {
+            let target = id - 2;
+            if let Err(e) = client
+                .execute(
+                    "UPDATE items SET v = v || ' updated' WHERE id = $1",
+                    &[&target],
+                )
+                .await
+            {
+                errors.push(format!("update {target}: {e}"));
+            }
+        }
+        if id % 7 == 0 {
+            let target = id - 5;
+            if let Err(e) = client
+                .execute("DELETE FROM items WHERE id = $1", &[&target])
+                .await
+            {
+                errors.push(format!("delete {target}: {e}"));
+            }
+        }
+        n += 1;
+        done.fetch_add(1, Ordering::SeqCst);
+    }
+    (n, errors, id)
+}
+
+#[test]
+fn reshard_two_to_four_under_load_with_cutover() {
+    let source = Topology::shards(2).expect("source shards");
+    let dest = Topology::shards(4).expect("destination shards");
+    for s in 0..2 {
+        source
+            .shard(s)
+            .psql(
+                "CREATE TABLE items (id bigint PRIMARY KEY, v text, n bigserial);
+                 CREATE PUBLICATION pub FOR TABLE items;",
+            )
+            .expect("source schema");
+    }
+    let proxy = Proxy::start(&config(&source, &dest), USERS).expect("pgdog starts");
+    let dir = proxy.dir.clone();
+    let url = proxy.url("app", "secret", "app");
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    // Initial rows, placed by pgdog on the two source shards.
+    rt.block_on(async {
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        for batch in 0..10 {
+            let values: Vec<String> = (1..=500)
+                .map(|i| {
+                    let id = batch * 500 + i;
+                    format!("({id}, 'row {id}')")
+                })
+                .collect();
+            client
+                .simple_query(&format!(
+                    "INSERT INTO items (id, v) VALUES {}",
+                    values.join(", ")
+                ))
+                .await
+                .unwrap();
+        }
+    });
+    for s in 0..2 {
+        let n: i64 = source
+            .shard(s)
+            .psql("SELECT count(*) FROM items")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(n > 1000, "source shard {s} has {n} rows");
+    }
+
+    // Load through pgdog for the whole move.
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    let loads: Vec<_> = (1..=2)
+        .map(|k| rt.spawn(load(url.clone(), k * 1_000_000, stop.clone(), done.clone())))
+        .collect();
+    wait_for_statements(&done, 100);
+
+    let admin_url = format!(
+        "postgres://admin:{ADMIN_PASSWORD}@127.0.0.1:{}/admin",
+        proxy.port
+    );
+    let mut child = pgdog(
+        &dir,
+        &source,
+        "reshard",
+        &[
+            "--from-database",
+            "app",
+            "--to-database",
+            "app_new",
+            "--publication",
+            "pub",
+            "--slot",
+            "move",
+            "--cutover",
+            "--reverse",
+            "--admin-url",
+            &admin_url,
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("pgdog reshard starts");
+    // The cutover is done once reverse replication reads its slot on the new shards.
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "pgdog reshard ended early ({status}): {}\n{}",
+                text(&out),
+                proxy.log()
+            );
+        }
+        let active = (0..4).all(|s| {
+            dest.shard(s)
+                .psql(
+                    "SELECT count(*) FROM pg_replication_slots \
+                     WHERE slot_name = 'move_reverse' AND active",
+                )
+                .map(|n| n == "1")
+                .unwrap_or(false)
+        });
+        if active {
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "pgdog reshard did not cut over: {}\n{}",
+                text(&out),
+                proxy.log()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // Clients keep writing after the cutover, now to the new shards.
+    wait_for_statements(&done, 200);
+    stop.store(true, Ordering::SeqCst);
+    let mut last_ids = Vec::new();
+    for l in loads {
+        let (n, errors, last) = rt.block_on(l).unwrap();
+        assert!(n > 0);
+        assert!(
+            errors.is_empty(),
+            "clients saw errors: {errors:?}\n{}",
+            proxy.log()
+        );
+        last_ids.push(last);
+    }
+
+    // The last rows written are on the new shards (and back on the old ones through reverse
+    // replication, checked by verify below).
+    for id in last_ids {
+        let on_dest: i64 = (0..4)
+            .map(|s| {
+                dest.shard(s)
+                    .psql(&format!("SELECT count(*) FROM items WHERE id = {}", id - 1))
+                    .unwrap()
+                    .parse::<i64>()
+                    .unwrap()
+            })
+            .sum();
+        assert_eq!(on_dest, 1, "row {} on the new shards", id - 1);
+    }
+    for s in 0..4 {
+        let n: i64 = dest
+            .shard(s)
+            .psql("SELECT count(*) FROM items")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(n > 500, "destination shard {s} has {n} rows");
+    }
+
+    // The configuration now serves `app` from the new shards; the old ones are `app_new`.
+    let toml = std::fs::read_to_string(dir.join("pgdog.toml")).unwrap();
+    assert!(
+        toml.contains(&dest.shard(3).port.to_string()),
+        "new config: {toml}"
+    );
+    assert!(dir.join("pgdog.toml.before-cutover").is_file());
+    let app_ports: Vec<u16> = toml
+        .split("[[databases]]")
+        .filter(|s| s.contains("name = \"app\""))
+        .filter_map(|s| {
+            s.lines()
+                .find_map(|l| l.trim().strip_prefix("port = "))
+                .and_then(|p| p.trim().parse().ok())
+        })
+        .collect();
+    let dest_ports: Vec<u16> = (0..4).map(|s| dest.shard(s).port).collect();
+    assert_eq!(app_ports.len(), 4, "{toml}");
+    assert!(app_ports.iter().all(|p| dest_ports.contains(p)), "{toml}");
+
+    // Slots dropped, sequences moved.
+    let mut seq_max = 0i64;
+    for s in 0..2 {
+        assert_eq!(
+            source
+                .shard(s)
+                .psql("SELECT count(*) FROM pg_replication_slots")
+                .unwrap(),
+            "0"
+        );
+        let v: i64 = source
+            .shard(s)
+            .psql("SELECT last_value FROM items_n_seq")
+            .unwrap()
+            .parse()
+            .unwrap();
+        seq_max = seq_max.max(v);
+    }
+    // The new shards took writes after the cutover, so their sequences went further.
+    let dest_seq: i64 = dest
+        .shard(0)
+        .psql("SELECT last_value FROM items_n_seq")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        dest_seq >= seq_max,
+        "sequence {dest_seq} < source's {seq_max}"
+    );
+
+    // Old (now `app_new`, kept in sync by reverse replication) against new (now `app`): no
+    // difference once the reverse replication applied the last writes.
+    let verify = || {
+        pgdog(
+            &dir,
+            &source,
+            "verify",
+            &["--from-database", "app_new", "--to-database", "app"],
+        )
+        .output()
+        .unwrap()
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = verify();
+        if out.status.success() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "verify: {}", text(&out));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    // Stopping the reshard ends reverse replication and drops its slots.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "pgdog reshard: {}", text(&out));
+    assert!(text(&out).contains("cutover done"), "{}", text(&out));
+    for s in 0..4 {
+        assert_eq!(
+            dest.shard(s)
+                .psql("SELECT count(*) FROM pg_replication_slots")
+                .unwrap(),
+            "0"
+        );
+    }
+}
+
+/// Waits until the load clients did `more` statements beyond now.
+fn wait_for_statements(done: &AtomicU64, more: u64) {
+    let target = done.load(Ordering::SeqCst) + more;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while done.load(Ordering::SeqCst) < target {
+        assert!(Instant::now() < deadline, "the load made no progress");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs one admin statement, returning its rows as text.
+async fn admin(client: &tokio_postgres::Client, sql: &str) -> Result<Vec<Vec<String>>, String> {
+    let msgs = client.simple_query(sql).await.map_err(|e| {
+        e.as_db_error()
+            .map(|d| format!("{}: {}", d.code().code(), d.message()))
+            .unwrap_or_else(|| e.to_string())
+    })?;
+    Ok(msgs
+        .into_iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => Some(
+                (0..r.len())
+                    .map(|i| r.get(i).unwrap_or("").to_string())
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .collect())
+}
+
+#[test]
+fn reshard_one_to_three_from_the_admin_database() {
+    let source = Topology::replicated().expect("source primary + standby");
+    let dest = Topology::shards(3).expect("destination shards");
+    let primary = source.primary();
+    primary
+        .psql(
+            "CREATE TABLE items (id bigint PRIMARY KEY, v text);
+             CREATE TABLE accounts (id int PRIMARY KEY, balance int NOT NULL);
+             INSERT INTO accounts SELECT i, i * 10 FROM generate_series(1, 3000) i;
+             INSERT INTO items SELECT i, 'row ' || i FROM generate_series(1, 4000) i;
+             CREATE PUBLICATION pub FOR TABLE items, accounts;",
+        )
+        .expect("source schema");
+    source
+        .wait_for_standby(Duration::from_secs(30))
+        .expect("standby caught up");
+    let mut config = format!(
+        "admin_password = \"{ADMIN_PASSWORD}\"\n\n[[databases]]\nname = \"app\"\nport = {}\n\
+         database_name = \"postgres\"\nuser = \"postgres\"\n\n[[databases]]\nname = \"app\"\n\
+         port = {}\nrole = \"replica\"\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n",
+        primary.port,
+        source.standby().port
+    );
+    for shard in 0..3 {
+        config.push_str(&format!(
+            "\n[[databases]]\nname = \"app_new\"\nshard = {shard}\nport = {}\n\
+             database_name = \"postgres\"\nuser = \"postgres\"\n",
+            dest.shard(shard).port
+        ));
+    }
+    for db in ["app", "app_new"] {
+        config.push_str(&format!(
+            "\n[[sharded_tables]]\ndatabase = \"{db}\"\nname = \"items\"\ncolumn = \"id\"\n\
+             data_type = \"bigint\"\n\n[[sharded_tables]]\ndatabase = \"{db}\"\n\
+             name = \"accounts\"\ncolumn = \"id\"\ndata_type = \"integer\"\n"
+        ));
+    }
+    let proxy = Proxy::start(&config, USERS).expect("pgdog starts");
+    let dir = proxy.dir.clone();
+    let url = proxy.url("app", "secret", "app");
+    let admin_url = proxy.url("admin", ADMIN_PASSWORD, "admin");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let admin_client = rt.block_on(async {
+        let (c, conn) = tokio_postgres::connect(&admin_url, tokio_postgres::NoTls)
+            .await
+            .expect("admin login");
+        tokio::spawn(conn);
+        c
+    });
+
+    let done = Arc::new(AtomicU64::new(0));
+    let start_load = |stop: &Arc<AtomicBool>, round: i64| -> Vec<_> {
+        (1..=2)
+            .map(|k| {
+                rt.spawn(load(
+                    url.clone(),
+                    round * 10_000_000 + k * 1_000_000,
+                    stop.clone(),
+                    done.clone(),
+                ))
+            })
+            .collect()
+    };
+    let finish = |stop: &Arc<AtomicBool>, loads: Vec<tokio::task::JoinHandle<_>>| -> Vec<i64> {
+        stop.store(true, Ordering::SeqCst);
+        loads
+            .into_iter()
+            .map(|l| {
+                let (n, errors, last): (u64, Vec<String>, i64) = rt.block_on(l).unwrap();
+                assert!(n > 0);
+                assert!(
+                    errors.is_empty(),
+                    "clients saw errors: {errors:?}\n{}",
+                    proxy.log()
+                );
+                last
+            })
+            .collect()
+    };
+
+    // Start the reshard from the admin database while clients write.
+    let stop = Arc::new(AtomicBool::new(false));
+    let loads = start_load(&stop, 1);
+    wait_for_statements(&done, 50);
+    rt.block_on(admin(
+        &admin_client,
+        "RESHARD app app_new pub SLOT one_to_three",
+    ))
+    .expect("RESHARD starts");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let rows = rt
+            .block_on(admin(&admin_client, "SHOW RESHARD"))
+            .expect("SHOW RESHARD");
+        let status = rows
+            .iter()
+            .find(|r| r[0] == "reshard")
+            .map(|r| r[9].clone())
+            .unwrap_or_default();
+        assert!(!status.starts_with("failed"), "{status}\n{}", proxy.log());
+        if status.starts_with("replaying") {
+            assert!(rows.iter().any(|r| r[0] == "table"), "{rows:?}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "still {status}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    finish(&stop, loads);
+
+    // Writes stopped: once the replay caught up, the destination equals the source.
+    let verify = |from: &str, to: &str| {
+        pgdog(
+            &dir,
+            &source,
+            "verify",
+            &["--from-database", from, "--to-database", to],
+        )
+        .output()
+        .unwrap()
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = verify("app", "app_new");
+        if out.status.success() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "verify: {}", text(&out));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    // Cut over with clients connected and writing.
+    let stop = Arc::new(AtomicBool::new(false));
+    let loads = start_load(&stop, 2);
+    wait_for_statements(&done, 50);
+    rt.block_on(admin(&admin_client, "CUTOVER"))
+        .unwrap_or_else(|e| panic!("CUTOVER: {e}\n{}", proxy.log()));
+    wait_for_statements(&done, 200);
+    let last = finish(&stop, loads);
+    let rows = rt.block_on(admin(&admin_client, "SHOW RESHARD")).unwrap();
+    assert!(rows[0][9].starts_with("done"), "{rows:?}");
+
+    // Writes after the cutover are on the new shards, not on the old server.
+    for id in last {
+        let on_dest: i64 = (0..3)
+            .map(|s| {
+                dest.shard(s)
+                    .psql(&format!("SELECT count(*) FROM items WHERE id = {}", id - 1))
+                    .unwrap()
+                    .parse::<i64>()
+                    .unwrap()
+            })
+            .sum();
+        assert_eq!(on_dest, 1, "row {} on the new shards", id - 1);
+        assert_eq!(
+            primary
+                .psql(&format!("SELECT count(*) FROM items WHERE id = {}", id - 1))
+                .unwrap(),
+            "0"
+        );
+    }
+    // The static table matches: old (now app_new) against new (now app).
+    let out = pgdog(
+        &dir,
+        &source,
+        "verify",
+        &[
+            "--from-database",
+            "app_new",
+            "--to-database",
+            "app",
+            "--table",
+            "accounts",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "verify accounts: {}", text(&out));
+    // Nothing left behind: no logical slot, no progress tables.
+    assert_eq!(
+        primary
+            .psql("SELECT count(*) FROM pg_replication_slots WHERE slot_type = 'logical'")
+            .unwrap(),
+        "0"
+    );
+    for s in 0..3 {
+        assert_eq!(
+            dest.shard(s)
+                .psql("SELECT to_regclass('pgdog_reshard_progress') IS NULL")
+                .unwrap(),
+            "t"
+        );
+    }
+}

@@ -1,0 +1,565 @@
+//! Crash safety of the resharding engine: the `pgdog` binary is killed with SIGKILL (or aborts
+//! through its test hook) in the middle of `copy-data` and `replay`; running the same command
+//! again must finish the job exactly: `pgdog verify` finds no difference and no row is applied
+//! twice (the `events` table has no unique key and REPLICA IDENTITY FULL, so a duplicate shows).
+//!
+//! - mid-copy: another transaction on each destination shard holds an uncommitted row with a
+//!   key the copy of `big` will insert, so the copy blocks on it mid-stream (observed in
+//!   `pg_stat_activity`), and then pgdog is killed; a kill between two shards' commits is
+//!   reproduced by removing `small` and its watermark from destination shard 1 only.
+//! - mid-replay: a few thousand source transactions; pgdog is killed once the stored position
+//!   moved but before it reached the end.
+//! - after a destination commit: `PGDOG_TEST_ABORT_AFTER_COMMIT=N` aborts right after the Nth
+//!   commit, before the slot is confirmed.
+use pgdog::replication::client::parse_lsn;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::time::Duration;
+use topology::{wait_until, Node, Topology};
+
+const SCHEMA: &str = "
+CREATE TABLE big (id bigint PRIMARY KEY, pad text);
+CREATE TABLE small (id bigint PRIMARY KEY, qty int);
+CREATE TABLE events (id bigint, v text);
+ALTER TABLE events REPLICA IDENTITY FULL;
+CREATE PUBLICATION pub FOR TABLE big, small, events;
+";
+
+const DBS: [&str; 4] = ["--from-database", "src", "--to-database", "dst"];
+
+struct Setup {
+    source: Topology,
+    dest: Topology,
+    dir: PathBuf,
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Setup {
+    fn new(name: &str, rows: &str) -> Setup {
+        let source = Topology::single().expect("source topology");
+        let dest = Topology::shards(2).expect("destination topology");
+        let dir = std::env::temp_dir().join(format!("pgdog-resume-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut config = format!(
+            "[[databases]]\nname = \"src\"\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n",
+            source.primary().port
+        );
+        for shard in 0..2 {
+            config.push_str(&format!(
+                "\n[[databases]]\nname = \"dst\"\nshard = {shard}\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n",
+                dest.shard(shard).port
+            ));
+        }
+        config.push_str(
+            "\n[[sharded_tables]]\ndatabase = \"dst\"\ncolumn = \"id\"\ndata_type = \"bigint\"\n",
+        );
+        let users = "[[users]]\nname = \"app\"\ndatabase = \"src\"\npassword = \"secret\"\n\n\
+                     [[users]]\nname = \"app\"\ndatabase = \"dst\"\npassword = \"secret\"\n";
+        std::fs::write(dir.join("pgdog.toml"), config).unwrap();
+        std::fs::write(dir.join("users.toml"), users).unwrap();
+        source.primary().psql(SCHEMA).expect("source schema");
+        source.primary().psql(rows).expect("source rows");
+        let setup = Setup { source, dest, dir };
+        let out = setup.run("schema-sync", &["--publication", "pub", "--phase", "pre"]);
+        assert!(out.status.success(), "schema-sync: {}", text(&out));
+        setup
+    }
+
+    fn command(&self, command: &str, args: &[&str]) -> Command {
+        let mut cmd = Command::new(topology::proxy::binary());
+        cmd.arg(command)
+            .arg("--config")
+            .arg(self.dir.join("pgdog.toml"))
+            .arg("--users")
+            .arg(self.dir.join("users.toml"))
+            .args(DBS)
+            .args(args)
+            .env("PGDOG_PG_BIN", self.source.install().bin_dir());
+        cmd
+    }
+
+    fn run(&self, command: &str, args: &[&str]) -> Output {
+        self.command(command, args)
+            .output()
+            .unwrap_or_else(|e| panic!("running pgdog {command}: {e}"))
+    }
+
+    /// `pgdog command` in the background (output to a file).
+    fn spawn(&self, command: &str, args: &[&str], env: &[(&str, &str)]) -> Child {
+        let log = std::fs::File::create(self.dir.join(format!("{command}.log"))).unwrap();
+        let mut cmd = self.command(command, args);
+        cmd.envs(env.iter().copied())
+            .stdout(Stdio::from(log.try_clone().unwrap()))
+            .stderr(Stdio::from(log));
+        cmd.spawn()
+            .unwrap_or_else(|e| panic!("starting pgdog {command}: {e}"))
+    }
+
+    fn log(&self, command: &str) -> String {
+        std::fs::read_to_string(self.dir.join(format!("{command}.log"))).unwrap_or_default()
+    }
+
+    fn primary(&self) -> &Node {
+        self.source.primary()
+    }
+
+    fn shard(&self, i: usize) -> &Node {
+        self.dest.shard(i)
+    }
+
+    fn copy(&self) -> Output {
+        self.run("copy-data", &["--publication", "pub", "--slot", "s1"])
+    }
+
+    fn replay_until(&self, lsn: &str) -> Output {
+        self.run(
+            "replay",
+            &["--publication", "pub", "--slot", "s1", "--until-lsn", lsn],
+        )
+    }
+
+    fn current_lsn(&self) -> String {
+        self.primary()
+            .psql("SELECT pg_current_wal_insert_lsn()")
+            .unwrap()
+    }
+
+    /// `pgdog verify` passes and `events` holds no duplicated row on any shard.
+    fn assert_equal(&self) {
+        let out = self.run("verify", &[]);
+        assert!(out.status.success(), "verify: {}", text(&out));
+        for s in 0..2 {
+            assert_eq!(
+                self.shard(s)
+                    .psql("SELECT count(*) - count(DISTINCT (id, v)) FROM events")
+                    .unwrap(),
+                "0",
+                "duplicated events on shard {s}"
+            );
+        }
+    }
+
+    /// The stored replay position on destination shard `s` (0 when none).
+    fn position(&self, s: usize) -> u64 {
+        let text = self
+            .shard(s)
+            .psql("SELECT coalesce((SELECT lsn FROM pgdog_reshard_position WHERE slot = 's1'), '0/0')")
+            .unwrap();
+        parse_lsn(&text).unwrap()
+    }
+
+    fn drop_slot(&self) {
+        self.primary()
+            .psql("SELECT pg_drop_replication_slot('s1')")
+            .expect("dropping the slot");
+    }
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// SIGKILL, then reap.
+fn kill9(child: &mut Child) {
+    child.kill().expect("SIGKILL");
+    let status = child.wait().expect("waiting for pgdog");
+    assert!(!status.success(), "pgdog was killed: {status}");
+}
+
+/// A psql session kept open (statements written to its stdin as they come).
+struct Session {
+    child: Child,
+    stdin: Option<ChildStdin>,
+}
+
+impl Session {
+    fn open(node: &Node) -> Session {
+        let mut child = node
+            .psql_command("postgres")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("psql session");
+        let stdin = child.stdin.take();
+        Session { child, stdin }
+    }
+
+    fn send(&mut self, sql: &str) {
+        let stdin = self.stdin.as_mut().expect("open session");
+        writeln!(stdin, "{sql}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn close(mut self) {
+        self.send("ROLLBACK;");
+        self.stdin.take();
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "psql session: {status}");
+    }
+}
+
+#[test]
+fn copy_killed_mid_table_resumes() {
+    let setup = Setup::new(
+        "copy",
+        "INSERT INTO big SELECT i, repeat('x', 50) FROM generate_series(1, 200000) i;
+         INSERT INTO small SELECT i, i FROM generate_series(1, 1000) i;
+         INSERT INTO events SELECT i, 'e' || i FROM generate_series(1, 100) i;",
+    );
+    // An uncommitted row with a key near the end of `big` on both destination shards: the copy
+    // blocks on it on the shard the key belongs to.
+    let mut blockers: Vec<Session> = (0..2).map(|s| Session::open(setup.shard(s))).collect();
+    for b in blockers.iter_mut() {
+        b.send("BEGIN; INSERT INTO big VALUES (199990, 'blocker');");
+    }
+    wait_until(
+        "the blocking rows to be inserted",
+        Duration::from_secs(10),
+        Duration::from_millis(10),
+        || {
+            Ok((0..2).all(|s| {
+                setup
+                    .shard(s)
+                    .psql(
+                        "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction'",
+                    )
+                    .is_ok_and(|n| n == "1")
+            }))
+        },
+    )
+    .unwrap();
+
+    let mut copy = setup.spawn(
+        "copy-data",
+        &["--publication", "pub", "--slot", "s1", "--parallel", "3"],
+        &[],
+    );
+    // The copy of big waits for the blocker on one shard, after the other tables are done.
+    wait_until(
+        "the copy of big to block mid-table",
+        Duration::from_secs(60),
+        Duration::from_millis(10),
+        || {
+            if let Some(status) = copy.try_wait().unwrap() {
+                panic!("copy-data ended: {status}: {}", setup.log("copy-data"));
+            }
+            let blocked = (0..2).any(|s| {
+                setup
+                    .shard(s)
+                    .psql(
+                        "SELECT count(*) FROM pg_stat_activity \
+                         WHERE query LIKE 'COPY \"public\".\"big\"%' AND wait_event_type = 'Lock'",
+                    )
+                    .is_ok_and(|n| n == "1")
+            });
+            let others = setup
+                .shard(1)
+                .psql(
+                    "SELECT count(*) FROM pgdog_reshard_progress WHERE table_name <> 'public.big'",
+                )
+                .unwrap_or_default();
+            Ok(blocked && others == "2")
+        },
+    )
+    .unwrap();
+    kill9(&mut copy);
+    for b in blockers {
+        b.close();
+    }
+    for s in 0..2 {
+        assert_eq!(
+            setup
+                .shard(s)
+                .psql("SELECT count(*) FROM pgdog_reshard_progress WHERE table_name = 'public.big'")
+                .unwrap(),
+            "0",
+            "big was not committed on shard {s}"
+        );
+    }
+    // The killed walsenders take the temporary slots with them.
+    wait_until(
+        "the temporary slots to vanish",
+        Duration::from_secs(30),
+        Duration::from_millis(20),
+        || {
+            Ok(setup
+                .primary()
+                .psql("SELECT count(*) FROM pg_replication_slots WHERE temporary")?
+                == "0")
+        },
+    )
+    .unwrap();
+
+    // A kill between two shards' commits: small committed on shard 0 only.
+    setup
+        .shard(1)
+        .psql(
+            "DELETE FROM small; \
+             DELETE FROM pgdog_reshard_progress WHERE table_name = 'public.small'",
+        )
+        .unwrap();
+    // Source changes between the two runs: shard 0 must get them from the replay, shard 1 from
+    // the new copy (a DELETE applied there again would find no row and fail the replay).
+    setup
+        .primary()
+        .psql(
+            "UPDATE small SET qty = -qty WHERE id <= 100;
+             DELETE FROM small WHERE id BETWEEN 500 AND 600;
+             INSERT INTO small SELECT i, i FROM generate_series(2001, 2100) i;
+             DELETE FROM big WHERE id BETWEEN 1000 AND 1100;
+             INSERT INTO events SELECT i, 'late' || i FROM generate_series(101, 200) i;",
+        )
+        .unwrap();
+
+    let small_watermark = |s: usize| {
+        setup
+            .shard(s)
+            .psql("SELECT watermark FROM pgdog_reshard_progress WHERE table_name = 'public.small'")
+            .unwrap()
+    };
+    let first = small_watermark(0);
+    let out = setup.copy();
+    let output = text(&out);
+    assert!(out.status.success(), "copy-data again: {output}");
+    assert!(output.contains("slot s1 reused"), "{output}");
+    assert!(
+        output.contains("table public.events: already copied"),
+        "{output}"
+    );
+    assert!(output.contains("table public.big: 199899 rows"), "{output}");
+    assert!(output.contains("table public.small: 999 rows"), "{output}");
+    assert_eq!(small_watermark(0), first, "shard 0 kept its copy of small");
+    assert_ne!(small_watermark(1), first, "shard 1 got a new copy of small");
+
+    let lsn = setup.current_lsn();
+    let out = setup.replay_until(&lsn);
+    assert!(out.status.success(), "replay: {}", text(&out));
+    setup.assert_equal();
+
+    // The slot is gone but its copies are there: a new slot would miss changes.
+    setup.drop_slot();
+    let out = setup.copy();
+    let output = text(&out);
+    assert!(
+        !out.status.success(),
+        "copy-data without its slot: {output}"
+    );
+    assert!(output.contains("no longer exists"), "{output}");
+    assert_eq!(
+        setup
+            .primary()
+            .psql("SELECT count(*) FROM pg_replication_slots")
+            .unwrap(),
+        "0",
+        "the slot created for the refused copy is dropped"
+    );
+}
+
+/// `count` source transactions on `events`: inserts, with an update and a delete every tenth.
+fn event_script(dir: &Path, from: i64, count: i64) -> PathBuf {
+    let mut sql = String::new();
+    for k in from..from + count {
+        sql.push_str(&format!(
+            "INSERT INTO events SELECT i, 'v' || i FROM generate_series({}, {}) i;\n",
+            k * 10,
+            k * 10 + 9
+        ));
+        if k % 10 == 0 {
+            sql.push_str(&format!(
+                "BEGIN; UPDATE events SET v = 'u' || id WHERE id = {}; DELETE FROM events WHERE id = {}; COMMIT;\n",
+                k * 10,
+                k * 10 + 1
+            ));
+        }
+    }
+    let path = dir.join(format!("events-{from}.sql"));
+    std::fs::write(&path, sql).unwrap();
+    path
+}
+
+fn run_script(node: &Node, path: &Path) {
+    let out = node
+        .psql_command("postgres")
+        .arg("-f")
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn replay_killed_mid_stream_resumes_exactly() {
+    let setup = Setup::new(
+        "replay",
+        "INSERT INTO small VALUES (1, 1); INSERT INTO big VALUES (1, 'x');",
+    );
+    let out = setup.copy();
+    assert!(out.status.success(), "copy-data: {}", text(&out));
+    run_script(setup.primary(), &event_script(&setup.dir, 0, 3000));
+    let lsn = setup.current_lsn();
+    let end = parse_lsn(&lsn).unwrap();
+
+    let mut replay = setup.spawn("replay", &["--publication", "pub", "--slot", "s1"], &[]);
+    wait_until(
+        "the replay to store a position",
+        Duration::from_secs(60),
+        Duration::from_millis(5),
+        || {
+            if let Some(status) = replay.try_wait().unwrap() {
+                panic!("replay ended: {status}: {}", setup.log("replay"));
+            }
+            Ok((0..2).any(|s| setup.position(s) > 0))
+        },
+    )
+    .unwrap();
+    kill9(&mut replay);
+    let at_kill = (0..2).map(|s| setup.position(s)).max().unwrap();
+    assert!(
+        at_kill > 0 && at_kill < end,
+        "killed mid-stream: position {at_kill:X}, end {end:X}"
+    );
+
+    let out = setup.replay_until(&lsn);
+    let output = text(&out);
+    assert!(out.status.success(), "replay again: {output}");
+    assert!(!output.contains("replayed 0 transactions"), "{output}");
+    setup.assert_equal();
+    assert_eq!(
+        (0..2)
+            .map(|s| {
+                setup
+                    .shard(s)
+                    .psql("SELECT count(*) FROM events")
+                    .unwrap()
+                    .parse::<i64>()
+                    .unwrap()
+            })
+            .sum::<i64>(),
+        30000 - 300
+    );
+    setup.drop_slot();
+}
+
+#[test]
+fn replay_aborted_after_a_commit_resumes_exactly() {
+    let setup = Setup::new("abort", "INSERT INTO small VALUES (1, 1);");
+    let out = setup.copy();
+    assert!(out.status.success(), "copy-data: {}", text(&out));
+    run_script(setup.primary(), &event_script(&setup.dir, 0, 50));
+    let lsn = setup.current_lsn();
+
+    let mut replay = setup.spawn(
+        "replay",
+        &["--publication", "pub", "--slot", "s1", "--until-lsn", &lsn],
+        &[("PGDOG_TEST_ABORT_AFTER_COMMIT", "7")],
+    );
+    let status = replay.wait().unwrap();
+    let log = setup.log("replay");
+    assert!(!status.success(), "the hook aborts: {status}: {log}");
+    assert!(
+        log.contains("PGDOG_TEST_ABORT_AFTER_COMMIT=7"),
+        "aborted by the hook: {log}"
+    );
+    // Committed on the destination, not confirmed on the slot.
+    let applied = setup
+        .shard(0)
+        .psql("SELECT count(*) FROM events")
+        .unwrap()
+        .parse::<i64>()
+        .unwrap()
+        + setup
+            .shard(1)
+            .psql("SELECT count(*) FROM events")
+            .unwrap()
+            .parse::<i64>()
+            .unwrap();
+    assert!(applied > 0 && applied < 490, "applied {applied}");
+
+    let out = setup.replay_until(&lsn);
+    assert!(out.status.success(), "replay again: {}", text(&out));
+    setup.assert_equal();
+    setup.drop_slot();
+}
+
+/// Prepared transactions left on the destination shards.
+fn prepared(setup: &Setup) -> usize {
+    (0..2)
+        .map(|s| {
+            setup
+                .shard(s)
+                .psql("SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'pgdog_replay_s1_%'")
+                .unwrap()
+                .parse::<usize>()
+                .unwrap()
+        })
+        .sum()
+}
+
+#[test]
+fn atomic_replay_aborted_between_prepare_and_commit_resumes() {
+    let setup = Setup::new("atomic", "INSERT INTO small VALUES (1, 1);");
+    let out = setup.copy();
+    assert!(out.status.success(), "copy-data: {}", text(&out));
+    run_script(setup.primary(), &event_script(&setup.dir, 0, 50));
+    let lsn = setup.current_lsn();
+    let args = ["--publication", "pub", "--slot", "s1", "--until-lsn", &lsn];
+    let aborted = |hook: &str| {
+        let mut replay = setup.spawn(
+            "replay",
+            &args,
+            &[
+                ("PGDOG_REPLAY_ATOMIC", "1"),
+                ("PGDOG_TEST_ABORT_IN_2PC", hook),
+            ],
+        );
+        let status = replay.wait().unwrap();
+        let log = setup.log("replay");
+        assert!(!status.success(), "the hook aborts: {status}: {log}");
+        assert!(
+            log.contains(&format!("PGDOG_TEST_ABORT_IN_2PC={hook}")),
+            "{log}"
+        );
+        log
+    };
+
+    // Every shard prepared the third transaction, none committed it: rolled back on resume.
+    aborted("3:0");
+    assert_eq!(prepared(&setup), 2);
+    // The resumed run rolls those back, then stops in its second two-phase transaction after
+    // one shard committed it: committed on the other shard on resume.
+    let log = aborted("2:1");
+    assert!(
+        log.contains("0 prepared transactions of a crashed run committed, 2 rolled back"),
+        "{log}"
+    );
+    assert_eq!(prepared(&setup), 1);
+
+    let out = setup
+        .command("replay", &args)
+        .env("PGDOG_REPLAY_ATOMIC", "1")
+        .output()
+        .unwrap();
+    let output = text(&out);
+    assert!(out.status.success(), "replay to the end: {output}");
+    assert!(
+        output.contains("1 prepared transactions of a crashed run committed, 0 rolled back"),
+        "{output}"
+    );
+    assert_eq!(prepared(&setup), 0);
+    setup.assert_equal();
+    setup.drop_slot();
+}

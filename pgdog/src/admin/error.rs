@@ -1,0 +1,47 @@
+//! Errors of the admin database (`[general] admin_database`): every one carries the SQLSTATE
+//! the admin client receives in its ErrorResponse.
+use crate::config::ConfigError;
+
+/// What went wrong running an admin command.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    /// Not an admin command (or not one with these arguments).
+    #[error("unknown admin command \"{statement}\"; commands: {commands}")]
+    UnknownCommand { statement: String, commands: String },
+    /// The admin database speaks the simple query protocol only.
+    #[error("the admin database only supports the simple query protocol; commands: {commands}")]
+    Unsupported { commands: String },
+    #[error("database \"{0}\" is not configured")]
+    UnknownDatabase(String),
+    /// PAUSE gave up: transactions (or pinned sessions) still held servers; it was undone.
+    #[error("PAUSE {database}: {in_flight} client(s) still in a transaction or holding a server after {timeout_ms} ms (pause_timeout); the pause was undone")]
+    PauseTimeout {
+        database: String,
+        in_flight: usize,
+        timeout_ms: u64,
+    },
+    /// RELOAD could not read or validate the files; the old configuration stays in force.
+    #[error("reload failed, keeping the current configuration: {0}")]
+    Reload(#[from] ConfigError),
+    /// RELOAD before `set_config_paths` (only possible in-process, not from the binary).
+    #[error("reload: the configuration file paths were never recorded (set_config_paths)")]
+    NoConfigPaths,
+    /// Any other failure, for extensions: SQLSTATE and message.
+    #[error("{message}")]
+    Failed { code: &'static str, message: String },
+}
+
+impl AdminError {
+    /// The SQLSTATE sent to the admin client.
+    pub fn code(&self) -> &'static str {
+        match self {
+            AdminError::UnknownCommand { .. } => "42601",
+            AdminError::Unsupported { .. } => "0A000",
+            AdminError::UnknownDatabase(_) => "3D000",
+            AdminError::PauseTimeout { .. } => "57014",
+            AdminError::Reload(_) => "F0000",
+            AdminError::NoConfigPaths => "55000",
+            AdminError::Failed { code, .. } => code,
+        }
+    }
+}

@@ -1,0 +1,273 @@
+//! PAUSE / RESUME of the admin database, per database name (so a pause survives a reload).
+//!
+//! Client sessions pass through [`enter`] before they check out a server for a new transaction
+//! (or statement) and hold the returned [`Ticket`] until they have given every server back.
+//! While a database is paused, `enter` waits; [`pause`] marks the database paused and then waits
+//! until no ticket of it is left (transactions in flight have finished), up to a timeout.
+//! The hot path is two atomic operations per transaction; nothing is notified unless a pause
+//! is in progress.
+use super::AdminError;
+use parking_lot::RwLock;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// Pause state of one database name.
+#[derive(Default)]
+pub struct Gate {
+    paused: AtomicBool,
+    /// Sessions between `enter` and dropping their ticket.
+    in_flight: AtomicUsize,
+    /// Sessions waiting in `enter`.
+    waiting: AtomicUsize,
+    /// Notified by RESUME.
+    resumed: Notify,
+    /// Notified when the last ticket of a paused database is dropped.
+    idle: Notify,
+}
+
+static GATES: LazyLock<RwLock<HashMap<String, Arc<Gate>>>> =
+    LazyLock::new(|| RwLock::new(HashMap::new()));
+
+/// The gate of a database (created on first use; sessions keep the `Arc`).
+pub fn gate(database: &str) -> Arc<Gate> {
+    if let Some(g) = GATES.read().get(database) {
+        return g.clone();
+    }
+    GATES
+        .write()
+        .entry(database.to_string())
+        .or_default()
+        .clone()
+}
+
+/// Held by a session while it may have servers of the database checked out.
+pub struct Ticket {
+    gate: Arc<Gate>,
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let before = self.gate.in_flight.fetch_sub(1, SeqCst);
+        if before == 1 && self.gate.paused.load(SeqCst) {
+            self.gate.idle.notify_waiters();
+        }
+    }
+}
+
+/// Waits while the database is paused, then admits the session.
+pub async fn enter(gate: &Arc<Gate>) -> Ticket {
+    loop {
+        gate.in_flight.fetch_add(1, SeqCst);
+        if !gate.paused.load(SeqCst) {
+            return Ticket { gate: gate.clone() };
+        }
+        // Paused: back out (waking a PAUSE waiting for the count to drop) and wait.
+        drop(Ticket { gate: gate.clone() });
+        let resumed = gate.resumed.notified();
+        tokio::pin!(resumed);
+        resumed.as_mut().enable();
+        if !gate.paused.load(SeqCst) {
+            continue;
+        }
+        gate.waiting.fetch_add(1, SeqCst);
+        resumed.await;
+        gate.waiting.fetch_sub(1, SeqCst);
+    }
+}
+
+/// Pauses `databases` and waits until none of them has a session in flight. On timeout the
+/// databases this call paused are resumed again and the error names the first busy one. A
+/// RESUME (or another PAUSE's undo) while it waits makes it fail too.
+pub async fn pause_all(databases: &[String], timeout: Duration) -> Result<(), AdminError> {
+    let gates: Vec<(String, Arc<Gate>, bool)> = databases
+        .iter()
+        .map(|db| {
+            let g = gate(db);
+            let was = g.paused.swap(true, SeqCst);
+            (db.clone(), g, !was)
+        })
+        .collect();
+    let deadline = tokio::time::Instant::now() + timeout;
+    for (db, g, _) in &gates {
+        loop {
+            let idle = g.idle.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            let n = g.in_flight.load(SeqCst);
+            if n == 0 {
+                break;
+            }
+            if !g.paused.load(SeqCst) {
+                for (_, g, mine) in &gates {
+                    if *mine {
+                        resume_gate(g);
+                    }
+                }
+                return Err(AdminError::Failed {
+                    code: "57014",
+                    message: format!("PAUSE {db}: resumed while waiting for {n} client(s)"),
+                });
+            }
+            if tokio::time::timeout_at(deadline, idle).await.is_err() {
+                let in_flight = g.in_flight.load(SeqCst);
+                if in_flight == 0 {
+                    break;
+                }
+                for (_, g, mine) in &gates {
+                    if *mine {
+                        resume_gate(g);
+                    }
+                }
+                return Err(AdminError::PauseTimeout {
+                    database: db.clone(),
+                    in_flight,
+                    timeout_ms: timeout.as_millis() as u64,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn resume_gate(g: &Gate) {
+    g.paused.store(false, SeqCst);
+    g.resumed.notify_waiters();
+    // A PAUSE still waiting for this database gives up.
+    g.idle.notify_waiters();
+}
+
+/// Resumes `databases` (waiting sessions continue).
+pub fn resume_all(databases: &[String]) {
+    let gates = GATES.read();
+    for db in databases {
+        if let Some(g) = gates.get(db) {
+            resume_gate(g);
+        }
+    }
+}
+
+/// Every paused database name, sorted.
+pub fn paused() -> Vec<String> {
+    let mut out: Vec<String> = GATES
+        .read()
+        .iter()
+        .filter(|(_, g)| g.paused.load(SeqCst))
+        .map(|(name, _)| name.clone())
+        .collect();
+    out.sort();
+    out
+}
+
+/// Every database with a gate: name, paused, sessions in flight, sessions waiting.
+pub fn states() -> Vec<(String, bool, usize, usize)> {
+    let mut out: Vec<_> = GATES
+        .read()
+        .iter()
+        .map(|(name, g)| {
+            (
+                name.clone(),
+                g.paused.load(SeqCst),
+                g.in_flight.load(SeqCst),
+                g.waiting.load(SeqCst),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Whether `database` is paused.
+pub fn is_paused(database: &str) -> bool {
+    GATES
+        .read()
+        .get(database)
+        .is_some_and(|g| g.paused.load(SeqCst))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn pause_waits_for_tickets_and_blocks_new_ones() {
+        let db = "pause-unit-a".to_string();
+        let g = gate(&db);
+        let t = enter(&g).await;
+        let p = tokio::spawn({
+            let db = db.clone();
+            async move { pause_all(&[db], Duration::from_secs(10)).await }
+        });
+        // Still pending while the ticket is held.
+        tokio::time::timeout(Duration::from_millis(100), async {
+            while !is_paused("pause-unit-a") {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .unwrap();
+        assert!(!p.is_finished());
+        drop(t);
+        p.await.unwrap().unwrap();
+        let waiter = tokio::spawn({
+            let g = g.clone();
+            async move { enter(&g).await }
+        });
+        let pending = tokio::time::timeout(Duration::from_millis(100), async {
+            while g.waiting.load(SeqCst) == 0 {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await;
+        assert!(pending.is_ok(), "the session waits in the pause");
+        assert!(!waiter.is_finished());
+        resume_all(&[db]);
+        let _ticket = tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn resume_while_pause_waits_fails_the_pause() {
+        let db = "pause-unit-c".to_string();
+        let g = gate(&db);
+        let _t = enter(&g).await;
+        let p = tokio::spawn({
+            let db = db.clone();
+            async move { pause_all(&[db], Duration::from_secs(30)).await }
+        });
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while !is_paused("pause-unit-c") {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .unwrap();
+        resume_all(std::slice::from_ref(&db));
+        let err = tokio::time::timeout(Duration::from_secs(5), p)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(err.code(), "57014");
+        assert!(!is_paused(&db));
+    }
+
+    #[tokio::test]
+    async fn pause_times_out_and_is_undone() {
+        let db = "pause-unit-b".to_string();
+        let g = gate(&db);
+        let _t = enter(&g).await;
+        let err = pause_all(std::slice::from_ref(&db), Duration::from_millis(50))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), "57014");
+        assert!(!is_paused(&db));
+        let _t2 = tokio::time::timeout(Duration::from_secs(1), enter(&g))
+            .await
+            .unwrap();
+    }
+}

@@ -1,0 +1,302 @@
+//! The admin database's resharding commands, run inside the proxy process:
+//!
+//! - `RESHARD <from> <to> <publication> [SLOT <name>] [PARALLEL <n>] [CUTOVER [REVERSE]]` starts
+//!   a reshard in the background (one at a time) and returns at once; REVERSE keeps replicating
+//!   the new shards back to the old ones after the cutover until `STOP`;
+//! - `SHOW RESHARD`: its phase, per table progress, per source shard replication lag;
+//! - `CUTOVER`: cut over once the replay caught up; returns when the cutover is done (or failed);
+//! - `STOP`: stop the running reshard (resumable with the same `RESHARD`);
+//! - `ABORT RESHARD <from> <to> [SLOT <name>]`: stop it and drop its permanent slots and
+//!   progress tables.
+//!
+//! The cutover pauses, reloads and resumes this process's own traffic.
+use crate::admin::{AdminError, Extension, Reply};
+use crate::backend::Registry;
+use crate::reshard::cutover::Traffic;
+use crate::reshard::display;
+use crate::reshard::orchestrate::{abort, reshard, Control, ReshardOptions, Step};
+use futures_util::future::BoxFuture;
+use parking_lot::Mutex;
+use std::sync::Arc;
+
+static RUNNING: Mutex<Option<Arc<Control>>> = Mutex::new(None);
+
+/// Registers the commands with the admin database.
+pub fn register() {
+    crate::admin::register_extension(Arc::new(ReshardCommands));
+}
+
+struct ReshardCommands;
+
+fn failed(code: &'static str, message: impl Into<String>) -> AdminError {
+    AdminError::Failed {
+        code,
+        message: message.into(),
+    }
+}
+
+/// A parsed command.
+#[derive(Debug)]
+enum Command {
+    Start(ReshardOptions),
+    Show,
+    Cutover,
+    Stop,
+    Abort(ReshardOptions),
+}
+
+fn words(statement: &str) -> Vec<String> {
+    statement
+        .trim()
+        .trim_end_matches(';')
+        .split_whitespace()
+        .map(|w| w.trim_matches('"').to_string())
+        .collect()
+}
+
+/// `None` when the statement is not a resharding command.
+fn parse(statement: &str) -> Option<Result<Command, AdminError>> {
+    let w = words(statement);
+    let upper: Vec<String> = w.iter().map(|s| s.to_ascii_uppercase()).collect();
+    let u: Vec<&str> = upper.iter().map(String::as_str).collect();
+    let usage = "RESHARD <from_database> <to_database> <publication> [SLOT <name>] \
+                 [PARALLEL <n>] [CUTOVER [REVERSE]]";
+    match u.as_slice() {
+        ["SHOW", "RESHARD"] => Some(Ok(Command::Show)),
+        ["CUTOVER"] => Some(Ok(Command::Cutover)),
+        ["STOP"] => Some(Ok(Command::Stop)),
+        ["ABORT", "RESHARD", ..] => Some(match w.get(2..4) {
+            Some([from, to]) => {
+                let mut o = ReshardOptions::new(from, to, "");
+                match u.get(4..) {
+                    Some(["SLOT", _]) => o.slot = w[5].clone(),
+                    Some([]) | None => {}
+                    _ => {
+                        return Some(Err(failed(
+                            "42601",
+                            "usage: ABORT RESHARD <from_database> <to_database> [SLOT <name>]",
+                        )))
+                    }
+                }
+                Ok(Command::Abort(o))
+            }
+            _ => Err(failed(
+                "42601",
+                "usage: ABORT RESHARD <from_database> <to_database> [SLOT <name>]",
+            )),
+        }),
+        ["RESHARD", ..] => Some((|| {
+            let [from, to, publication] = w
+                .get(1..4)
+                .ok_or_else(|| failed("42601", format!("usage: {usage}")))?
+            else {
+                return Err(failed("42601", format!("usage: {usage}")));
+            };
+            let mut o = ReshardOptions::new(from, to, publication);
+            let mut i = 4;
+            while i < w.len() {
+                match u[i] {
+                    "CUTOVER" => {
+                        o.cutover = true;
+                        i += 1;
+                    }
+                    "REVERSE" => {
+                        o.reverse = true;
+                        i += 1;
+                    }
+                    "SLOT" if i + 1 < w.len() => {
+                        o.slot = w[i + 1].clone();
+                        i += 2;
+                    }
+                    "PARALLEL" if i + 1 < w.len() => {
+                        o.parallel = w[i + 1]
+                            .parse::<usize>()
+                            .ok()
+                            .filter(|n| *n >= 1)
+                            .ok_or_else(|| {
+                                failed("22023", "PARALLEL needs a number of at least 1")
+                            })?;
+                        i += 2;
+                    }
+                    _ => return Err(failed("42601", format!("usage: {usage}"))),
+                }
+            }
+            Ok(Command::Start(o))
+        })()),
+        _ => None,
+    }
+}
+
+fn running() -> Option<Arc<Control>> {
+    RUNNING.lock().clone()
+}
+
+/// Waits until the running reshard ended (done, stopped or failed) or, with `or_reverse`,
+/// reached its reverse replication.
+async fn finished(control: &Control, or_reverse: bool) {
+    control
+        .wait_for_step(|s| s.is_final() || (or_reverse && *s == Step::Reverse))
+        .await;
+}
+
+async fn execute(command: Command) -> Result<Reply, AdminError> {
+    match command {
+        Command::Start(options) => {
+            let mut slot = RUNNING.lock();
+            if let Some(c) = slot.as_ref() {
+                if !c.is_finished() {
+                    return Err(failed(
+                        "55000",
+                        format!(
+                            "a reshard of {} is already running ({}): STOP it first",
+                            c.options.from_database,
+                            c.step()
+                        ),
+                    ));
+                }
+            }
+            let settings = Registry::current().settings.clone();
+            for db in [&options.from_database, &options.to_database] {
+                if !settings.has_database(db) {
+                    return Err(failed(
+                        "3D000",
+                        format!("database `{db}` is not configured in pgdog.toml"),
+                    ));
+                }
+            }
+            let control = Control::new(options);
+            *slot = Some(control.clone());
+            drop(slot);
+            tokio::spawn(async move {
+                match reshard(settings, Traffic::InProcess, control).await {
+                    Ok(r) => tracing::info!("reshard done: {r}"),
+                    Err(e) => tracing::warn!("reshard ended: {e}"),
+                }
+            });
+            Ok(Reply::Tag("RESHARD".into()))
+        }
+        Command::Show => {
+            let Some(c) = running() else {
+                return Ok(Reply::Rows {
+                    columns: columns(),
+                    rows: Vec::new(),
+                    tag: "SHOW".into(),
+                });
+            };
+            let rows = display::rows(&c)
+                .into_iter()
+                .map(|r| {
+                    vec![
+                        Some(r.kind.to_string()),
+                        Some(r.name),
+                        r.shard.map(|s| s.to_string()),
+                        Some(r.rows.to_string()),
+                        Some(r.bytes.to_string()),
+                        Some(format!("{:.0}", r.rate)),
+                        r.eta_seconds.map(|e| format!("{e:.0}")),
+                        r.lag_bytes.map(|b| b.to_string()),
+                        r.lag_seconds.map(|s| format!("{s:.1}")),
+                        Some(r.status),
+                    ]
+                })
+                .collect();
+            Ok(Reply::Rows {
+                columns: columns(),
+                rows,
+                tag: "SHOW".into(),
+            })
+        }
+        Command::Cutover => {
+            let c = running()
+                .filter(|c| !c.is_finished())
+                .ok_or_else(|| failed("55000", "no reshard is running: start one with RESHARD"))?;
+            c.request_cutover();
+            finished(&c, true).await;
+            match c.step() {
+                Step::Done | Step::Reverse => Ok(Reply::Tag("CUTOVER".into())),
+                other => Err(failed("55000", format!("cutover: {other}"))),
+            }
+        }
+        Command::Stop => {
+            let c = running()
+                .filter(|c| !c.is_finished())
+                .ok_or_else(|| failed("55000", "no reshard is running"))?;
+            c.stop();
+            finished(&c, false).await;
+            Ok(Reply::Tag("STOP".into()))
+        }
+        Command::Abort(options) => {
+            if let Some(c) = running().filter(|c| !c.is_finished()) {
+                c.stop();
+                finished(&c, false).await;
+            }
+            let settings = Registry::current().settings.clone();
+            let problems = abort(&settings, &options).await;
+            // A slot that does not exist is what an abort wants.
+            let problems: Vec<String> = problems
+                .into_iter()
+                .filter(|p| !p.contains("does not exist"))
+                .collect();
+            if problems.is_empty() {
+                Ok(Reply::Tag("ABORT".into()))
+            } else {
+                Err(failed("55000", problems.join("; ")))
+            }
+        }
+    }
+}
+
+fn columns() -> Vec<String> {
+    [
+        "kind",
+        "name",
+        "shard",
+        "rows",
+        "bytes",
+        "rate",
+        "eta_s",
+        "lag_bytes",
+        "lag_s",
+        "status",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+impl Extension for ReshardCommands {
+    fn handle(&self, statement: &str) -> Option<BoxFuture<'static, Result<Reply, AdminError>>> {
+        let command = parse(statement)?;
+        Some(Box::pin(async move { execute(command?).await }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_commands() {
+        assert!(parse("SELECT 1").is_none());
+        assert!(matches!(parse("show reshard;"), Some(Ok(Command::Show))));
+        assert!(matches!(parse("cutover"), Some(Ok(Command::Cutover))));
+        match parse("reshard app app_new pub slot s1 parallel 4 cutover reverse") {
+            Some(Ok(Command::Start(o))) => {
+                assert_eq!(o.from_database, "app");
+                assert_eq!(o.to_database, "app_new");
+                assert_eq!(o.publication, "pub");
+                assert_eq!(o.slot, "s1");
+                assert_eq!(o.parallel, 4);
+                assert!(o.cutover);
+                assert!(o.reverse);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(parse("RESHARD app"), Some(Err(_))));
+        assert!(matches!(parse("RESHARD a b c PARALLEL 0"), Some(Err(_))));
+        match parse("ABORT RESHARD a b SLOT x") {
+            Some(Ok(Command::Abort(o))) => assert_eq!(o.slot, "x"),
+            other => panic!("{other:?}"),
+        }
+    }
+}

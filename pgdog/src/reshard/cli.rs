@@ -1,0 +1,230 @@
+//! The command-line faces of the orchestration: `pgdog reshard` (with a live progress display
+//! and a final report; Ctrl-C/SIGTERM stop it resumably; `--abort` removes what it left on the
+//! servers) and `pgdog cutover` (resumes the replay from its stored position and cuts over a
+//! running pgdog through its admin database).
+use crate::config::Settings;
+use crate::replication::client::url::parse_url;
+use crate::reshard::cutover::{cutover, CutoverOptions, RunningReplay, Traffic};
+use crate::reshard::display::render;
+use crate::reshard::orchestrate::{abort, reshard, Control, ReshardError, ReshardOptions};
+use crate::reshard::progress::Progress;
+use crate::reshard::replay::ReplayOptions;
+use std::io::IsTerminal;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How the command line reaches the running proxy for a cutover.
+fn traffic(admin_url: Option<&str>) -> Result<Traffic, String> {
+    match admin_url {
+        Some(url) => parse_url(url)
+            .map(Traffic::Admin)
+            .map_err(|e| format!("--admin-url: {e}")),
+        None => Err(
+            "a cutover needs --admin-url postgres://admin:PASSWORD@HOST:PORT/admin \
+                     (the admin database of the pgdog serving the source)"
+                .into(),
+        ),
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the runtime: {e}"))
+}
+
+async fn signal() {
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+/// Prints the progress every second on a terminal, every 10 s otherwise.
+async fn display(control: Arc<Control>) {
+    let tty = std::io::stdout().is_terminal();
+    let every = if tty {
+        Duration::from_secs(1)
+    } else {
+        Duration::from_secs(10)
+    };
+    let mut tick = tokio::time::interval(every);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        if control.is_finished() {
+            return;
+        }
+        let text = render(&control);
+        if tty {
+            print!("\x1b[2J\x1b[H{text}");
+        } else {
+            print!("{text}");
+        }
+    }
+}
+
+/// Entry point of `pgdog reshard`.
+pub fn reshard_main(
+    config: &Path,
+    users: &Path,
+    options: ReshardOptions,
+    admin_url: Option<String>,
+    abort_it: bool,
+) -> ExitCode {
+    let settings = match Settings::load(config, users) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("pgdog: reshard: loading the configuration: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let traffic = if options.cutover {
+        match traffic(admin_url.as_deref()) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("pgdog: reshard: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        Traffic::Detached
+    };
+    let rt = match runtime() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("pgdog: reshard: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    rt.block_on(async move {
+        if abort_it {
+            let problems: Vec<String> = abort(&settings, &options)
+                .await
+                .into_iter()
+                .filter(|p| !p.contains("does not exist"))
+                .collect();
+            for p in &problems {
+                eprintln!("pgdog: reshard --abort: {p}");
+            }
+            if problems.is_empty() {
+                println!(
+                    "aborted: slot {} dropped on every shard of {}, progress tables removed from {}",
+                    options.slot, options.from_database, options.to_database
+                );
+                return ExitCode::SUCCESS;
+            }
+            return ExitCode::FAILURE;
+        }
+        let control = Control::new(options);
+        let shown = tokio::spawn(display(control.clone()));
+        let stopper = {
+            let control = control.clone();
+            tokio::spawn(async move {
+                signal().await;
+                eprintln!("pgdog: reshard: stopping (the permanent slot is kept: run the same command to resume)");
+                control.stop();
+            })
+        };
+        let result = reshard(settings, traffic, control.clone()).await;
+        stopper.abort();
+        shown.abort();
+        print!("{}", render(&control));
+        match result {
+            Ok(report) => {
+                println!("{report}");
+                if !control.options.cutover {
+                    println!("run `pgdog cutover` (or the admin database's CUTOVER) to switch clients");
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e @ ReshardError::Stopped(_)) => {
+                eprintln!("pgdog: reshard: {e}");
+                ExitCode::from(3)
+            }
+            Err(e) => {
+                eprintln!("pgdog: reshard: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}
+
+/// Entry point of `pgdog cutover`: replays from the stored position and cuts over.
+pub fn cutover_main(
+    config: &Path,
+    users: &Path,
+    options: ReshardOptions,
+    admin_url: Option<String>,
+) -> ExitCode {
+    let settings = match Settings::load(config, users) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("pgdog: cutover: loading the configuration: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let traffic = match traffic(admin_url.as_deref()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("pgdog: cutover: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let rt = match runtime() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("pgdog: cutover: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    rt.block_on(async move {
+        let replay = RunningReplay::start(
+            settings.clone(),
+            ReplayOptions {
+                config: settings.config_path.clone(),
+                users: settings.users_path.clone(),
+                from_database: options.from_database.clone(),
+                to_database: options.to_database.clone(),
+                publication: options.publication.clone(),
+                slot: options.slot.clone(),
+                until_lsn: None,
+                progress: None,
+                stop_at: None,
+            },
+            Arc::new(Progress::default()),
+        );
+        let cut = CutoverOptions {
+            from_database: options.from_database.clone(),
+            to_database: options.to_database.clone(),
+            slot: options.slot.clone(),
+            config: settings.config_path.clone(),
+            max_lag_bytes: options.max_lag_bytes,
+            lag_timeout: options.lag_timeout,
+            drain_timeout: options.drain_timeout,
+            publication: options.publication.clone(),
+            reverse: false,
+        };
+        match cutover(&settings, &cut, &traffic, replay).await {
+            Ok(report) => {
+                println!("{report}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("pgdog: cutover: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}

@@ -1,0 +1,489 @@
+//! `pgdog reshard` (and the admin database's `RESHARD`): the whole move in one command.
+//!
+//! Checks every published table can be replayed (a primary key or a replica identity), then
+//! schema pre-data → copy (creating the permanent slot) → schema post-data → replay, and with
+//! `--cutover` (or a later `CUTOVER`) the cutover. A [`Control`] is shared with whoever watches
+//! or steers the run (the terminal display, the admin database): the current phase, the
+//! progress, the lag, and the stop / cutover requests.
+//!
+//! Stopping (Ctrl-C, SIGTERM, admin `STOP`) ends the current step cleanly: temporary slots go
+//! away with their connections, an unfinished table copy rolls back, the replay keeps its
+//! position; the permanent slot stays so the same command resumes where it stopped. `--abort`
+//! (admin `ABORT`) stops and drops the permanent slots and the progress tables: nothing is left
+//! behind on the servers. A completed cutover drops them too.
+use crate::config::Settings;
+use crate::reshard::copy::{connect, copy_data, literal, CopyDataError, CopyDataOptions};
+use crate::reshard::cutover::{
+    cleanup, cutover, lag, CutoverError, CutoverOptions, CutoverReport, Lag, RunningReplay,
+    SourcePrimaries, Traffic,
+};
+use crate::reshard::progress::Progress;
+use crate::reshard::replay::{ReplayOptions, ReplaySummary};
+use crate::reshard::schema_sync::{self, query_rows, target, Phase, SchemaSyncOptions};
+use parking_lot::Mutex;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReshardError {
+    #[error("{0}")]
+    Refused(String),
+    #[error("schema sync: {0}")]
+    Schema(#[from] schema_sync::SchemaSyncError),
+    #[error("copy: {0}")]
+    Copy(#[from] CopyDataError),
+    #[error("{0}")]
+    Cutover(#[from] CutoverError),
+    #[error("stopped during {0}: run the same command again to resume, or add --abort to drop the slot and the progress tables")]
+    Stopped(String),
+}
+
+/// What `pgdog reshard` was asked to do.
+#[derive(Debug, Clone)]
+pub struct ReshardOptions {
+    pub from_database: String,
+    pub to_database: String,
+    pub publication: String,
+    /// The permanent slot (one per source shard, same name).
+    pub slot: String,
+    pub parallel: usize,
+    /// Cut over once the replay caught up.
+    pub cutover: bool,
+    pub max_lag_bytes: u64,
+    pub lag_timeout: Duration,
+    pub drain_timeout: Duration,
+    /// After the cutover, replicate the new shards' changes back to the old ones until stopped
+    /// (so the move can be rolled back by swapping the configuration again).
+    pub reverse: bool,
+}
+
+impl ReshardOptions {
+    pub fn new(from: &str, to: &str, publication: &str) -> Self {
+        ReshardOptions {
+            from_database: from.into(),
+            to_database: to.into(),
+            publication: publication.into(),
+            slot: "pgdog_reshard".into(),
+            parallel: 2,
+            cutover: false,
+            max_lag_bytes: 1 << 20,
+            lag_timeout: Duration::from_secs(600),
+            drain_timeout: Duration::from_secs(30),
+            reverse: false,
+        }
+    }
+}
+
+/// Where a reshard is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    Checking,
+    SchemaPre,
+    Copy,
+    SchemaPost,
+    Replay,
+    Cutover,
+    Reverse,
+    Done,
+    Stopped,
+    Failed(String),
+}
+
+impl Step {
+    /// Done, stopped or failed: nothing runs any more.
+    pub fn is_final(&self) -> bool {
+        matches!(self, Step::Done | Step::Stopped | Step::Failed(_))
+    }
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Step::Checking => f.write_str("checking tables"),
+            Step::SchemaPre => f.write_str("schema (pre-data)"),
+            Step::Copy => f.write_str("copying"),
+            Step::SchemaPost => f.write_str("schema (post-data)"),
+            Step::Replay => f.write_str("replaying"),
+            Step::Cutover => f.write_str("cutting over"),
+            Step::Reverse => f.write_str("cut over; replicating back to the old shards"),
+            Step::Done => f.write_str("done"),
+            Step::Stopped => f.write_str("stopped"),
+            Step::Failed(e) => write!(f, "failed: {e}"),
+        }
+    }
+}
+
+/// Shared between a running reshard and whoever watches or steers it.
+pub struct Control {
+    pub options: ReshardOptions,
+    pub progress: Arc<Progress>,
+    pub started: Instant,
+    step: watch::Sender<Step>,
+    lag: Mutex<Vec<Lag>>,
+    cutover: AtomicBool,
+    cutover_tx: watch::Sender<bool>,
+    stop_tx: watch::Sender<bool>,
+    report: Mutex<Option<String>>,
+}
+
+impl Control {
+    pub fn new(options: ReshardOptions) -> Arc<Control> {
+        let cutover = options.cutover;
+        Arc::new(Control {
+            options,
+            progress: Arc::new(Progress::default()),
+            started: Instant::now(),
+            step: watch::channel(Step::Checking).0,
+            lag: Mutex::new(Vec::new()),
+            cutover: AtomicBool::new(cutover),
+            cutover_tx: watch::channel(cutover).0,
+            stop_tx: watch::channel(false).0,
+            report: Mutex::new(None),
+        })
+    }
+
+    pub fn step(&self) -> Step {
+        self.step.borrow().clone()
+    }
+
+    fn set_step(&self, s: Step) {
+        self.step.send_replace(s);
+    }
+
+    /// Resolves once the step satisfies `done`.
+    pub async fn wait_for_step(&self, done: impl FnMut(&Step) -> bool) {
+        let mut rx = self.step.subscribe();
+        let _ = rx.wait_for(done).await;
+    }
+
+    pub fn lag(&self) -> Vec<Lag> {
+        self.lag.lock().clone()
+    }
+
+    /// Asks for the cutover once the replay caught up.
+    pub fn request_cutover(&self) {
+        self.cutover.store(true, Ordering::SeqCst);
+        self.cutover_tx.send_replace(true);
+    }
+
+    pub fn cutover_requested(&self) -> bool {
+        self.cutover.load(Ordering::SeqCst)
+    }
+
+    /// Asks the run to stop at the next safe point.
+    pub fn stop(&self) {
+        self.stop_tx.send_replace(true);
+    }
+
+    pub fn stopping(&self) -> bool {
+        *self.stop_tx.borrow()
+    }
+
+    /// Resolves once a stop was asked for.
+    pub async fn stopped(&self) {
+        let mut rx = self.stop_tx.subscribe();
+        let _ = rx.wait_for(|s| *s).await;
+    }
+
+    async fn cutover_wanted(&self) {
+        let mut rx = self.cutover_tx.subscribe();
+        let _ = rx.wait_for(|s| *s).await;
+    }
+
+    /// The final report, once the run ended.
+    pub fn report(&self) -> Option<String> {
+        self.report.lock().clone()
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.step().is_final()
+    }
+}
+
+/// What a whole reshard did.
+#[derive(Debug, Clone, Default)]
+pub struct ReshardReport {
+    pub tables: usize,
+    pub rows: u64,
+    pub copy_time: Duration,
+    pub replay: ReplaySummary,
+    pub cutover: Option<CutoverReport>,
+    pub elapsed: Duration,
+}
+
+impl std::fmt::Display for ReshardReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "copied {} table copies ({} rows) in {:.1} s",
+            self.tables,
+            self.rows,
+            self.copy_time.as_secs_f64()
+        )?;
+        writeln!(
+            f,
+            "replayed {} transactions ({} row changes, {} skipped)",
+            self.replay.transactions, self.replay.rows, self.replay.skipped
+        )?;
+        if let Some(c) = &self.cutover {
+            writeln!(f, "{c}")?;
+        }
+        write!(f, "total {:.1} s", self.elapsed.as_secs_f64())
+    }
+}
+
+/// Published tables the replay could not find rows of: no primary key and the default replica
+/// identity, or `REPLICA IDENTITY NOTHING`. The message says what to add.
+pub async fn check_tables(
+    settings: &Settings,
+    options: &ReshardOptions,
+) -> Result<(), ReshardError> {
+    let db = settings.primary(&options.from_database).ok_or_else(|| {
+        ReshardError::Refused(format!(
+            "database `{}` is not configured in pgdog.toml",
+            options.from_database
+        ))
+    })?;
+    let t = target(settings, db);
+    let mut server = connect(&t).await?;
+    let sql = format!(
+        "SELECT format('%I.%I', n.nspname, c.relname), c.relreplident::text, \
+           EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)::text \
+         FROM pg_publication_tables p \
+         JOIN pg_namespace n ON n.nspname = p.schemaname \
+         JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = p.tablename \
+         WHERE p.pubname = {} ORDER BY 1",
+        literal(&options.publication)
+    );
+    let rows = query_rows(&mut server, &sql).await;
+    server.terminate().await;
+    let rows = rows.map_err(|e| ReshardError::Refused(format!("{}: {sql}: {e}", t.addr())))?;
+    let mut refused = Vec::new();
+    for r in rows {
+        if let [Some(table), Some(ident), Some(pk)] = r.as_slice() {
+            if ident == "n" || (ident == "d" && pk != "true") {
+                refused.push(format!(
+                    "table {table} has no primary key or replica identity: add one \
+                     (ALTER TABLE {table} ADD PRIMARY KEY (...)) or set \
+                     ALTER TABLE {table} REPLICA IDENTITY FULL"
+                ));
+            }
+        }
+    }
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        Err(ReshardError::Refused(refused.join("\n")))
+    }
+}
+
+fn schema_options(settings: &Settings, o: &ReshardOptions, phase: Phase) -> SchemaSyncOptions {
+    SchemaSyncOptions {
+        config: settings.config_path.clone(),
+        users: settings.users_path.clone(),
+        from_database: o.from_database.clone(),
+        to_database: o.to_database.clone(),
+        publication: o.publication.clone(),
+        phase,
+    }
+}
+
+/// Runs `fut` unless a stop is asked for first.
+async fn unless_stopped<T>(
+    control: &Control,
+    step: &str,
+    fut: impl std::future::Future<Output = T>,
+) -> Result<T, ReshardError> {
+    tokio::select! {
+        r = fut => Ok(r),
+        _ = control.stopped() => Err(ReshardError::Stopped(step.to_string())),
+    }
+}
+
+/// Runs a reshard to the end (or to the stop); records the final report in `control`.
+pub async fn reshard(
+    settings: Settings,
+    traffic: Traffic,
+    control: Arc<Control>,
+) -> Result<ReshardReport, ReshardError> {
+    let result = run(&settings, &traffic, &control).await;
+    match &result {
+        Ok(r) => {
+            control.set_step(Step::Done);
+            *control.report.lock() = Some(r.to_string());
+        }
+        Err(ReshardError::Stopped(_)) => control.set_step(Step::Stopped),
+        Err(e) => control.set_step(Step::Failed(e.to_string())),
+    }
+    result
+}
+
+async fn run(
+    settings: &Settings,
+    traffic: &Traffic,
+    control: &Arc<Control>,
+) -> Result<ReshardReport, ReshardError> {
+    let o = control.options.clone();
+    let mut report = ReshardReport::default();
+    control.set_step(Step::Checking);
+    unless_stopped(control, "the checks", check_tables(settings, &o)).await??;
+
+    control.set_step(Step::SchemaPre);
+    unless_stopped(
+        control,
+        "the schema sync",
+        schema_sync::sync(settings, &schema_options(settings, &o, Phase::Pre)),
+    )
+    .await??;
+
+    control.set_step(Step::Copy);
+    let copy_started = Instant::now();
+    let copy_options = CopyDataOptions {
+        config: settings.config_path.clone(),
+        users: settings.users_path.clone(),
+        from_database: o.from_database.clone(),
+        to_database: o.to_database.clone(),
+        publication: o.publication.clone(),
+        slot: Some(o.slot.clone()),
+        parallel: o.parallel.max(1),
+        progress: Some(control.progress.clone()),
+    };
+    let (_, copies) = unless_stopped(
+        control,
+        "the copy",
+        copy_data(settings, &copy_options, |_| {}),
+    )
+    .await??;
+    report.tables = copies.len();
+    report.rows = copies.iter().map(|c| c.rows).sum();
+    report.copy_time = copy_started.elapsed();
+
+    control.set_step(Step::SchemaPost);
+    unless_stopped(
+        control,
+        "the schema sync",
+        schema_sync::sync(settings, &schema_options(settings, &o, Phase::Post)),
+    )
+    .await??;
+
+    control.set_step(Step::Replay);
+    let replay_options = ReplayOptions {
+        config: settings.config_path.clone(),
+        users: settings.users_path.clone(),
+        from_database: o.from_database.clone(),
+        to_database: o.to_database.clone(),
+        publication: o.publication.clone(),
+        slot: o.slot.clone(),
+        until_lsn: None,
+        progress: None,
+        stop_at: None,
+    };
+    let replay = RunningReplay::start(settings.clone(), replay_options, control.progress.clone());
+    let mut primaries = SourcePrimaries::connect(settings, &o.from_database).await?;
+    // Replay until a stop, a failure, or a cutover request; the lag is measured meanwhile.
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    let wanted = loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                if replay.is_finished() {
+                    break false;
+                }
+                let positions = primaries.positions().await?;
+                *control.lag.lock() = lag(&control.progress, &positions);
+            }
+            _ = control.cutover_wanted() => break true,
+            _ = control.stopped() => break false,
+        }
+    };
+    if !wanted {
+        primaries.close().await;
+        let summary = replay.stop().await?;
+        report.replay = summary;
+        return Err(ReshardError::Stopped("the replay".into()));
+    }
+    primaries.close().await;
+    control.set_step(Step::Cutover);
+    let cut_options = CutoverOptions {
+        from_database: o.from_database.clone(),
+        to_database: o.to_database.clone(),
+        slot: o.slot.clone(),
+        config: settings.config_path.clone(),
+        max_lag_bytes: o.max_lag_bytes,
+        lag_timeout: o.lag_timeout,
+        drain_timeout: o.drain_timeout,
+        publication: o.publication.clone(),
+        reverse: o.reverse,
+    };
+    let done = cutover(settings, &cut_options, traffic, replay).await?;
+    report.replay = done.replay.clone();
+    let reverse_slot = done.reverse_slot.clone();
+    report.cutover = Some(done);
+    if let Some(slot) = reverse_slot {
+        control.set_step(Step::Reverse);
+        reverse(settings, &o, &slot, control).await?;
+    }
+    report.elapsed = control.started.elapsed();
+    Ok(report)
+}
+
+/// Replays the new shards' changes into the old ones until a stop, then drops the reverse
+/// slots and their progress rows. The names were swapped by the cutover: the source name now
+/// means the new shards.
+async fn reverse(
+    old_settings: &Settings,
+    o: &ReshardOptions,
+    slot: &str,
+    control: &Arc<Control>,
+) -> Result<(), ReshardError> {
+    let settings = Settings::load(&old_settings.config_path, &old_settings.users_path)
+        .map_err(|e| ReshardError::Refused(format!("reading the swapped configuration: {e}")))?;
+    let options = ReplayOptions {
+        config: settings.config_path.clone(),
+        users: settings.users_path.clone(),
+        from_database: o.from_database.clone(),
+        to_database: o.to_database.clone(),
+        publication: o.publication.clone(),
+        slot: slot.to_string(),
+        until_lsn: None,
+        progress: None,
+        stop_at: None,
+    };
+    let progress = Arc::new(Progress::default());
+    let replay = RunningReplay::start(settings.clone(), options, progress);
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    let failed = loop {
+        tokio::select! {
+            _ = tick.tick() => if replay.is_finished() { break true; },
+            _ = control.stopped() => break false,
+        }
+    };
+    let result = if failed {
+        replay.join().await.map(|_| ())
+    } else {
+        replay.stop().await.map(|_| ())
+    };
+    for p in cleanup(&settings, &o.from_database, &o.to_database, slot).await {
+        tracing::warn!("reverse replication cleanup: {p}");
+    }
+    result.map_err(ReshardError::from)
+}
+
+/// Drops what a reshard keeps on the servers: the permanent slot on every source primary and
+/// the progress rows (and tables, once empty) on the destination. The copied data stays.
+pub async fn abort(settings: &Settings, options: &ReshardOptions) -> Vec<String> {
+    cleanup(
+        settings,
+        &options.from_database,
+        &options.to_database,
+        &options.slot,
+    )
+    .await
+}
+
+/// Where `pgdog.toml` lives for a cutover run from the command line.
+pub fn config_path(settings: &Settings) -> PathBuf {
+    settings.config_path.clone()
+}
