@@ -587,3 +587,157 @@ fn reshard_one_to_three_from_the_admin_database() {
         );
     }
 }
+
+/// Waits for `cond` with a deadline.
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn reshard_refuses_keyless_tables_stops_resumes_and_aborts() {
+    let source = Topology::single().expect("source");
+    let dest = Topology::shards(2).expect("destination");
+    let primary = source.primary();
+    primary
+        .psql(
+            "CREATE TABLE keyed (id bigint PRIMARY KEY, v text);
+             CREATE TABLE nokey (v int);
+             INSERT INTO keyed SELECT i, 'k' || i FROM generate_series(1, 1000) i;
+             INSERT INTO nokey SELECT i FROM generate_series(1, 50) i;
+             CREATE PUBLICATION pub FOR TABLE keyed, nokey;",
+        )
+        .unwrap();
+    let dir = std::env::temp_dir().join(format!("pgdog-reshard-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut config = format!(
+        "[[databases]]\nname = \"app\"\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n",
+        primary.port
+    );
+    for shard in 0..2 {
+        config.push_str(&format!(
+            "\n[[databases]]\nname = \"app_new\"\nshard = {shard}\nport = {}\n\
+             database_name = \"postgres\"\nuser = \"postgres\"\n",
+            dest.shard(shard).port
+        ));
+    }
+    config.push_str(
+        "\n[[sharded_tables]]\ndatabase = \"app_new\"\nname = \"keyed\"\ncolumn = \"id\"\n\
+         data_type = \"bigint\"\n\n[[omnisharded_tables]]\ndatabase = \"app_new\"\n\
+         tables = [\"nokey\"]\n",
+    );
+    std::fs::write(dir.join("pgdog.toml"), config).unwrap();
+    std::fs::write(dir.join("users.toml"), USERS).unwrap();
+    let args = [
+        "--from-database",
+        "app",
+        "--to-database",
+        "app_new",
+        "--publication",
+        "pub",
+        "--slot",
+        "cli",
+    ];
+    let slots = || {
+        primary
+            .psql("SELECT count(*) FROM pg_replication_slots WHERE slot_type = 'logical'")
+            .unwrap()
+    };
+
+    // A table the replay could not find rows of is refused before anything is created.
+    let out = pgdog(&dir, &source, "reshard", &args).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("public.nokey") && text(&out).contains("REPLICA IDENTITY FULL"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(slots(), "0");
+    assert_eq!(
+        dest.shard(0)
+            .psql("SELECT to_regclass('keyed') IS NULL")
+            .unwrap(),
+        "t"
+    );
+
+    // Fixed: the reshard runs until stopped, keeping its slot; a rerun resumes.
+    primary
+        .psql("ALTER TABLE nokey REPLICA IDENTITY FULL")
+        .unwrap();
+    let run_until_streaming_then_stop = || {
+        let child = pgdog(&dir, &source, "reshard", &args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for("the replay to stream", || {
+            primary
+                .psql(
+                    "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'cli' AND active",
+                )
+                .unwrap()
+                == "1"
+        });
+        child
+    };
+    let stop = |child: std::process::Child| {
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGTERM);
+        }
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+        assert!(text(&out).contains("stopped during"), "{}", text(&out));
+    };
+    let child = run_until_streaming_then_stop();
+    stop(child);
+    assert_eq!(slots(), "1", "the permanent slot is kept for a resume");
+    primary
+        .psql(
+            "INSERT INTO keyed SELECT i, 'late' FROM generate_series(1001, 1100) i;
+             DELETE FROM nokey WHERE v <= 10;",
+        )
+        .unwrap();
+    let child = run_until_streaming_then_stop();
+    wait_for("the late rows on the destination", || {
+        let n: i64 = (0..2)
+            .map(|s| {
+                dest.shard(s)
+                    .psql("SELECT count(*) FROM keyed")
+                    .unwrap()
+                    .parse::<i64>()
+                    .unwrap()
+            })
+            .sum();
+        n == 1100
+            && (0..2).all(|s| dest.shard(s).psql("SELECT count(*) FROM nokey").unwrap() == "40")
+    });
+    stop(child);
+    let out = pgdog(
+        &dir,
+        &source,
+        "verify",
+        &["--from-database", "app", "--to-database", "app_new"],
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "verify: {}", text(&out));
+
+    // --abort leaves nothing behind on the servers.
+    let out = pgdog(&dir, &source, "reshard", &[&args[..4], &args[6..]].concat())
+        .arg("--abort")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "abort: {}", text(&out));
+    assert_eq!(slots(), "0");
+    for s in 0..2 {
+        assert_eq!(
+            dest.shard(s)
+                .psql("SELECT to_regclass('pgdog_reshard_progress') IS NULL")
+                .unwrap(),
+            "t"
+        );
+    }
+}
