@@ -741,3 +741,130 @@ fn reshard_refuses_keyless_tables_stops_resumes_and_aborts() {
         );
     }
 }
+
+#[test]
+fn pgdog_cutover_after_a_stopped_reshard_moves_a_connected_client() {
+    let source = Topology::single().expect("source");
+    let dest = Topology::shards(2).expect("destination");
+    let primary = source.primary();
+    primary
+        .psql(
+            "CREATE TABLE keyed (id bigint PRIMARY KEY, v text);
+             INSERT INTO keyed SELECT i, 'k' || i FROM generate_series(1, 500) i;
+             CREATE PUBLICATION pub FOR TABLE keyed;",
+        )
+        .unwrap();
+    let mut config = format!(
+        "admin_password = \"{ADMIN_PASSWORD}\"\n\n[[databases]]\nname = \"app\"\nport = {}\n\
+         database_name = \"postgres\"\nuser = \"postgres\"\n",
+        primary.port
+    );
+    for shard in 0..2 {
+        config.push_str(&format!(
+            "\n[[databases]]\nname = \"app_new\"\nshard = {shard}\nport = {}\n\
+             database_name = \"postgres\"\nuser = \"postgres\"\n",
+            dest.shard(shard).port
+        ));
+    }
+    // `app` is declared shardable, so its sessions follow it from 1 to 2 shards in place.
+    for db in ["app", "app_new"] {
+        config.push_str(&format!(
+            "\n[[sharded_tables]]\ndatabase = \"{db}\"\nname = \"keyed\"\ncolumn = \"id\"\n\
+             data_type = \"bigint\"\n"
+        ));
+    }
+    let proxy = Proxy::start(&config, USERS).expect("pgdog starts");
+    let dir = proxy.dir.clone();
+    let args = [
+        "--from-database",
+        "app",
+        "--to-database",
+        "app_new",
+        "--publication",
+        "pub",
+        "--slot",
+        "later",
+    ];
+    let child = pgdog(&dir, &source, "reshard", &args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the replay to stream", || {
+        primary
+            .psql("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'later' AND active")
+            .unwrap()
+            == "1"
+    });
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = rt.block_on(async {
+        let (c, conn) =
+            tokio_postgres::connect(&proxy.url("app", "secret", "app"), tokio_postgres::NoTls)
+                .await
+                .unwrap();
+        tokio::spawn(conn);
+        c.execute("INSERT INTO keyed VALUES (501, 'before cutover')", &[])
+            .await
+            .unwrap();
+        c
+    });
+    // Without the admin URL the cutover is refused (it could not pause anything).
+    let out = pgdog(&dir, &source, "cutover", &args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let admin_url = proxy.url("admin", ADMIN_PASSWORD, "admin");
+    let out = pgdog(&dir, &source, "cutover", &args)
+        .args(["--admin-url", &admin_url])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cutover: {}\n{}",
+        text(&out),
+        proxy.log()
+    );
+    assert!(text(&out).contains("cutover done"), "{}", text(&out));
+
+    // The same client connection now writes and reads on the two new shards.
+    rt.block_on(async {
+        client
+            .execute("INSERT INTO keyed VALUES (502, 'after cutover')", &[])
+            .await
+            .unwrap_or_else(|e| panic!("insert after cutover: {e}\n{}", proxy.log()));
+        let row = client
+            .query_one("SELECT count(*) FROM keyed", &[])
+            .await
+            .unwrap();
+        assert_eq!(row.get::<_, i64>(0), 502);
+    });
+    assert_eq!(
+        primary
+            .psql("SELECT count(*) FROM keyed WHERE id = 502")
+            .unwrap(),
+        "0"
+    );
+    let on_dest: i64 = (0..2)
+        .map(|s| {
+            dest.shard(s)
+                .psql("SELECT count(*) FROM keyed WHERE id IN (501, 502)")
+                .unwrap()
+                .parse::<i64>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(on_dest, 2);
+    assert_eq!(
+        primary
+            .psql("SELECT count(*) FROM pg_replication_slots")
+            .unwrap(),
+        "0"
+    );
+}
