@@ -10,8 +10,13 @@ CLIENTS="${CLIENTS:-8}"
 SCALE="${SCALE:-20}"
 VERIFY="${VERIFY:-1}"
 OUT="${OUT:-$ROOT/benchmarks/results/reshard.md}"
+# PARTS: "all" (copy and apply) or "apply" (skip the copy part).
+PARTS="${PARTS:-all}"
 WORK="$PGDOG_TOPOLOGY_DIR/bench"
-PGDOG="$ROOT/target/release/pgdog"
+# PGDOG: the pgdog binary measured (e.g. an older build, to compare).
+PGDOG="${PGDOG:-$ROOT/target/release/pgdog}"
+# REPLAY_ARGS: extra flags of `pgdog replay` (e.g. --atomic).
+REPLAY_ARGS="${REPLAY_ARGS:-}"
 SLOT=reshard_bench
 SHARDS=("$PG_SHARD0_PORT" "$PG_SHARD1_PORT")
 export PGDOG_PG_BIN="${PGDOG_PG_BIN:-$PG_BIN}" PGSSLMODE=disable PGCONNECT_TIMEOUT=10
@@ -114,6 +119,16 @@ database = "dst"
 password = "secret"
 TOML
 
+case "$PARTS" in
+  all | apply) ;;
+  *) die "PARTS=$PARTS: use all or apply" ;;
+esac
+
+PGDOG_T=()
+PIPE_T=()
+ORDER=()
+ROWS=0 BYTES=0 HEAP=0 SPLIT=
+if [ "$PARTS" = all ]; then
 # ---------------------------------------------------------------------------------------------
 # 1. Copy: a table of >= SIZE_MB (pg_total_relation_size) on the primary, read from the standby.
 say "loading a ${SIZE_MB} MB table"
@@ -160,9 +175,6 @@ clear_dest() {
 }
 shard_rows() { q "${SHARDS[$1]}" -c "SELECT count(*) FROM big"; }
 
-PGDOG_T=()
-PIPE_T=()
-ORDER=()
 run_pgdog() {
   local n=$1 t0 t1 r0 r1 log="$WORK/copy-$1.log"
   clear_dest
@@ -207,6 +219,7 @@ src "DROP PUBLICATION pub_copy; DROP TABLE big"
 each_shard "DROP TABLE big"
 src "CHECKPOINT"
 each_shard "CHECKPOINT"
+fi
 
 # ---------------------------------------------------------------------------------------------
 # 2. Apply: pgbench on the source primary while `pgdog replay` keeps the shards in step.
@@ -226,7 +239,7 @@ BENCH_COPY_S=$(elapsed "$t0" "$(now)")
 BENCH_BYTES=$(src "SELECT sum(pg_total_relation_size(c)) FROM unnest(ARRAY['pgbench_accounts', 'pgbench_branches', 'pgbench_tellers', 'pgbench_history']::regclass[]) c")
 
 "$PGDOG" replay --config "$WORK/pgdog.toml" --users "$WORK/users.toml" --from-database src \
-  --to-database dst --publication pub_bench --slot "$SLOT" > "$WORK/replay.log" 2>&1 &
+  --to-database dst --publication pub_bench --slot "$SLOT" $REPLAY_ARGS > "$WORK/replay.log" 2>&1 &
 REPLAY_PID=$!
 SAMPLER_PID=
 cleanup() {
@@ -313,7 +326,7 @@ fi
 # 3. The results table.
 PG_VERSION=$("$PG_BIN/postgres" --version | awk '{print $3}')
 CPU=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
-export SLOT SIZE_MB RUNS APPLY_SECONDS CLIENTS SCALE ROWS BYTES HEAP SPLIT BENCH_COPY_S BENCH_BYTES \
+export PARTS REPLAY_ARGS SLOT SIZE_MB RUNS APPLY_SECONDS CLIENTS SCALE ROWS BYTES HEAP SPLIT BENCH_COPY_S BENCH_BYTES \
   H0 H1 D0 D1 T0 T1 T2 REPLAYED PGBENCH_TPS VERIFIED PG_VERSION CPU SAMPLES
 export PGDOG_T_LIST="${PGDOG_T[*]}" PIPE_T_LIST="${PIPE_T[*]}" ORDER_LIST="$(IFS=';'; echo "${ORDER[*]}")"
 case "$PGDOG_TOPOLOGY_DIR" in
@@ -338,10 +351,11 @@ def f(n, d=0):
 
 
 MIB = 1024 * 1024
+copied = e["PARTS"] == "all"
 rows, size = int(e["ROWS"]), int(e["BYTES"])
 pg = [float(x) for x in e["PGDOG_T_LIST"].split()]
 pipe = [float(x) for x in e["PIPE_T_LIST"].split()]
-pg_best, pipe_best = min(pg), min(pipe)
+pg_best, pipe_best = (min(pg), min(pipe)) if copied else (1.0, 1.0)
 copy_ratio = pipe_best / pg_best
 
 
@@ -410,7 +424,9 @@ pipe_row = copy_row("COPY TO \\| COPY FROM pipe, standby → 1 server", pipe_bes
 order_text = "; ".join(f"{i + 1}: {o}" for i, o in enumerate(e["ORDER_LIST"].split(";")))
 slot = e["SLOT"]
 small = ""
-if int(e["SIZE_MB"]) < 1024 or int(e["APPLY_SECONDS"]) < 60:
+if not copied:
+    small = ("\n**The apply part only** (`PARTS=apply`): the copy part was not run.\n")
+elif int(e["SIZE_MB"]) < 1024 or int(e["APPLY_SECONDS"]) < 60:
     small = ("\n**A reduced run** (smaller than the issue's ≥ 1 GB table and 60 s of pgbench): the "
              "full measurement is `bash benchmarks/reshard.sh` with the defaults.\n")
 
@@ -419,16 +435,7 @@ def met(ok):
     return "**met**" if ok else "**not met**"
 
 
-print(f"""# Resharding benchmark
-
-One run on one machine ({e['CORES']} cores, {e['CPU']}, {e['MEM_GB']} GiB; PostgreSQL {e['PG_VERSION']}
-on {e['STORAGE']} with the test settings: fsync off; the servers, pgdog, psql and pgbench share the cores,
-so compare the ratios, not the absolute numbers). Source: a primary with a streaming standby;
-destination: 2 shards. pgdog is the release build.
-
-Command: `SIZE_MB={e['SIZE_MB']} RUNS={e['RUNS']} APPLY_SECONDS={e['APPLY_SECONDS']} CLIENTS={e['CLIENTS']} SCALE={e['SCALE']} bash benchmarks/reshard.sh`
-{small}
-## Copy: a {size / MIB:,.0f} MiB table from the standby
+copy_section = f"""## Copy: a {size / MIB:,.0f} MiB table from the standby
 
 `big (id bigint PRIMARY KEY, account bigint, amount numeric(12,2), note text, created timestamptz)`:
 {f(rows)} rows, {f(size)} bytes with its primary key index (`pg_total_relation_size`; heap
@@ -451,14 +458,25 @@ Runs in order: {order_text}.
 
 pgdog copy-data / pipe throughput: **{copy_ratio:.2f}x**. Target ≥ 2x: {met(copy_ratio >= 2.0)}.
 
-## Apply: `pgdog replay` under pgbench tpcb-like, {e['CLIENTS']} clients, {dur:.0f} s
+""" if copied else ""
+
+print(f"""# Resharding benchmark
+
+One run on one machine ({e['CORES']} cores, {e['CPU']}, {e['MEM_GB']} GiB; PostgreSQL {e['PG_VERSION']}
+on {e['STORAGE']} with the test settings: fsync off; the servers, pgdog, psql and pgbench share the cores,
+so compare the ratios, not the absolute numbers). Source: a primary with a streaming standby;
+destination: 2 shards. pgdog is the release build.
+
+Command: `{'PARTS=apply ' if not copied else ''}SIZE_MB={e['SIZE_MB']} RUNS={e['RUNS']} APPLY_SECONDS={e['APPLY_SECONDS']} CLIENTS={e['CLIENTS']} SCALE={e['SCALE']} bash benchmarks/reshard.sh`
+{small}
+{copy_section}## Apply: `pgdog replay` under pgbench tpcb-like, {e['CLIENTS']} clients, {dur:.0f} s
 
 `pgbench -i -s {e['SCALE']}` on the source primary; publication of the 4 pgbench tables
 (`pgbench_history` with `REPLICA IDENTITY FULL`); destination `pgbench_accounts` and
 `pgbench_history` sharded by `aid`, branches and tellers on every shard; `schema-sync --phase pre`,
 then `copy-data --slot {slot} --parallel 2` ({f(int(e['BENCH_BYTES']) / MIB, 1)} MiB in {float(e['BENCH_COPY_S']):.2f} s).
 Then `pgbench -n -c {e['CLIENTS']} -j 2 -T {e['APPLY_SECONDS']}` straight at the primary while
-`pgdog replay --slot {slot}` runs. Transactions are counted as `pgbench_history` rows (one per
+`pgdog replay --slot {slot}{(' ' + e['REPLAY_ARGS']) if e['REPLAY_ARGS'] else ''}` runs. Transactions are counted as `pgbench_history` rows (one per
 tpcb-like transaction) on the source and on the shards; lag is the source's `pg_current_wal_lsn()`
 minus the newest `pgdog_reshard_position` on the shards, sampled every second. Catch-up: after
 pgbench exits, a marker transaction on an omnisharded table is applied on the shards.

@@ -7,7 +7,9 @@
 #      (tpcb-like, CLIENTS clients, APPLY_SECONDS seconds, scale SCALE) writes to it: source vs
 #      applied transactions/s, replication lag over time, catch-up time.
 # Writes benchmarks/results/reshard.md. Knobs: SIZE_MB (1024), RUNS (2), APPLY_SECONDS (60),
-# CLIENTS (8), SCALE (20), OUT (the results file).
+# CLIENTS (8), SCALE (20), OUT (the results file), PARTS (all; apply: skip the copy part),
+# PGDOG (the pgdog binary measured; target/release/pgdog, built here), REPLAY_ARGS (extra
+# `pgdog replay` flags, e.g. --atomic).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"

@@ -463,3 +463,402 @@ fn copy_data_respects_each_tables_watermark_under_writes() {
     assert_eq!(base, 2000);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Starts a writer inserting one user per transaction on `url` (ids from 1000000) and recording
+/// the WAL insert position around each INSERT, until `stop` is set.
+fn spawn_writer(
+    url: String,
+    stop: Arc<AtomicBool>,
+    written: Arc<Mutex<Vec<Written>>>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                .await
+                .expect("writer connects");
+            tokio::spawn(conn);
+            let position = "SELECT pg_current_wal_insert_lsn()::text";
+            let mut id = 1_000_000i64;
+            while !stop.load(Ordering::SeqCst) {
+                let before: String = client.query_one(position, &[]).await.unwrap().get(0);
+                client
+                    .execute("INSERT INTO users (id, name) VALUES ($1, 'live')", &[&id])
+                    .await
+                    .unwrap();
+                let after: String = client.query_one(position, &[]).await.unwrap().get(0);
+                written.lock().unwrap().push(Written {
+                    id,
+                    before: lsn(&before),
+                    after: lsn(&after),
+                });
+                id += 1;
+            }
+        })
+    })
+}
+
+/// Count and order-independent checksum of the users below id 1000000 on one node.
+const USERS_SUM: &str =
+    "SELECT count(*) || ' ' || coalesce(sum(hashtext(u::text)::bigint), 0) FROM users u WHERE id < 1000000";
+
+fn sum_of(rows: &[String]) -> (i64, i64) {
+    rows.iter()
+        .map(|r| {
+            let (c, s) = r.split_once(' ').unwrap();
+            (c.parse::<i64>().unwrap(), s.parse::<i64>().unwrap())
+        })
+        .fold((0, 0), |(c, s), (c2, s2)| (c + c2, s + s2))
+}
+
+/// A table above the (lowered) split threshold is read from the standby in 3 CTID ranges
+/// under one snapshot while a writer keeps inserting on the primary: the destination shards
+/// together hold exactly the source's rows (count and checksum), every row committed before
+/// the watermark and none inserted after it, and the small omnisharded table is read whole.
+#[test]
+fn copy_data_splits_a_large_table_into_ranges_under_writes() {
+    use pgdog::reshard::copy::{copy_data_tuned, CopyDataOptions, CopyTuning, TableCopy};
+    let source = Topology::replicated().expect("source topology");
+    let dest = Topology::shards(2).expect("destination topology");
+    let dir: PathBuf =
+        std::env::temp_dir().join(format!("pgdog-copy-data-split-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    write_config(&dir, &source, &dest);
+    let primary = source.primary();
+    primary.psql(SCHEMA).expect("source schema");
+    primary
+        .psql(
+            "INSERT INTO users (id, name, note, data, score)
+             SELECT i, 'user ' || i, CASE WHEN i % 7 = 0 THEN NULL ELSE repeat('n', i % 90) END,
+                    decode(md5(i::text), 'hex'), i * 0.5
+             FROM generate_series(1, 20000) i;
+             DELETE FROM users WHERE id % 11 = 0;
+             INSERT INTO kinds VALUES (1, 'one'), (2, NULL);",
+        )
+        .expect("source rows");
+    source
+        .wait_for_standby(Duration::from_secs(30))
+        .expect("standby caught up");
+    let out = pgdog(
+        &dir,
+        &source,
+        "schema-sync",
+        &[
+            "--from-database",
+            "src",
+            "--to-database",
+            "dst",
+            "--publication",
+            "pub",
+            "--phase",
+            "pre",
+        ],
+    );
+    assert!(out.status.success(), "schema-sync: {}", text(&out));
+    let expected = sum_of(&[primary.psql(USERS_SUM).unwrap()]);
+    assert_eq!(expected.0, 20000 - 20000 / 11);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let written: Arc<Mutex<Vec<Written>>> = Arc::default();
+    let writer = spawn_writer(primary.url("postgres"), stop.clone(), written.clone());
+    let count = |w: &Arc<Mutex<Vec<Written>>>| w.lock().unwrap().len();
+    wait_until(
+        "the writer to insert rows",
+        Duration::from_secs(30),
+        Duration::from_millis(10),
+        || Ok(count(&written) >= 20),
+    )
+    .unwrap();
+
+    let settings =
+        pgdog::config::Settings::load(&dir.join("pgdog.toml"), &dir.join("users.toml")).unwrap();
+    let options = CopyDataOptions {
+        config: dir.join("pgdog.toml"),
+        users: dir.join("users.toml"),
+        from_database: "src".into(),
+        to_database: "dst".into(),
+        publication: "pub".into(),
+        slot: Some("split".into()),
+        parallel: 3,
+        progress: None,
+    };
+    let tuning = CopyTuning {
+        split_bytes: 64 * 1024,
+    };
+    let mut copies: Vec<TableCopy> = Vec::new();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime
+        .block_on(copy_data_tuned(&settings, &options, tuning, |t| {
+            copies.push(t.clone())
+        }))
+        .expect("copy-data");
+    let after_copy = count(&written);
+    wait_until(
+        "the writer to insert rows after the copy",
+        Duration::from_secs(30),
+        Duration::from_millis(10),
+        || Ok(count(&written) >= after_copy + 20),
+    )
+    .unwrap();
+    stop.store(true, Ordering::SeqCst);
+    writer.join().expect("writer");
+
+    let users = copies
+        .iter()
+        .find(|c| c.table == "public.users")
+        .expect("users copied");
+    let kinds = copies
+        .iter()
+        .find(|c| c.table == "public.kinds")
+        .expect("kinds copied");
+    // Three readers unless the kinds copy held one of the three when users started.
+    assert!((2..=3).contains(&users.readers), "{users}");
+    assert_eq!(kinds.readers, 1, "{kinds}");
+    assert_eq!(kinds.rows, 2);
+    assert_eq!(users.source, format!("127.0.0.1:{}", source.standby().port));
+
+    // The rows before the writer: exactly the source's.
+    let got = sum_of(
+        &(0..2)
+            .map(|s| dest.shard(s).psql(USERS_SUM).unwrap())
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(got, expected);
+    // Each shard holds only its own rows (hash of the bigint key, as the proxy places them).
+    for s in 0..2 {
+        assert_ne!(
+            dest.shard(s).psql("SELECT count(*) FROM users").unwrap(),
+            "0"
+        );
+    }
+    // The live rows: by the watermark.
+    let mut copied = std::collections::HashSet::new();
+    for s in 0..2 {
+        let ids = dest
+            .shard(s)
+            .psql("SELECT string_agg(id::text, ',') FROM users WHERE id >= 1000000")
+            .unwrap();
+        copied.extend(
+            ids.split(',')
+                .filter(|x| !x.is_empty())
+                .map(|x| x.parse::<i64>().unwrap()),
+        );
+    }
+    let watermark = users.watermark;
+    let (mut inside, mut outside) = (0, 0);
+    for w in written.lock().unwrap().iter() {
+        if w.after <= watermark {
+            assert!(copied.contains(&w.id), "{w:?} before {watermark:X} missing");
+            inside += 1;
+        } else if w.before >= watermark {
+            assert!(!copied.contains(&w.id), "{w:?} after {watermark:X} copied");
+            outside += 1;
+        }
+    }
+    assert!(
+        inside >= 20 && outside >= 20,
+        "inside {inside}, outside {outside}"
+    );
+    assert_eq!(
+        users.rows as i64,
+        expected.0 + copied.len() as i64,
+        "{users}"
+    );
+    // The watermark row is on both shards.
+    for s in 0..2 {
+        assert_eq!(
+            dest.shard(s)
+                .psql("SELECT count(*) FROM pgdog_reshard_progress WHERE slot = 'split'")
+                .unwrap(),
+            "2"
+        );
+    }
+    wait_until(
+        "the temporary slots on the standby to go away",
+        Duration::from_secs(30),
+        Duration::from_millis(20),
+        || {
+            Ok(source
+                .standby()
+                .psql("SELECT count(*) FROM pg_replication_slots WHERE slot_type = 'logical'")?
+                == "0")
+        },
+    )
+    .expect("no temporary slot left on the standby");
+    primary
+        .psql("SELECT pg_drop_replication_slot('split')")
+        .expect("dropping the slot");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Dropping the `copy_data` future (what the orchestrator does on Ctrl-C or STOP) while a copy
+/// holds its destination transactions open stops that copy: its temporary slot on the
+/// standby goes away while the destination is still blocked, and once unblocked no row and
+/// no watermark was committed.
+#[test]
+fn dropping_copy_data_aborts_its_copies() {
+    use pgdog::reshard::copy::{copy_data_tuned, CopyDataOptions, CopyTuning, PROGRESS_DDL};
+    let source = Topology::replicated().expect("source topology");
+    let dest = Topology::shards(2).expect("destination topology");
+    let dir: PathBuf =
+        std::env::temp_dir().join(format!("pgdog-copy-data-drop-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    write_config(&dir, &source, &dest);
+    let primary = source.primary();
+    primary.psql(SCHEMA).expect("source schema");
+    primary
+        .psql(
+            "INSERT INTO users (id, name) SELECT i, 'user ' || i FROM generate_series(1, 5000) i;
+             INSERT INTO kinds VALUES (1, 'one');",
+        )
+        .expect("source rows");
+    source
+        .wait_for_standby(Duration::from_secs(30))
+        .expect("standby caught up");
+    let out = pgdog(
+        &dir,
+        &source,
+        "schema-sync",
+        &[
+            "--from-database",
+            "src",
+            "--to-database",
+            "dst",
+            "--publication",
+            "pub",
+            "--phase",
+            "pre",
+        ],
+    );
+    assert!(out.status.success(), "schema-sync: {}", text(&out));
+    for s in 0..2 {
+        dest.shard(s).psql(PROGRESS_DDL).expect("progress tables");
+    }
+
+    let settings =
+        pgdog::config::Settings::load(&dir.join("pgdog.toml"), &dir.join("users.toml")).unwrap();
+    let options = CopyDataOptions {
+        config: dir.join("pgdog.toml"),
+        users: dir.join("users.toml"),
+        from_database: "src".into(),
+        to_database: "dst".into(),
+        publication: "pub".into(),
+        slot: Some("dropped".into()),
+        parallel: 2,
+        progress: None,
+    };
+    let tuning = CopyTuning { split_bytes: 8192 };
+    let standby_url = source.standby().url("postgres");
+    let shard1_url = dest.shard(1).url("postgres");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let connect = |url: String| async move {
+            let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                .await
+                .expect("connects");
+            tokio::spawn(conn);
+            client
+        };
+        // Shard 1 blocks the watermark rows: every table's rows are sent, none can commit.
+        let locker = connect(shard1_url.clone()).await;
+        locker
+            .batch_execute("BEGIN; LOCK TABLE pgdog_reshard_progress IN EXCLUSIVE MODE")
+            .await
+            .expect("lock");
+        let watcher = connect(shard1_url).await;
+        let standby = connect(standby_url).await;
+        let temporary_slots = || async {
+            standby
+                .query_one(
+                    "SELECT count(*) FROM pg_replication_slots WHERE temporary",
+                    &[],
+                )
+                .await
+                .expect("slots")
+                .get::<_, i64>(0)
+        };
+
+        // Boxed, so that dropping it drops the future itself.
+        let mut copy = Box::pin(copy_data_tuned(&settings, &options, tuning, |t| {
+            panic!("nothing may finish: {t}")
+        }));
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            tokio::select! {
+                r = &mut copy => panic!("copy-data ended while blocked: {r:?}"),
+                _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+            }
+            let waiting: i64 = watcher
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity \
+                     WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO pgdog_reshard_progress%'",
+                    &[],
+                )
+                .await
+                .expect("activity")
+                .get(0);
+            // The users copy (in ranges) takes the free reader budget, so the kinds copy may
+            // still wait for a reader: one copy blocked at its watermark row is enough.
+            if waiting >= 1 {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no copy reached its watermark row"
+            );
+        }
+        assert!(temporary_slots().await >= 1);
+        drop(copy);
+
+        // Still locked: only aborting the copies can close their replication connections.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while temporary_slots().await > 0 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the temporary slots stayed after the copy was dropped"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // A backend waiting for a lock notices its client is gone only once it gets the lock:
+        // unblock, then the copy's sessions end without committing.
+        locker.batch_execute("COMMIT").await.expect("unlock");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let left: i64 = watcher
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'INSERT INTO pgdog_reshard_progress%' \
+                        OR query LIKE 'COPY %FROM STDIN%'",
+                    &[],
+                )
+                .await
+                .expect("activity")
+                .get(0);
+            if left == 0 {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the copy's destination sessions stayed after the copy was dropped"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    for s in 0..2 {
+        for table in ["users", "kinds", "pgdog_reshard_progress"] {
+            assert_eq!(
+                dest.shard(s)
+                    .psql(&format!("SELECT count(*) FROM {table}"))
+                    .unwrap(),
+                "0",
+                "shard {s} {table}"
+            );
+        }
+    }
+    primary
+        .psql("SELECT pg_drop_replication_slot('dropped')")
+        .expect("dropping the slot");
+    let _ = std::fs::remove_dir_all(&dir);
+}

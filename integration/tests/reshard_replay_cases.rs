@@ -91,7 +91,9 @@ fn toast_composite_keys_and_truncate_replay_exactly() {
         &dir,
         &source,
         "schema-sync",
-        &[ARGS[0], ARGS[1], ARGS[2], ARGS[3], ARGS[4], ARGS[5], "--phase", "pre"],
+        &[
+            ARGS[0], ARGS[1], ARGS[2], ARGS[3], ARGS[4], ARGS[5], "--phase", "pre",
+        ],
     );
     assert!(out.status.success(), "schema-sync: {}", text(&out));
     let out = pgdog(&dir, &source, "copy-data", &ARGS);

@@ -465,7 +465,11 @@ fn replay_aborted_after_a_commit_resumes_exactly() {
     let mut replay = setup.spawn(
         "replay",
         &["--publication", "pub", "--slot", "s1", "--until-lsn", &lsn],
-        &[("PGDOG_TEST_ABORT_AFTER_COMMIT", "7")],
+        // Batches of 4 source transactions: the 7th destination commit is mid-stream.
+        &[
+            ("PGDOG_TEST_ABORT_AFTER_COMMIT", "7"),
+            ("PGDOG_REPLAY_BATCH", "4"),
+        ],
     );
     let status = replay.wait().unwrap();
     let log = setup.log("replay");
@@ -524,6 +528,8 @@ fn atomic_replay_aborted_between_prepare_and_commit_resumes() {
             &[
                 ("PGDOG_REPLAY_ATOMIC", "1"),
                 ("PGDOG_TEST_ABORT_IN_2PC", hook),
+                // Batches of 4 source transactions, each touching both shards.
+                ("PGDOG_REPLAY_BATCH", "4"),
             ],
         );
         let status = replay.wait().unwrap();
@@ -548,11 +554,9 @@ fn atomic_replay_aborted_between_prepare_and_commit_resumes() {
     );
     assert_eq!(prepared(&setup), 1);
 
-    let out = setup
-        .command("replay", &args)
-        .env("PGDOG_REPLAY_ATOMIC", "1")
-        .output()
-        .unwrap();
+    let mut atomic_args = args.to_vec();
+    atomic_args.push("--atomic");
+    let out = setup.command("replay", &atomic_args).output().unwrap();
     let output = text(&out);
     assert!(out.status.success(), "replay to the end: {output}");
     assert!(
@@ -560,6 +564,127 @@ fn atomic_replay_aborted_between_prepare_and_commit_resumes() {
         "{output}"
     );
     assert_eq!(prepared(&setup), 0);
+    setup.assert_equal();
+    setup.drop_slot();
+}
+
+/// A table read in CTID ranges (`PGDOG_COPY_SPLIT_BYTES` lowered) killed while one range's
+/// rows block on a destination shard: nothing of it is committed, the temporary slot goes, and
+/// the rerun copies it whole again (in ranges) so that source and destination match.
+#[test]
+fn copy_killed_mid_split_table_resumes() {
+    const SPLIT: (&str, &str) = ("PGDOG_COPY_SPLIT_BYTES", "65536");
+    let setup = Setup::new(
+        "copy-split",
+        "INSERT INTO big SELECT i, repeat('x', 50) FROM generate_series(1, 200000) i;
+         INSERT INTO small SELECT i, i FROM generate_series(1, 1000) i;
+         INSERT INTO events SELECT i, 'e' || i FROM generate_series(1, 100) i;",
+    );
+    // An uncommitted row with a key in the last range of `big` on both destination shards.
+    let mut blockers: Vec<Session> = (0..2).map(|s| Session::open(setup.shard(s))).collect();
+    for b in blockers.iter_mut() {
+        b.send("BEGIN; INSERT INTO big VALUES (199990, 'blocker');");
+    }
+    wait_until(
+        "the blocking rows to be inserted",
+        Duration::from_secs(10),
+        Duration::from_millis(10),
+        || {
+            Ok((0..2).all(|s| {
+                setup
+                    .shard(s)
+                    .psql(
+                        "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction'",
+                    )
+                    .is_ok_and(|n| n == "1")
+            }))
+        },
+    )
+    .unwrap();
+    let mut copy = setup.spawn(
+        "copy-data",
+        &["--publication", "pub", "--slot", "s1", "--parallel", "3"],
+        &[SPLIT],
+    );
+    wait_until(
+        "the copy of big to block",
+        Duration::from_secs(60),
+        Duration::from_millis(10),
+        || {
+            if let Some(status) = copy.try_wait().unwrap() {
+                panic!("copy-data ended: {status}: {}", setup.log("copy-data"));
+            }
+            Ok((0..2).any(|s| {
+                setup
+                    .shard(s)
+                    .psql(
+                        "SELECT count(*) FROM pg_stat_activity \
+                         WHERE query LIKE 'COPY \"public\".\"big\"%' AND wait_event_type = 'Lock'",
+                    )
+                    .is_ok_and(|n| n == "1")
+            }))
+        },
+    )
+    .unwrap();
+    // Several readers of big are (or were) connected to the source under the same snapshot.
+    kill9(&mut copy);
+    for b in blockers {
+        b.close();
+    }
+    for s in 0..2 {
+        assert_eq!(
+            setup
+                .shard(s)
+                .psql("SELECT count(*) FROM pgdog_reshard_progress WHERE table_name = 'public.big'")
+                .unwrap(),
+            "0",
+            "big was not committed on shard {s}"
+        );
+    }
+    wait_until(
+        "the temporary slots to vanish",
+        Duration::from_secs(30),
+        Duration::from_millis(20),
+        || {
+            Ok(setup
+                .primary()
+                .psql("SELECT count(*) FROM pg_replication_slots WHERE temporary")?
+                == "0")
+        },
+    )
+    .unwrap();
+
+    setup
+        .primary()
+        .psql("DELETE FROM big WHERE id BETWEEN 1000 AND 1100")
+        .unwrap();
+    let out = setup
+        .command(
+            "copy-data",
+            &["--publication", "pub", "--slot", "s1", "--parallel", "4"],
+        )
+        .env(SPLIT.0, SPLIT.1)
+        .output()
+        .unwrap();
+    let output = text(&out);
+    assert!(out.status.success(), "copy-data again: {output}");
+    assert!(output.contains("slot s1 reused"), "{output}");
+    // 4 readers for at most 3 tables at once: big gets at least one extra, so 2 to 4 ranges.
+    let big = output
+        .lines()
+        .find(|l| l.starts_with("table public.big: "))
+        .unwrap_or_else(|| panic!("no big line: {output}"));
+    assert!(big.starts_with("table public.big: 199899 rows"), "{output}");
+    assert!(
+        [" in 2 ranges", " in 3 ranges", " in 4 ranges"]
+            .iter()
+            .any(|r| big.ends_with(r)),
+        "{output}"
+    );
+
+    let lsn = setup.current_lsn();
+    let out = setup.replay_until(&lsn);
+    assert!(out.status.success(), "replay: {}", text(&out));
     setup.assert_equal();
     setup.drop_slot();
 }

@@ -298,6 +298,7 @@ fn sharded_source_into_four_shards() {
         until_lsn: None,
         progress: Some(progress.clone()),
         stop_at: Some(stop_at.clone()),
+        atomic: false,
     };
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let task = runtime

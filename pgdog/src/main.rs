@@ -34,11 +34,13 @@ const USAGE: &str = "usage:
                                                        tables at once (default 2); prints each table's
                                                        rows and LSN watermark
   pgdog replay [--config F] [--users F] --from-database A --to-database B --publication P
-               --slot S [--until-lsn X/Y]
+               --slot S [--until-lsn X/Y] [--atomic]
                                                        apply slot S's changes (after each table's copy
                                                        watermark) to B's shards, routed by sharding key,
                                                        until --until-lsn or Ctrl-C/SIGTERM; resumes from
-                                                       the position stored on B's shards
+                                                       the position stored on B's shards; --atomic:
+                                                       two-phase commit on the shards a destination
+                                                       transaction touches (also PGDOG_REPLAY_ATOMIC=1)
   pgdog verify [--config F] [--users F] --from-database A --to-database B [--table T ...]
                                                        compare every table of A with the union of B's shards
                                                        (row count, checksum, rows on the right shard);
@@ -76,6 +78,8 @@ struct Args {
     cutover: bool,
     reverse: bool,
     abort: bool,
+    /// `pgdog replay --atomic`: two-phase commit across shards.
+    atomic: bool,
     admin_url: Option<String>,
     max_lag_bytes: Option<String>,
 }
@@ -112,6 +116,7 @@ fn parse_args() -> Result<Args, String> {
         cutover: false,
         reverse: false,
         abort: false,
+        atomic: false,
         admin_url: None,
         max_lag_bytes: None,
     };
@@ -134,6 +139,7 @@ fn parse_args() -> Result<Args, String> {
             "--cutover" => args.cutover = true,
             "--reverse" => args.reverse = true,
             "--abort" => args.abort = true,
+            "--atomic" => args.atomic = true,
             "--admin-url" => args.admin_url = Some(it.next().ok_or("--admin-url needs a URL")?),
             "--max-lag-bytes" => {
                 args.max_lag_bytes = Some(it.next().ok_or("--max-lag-bytes needs a number")?)
@@ -419,6 +425,7 @@ fn replay_options(args: &Args) -> Result<pgdog::reshard::replay::ReplayOptions, 
         until_lsn,
         progress: None,
         stop_at: None,
+        atomic: args.atomic,
     })
 }
 

@@ -202,6 +202,7 @@ pub fn cutover_main(
                 until_lsn: None,
                 progress: None,
                 stop_at: None,
+                atomic: false,
             },
             Arc::new(Progress::default()),
         );

@@ -13,6 +13,12 @@
 //!   snapshot; a second connection to the same server reads the table with
 //!   `COPY ... TO STDOUT (FORMAT binary)` under that snapshot. The slot's consistent point is
 //!   the watermark: the copy holds exactly the changes committed on that shard before it.
+//! - A table larger than [`CopyTuning::split_bytes`] (64 MiB; `PGDOG_COPY_SPLIT_BYTES`) is read
+//!   by several connections at once, each a CTID range (`ctid >= '(a,0)' AND ctid < '(b,0)'`,
+//!   ranges from `pg_relation_size`), all under the same exported snapshot (the replication
+//!   connection stays open until the copy ends). Each reader splits its own rows and sends them
+//!   to ONE writer per destination shard ([`copy_stream`](super::copy_stream)), so each shard
+//!   still gets a single `COPY ... FROM STDIN` in one transaction.
 //! - Rows are split in flight by the router's COPY splitter and placement (the code that routes
 //!   a client's `COPY ... FROM STDIN` through the proxy) into one `COPY ... FROM STDIN` per
 //!   destination shard, each in a transaction that also writes the watermark row and commits
@@ -26,34 +32,39 @@
 //!   a later watermark of their own, which is why replay reads each destination shard's own
 //!   watermarks. TRUNCATE-and-recopy is not an option: with a sharded source a destination
 //!   table holds rows of several source shards, some of them already final.
-//! - Up to `--parallel N` copies at once. When one fails, the command stops and drops the
-//!   permanent slots it created in this run (reused ones stay, so the copy can be resumed).
+//! - `--parallel N` bounds the reader connections open at once over all copies: up to N copies
+//!   at once, each with one reader; a large table takes the free ones for its ranges (so it
+//!   may delay the next tables). When one fails, the command stops and drops the permanent
+//!   slots it created in this run (reused ones stay, so the copy can be resumed). Dropping the
+//!   [`copy_data`] future aborts the copies under way: their connections close, so their
+//!   destination transactions roll back and their temporary slots go away.
 //! - [`CopyDataOptions::progress`] receives per (table, source shard) rows and bytes as they go.
 use crate::backend::server::{Server, ServerError, ServerTarget};
 use crate::config::{Role, Settings};
-use crate::net::message::{self, read_error, Message};
+use crate::net::message::{read_error, Message};
 use crate::replication::client::{
     format_lsn, ReplicationClient, ReplicationError, SlotOptions, SnapshotAction,
 };
-use crate::reshard::progress::{Progress, TableProgress};
+use crate::reshard::copy_stream::{
+    block_ranges, copy_out_sql, prepare_reader, snapshot_reader, Counters, ReadCount, Reader, Sink,
+    Tracker, CHANNEL_DEPTH,
+};
+use crate::reshard::progress::Progress;
 use crate::reshard::schema_sync::{query_rows, target};
-use crate::router::copy::{CopyFormat, CopyOptions, CopySplitter, KeyError, KeyField};
 use crate::router::schema::{Schema, TableSharding};
-use bytes::BytesMut;
+use bytes::Bytes;
 use futures_util::stream::{self, StreamExt};
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, Semaphore};
+use tokio::task::JoinSet;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long creating a temporary slot on a standby may wait for the primary's snapshot record.
 const STANDBY_SLOT_DEADLINE: Duration = Duration::from_secs(120);
-/// Buffered bytes for one shard before they are sent as CopyData.
-const FLUSH_BYTES: usize = 64 * 1024;
-/// Source bytes read between two progress updates of a table.
-const PROGRESS_BYTES: u64 = 1024 * 1024;
 
 /// Replay progress on every destination shard: each copied table's watermark (written in the
 /// table's copy transaction) and the source LSN applied so far (written by `pgdog replay` in
@@ -103,7 +114,9 @@ pub struct CopyDataOptions {
     pub publication: String,
     /// The permanent slot to create first (on every source shard); reused when it exists.
     pub slot: Option<String>,
-    /// Tables copied at once (at least 1).
+    /// Reader connections open at once over all tables (at least 1): up to this many
+    /// (table, source shard) copies at once, and a table larger than
+    /// [`CopyTuning::split_bytes`] reads as many CTID ranges at once as there are free ones.
     pub parallel: usize,
     /// Live progress, updated as the copy goes (None from the CLI).
     pub progress: Option<Arc<Progress>>,
@@ -159,6 +172,8 @@ pub struct TableCopy {
     pub skipped: bool,
     /// Destination shards written by this run.
     pub shards: Vec<usize>,
+    /// Reader connections (CTID ranges read at once under the same snapshot); 0 when skipped.
+    pub readers: usize,
 }
 
 impl std::fmt::Display for TableCopy {
@@ -178,6 +193,9 @@ impl std::fmt::Display for TableCopy {
         )?;
         if !self.source.is_empty() {
             write!(f, " (read from {})", self.source)?;
+        }
+        if self.readers > 1 {
+            write!(f, " in {} ranges", self.readers)?;
         }
         Ok(())
     }
@@ -224,14 +242,6 @@ impl Job {
             .map(|c| ident(c))
             .collect::<Vec<_>>()
             .join(", ")
-    }
-
-    fn copy_out(&self) -> String {
-        format!(
-            "COPY {} ({}) TO STDOUT (FORMAT binary)",
-            self.sql_name(),
-            self.column_list()
-        )
     }
 
     fn copy_in(&self) -> String {
@@ -432,125 +442,116 @@ async fn ensure_permanent_slot(
     })
 }
 
-/// A destination shard in `COPY ... FROM STDIN` inside its transaction.
-struct Sink {
-    shard: usize,
-    addr: String,
-    server: Server,
+/// How a large table is read in parallel; [`copy_data`] uses [`CopyTuning::default`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopyTuning {
+    /// A (table, source shard) whose source table is larger than this (`pg_relation_size`) is
+    /// read by several readers, each a CTID range, all under the same exported snapshot.
+    /// 0 disables the split.
+    pub split_bytes: u64,
 }
 
-impl Sink {
-    async fn open(shard: usize, t: &ServerTarget, sql: &str) -> Result<Sink, CopyDataError> {
-        let addr = t.addr();
-        let mut server = connect(t).await?;
-        server
-            .execute("BEGIN")
-            .await
-            .map_err(server_err(&addr, "BEGIN"))?;
-        server
-            .write(&message::query(sql))
-            .await
-            .map_err(server_err(&addr, sql))?;
-        loop {
-            let m = server.read().await.map_err(server_err(&addr, sql))?;
-            match m.tag() {
-                b'G' => break,
-                b'E' => return Err(server_err(&addr, sql)(postgres_error(&addr, m))),
-                _ => {}
-            }
-        }
-        Ok(Sink {
-            shard,
-            addr,
-            server,
-        })
-    }
-
-    async fn send(&mut self, buf: &mut BytesMut) -> Result<(), CopyDataError> {
-        if buf.is_empty() {
-            return Ok(());
-        }
-        let data = buf.split();
-        let m = message::build(b'd', |b| b.extend_from_slice(&data));
-        self.server
-            .write(&m)
-            .await
-            .map_err(server_err(&self.addr, "sending COPY data"))
-    }
-
-    /// CopyDone, then the COPY's result.
-    async fn done(&mut self) -> Result<(), CopyDataError> {
-        let ctx = format!("shard {} COPY FROM STDIN", self.shard);
-        self.server
-            .write(&message::empty(b'c'))
-            .await
-            .map_err(server_err(&self.addr, &ctx))?;
-        let mut error = None;
-        loop {
-            let m = self
-                .server
-                .read()
-                .await
-                .map_err(server_err(&self.addr, &ctx))?;
-            match m.tag() {
-                b'E' => error = Some(postgres_error(&self.addr, m)),
-                b'Z' => break,
-                _ => {}
-            }
-        }
-        match error {
-            Some(e) => Err(server_err(&self.addr, &ctx)(e)),
-            None => Ok(()),
+impl Default for CopyTuning {
+    fn default() -> Self {
+        CopyTuning {
+            split_bytes: DEFAULT_SPLIT_BYTES,
         }
     }
+}
 
-    async fn commit(mut self) -> Result<(), CopyDataError> {
-        let ctx = format!("shard {} COMMIT", self.shard);
-        self.server
-            .execute("COMMIT")
-            .await
-            .map_err(server_err(&self.addr, &ctx))?;
-        self.server.terminate().await;
-        Ok(())
+/// The default [`CopyTuning::split_bytes`]: 64 MiB.
+pub const DEFAULT_SPLIT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Overrides [`CopyTuning::split_bytes`] for [`copy_data`] (bytes; 0 disables the split).
+pub const SPLIT_BYTES_ENV: &str = "PGDOG_COPY_SPLIT_BYTES";
+
+impl CopyTuning {
+    /// The defaults, with `PGDOG_COPY_SPLIT_BYTES` applied when it is set to a number.
+    pub fn from_env() -> CopyTuning {
+        let mut tuning = CopyTuning::default();
+        if let Some(bytes) = std::env::var(SPLIT_BYTES_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+        {
+            tuning.split_bytes = bytes;
+        }
+        tuning
     }
 }
 
 /// Copies one table from one source shard into `job.targets`; those destination shards commit
-/// only when all of it arrived, each with its watermark row. On error the connections are
-/// dropped, so every shard's transaction rolls back and the temporary slot goes away.
+/// only when all of it arrived, each with its watermark row. On error (or when this future is
+/// dropped) the connections are dropped, so every shard's transaction rolls back and the
+/// temporary slot goes away.
+///
+/// `budget` holds the reader connections shared by all copies: one permit is needed to start,
+/// extra ones (taken only when free) let a table larger than `budget.tuning.split_bytes` be
+/// read in that many CTID ranges at once.
 async fn copy_table(
     job: Job,
     index: usize,
     dests: Vec<ServerTarget>,
     progress_slot: Option<String>,
     progress: Option<Arc<Progress>>,
+    budget: ReaderBudget,
 ) -> Result<TableCopy, CopyDataError> {
     let table = job.display();
     let src_addr = job.source.addr();
-    // The reader; first the planner's estimate for the progress display.
+    let ReaderBudget {
+        permits: readers,
+        total: parallel,
+        tuning,
+    } = budget;
+    let _first = readers
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(|e| CopyDataError::Table {
+            table: table.clone(),
+            reason: format!("reader budget: {e}"),
+        })?;
+    // The first reader; first the planner's estimate (progress display) and the table's size.
     let mut reader = connect(&job.source).await?;
-    let estimate = query_rows(
+    let stats = query_rows(
         &mut reader,
         &format!(
-            "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = {}::regclass",
+            "SELECT greatest(reltuples, 0)::bigint, pg_relation_size(oid), \
+                    current_setting('block_size')::bigint \
+               FROM pg_class WHERE oid = {}::regclass",
             literal(&job.sql_name())
         ),
     )
     .await
-    .ok()
-    .and_then(|r| r.first()?.first()?.as_deref()?.parse::<u64>().ok())
-    .unwrap_or(0);
+    .map_err(server_err(&src_addr, "reading the table's size"))?;
+    let stat = |i: usize| -> u64 {
+        stats
+            .first()
+            .and_then(|r| r.get(i)?.as_deref()?.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let (estimate, size, block_size) = (stat(0), stat(1), stat(2).max(1));
+    // Extra readers for a large table, as many as the budget has free right now.
+    let mut extra = None;
+    if tuning.split_bytes > 0 && size > tuning.split_bytes {
+        let wanted = (size / block_size).min(parallel as u64) as u32;
+        for n in (1..wanted).rev() {
+            if let Ok(p) = readers.clone().try_acquire_many_owned(n) {
+                extra = Some(p);
+                break;
+            }
+        }
+    }
+    let ranges = 1 + extra.as_ref().map(|p| p.num_permits()).unwrap_or(0);
+
     let tracker = progress
         .as_ref()
         .map(|p| (p.clone(), p.add_table(&table, job.source_shard, estimate)));
-    let track = |f: &dyn Fn(&mut TableProgress)| {
-        if let Some((p, i)) = &tracker {
-            p.update_table(*i, f);
-        }
-    };
-    track(&|t| t.started = Some(Instant::now()));
+    if let Some((p, i)) = &tracker {
+        p.update_table(*i, |t| t.started = Some(Instant::now()));
+    }
 
-    // The temporary slot and its exported snapshot.
+    // The temporary slot and its exported snapshot; the replication connection stays open
+    // (keeping the snapshot importable) until the copy is over.
     let slot_name = format!("pgdog_copy_{}_{index}", std::process::id());
     let slot = SlotOptions {
         temporary: true,
@@ -572,20 +573,18 @@ async fn copy_table(
             reason: format!("slot {slot_name} exported no snapshot"),
         })?;
 
-    // The reader, under the slot's snapshot.
-    reader
-        .execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        .await
-        .map_err(server_err(&src_addr, "BEGIN"))?;
-    reader
-        .execute(&format!("SET TRANSACTION SNAPSHOT {}", literal(&snapshot)))
-        .await
-        .map_err(server_err(&src_addr, "SET TRANSACTION SNAPSHOT"))?;
+    // Every reader under the slot's snapshot.
+    prepare_reader(&mut reader, &src_addr, &snapshot).await?;
+    let mut servers = vec![reader];
+    for _ in 1..ranges {
+        servers.push(snapshot_reader(&job.source, &snapshot).await?);
+    }
 
     // One COPY FROM STDIN per target destination shard; rows for the others are dropped.
     let copy_in = job.copy_in();
     let n = dests.len();
-    let mut sinks: Vec<Option<Sink>> = (0..n).map(|_| None).collect();
+    let mut tasks: JoinSet<Result<Outcome, CopyDataError>> = JoinSet::new();
+    let mut senders: Vec<Option<mpsc::Sender<Bytes>>> = (0..n).map(|_| None).collect();
     for &shard in &job.targets {
         let t = dests
             .get(shard)
@@ -593,132 +592,65 @@ async fn copy_table(
                 database: "destination".into(),
                 shard,
             })?;
-        sinks[shard] = Some(Sink::open(shard, t, &copy_in).await?);
+        let sink = Sink::open(shard, t, &copy_in).await?;
+        let (tx, rx) = mpsc::channel(CHANNEL_DEPTH);
+        senders[shard] = Some(tx);
+        tasks.spawn(async move {
+            sink.write_all(rx)
+                .await
+                .map(|s| Outcome::Written(Box::new(s)))
+        });
     }
-    let mut buffers: Vec<BytesMut> = (0..n).map(|_| BytesMut::new()).collect();
-    let options = CopyOptions::for_format(CopyFormat::Binary);
-    let (mut splitter, sharding) = match &job.dest {
-        Destination::ByKey(t, key) => (
-            Some(CopySplitter::new(&options, *key, n).with_context(&job.name, t.column())),
-            Some((**t).clone()),
-        ),
-        Destination::Everywhere => (None, None),
+    let counters = Arc::new(Counters::default());
+    let split = if ranges > 1 {
+        block_ranges(size / block_size, ranges)
+            .into_iter()
+            .map(Some)
+            .collect()
+    } else {
+        vec![None]
     };
-    // The router's placement, exactly as for a client COPY through the proxy.
-    let mut place = |field: KeyField<'_>| -> Result<usize, KeyError> {
-        let Some(t) = sharding.as_ref() else {
-            return Ok(0);
+    for (server, range) in servers.into_iter().zip(split) {
+        let reader = Reader {
+            server,
+            addr: src_addr.clone(),
+            sql: copy_out_sql(&job.sql_name(), &job.column_list(), range),
+            table: table.clone(),
+            dest: job.dest.clone(),
+            senders: senders.clone(),
+            tracker: Tracker {
+                counters: counters.clone(),
+                progress: tracker.clone(),
+            },
         };
-        let r = match field {
-            KeyField::Null => t.shard_of_text(None),
-            KeyField::Text(s) => t.shard_of_text(Some(&s)),
-            KeyField::Binary(b) => t.shard_of_binary(b),
-        };
-        r.map_err(|e| KeyError::new(e.code(), e.to_string()))
-    };
+        tasks.spawn(async move { reader.run().await.map(Outcome::Read) });
+    }
+    // The writers finish once every reader dropped its senders.
+    drop(senders);
 
-    let copy_out = job.copy_out();
-    reader
-        .write(&message::query(&copy_out))
-        .await
-        .map_err(server_err(&src_addr, &copy_out))?;
-    let mut source_rows: u64 = 0;
-    let mut error: Option<CopyDataError> = None;
-    // Progress is published every PROGRESS_BYTES, not per row.
-    let (mut messages, mut bytes, mut reported) = (0u64, 0u64, 0u64);
-    loop {
-        let m = reader
-            .read()
-            .await
-            .map_err(server_err(&src_addr, &copy_out))?;
-        match m.tag() {
-            b'd' if error.is_none() => {
-                let data = m.payload();
-                messages += 1;
-                bytes += data.len() as u64;
-                match splitter.as_mut() {
-                    Some(sp) => {
-                        if let Err(e) = sp.feed(data, &mut place, &mut buffers) {
-                            error = Some(CopyDataError::Table {
-                                table: table.clone(),
-                                reason: e.to_string(),
-                            });
-                            continue;
-                        }
-                    }
-                    None => {
-                        for (shard, b) in buffers.iter_mut().enumerate() {
-                            if sinks[shard].is_some() {
-                                b.extend_from_slice(data);
-                            }
-                        }
-                    }
-                }
-                for (sink, buf) in sinks.iter_mut().zip(buffers.iter_mut()) {
-                    match sink {
-                        Some(sink) if buf.len() >= FLUSH_BYTES => sink.send(buf).await?,
-                        Some(_) => {}
-                        None => buf.clear(),
-                    }
-                }
-                if bytes - reported >= PROGRESS_BYTES {
-                    reported = bytes;
-                    // One CopyData per row (the binary header rides on the first one).
-                    let rows = splitter.as_ref().map(|s| s.rows()).unwrap_or(messages);
-                    track(&|t| {
-                        t.rows = rows;
-                        t.bytes = bytes;
-                    });
-                }
+    let mut sinks = Vec::new();
+    let mut read = ReadCount::default();
+    while let Some(joined) = tasks.join_next().await {
+        let outcome = joined.map_err(|e| CopyDataError::Table {
+            table: table.clone(),
+            reason: format!("copy task failed: {e}"),
+        })??;
+        match outcome {
+            Outcome::Written(sink) => sinks.push(*sink),
+            Outcome::Read(r) => {
+                read.source_rows += r.source_rows;
+                read.placed_rows += r.placed_rows;
             }
-            b'c' if error.is_none() => {
-                if let Some(sp) = splitter.as_mut() {
-                    if let Err(e) = sp.finish(&mut place, &mut buffers) {
-                        error = Some(CopyDataError::Table {
-                            table: table.clone(),
-                            reason: e.to_string(),
-                        });
-                    }
-                }
-            }
-            b'C' => {
-                source_rows = m
-                    .reader()
-                    .cstr()
-                    .ok()
-                    .and_then(|t| t.rsplit(' ').next()?.parse::<u64>().ok())
-                    .unwrap_or(0);
-            }
-            b'E' => {
-                error.get_or_insert(server_err(&src_addr, &copy_out)(postgres_error(
-                    &src_addr, m,
-                )));
-            }
-            b'Z' => break,
-            _ => {}
         }
     }
-    if let Some(e) = error {
-        return Err(e);
-    }
-    for (sink, buf) in sinks.iter_mut().zip(buffers.iter_mut()) {
-        if let Some(sink) = sink {
-            sink.send(buf).await?;
-        }
-    }
-    for sink in sinks.iter_mut().flatten() {
-        sink.done().await?;
-    }
-    if let Some(sp) = splitter.as_ref() {
-        if sp.rows() != source_rows {
-            return Err(CopyDataError::Table {
-                table,
-                reason: format!(
-                    "the source sent {source_rows} rows but {} were placed",
-                    sp.rows()
-                ),
-            });
-        }
+    if read.placed_rows != read.source_rows {
+        return Err(CopyDataError::Table {
+            table,
+            reason: format!(
+                "the source sent {} rows but {} were placed",
+                read.source_rows, read.placed_rows
+            ),
+        });
     }
     if let Some(slot) = &progress_slot {
         let sql = format!(
@@ -729,7 +661,7 @@ async fn copy_table(
             literal(&table),
             literal(&format_lsn(created.consistent_point))
         );
-        for sink in sinks.iter_mut().flatten() {
+        for sink in sinks.iter_mut() {
             sink.server
                 .execute(&sql)
                 .await
@@ -737,27 +669,54 @@ async fn copy_table(
         }
     }
     // Each shard commits its rows with its watermark row: atomic per shard.
-    for sink in sinks.into_iter().flatten() {
+    sinks.sort_by_key(|s| s.shard);
+    for sink in sinks {
         sink.commit().await?;
     }
-    let _ = reader.execute("COMMIT").await;
-    reader.terminate().await;
     // Ending the replication connection drops the temporary slot.
     repl.close().await;
-    track(&|t| {
-        t.rows = source_rows;
-        t.bytes = bytes;
-        t.finished = Some(Instant::now());
-    });
+    let rows = read.source_rows;
+    if let Some((p, i)) = &tracker {
+        p.update_table(*i, |t| {
+            t.rows = rows;
+            t.bytes = counters.bytes();
+            t.finished = Some(Instant::now());
+        });
+    }
     Ok(TableCopy {
         table,
         source_shard: job.source_shard,
-        rows: source_rows,
+        rows,
         watermark: created.consistent_point,
         source: src_addr,
         skipped: false,
         shards: job.targets,
+        readers: ranges,
     })
+}
+
+/// What a task of [`copy_table`] ended with.
+enum Outcome {
+    Read(ReadCount),
+    Written(Box<Sink>),
+}
+
+/// The reader connections all copies share.
+#[derive(Clone)]
+struct ReaderBudget {
+    permits: Arc<Semaphore>,
+    /// The permits in all (`--parallel`).
+    total: usize,
+    tuning: CopyTuning,
+}
+
+/// Aborts a spawned task when dropped: dropping [`copy_data`]'s future stops its copies.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// One source shard: its primary and replicas.
@@ -841,10 +800,25 @@ async fn copied_tables(
 }
 
 /// Runs the copy: the permanent slots (if asked), then every (table, source shard), `parallel`
-/// at once. Each finished or skipped copy is passed to `report` as it completes.
+/// at once. Each finished or skipped copy is passed to `report` as it completes. Dropping the
+/// returned future aborts the copies under way (their destination transactions roll back,
+/// their temporary slots go away). Tables larger than 64 MiB are read in CTID ranges
+/// ([`CopyTuning::from_env`]).
 pub async fn copy_data(
     settings: &Settings,
     options: &CopyDataOptions,
+    report: impl FnMut(&TableCopy),
+) -> Result<(Vec<SlotReport>, Vec<TableCopy>), CopyDataError> {
+    copy_data_tuned(settings, options, CopyTuning::from_env(), report).await
+}
+
+/// [`copy_data`] with the large-table split tuned. `options.parallel` bounds the reader
+/// connections open at a time over all tables: a table larger than `tuning.split_bytes` takes
+/// the free ones (up to `parallel`) and reads that many CTID ranges at once.
+pub async fn copy_data_tuned(
+    settings: &Settings,
+    options: &CopyDataOptions,
+    tuning: CopyTuning,
     mut report: impl FnMut(&TableCopy),
 ) -> Result<(Vec<SlotReport>, Vec<TableCopy>), CopyDataError> {
     for db in [&options.from_database, &options.to_database] {
@@ -937,6 +911,7 @@ pub async fn copy_data(
                     source: String::new(),
                     skipped: true,
                     shards: Vec::new(),
+                    readers: 0,
                 });
             }
             !job.targets.is_empty()
@@ -984,14 +959,23 @@ pub async fn copy_data(
         done.push(copy);
     }
 
+    let parallel = options.parallel.max(1);
+    let budget = ReaderBudget {
+        permits: Arc::new(Semaphore::new(parallel)),
+        total: parallel,
+        tuning,
+    };
     let mut copies = stream::iter(jobs.into_iter().enumerate().map(|(i, job)| {
         let dests = dests.clone();
         let slot = options.slot.clone();
         let progress = options.progress.clone();
+        let budget = budget.clone();
         async move {
             let table = job.display();
-            let handle = tokio::spawn(copy_table(job, i, dests, slot, progress));
-            match handle.await {
+            let mut handle = AbortOnDrop(tokio::spawn(copy_table(
+                job, i, dests, slot, progress, budget,
+            )));
+            match (&mut handle.0).await {
                 Ok(r) => r,
                 Err(e) => Err(CopyDataError::Table {
                     table,
@@ -1000,7 +984,7 @@ pub async fn copy_data(
             }
         }
     }))
-    .buffer_unordered(options.parallel.max(1));
+    .buffer_unordered(parallel);
     while let Some(result) = copies.next().await {
         match result {
             Ok(copy) => {
@@ -1105,7 +1089,7 @@ mod tests {
             targets: vec![0, 1],
         };
         assert_eq!(
-            job.copy_out(),
+            copy_out_sql(&job.sql_name(), &job.column_list(), None),
             "COPY \"public\".\"users\" (\"id\", \"Name\") TO STDOUT (FORMAT binary)"
         );
         assert_eq!(
@@ -1120,10 +1104,20 @@ mod tests {
             source: String::new(),
             skipped: false,
             shards: vec![0, 1],
+            readers: 1,
         };
         assert_eq!(
             line.to_string(),
             "table public.users: 12 rows, watermark 1/FF"
+        );
+        let split = TableCopy {
+            source: "127.0.0.1:5433".into(),
+            readers: 3,
+            ..line
+        };
+        assert_eq!(
+            split.to_string(),
+            "table public.users: 12 rows, watermark 1/FF (read from 127.0.0.1:5433) in 3 ranges"
         );
     }
 
@@ -1139,6 +1133,7 @@ mod tests {
             source: String::new(),
             skipped: true,
             shards: Vec::new(),
+            readers: 0,
         };
         assert_eq!(
             skipped.to_string(),

@@ -4,6 +4,7 @@ pub mod admin_commands;
 pub mod cli;
 pub mod config_swap;
 pub mod copy;
+mod copy_stream;
 pub mod cutover;
 pub mod display;
 pub mod orchestrate;

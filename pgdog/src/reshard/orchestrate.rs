@@ -380,6 +380,7 @@ async fn run(
         until_lsn: None,
         progress: None,
         stop_at: None,
+        atomic: false,
     };
     let replay = RunningReplay::start(settings.clone(), replay_options, control.progress.clone());
     let mut primaries = SourcePrimaries::connect(settings, &o.from_database).await?;
@@ -450,6 +451,7 @@ async fn reverse(
         until_lsn: None,
         progress: None,
         stop_at: None,
+        atomic: false,
     };
     let progress = Arc::new(Progress::default());
     let replay = RunningReplay::start(settings.clone(), options, progress);

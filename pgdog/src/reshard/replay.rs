@@ -14,23 +14,28 @@
 //!   shard; the same transaction records the source LSN reached in `pgdog_reshard_position`, so a
 //!   restart (also after kill -9) skips, shard by shard, what that shard already committed. The
 //!   slot is confirmed only once every touched shard committed.
+//! - Group commit: consecutive source transactions share one destination transaction per
+//!   shard while more replication data is already received (never while waiting for the
+//!   network), up to [`MAX_BATCH`] source transactions (`PGDOG_REPLAY_BATCH=N` sets another
+//!   bound), [`MAX_BATCH_ROWS`] changes or [`MAX_BATCH_TIME`]; the stored position is the end
+//!   LSN of the batch's last transaction, and a batch is all or nothing per shard.
 //! - INSERT is an upsert on the replica identity; an UPDATE moving a row to another shard is a
 //!   DELETE there and an upsert on the new shard; TRUNCATE runs on every shard.
 //! - Stopping: `--until-lsn` (every stream), [`ReplayOptions::stop_at`] (per source shard,
 //!   settable while running: the cutover), or the shutdown future. A stream with a target asks
 //!   the server for a keepalive every 100 ms while idle, so it notices quickly that the server
 //!   is past its target with nothing left to apply. [`ReplayOptions::progress`] gets per stream
-//!   LSNs, commit time and counts after each committed transaction.
-//! - [`replay_with`] `atomic` (`PGDOG_REPLAY_ATOMIC=1` for `pgdog replay`): a source transaction
+//!   LSNs, commit time and counts after each committed batch.
+//! - [`ReplayOptions::atomic`] (`pgdog replay --atomic`, or `PGDOG_REPLAY_ATOMIC=1`): a batch
 //!   touching several destination shards commits with two-phase commit
 //!   (`PREPARE TRANSACTION 'pgdog_replay_<key>_<end lsn>_<shard>'` on each, then
 //!   `COMMIT PREPARED` on each). On start, a crashed run's leftovers are resolved: committed
 //!   when the transaction committed on some shard (its LSN is at most the furthest shard's
 //!   position), rolled back otherwise (it is replayed again). A replay that fails and is not
 //!   run again leaves its prepared transactions (and their locks) behind.
-//! - Test hooks: `PGDOG_TEST_ABORT_AFTER_COMMIT=N` aborts right after the Nth destination commit,
-//!   before the slot is confirmed; `PGDOG_TEST_ABORT_IN_2PC=N:K` aborts in the Nth two-phase
-//!   transaction after every shard prepared it and K committed it.
+//! - Test hooks: `PGDOG_TEST_ABORT_AFTER_COMMIT=N` aborts right after the Nth destination commit
+//!   (batch), before the slot is confirmed; `PGDOG_TEST_ABORT_IN_2PC=N:K` aborts in the Nth
+//!   two-phase batch after every shard prepared it and K committed it.
 use crate::backend::server::{Server, ServerError, ServerTarget};
 use crate::config::Settings;
 use crate::net::message::{self, put_cstr};
@@ -54,7 +59,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -63,6 +68,14 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const SYNC_EVERY: usize = 1000;
 /// Buffered bytes for one shard before they are written.
 const FLUSH_BYTES: usize = 64 * 1024;
+/// At most this many source transactions in one destination transaction (group commit);
+/// `PGDOG_REPLAY_BATCH` sets another bound (1: one destination transaction per source one).
+const MAX_BATCH: u64 = 1000;
+const BATCH_ENV: &str = "PGDOG_REPLAY_BATCH";
+/// A batch is committed once it holds this many row changes...
+const MAX_BATCH_ROWS: u64 = 20_000;
+/// ...or this long after its first source transaction ended.
+const MAX_BATCH_TIME: Duration = Duration::from_millis(50);
 /// How often a stream with a stop target asks the server for a keepalive while idle.
 const STOP_POLL: Duration = Duration::from_millis(100);
 /// How long a slot still held by a killed run's walsender is waited for.
@@ -72,7 +85,8 @@ const ABORT_AFTER_COMMIT: &str = "PGDOG_TEST_ABORT_AFTER_COMMIT";
 /// Test hook of the two-phase commit: `N:K` aborts during the Nth two-phase transaction after
 /// every shard prepared it and K of them committed it.
 const ABORT_IN_TWO_PHASE: &str = "PGDOG_TEST_ABORT_IN_2PC";
-/// `pgdog replay` runs with two-phase commits when this is `1` (see [`replay_with`]).
+/// `pgdog replay` runs with two-phase commits when this is `1`, like `--atomic`
+/// ([`ReplayOptions::atomic`]).
 pub const ATOMIC_ENV: &str = "PGDOG_REPLAY_ATOMIC";
 
 #[derive(Debug, thiserror::Error)]
@@ -102,10 +116,14 @@ pub struct ReplayOptions {
     pub slot: String,
     /// Stop after the transaction ending at or after this LSN (every stream).
     pub until_lsn: Option<u64>,
-    /// Live progress, updated per committed transaction (None from the CLI).
+    /// Live progress, updated per committed batch of source transactions (None from the CLI).
     pub progress: Option<Arc<Progress>>,
     /// Per source shard stop targets, settable while the replay runs (None from the CLI).
     pub stop_at: Option<Arc<StopAt>>,
+    /// Two-phase commit: a destination transaction touching several shards is prepared on
+    /// each, then committed on each, so readers never see it on one shard only
+    /// (`pgdog replay --atomic`).
+    pub atomic: bool,
 }
 
 impl std::fmt::Debug for ReplayOptions {
@@ -118,6 +136,7 @@ impl std::fmt::Debug for ReplayOptions {
             .field("until_lsn", &self.until_lsn)
             .field("progress", &self.progress.is_some())
             .field("stop_at", &self.stop_at.is_some())
+            .field("atomic", &self.atomic)
             .finish()
     }
 }
@@ -143,18 +162,35 @@ struct Shard {
     addr: String,
     server: Server,
     /// SQL text → prepared statement name.
-    statements: HashMap<String, String>,
+    statements: HashMap<Arc<str>, String>,
     /// The stored position: transactions committing before it are already applied here.
     position: u64,
     out: BytesMut,
+    /// Statements queued since the last Sync.
     queued: usize,
+    /// Syncs (and simple Queries) sent whose results are not read yet.
+    pending_syncs: usize,
 }
 
-/// One statement to run with its parameters.
+/// One statement to run with its parameters; the SQL text and parameter types are shared by
+/// every statement of the same shape ([`Table::shape`]).
+#[derive(Clone)]
 struct Stmt {
-    sql: String,
-    types: Vec<i32>,
+    sql: Arc<str>,
+    types: Arc<[i32]>,
     params: Vec<Option<Bytes>>,
+}
+
+/// The SQL text and parameter types of a statement shape.
+type Shape = (Arc<str>, Arc<[i32]>);
+
+/// A statement shape of a table: its kind and the columns of its parameters, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum ShapeKey {
+    Upsert(Vec<usize>),
+    /// (SET columns, WHERE columns).
+    Update(Vec<usize>, Vec<usize>),
+    Delete(Vec<usize>),
 }
 
 impl Shard {
@@ -176,7 +212,7 @@ impl Shard {
 
     /// Queues Parse (first use of the SQL on this connection), Bind and Execute.
     async fn queue(&mut self, stmt: &Stmt, lsn: u64) -> Result<(), ReplayError> {
-        let name = match self.statements.get(&stmt.sql) {
+        let name = match self.statements.get(&*stmt.sql) {
             Some(n) => n.clone(),
             None => {
                 let name = format!("pgdog_replay_{}", self.statements.len());
@@ -217,12 +253,44 @@ impl Shard {
         Ok(())
     }
 
-    /// An intermediate Sync inside the open transaction, then its results.
-    async fn sync(&mut self, lsn: u64) -> Result<(), ReplayError> {
+    /// Queues a Sync and sends everything queued; its results are read later
+    /// ([`Shard::read_pending`]).
+    async fn send_sync(&mut self) -> Result<(), ReplayError> {
         self.out.extend_from_slice(message::sync().bytes());
         self.queued = 0;
-        self.flush().await?;
-        self.sync_read(lsn, false).await
+        self.pending_syncs += 1;
+        self.flush().await
+    }
+
+    /// Sends a simple Query (outside the extended-protocol statements: e.g. PREPARE
+    /// TRANSACTION with its unique gid); its results are read with the pending Syncs'.
+    async fn send_query(&mut self, sql: &str) -> Result<(), ReplayError> {
+        self.out.extend_from_slice(message::query(sql).bytes());
+        self.pending_syncs += 1;
+        self.flush().await
+    }
+
+    /// An intermediate Sync inside the open transaction; then the results of the previous
+    /// one are read (at most two Syncs' results are pending: the server keeps executing while
+    /// this side reads, and neither side's socket buffer fills up).
+    async fn sync(&mut self, lsn: u64) -> Result<(), ReplayError> {
+        self.send_sync().await?;
+        while self.pending_syncs > 1 {
+            self.pending_syncs -= 1;
+            self.sync_read(lsn, false).await?;
+        }
+        Ok(())
+    }
+
+    /// Reads the results of every Sync sent; with `committed`, the last one must leave the
+    /// connection outside a transaction.
+    async fn read_pending(&mut self, lsn: u64, committed: bool) -> Result<(), ReplayError> {
+        while self.pending_syncs > 0 {
+            self.pending_syncs -= 1;
+            self.sync_read(lsn, committed && self.pending_syncs == 0)
+                .await?;
+        }
+        Ok(())
     }
 }
 
@@ -237,7 +305,9 @@ struct Table {
     dest: Destination,
     /// The copy watermark on each destination shard (they differ when a resumed copy wrote
     /// some shards later than others); empty when `ignored`.
-    watermarks: Vec<u64>,
+    watermarks: Arc<[u64]>,
+    /// The SQL text and parameter types of each statement shape seen so far.
+    shapes: parking_lot::Mutex<HashMap<ShapeKey, Shape>>,
     /// An omnisharded table seen on a source shard other than 0: shard 0's stream applies its
     /// changes (every source shard carries the same writes).
     ignored: bool,
@@ -299,8 +369,9 @@ impl Table {
             name,
             columns,
             dest,
-            watermarks,
+            watermarks: watermarks.into(),
             ignored,
+            shapes: parking_lot::Mutex::new(HashMap::new()),
         })
     }
 
@@ -377,21 +448,40 @@ impl Table {
         Ok(values)
     }
 
-    fn where_clause(&self, wh: &[(usize, Option<Bytes>)], stmt: &mut Stmt) -> String {
+    /// The statement of a shape with these parameter values: its SQL text built once per
+    /// shape, by `build`.
+    fn shape(
+        &self,
+        key: ShapeKey,
+        params: Vec<Option<Bytes>>,
+        build: impl FnOnce() -> String,
+    ) -> Stmt {
+        let mut shapes = self.shapes.lock();
+        let (sql, types) = shapes.entry(key).or_insert_with_key(|key| {
+            let columns: Vec<usize> = match key {
+                ShapeKey::Upsert(c) | ShapeKey::Delete(c) => c.clone(),
+                ShapeKey::Update(set, wh) => set.iter().chain(wh).copied().collect(),
+            };
+            let types: Vec<i32> = columns.iter().map(|&i| self.types[i]).collect();
+            (build().into(), types.into())
+        });
+        Stmt {
+            sql: sql.clone(),
+            types: types.clone(),
+            params,
+        }
+    }
+
+    /// The WHERE condition on columns `wh`, their parameters numbered from `first`.
+    fn where_clause(&self, wh: &[usize], first: usize) -> String {
         let mut conds = Vec::with_capacity(wh.len());
-        for (i, v) in wh {
-            stmt.params.push(v.clone());
-            stmt.types.push(self.types[*i]);
+        for (n, i) in wh.iter().enumerate() {
             let op = if self.full {
                 "IS NOT DISTINCT FROM"
             } else {
                 "="
             };
-            conds.push(format!(
-                "{} {op} ${}",
-                ident(&self.columns[*i]),
-                stmt.params.len()
-            ));
+            conds.push(format!("{} {op} ${}", ident(&self.columns[*i]), first + n));
         }
         if self.full {
             format!(
@@ -406,19 +496,23 @@ impl Table {
 
     /// `INSERT ... ON CONFLICT (key) DO UPDATE`: a re-delivered row is harmless.
     fn upsert(&self, values: &[(usize, Option<Bytes>)]) -> Stmt {
-        let cols: Vec<String> = values
-            .iter()
-            .map(|(i, _)| ident(&self.columns[*i]))
-            .collect();
-        let placeholders: Vec<String> = (1..=values.len()).map(|n| format!("${n}")).collect();
+        let params = values.iter().map(|(_, v)| v.clone()).collect();
+        self.shape(ShapeKey::Upsert(columns(values)), params, || {
+            self.upsert_sql(&columns(values))
+        })
+    }
+
+    fn upsert_sql(&self, columns: &[usize]) -> String {
+        let cols: Vec<String> = columns.iter().map(|i| ident(&self.columns[*i])).collect();
+        let placeholders: Vec<String> = (1..=columns.len()).map(|n| format!("${n}")).collect();
         let conflict = if self.full || self.key.is_empty() {
             "ON CONFLICT DO NOTHING".to_string()
         } else {
             let keys: Vec<String> = self.key.iter().map(|i| ident(&self.columns[*i])).collect();
-            let set: Vec<String> = values
+            let set: Vec<String> = columns
                 .iter()
-                .filter(|(i, _)| !self.key.contains(i))
-                .map(|(i, _)| {
+                .filter(|i| !self.key.contains(i))
+                .map(|i| {
                     let c = ident(&self.columns[*i]);
                     format!("{c} = EXCLUDED.{c}")
                 })
@@ -433,59 +527,53 @@ impl Table {
                 )
             }
         };
-        Stmt {
-            sql: format!(
-                "INSERT INTO {} ({}) VALUES ({}) {conflict}",
-                self.sql_name,
-                cols.join(", "),
-                placeholders.join(", ")
-            ),
-            types: values.iter().map(|(i, _)| self.types[*i]).collect(),
-            params: values.iter().map(|(_, v)| v.clone()).collect(),
-        }
+        format!(
+            "INSERT INTO {} ({}) VALUES ({}) {conflict}",
+            self.sql_name,
+            cols.join(", "),
+            placeholders.join(", ")
+        )
     }
 
     fn update(&self, set: &[(usize, Option<Bytes>)], wh: &[(usize, Option<Bytes>)]) -> Stmt {
-        let mut stmt = Stmt {
-            sql: String::new(),
-            types: Vec::new(),
-            params: Vec::new(),
-        };
-        let mut sets = Vec::with_capacity(set.len());
-        for (i, v) in set {
-            stmt.params.push(v.clone());
-            stmt.types.push(self.types[*i]);
-            sets.push(format!(
-                "{} = ${}",
-                ident(&self.columns[*i]),
-                stmt.params.len()
-            ));
-        }
-        let cond = self.where_clause(wh, &mut stmt);
-        stmt.sql = format!(
-            "UPDATE {} SET {} WHERE {cond}",
-            self.sql_name,
-            sets.join(", ")
-        );
-        stmt
+        let key = ShapeKey::Update(columns(set), columns(wh));
+        let params = set.iter().chain(wh).map(|(_, v)| v.clone()).collect();
+        self.shape(key, params, || {
+            let sets: Vec<String> = set
+                .iter()
+                .enumerate()
+                .map(|(n, (i, _))| format!("{} = ${}", ident(&self.columns[*i]), n + 1))
+                .collect();
+            format!(
+                "UPDATE {} SET {} WHERE {}",
+                self.sql_name,
+                sets.join(", "),
+                self.where_clause(&columns(wh), set.len() + 1)
+            )
+        })
     }
 
     fn delete(&self, wh: &[(usize, Option<Bytes>)]) -> Stmt {
-        let mut stmt = Stmt {
-            sql: String::new(),
-            types: Vec::new(),
-            params: Vec::new(),
-        };
-        let cond = self.where_clause(wh, &mut stmt);
-        stmt.sql = format!("DELETE FROM {} WHERE {cond}", self.sql_name);
-        stmt
+        let params = wh.iter().map(|(_, v)| v.clone()).collect();
+        self.shape(ShapeKey::Delete(columns(wh)), params, || {
+            format!(
+                "DELETE FROM {} WHERE {}",
+                self.sql_name,
+                self.where_clause(&columns(wh), 1)
+            )
+        })
     }
+}
+
+/// The columns of (column, value) pairs.
+fn columns(values: &[(usize, Option<Bytes>)]) -> Vec<usize> {
+    values.iter().map(|(i, _)| *i).collect()
 }
 
 fn plain(sql: &str) -> Stmt {
     Stmt {
-        sql: sql.to_string(),
-        types: Vec::new(),
+        sql: sql.into(),
+        types: Arc::from([]),
         params: Vec::new(),
     }
 }
@@ -493,8 +581,33 @@ fn plain(sql: &str) -> Stmt {
 /// The source transaction being applied.
 struct Txn {
     final_lsn: u64,
+    /// The destination shards this transaction sent statements to.
     touched: BTreeSet<usize>,
     rows: u64,
+}
+
+/// Consecutive source transactions applied in one destination transaction per shard (group
+/// commit): committed together with the end LSN of the last one as the stored position.
+#[derive(Default)]
+struct Batch {
+    /// The shards with an open destination transaction.
+    touched: BTreeSet<usize>,
+    /// Source transactions in the batch (applied on some shard or skipped).
+    source: u64,
+    /// Of those, the ones applied on at least one shard, and their rows.
+    transactions: u64,
+    rows: u64,
+    /// The end LSN and commit time of the last source transaction.
+    end_lsn: u64,
+    commit_time: i64,
+    /// When the first source transaction of the batch ended.
+    started: Option<Instant>,
+}
+
+impl Batch {
+    fn is_empty(&self) -> bool {
+        self.source == 0
+    }
 }
 
 /// The applier: destination shards and the tables seen so far.
@@ -513,6 +626,10 @@ struct Applier {
     summary: ReplaySummary,
     /// Two-phase commit for transactions touching several shards.
     atomic: Option<Atomic>,
+    /// The source transactions ended but not committed yet.
+    batch: Batch,
+    /// At most this many source transactions in one batch.
+    max_batch: u64,
 }
 
 /// The two-phase commit mode.
@@ -535,9 +652,10 @@ impl Applier {
     /// committed this transaction before.
     async fn send(&mut self, txn: &mut Txn, shard: usize, stmt: &Stmt) -> Result<(), ReplayError> {
         let s = &mut self.shards[shard];
-        if txn.touched.insert(shard) {
+        if self.batch.touched.insert(shard) {
             s.queue(&plain("BEGIN"), txn.final_lsn).await?;
         }
+        txn.touched.insert(shard);
         s.queue(stmt, txn.final_lsn).await
     }
 
@@ -588,7 +706,7 @@ impl Applier {
                 let ops = t
                     .shards_of(&new, n)?
                     .into_iter()
-                    .map(|s| (s, clone_stmt(&stmt)))
+                    .map(|s| (s, stmt.clone()))
                     .collect();
                 let wm = t.watermarks.clone();
                 self.apply(txn, &wm, ops).await
@@ -610,10 +728,7 @@ impl Applier {
                 let ops = if old_shards == new_shards {
                     let set = t.values(&new)?;
                     let stmt = t.update(&set, &wh);
-                    new_shards
-                        .into_iter()
-                        .map(|s| (s, clone_stmt(&stmt)))
-                        .collect()
+                    new_shards.into_iter().map(|s| (s, stmt.clone())).collect()
                 } else {
                     // The row moves: DELETE on the old shard, upsert on the new one, with
                     // unchanged TOAST values taken from the full old row when sent.
@@ -637,9 +752,9 @@ impl Applier {
                     let insert = t.upsert(&values);
                     let mut ops: Vec<(usize, Stmt)> = old_shards
                         .into_iter()
-                        .map(|s| (s, clone_stmt(&delete)))
+                        .map(|s| (s, delete.clone()))
                         .collect();
-                    ops.extend(new_shards.into_iter().map(|s| (s, clone_stmt(&insert))));
+                    ops.extend(new_shards.into_iter().map(|s| (s, insert.clone())));
                     ops
                 };
                 let wm = t.watermarks.clone();
@@ -657,7 +772,7 @@ impl Applier {
                     (0..n).collect()
                 };
                 let stmt = t.delete(&t.match_values(old.tuple())?);
-                let ops = shards.into_iter().map(|s| (s, clone_stmt(&stmt))).collect();
+                let ops = shards.into_iter().map(|s| (s, stmt.clone())).collect();
                 let wm = t.watermarks.clone();
                 self.apply(txn, &wm, ops).await
             }
@@ -730,80 +845,95 @@ impl Applier {
         }
     }
 
-    /// Records the position and commits on every touched shard; the slot may then be
-    /// confirmed up to `end_lsn`.
-    async fn commit(&mut self, txn: Txn, end_lsn: u64) -> Result<(), ReplayError> {
+    /// Adds an ended source transaction to the batch.
+    fn end_txn(&mut self, txn: Txn, end_lsn: u64, commit_time: i64) {
+        let b = &mut self.batch;
+        if b.started.is_none() {
+            b.started = Some(Instant::now());
+        }
+        b.source += 1;
+        if !txn.touched.is_empty() {
+            b.transactions += 1;
+            b.rows += txn.rows;
+        }
+        b.end_lsn = end_lsn;
+        b.commit_time = commit_time;
+    }
+
+    /// Whether the batch reached a bound: commit it before reading more.
+    fn batch_full(&self) -> bool {
+        let b = &self.batch;
+        b.source >= self.max_batch
+            || b.rows >= MAX_BATCH_ROWS
+            || b.started.is_some_and(|t| t.elapsed() >= MAX_BATCH_TIME)
+    }
+
+    /// Records the position (the batch's end LSN) and commits on every touched shard; the
+    /// slot may then be confirmed up to the returned batch's `end_lsn`.
+    async fn commit(&mut self) -> Result<Batch, ReplayError> {
+        let batch = std::mem::take(&mut self.batch);
+        let end_lsn = batch.end_lsn;
         let position = Stmt {
             sql: "INSERT INTO pgdog_reshard_position (slot, lsn) VALUES ($1, $2::pg_lsn) \
                   ON CONFLICT (slot) DO UPDATE SET lsn = EXCLUDED.lsn"
                 .into(),
-            types: Vec::new(),
+            types: Arc::from([]),
             params: vec![
                 Some(Bytes::from(self.key.clone())),
                 Some(Bytes::from(format_lsn(end_lsn))),
             ],
         };
-        if self.atomic.is_some() && txn.touched.len() > 1 {
-            return self.commit_two_phase(txn, end_lsn, &position).await;
+        if self.atomic.is_some() && batch.touched.len() > 1 {
+            self.commit_two_phase(&batch, &position).await?;
+        } else {
+            // Every COMMIT sent, then every result read.
+            for &s in &batch.touched {
+                let shard = &mut self.shards[s];
+                shard.queue(&position, end_lsn).await?;
+                shard.queue(&plain("COMMIT"), end_lsn).await?;
+                shard.send_sync().await?;
+            }
+            for &s in &batch.touched {
+                let shard = &mut self.shards[s];
+                shard.read_pending(end_lsn, true).await?;
+                shard.position = end_lsn;
+            }
         }
-        for &s in &txn.touched {
-            let shard = &mut self.shards[s];
-            shard.queue(&position, txn.final_lsn).await?;
-            shard.queue(&plain("COMMIT"), txn.final_lsn).await?;
-            shard.out.extend_from_slice(message::sync().bytes());
-            shard.queued = 0;
-            shard.flush().await?;
-        }
-        for &s in &txn.touched {
-            // The Sync is already sent: read its results.
-            let shard = &mut self.shards[s];
-            shard.sync_read(txn.final_lsn, true).await?;
-            shard.position = end_lsn;
-        }
-        if !txn.touched.is_empty() {
-            self.summary.transactions += 1;
-            self.summary.rows += txn.rows;
-        }
-        Ok(())
+        self.summary.transactions += batch.transactions;
+        self.summary.rows += batch.rows;
+        Ok(batch)
     }
 }
 
 impl Applier {
-    /// Two-phase commit of a transaction touching several shards: PREPARE TRANSACTION on each
+    /// Two-phase commit of a batch touching several shards: PREPARE TRANSACTION on each
     /// (the position row included), then COMMIT PREPARED on each. After a crash,
     /// [`resolve_prepared`] commits the leftovers of a transaction committed on some shard and
     /// rolls back those of one committed nowhere.
     async fn commit_two_phase(
         &mut self,
-        txn: Txn,
-        end_lsn: u64,
+        batch: &Batch,
         position: &Stmt,
     ) -> Result<(), ReplayError> {
-        for &s in &txn.touched {
+        let end_lsn = batch.end_lsn;
+        // The position, then PREPARE TRANSACTION, on every shard; then every result.
+        for &s in &batch.touched {
+            let gid = literal(&gid(&self.key, end_lsn, s));
             let shard = &mut self.shards[s];
-            shard.queue(position, txn.final_lsn).await?;
-            shard.out.extend_from_slice(message::sync().bytes());
-            shard.queued = 0;
-            shard.flush().await?;
-        }
-        for &s in &txn.touched {
-            self.shards[s].sync_read(txn.final_lsn, false).await?;
-        }
-        for &s in &txn.touched {
-            let shard = &mut self.shards[s];
-            let sql = format!(
-                "PREPARE TRANSACTION {}",
-                literal(&gid(&self.key, end_lsn, s))
-            );
+            shard.queue(position, end_lsn).await?;
+            shard.send_sync().await?;
             shard
-                .server
-                .execute(&sql)
-                .await
-                .map_err(|e| ReplayError::Copy(server_err(&shard.addr, &sql)(e)))?;
+                .send_query(&format!("PREPARE TRANSACTION {gid}"))
+                .await?;
+        }
+        for &s in &batch.touched {
+            self.shards[s].read_pending(end_lsn, true).await?;
         }
         let n = ATOMIC_COMMITS.fetch_add(1, Ordering::SeqCst) + 1;
         let hook = self.atomic.and_then(|a| a.abort_in);
-        for (committed, &s) in txn.touched.iter().enumerate() {
+        // COMMIT PREPARED on every shard, then every result (one at a time under the test
+        // hook, so it stops after exactly K commits).
+        for (committed, &s) in batch.touched.iter().enumerate() {
             if hook == Some((n, committed)) {
                 eprintln!(
                     "pgdog: replay: {ABORT_IN_TWO_PHASE}={n}:{committed}: aborting between \
@@ -812,17 +942,18 @@ impl Applier {
                 );
                 std::process::abort();
             }
+            let gid = literal(&gid(&self.key, end_lsn, s));
             let shard = &mut self.shards[s];
-            let sql = format!("COMMIT PREPARED {}", literal(&gid(&self.key, end_lsn, s)));
-            shard
-                .server
-                .execute(&sql)
-                .await
-                .map_err(|e| ReplayError::Copy(server_err(&shard.addr, &sql)(e)))?;
+            shard.send_query(&format!("COMMIT PREPARED {gid}")).await?;
+            if hook.is_some() {
+                shard.read_pending(end_lsn, true).await?;
+            }
+        }
+        for &s in &batch.touched {
+            let shard = &mut self.shards[s];
+            shard.read_pending(end_lsn, true).await?;
             shard.position = end_lsn;
         }
-        self.summary.transactions += 1;
-        self.summary.rows += txn.rows;
         Ok(())
     }
 }
@@ -928,14 +1059,6 @@ impl Shard {
     }
 }
 
-fn clone_stmt(s: &Stmt) -> Stmt {
-    Stmt {
-        sql: s.sql.clone(),
-        types: s.types.clone(),
-        params: s.params.clone(),
-    }
-}
-
 async fn rows(
     server: &mut Server,
     addr: &str,
@@ -992,6 +1115,7 @@ async fn open_destination(
             position,
             out: BytesMut::new(),
             queued: 0,
+            pending_syncs: 0,
         });
     }
     if watermarks.is_empty() {
@@ -1015,6 +1139,19 @@ fn commit_time(micros: i64) -> SystemTime {
     }
 }
 
+/// The bound on source transactions per batch: [`MAX_BATCH`], or `PGDOG_REPLAY_BATCH`.
+fn batch_bound() -> Result<u64, ReplayError> {
+    match std::env::var(BATCH_ENV) {
+        Err(_) => Ok(MAX_BATCH),
+        Ok(v) => match v.parse::<u64>() {
+            Ok(n) if n >= 1 => Ok(n),
+            _ => Err(other(format!(
+                "{BATCH_ENV}={v}: use a number of at least 1"
+            ))),
+        },
+    }
+}
+
 /// Two-phase transactions so far in this process, for the `PGDOG_TEST_ABORT_IN_2PC` hook.
 static ATOMIC_COMMITS: AtomicU64 = AtomicU64::new(0);
 
@@ -1035,6 +1172,7 @@ struct StreamContext<'a> {
     sharded_source: bool,
     abort_after: Option<u64>,
     atomic: Option<Atomic>,
+    max_batch: u64,
 }
 
 /// The stop condition of a stream: `--until-lsn` and the orchestrator's [`StopAt`] target.
@@ -1079,6 +1217,47 @@ async fn start_stream(
     }
 }
 
+/// Updates the live progress of a stream, when there is one.
+fn report(options: &ReplayOptions, source_shard: usize, f: &dyn Fn(&mut StreamProgress)) {
+    if let Some(p) = &options.progress {
+        p.update_stream(source_shard, f);
+    }
+}
+
+/// Commits the batch on its destination shards, then confirms it on the slot and reports it.
+async fn finish_batch(
+    ctx: &StreamContext<'_>,
+    applier: &mut Applier,
+    client: &mut ReplicationClient,
+    source_shard: usize,
+    received: u64,
+) -> Result<(), ReplayError> {
+    if applier.batch.is_empty() {
+        return Ok(());
+    }
+    let b = applier.commit().await?;
+    if !b.touched.is_empty() {
+        let n = COMMITS.fetch_add(1, Ordering::SeqCst) + 1;
+        if ctx.abort_after == Some(n) {
+            eprintln!(
+                "pgdog: replay: {ABORT_AFTER_COMMIT}={n}: aborting after the commit at {}",
+                format_lsn(b.end_lsn)
+            );
+            std::process::abort();
+        }
+    }
+    client.confirm(b.end_lsn);
+    applier.summary.last_lsn = b.end_lsn;
+    report(ctx.options, source_shard, &|s| {
+        s.applied_lsn = b.end_lsn;
+        s.received_lsn = s.received_lsn.max(received);
+        s.last_commit_time = Some(commit_time(b.commit_time));
+        s.transactions += b.transactions;
+        s.rows += b.rows;
+    });
+    Ok(())
+}
+
 /// Replays one source shard's slot into the destination, until its stop target or `stop`.
 async fn run_stream(
     ctx: &StreamContext<'_>,
@@ -1116,13 +1295,10 @@ async fn run_stream(
             ..Default::default()
         },
         atomic: ctx.atomic,
+        batch: Batch::default(),
+        max_batch: ctx.max_batch,
     };
-    let progress = options.progress.clone();
-    let report = |f: &dyn Fn(&mut StreamProgress)| {
-        if let Some(p) = &progress {
-            p.update_stream(source_shard, f);
-        }
-    };
+    let report = |f: &dyn Fn(&mut StreamProgress)| report(options, source_shard, f);
     report(&|s| s.applied_lsn = s.applied_lsn.max(start));
     // With a stop target, ask the server for a keepalive now and then, so an idle stream
     // learns quickly that it is past its target.
@@ -1133,6 +1309,15 @@ async fn run_stream(
     let mut txn: Option<Txn> = None;
     let mut ended = false;
     loop {
+        // Group commit: the batch stays open only while more data is already here; never
+        // while waiting for the network.
+        if txn.is_none()
+            && !applier.batch.is_empty()
+            // A read error shows again in next_event, after the batch is committed.
+            && (applier.batch_full() || !client.message_ready().unwrap_or(false))
+        {
+            finish_batch(ctx, &mut applier, &mut client, source_shard, received).await?;
+        }
         let event = tokio::select! {
             event = client.next_event() => event?,
             _ = stop.changed() => break,
@@ -1180,31 +1365,10 @@ async fn run_stream(
                         ..
                     } => {
                         let t = txn.take().ok_or_else(|| other("Commit without Begin"))?;
-                        let (touched, rows) = (!t.touched.is_empty(), t.rows);
-                        applier.commit(t, end_lsn).await?;
-                        if touched {
-                            let n = COMMITS.fetch_add(1, Ordering::SeqCst) + 1;
-                            if ctx.abort_after == Some(n) {
-                                eprintln!(
-                                    "pgdog: replay: {ABORT_AFTER_COMMIT}={n}: aborting after the \
-                                     commit at {}",
-                                    format_lsn(end_lsn)
-                                );
-                                std::process::abort();
-                            }
-                        }
-                        client.confirm(end_lsn);
-                        applier.summary.last_lsn = end_lsn;
-                        report(&|s| {
-                            s.applied_lsn = end_lsn;
-                            s.received_lsn = s.received_lsn.max(received);
-                            s.last_commit_time = Some(commit_time(at));
-                            if touched {
-                                s.transactions += 1;
-                                s.rows += rows;
-                            }
-                        });
+                        applier.end_txn(t, end_lsn, at);
                         if target.is_some_and(|t| end_lsn >= t) {
+                            finish_batch(ctx, &mut applier, &mut client, source_shard, received)
+                                .await?;
                             break;
                         }
                     }
@@ -1232,6 +1396,7 @@ async fn run_stream(
             ReplicationEvent::Keepalive { wal_end, .. } => {
                 received = received.max(wal_end);
                 if txn.is_none() {
+                    finish_batch(ctx, &mut applier, &mut client, source_shard, received).await?;
                     // Everything before wal_end was sent and applied: nothing of ours is left.
                     client.confirm(wal_end);
                     applier.summary.last_lsn = applier.summary.last_lsn.max(wal_end);
@@ -1246,6 +1411,12 @@ async fn run_stream(
             }
         }
     }
+    // A batch of ended source transactions is committed; an unfinished source transaction
+    // (and the batch it shares its destination transactions with) is rolled back when its
+    // connections close (and replayed by the next run).
+    if txn.is_none() {
+        finish_batch(ctx, &mut applier, &mut client, source_shard, received).await?;
+    }
     if ended {
         if let Some(t) = stop_target(options, source_shard) {
             return Err(other(format!(
@@ -1254,7 +1425,6 @@ async fn run_stream(
             )));
         }
     }
-    // An unfinished transaction is rolled back when its connections close.
     if !ended {
         client.stop().await?;
     }
@@ -1268,20 +1438,11 @@ async fn run_stream(
 
 /// Runs the replay, one stream per source shard at once, until every stream reached its stop
 /// target (`until_lsn`, [`ReplayOptions::stop_at`]), one fails, or `shutdown` resolves.
+/// With [`ReplayOptions::atomic`], a destination transaction touching several shards commits
+/// with two-phase commit, so readers never see it on one shard only.
 pub async fn replay(
     settings: &Settings,
     options: &ReplayOptions,
-    shutdown: impl std::future::Future<Output = ()>,
-) -> Result<ReplaySummary, ReplayError> {
-    replay_with(settings, options, false, shutdown).await
-}
-
-/// [`replay`], with `atomic`: each source transaction touching several destination shards
-/// commits there with two-phase commit, so readers never see it on one shard only.
-pub async fn replay_with(
-    settings: &Settings,
-    options: &ReplayOptions,
-    atomic: bool,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<ReplaySummary, ReplayError> {
     for db in [&options.from_database, &options.to_database] {
@@ -1302,7 +1463,8 @@ pub async fn replay_with(
         dests: &dests,
         sharded_source: sources.len() > 1,
         abort_after: abort_after_commit(),
-        atomic: atomic.then(|| Atomic {
+        max_batch: batch_bound()?,
+        atomic: options.atomic.then(|| Atomic {
             abort_in: std::env::var(ABORT_IN_TWO_PHASE).ok().and_then(|v| {
                 let (n, k) = v.split_once(':')?;
                 Some((n.parse().ok()?, k.parse().ok()?))
@@ -1359,8 +1521,9 @@ pub fn main(options: ReplayOptions) -> ExitCode {
                         }
                     }
                 };
-                let atomic = std::env::var(ATOMIC_ENV).is_ok_and(|v| v == "1");
-                replay_with(&settings, &options, atomic, shutdown).await
+                let mut options = options.clone();
+                options.atomic |= std::env::var(ATOMIC_ENV).is_ok_and(|v| v == "1");
+                replay(&settings, &options, shutdown).await
             })
         });
     match result {
@@ -1421,25 +1584,52 @@ mod tests {
         let v = |s: &str| Some(Bytes::from(s.to_string()));
         let row = vec![(0, v("1")), (1, v("x"))];
         assert_eq!(
-            t.upsert(&row).sql,
+            &*t.upsert(&row).sql,
             "INSERT INTO \"public\".\"t\" (\"id\", \"v\") VALUES ($1, $2) \
              ON CONFLICT (\"id\") DO UPDATE SET \"v\" = EXCLUDED.\"v\""
         );
         assert_eq!(
-            t.update(&row[1..], &row[..1]).sql,
+            &*t.update(&row[1..], &row[..1]).sql,
             "UPDATE \"public\".\"t\" SET \"v\" = $1 WHERE \"id\" = $2"
         );
         assert_eq!(
-            t.delete(&row[..1]).sql,
+            &*t.delete(&row[..1]).sql,
             "DELETE FROM \"public\".\"t\" WHERE \"id\" = $1"
         );
         let f = table(true);
         assert_eq!(
-            f.delete(&row).sql,
+            &*f.delete(&row).sql,
             "DELETE FROM \"public\".\"t\" WHERE ctid = (SELECT ctid FROM \"public\".\"t\" \
              WHERE \"id\" IS NOT DISTINCT FROM $1 AND \"v\" IS NOT DISTINCT FROM $2 LIMIT 1)"
         );
         assert!(f.upsert(&row).sql.ends_with("ON CONFLICT DO NOTHING"));
+    }
+
+    #[test]
+    fn statement_shapes_are_built_once() {
+        let t = table(false);
+        let v = |s: &str| Some(Bytes::from(s.to_string()));
+        let a = t.upsert(&[(0, v("1")), (1, v("x"))]);
+        let b = t.upsert(&[(0, v("2")), (1, None)]);
+        assert!(Arc::ptr_eq(&a.sql, &b.sql));
+        assert!(Arc::ptr_eq(&a.types, &b.types));
+        assert_eq!(&*a.types, &[20, 25]);
+        assert_eq!(b.params, vec![v("2"), None]);
+        // Another column set is another shape.
+        let c = t.upsert(&[(0, v("3"))]);
+        assert!(!Arc::ptr_eq(&a.sql, &c.sql));
+        assert_eq!(
+            &*c.sql,
+            "INSERT INTO \"public\".\"t\" (\"id\") VALUES ($1) ON CONFLICT (\"id\") DO NOTHING"
+        );
+        let u = t.update(&[(1, v("y"))], &[(0, v("4"))]);
+        let w = t.update(&[(1, v("z"))], &[(0, v("5"))]);
+        assert!(Arc::ptr_eq(&u.sql, &w.sql));
+        assert_eq!(&*u.types, &[25, 20]);
+        assert_eq!(w.params, vec![v("z"), v("5")]);
+        let d = t.delete(&[(0, v("6"))]);
+        assert!(!Arc::ptr_eq(&d.sql, &u.sql));
+        assert_eq!(t.shapes.lock().len(), 4);
     }
 
     #[test]

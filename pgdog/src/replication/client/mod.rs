@@ -97,6 +97,24 @@ impl ReplicationClient {
         self.progress
     }
 
+    /// Whether a complete message is already received, reading what the socket holds right
+    /// now without waiting for more: the caller may then read the next event without waiting
+    /// for the network (e.g. to group several source transactions into one destination commit).
+    /// An error reading is reported by the next [`Self::next_event`] too.
+    pub fn message_ready(&mut self) -> Result<bool> {
+        use futures_util::FutureExt;
+        loop {
+            if self.server.has_buffered() {
+                return Ok(true);
+            }
+            match self.server.fill().now_or_never() {
+                None => return Ok(false),
+                Some(Ok(())) => {}
+                Some(Err(source)) => return Err(self.stream_error(source)),
+            }
+        }
+    }
+
     /// IDENTIFY_SYSTEM.
     pub async fn identify_system(&mut self) -> Result<SystemInfo> {
         let command = "IDENTIFY_SYSTEM";

@@ -1,0 +1,505 @@
+//! The data path of one (table, source shard) copy: one or more readers, each running
+//! `COPY ... TO STDOUT (FORMAT binary)` (the whole table, or one CTID range of it) under the
+//! same exported snapshot, split their rows by destination shard with their own
+//! [`CopySplitter`] and send them through channels to ONE writer per destination shard, which
+//! feeds a single `COPY ... FROM STDIN (FORMAT binary)` inside its transaction.
+//!
+//! Binary COPY framing: every reader's output has its own file header and trailer. Readers
+//! strip both; each writer sends exactly one header first and one trailer last.
+use crate::backend::server::{Server, ServerTarget};
+use crate::net::message::{self, Message};
+use crate::reshard::copy::{connect, postgres_error, server_err, CopyDataError, Destination};
+use crate::reshard::progress::Progress;
+use crate::router::copy::{CopyFormat, CopyOptions, CopySplitter, KeyError, KeyField};
+use bytes::{Bytes, BytesMut};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// The binary COPY file header without extension: signature, flags 0, extension length 0.
+pub(crate) const BINARY_HEADER: [u8; 19] = *b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0";
+/// The binary COPY file trailer: a field count of -1.
+pub(crate) const BINARY_TRAILER: [u8; 2] = [0xff, 0xff];
+/// Buffered bytes for one shard before they are handed to its writer.
+const FLUSH_BYTES: usize = 64 * 1024;
+/// Source bytes read by one reader between two progress updates.
+const PROGRESS_BYTES: u64 = 1024 * 1024;
+/// Buffers queued per writer before readers wait.
+pub(crate) const CHANNEL_DEPTH: usize = 16;
+
+/// The pages a reader scans: `[start, end)` in blocks, `None` = unbounded on that side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BlockRange {
+    pub start: Option<u64>,
+    pub end: Option<u64>,
+}
+
+/// `n` ranges covering a table of `blocks` pages; the first is open at its start and the last
+/// open at its end, so pages added after the size was read are still covered.
+pub(crate) fn block_ranges(blocks: u64, n: usize) -> Vec<BlockRange> {
+    let n = (n.max(1) as u64).min(blocks.max(1));
+    (0..n)
+        .map(|i| BlockRange {
+            start: (i > 0).then(|| blocks * i / n),
+            end: (i + 1 < n).then(|| blocks * (i + 1) / n),
+        })
+        .collect()
+}
+
+/// `COPY` of `columns` of `table` (SQL names), the whole table or one CTID range.
+pub(crate) fn copy_out_sql(table: &str, columns: &str, range: Option<BlockRange>) -> String {
+    let Some(range) = range else {
+        return format!("COPY {table} ({columns}) TO STDOUT (FORMAT binary)");
+    };
+    let mut conditions = Vec::new();
+    if let Some(start) = range.start {
+        conditions.push(format!("ctid >= '({start},0)'::tid"));
+    }
+    if let Some(end) = range.end {
+        conditions.push(format!("ctid < '({end},0)'::tid"));
+    }
+    if conditions.is_empty() {
+        return format!("COPY {table} ({columns}) TO STDOUT (FORMAT binary)");
+    }
+    format!(
+        "COPY (SELECT {columns} FROM {table} WHERE {}) TO STDOUT (FORMAT binary)",
+        conditions.join(" AND ")
+    )
+}
+
+/// A connection to the source inside a `REPEATABLE READ` transaction under `snapshot`.
+pub(crate) async fn snapshot_reader(
+    source: &ServerTarget,
+    snapshot: &str,
+) -> Result<Server, CopyDataError> {
+    let mut reader = connect(source).await?;
+    prepare_reader(&mut reader, &source.addr(), snapshot).await?;
+    Ok(reader)
+}
+
+/// Starts the snapshot transaction on an open connection.
+pub(crate) async fn prepare_reader(
+    reader: &mut Server,
+    addr: &str,
+    snapshot: &str,
+) -> Result<(), CopyDataError> {
+    reader
+        .execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        .await
+        .map_err(server_err(addr, "BEGIN"))?;
+    reader
+        .execute(&format!(
+            "SET TRANSACTION SNAPSHOT {}",
+            crate::reshard::copy::literal(snapshot)
+        ))
+        .await
+        .map_err(server_err(addr, "SET TRANSACTION SNAPSHOT"))?;
+    Ok(())
+}
+
+/// Rows and bytes read so far by all readers of one copy, for the progress display.
+#[derive(Default)]
+pub(crate) struct Counters {
+    rows: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+}
+
+/// Where a reader publishes its progress.
+#[derive(Clone)]
+pub(crate) struct Tracker {
+    pub counters: Arc<Counters>,
+    pub progress: Option<(Arc<Progress>, usize)>,
+}
+
+impl Tracker {
+    fn add(&self, rows: u64, bytes: u64) {
+        let rows = self.counters.rows.fetch_add(rows, Ordering::Relaxed) + rows;
+        let bytes = self.counters.bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        if let Some((p, i)) = &self.progress {
+            p.update_table(*i, |t| {
+                t.rows = t.rows.max(rows);
+                t.bytes = t.bytes.max(bytes);
+            });
+        }
+    }
+}
+
+/// What one reader read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ReadCount {
+    /// From the source's `COPY n`.
+    pub source_rows: u64,
+    /// Rows the splitter placed.
+    pub placed_rows: u64,
+}
+
+/// One reader: its connection (already under the snapshot), its COPY and where rows go.
+pub(crate) struct Reader {
+    pub server: Server,
+    pub addr: String,
+    pub sql: String,
+    /// The table's name (for errors).
+    pub table: String,
+    pub dest: Destination,
+    /// One sender per destination shard; `None` for shards not written by this run.
+    pub senders: Vec<Option<mpsc::Sender<Bytes>>>,
+    pub tracker: Tracker,
+}
+
+impl Reader {
+    /// Reads its COPY to the end, sending each shard's rows (no header, no trailer) to that
+    /// shard's writer. The connection is closed at the end (its transaction only read).
+    pub(crate) async fn run(mut self) -> Result<ReadCount, CopyDataError> {
+        let shards = self.senders.len();
+        let options = CopyOptions::for_format(CopyFormat::Binary);
+        // Omnisharded rows are parsed too (one "shard"), to frame them and count them.
+        let (mut splitter, sharding, outputs) = match &self.dest {
+            Destination::ByKey(t, key) => (
+                CopySplitter::new(&options, *key, shards).with_context(&self.table, t.column()),
+                Some((**t).clone()),
+                shards,
+            ),
+            Destination::Everywhere => (CopySplitter::new(&options, 0, 1), None, 1),
+        };
+        let mut place = |field: KeyField<'_>| -> Result<usize, KeyError> {
+            let Some(t) = sharding.as_ref() else {
+                return Ok(0);
+            };
+            let r = match field {
+                KeyField::Null => t.shard_of_text(None),
+                KeyField::Text(s) => t.shard_of_text(Some(&s)),
+                KeyField::Binary(b) => t.shard_of_binary(b),
+            };
+            r.map_err(|e| KeyError::new(e.code(), e.to_string()))
+        };
+        let mut buffers: Vec<BytesMut> = (0..outputs).map(|_| BytesMut::new()).collect();
+        let table_err = |reason: String| CopyDataError::Table {
+            table: self.table.clone(),
+            reason,
+        };
+
+        self.server
+            .write(&message::query(&self.sql))
+            .await
+            .map_err(server_err(&self.addr, &self.sql))?;
+        let mut source_rows = 0u64;
+        let mut error: Option<CopyDataError> = None;
+        let mut header_stripped = false;
+        let (mut bytes, mut reported_bytes, mut reported_rows) = (0u64, 0u64, 0u64);
+        loop {
+            let m: Message = self
+                .server
+                .read()
+                .await
+                .map_err(server_err(&self.addr, &self.sql))?;
+            match m.tag() {
+                b'd' if error.is_none() => {
+                    let data = m.payload();
+                    bytes += data.len() as u64;
+                    if let Err(e) = splitter.feed(data, &mut place, &mut buffers) {
+                        error = Some(table_err(e.to_string()));
+                        continue;
+                    }
+                    if !header_stripped && !buffers[0].is_empty() {
+                        strip_header(&mut buffers).map_err(&table_err)?;
+                        header_stripped = true;
+                    }
+                    self.flush(&mut buffers, FLUSH_BYTES).await?;
+                    if bytes - reported_bytes >= PROGRESS_BYTES {
+                        let rows = splitter.rows();
+                        self.tracker
+                            .add(rows - reported_rows, bytes - reported_bytes);
+                        (reported_rows, reported_bytes) = (rows, bytes);
+                    }
+                }
+                b'c' if error.is_none() => {
+                    if let Err(e) = splitter.finish(&mut place, &mut buffers) {
+                        error = Some(table_err(e.to_string()));
+                        continue;
+                    }
+                    if !header_stripped {
+                        strip_header(&mut buffers).map_err(&table_err)?;
+                        header_stripped = true;
+                    }
+                    for buf in buffers.iter_mut() {
+                        if !buf.ends_with(&BINARY_TRAILER) {
+                            return Err(table_err("the COPY data ended without a trailer".into()));
+                        }
+                        buf.truncate(buf.len() - BINARY_TRAILER.len());
+                    }
+                }
+                b'C' => {
+                    source_rows = m
+                        .reader()
+                        .cstr()
+                        .ok()
+                        .and_then(|t| t.rsplit(' ').next()?.parse::<u64>().ok())
+                        .unwrap_or(0);
+                }
+                b'E' => {
+                    error.get_or_insert(server_err(&self.addr, &self.sql)(postgres_error(
+                        &self.addr, m,
+                    )));
+                }
+                b'Z' => break,
+                _ => {}
+            }
+        }
+        if let Some(e) = error {
+            return Err(e);
+        }
+        self.flush(&mut buffers, 0).await?;
+        let rows = splitter.rows();
+        self.tracker
+            .add(rows - reported_rows, bytes - reported_bytes);
+        let _ = self.server.execute("COMMIT").await;
+        self.server.terminate().await;
+        Ok(ReadCount {
+            source_rows,
+            placed_rows: rows,
+        })
+    }
+
+    /// Hands every buffer of at least `min` bytes (and non-empty) to its writer(s).
+    async fn flush(&self, buffers: &mut [BytesMut], min: usize) -> Result<(), CopyDataError> {
+        if let Destination::Everywhere = self.dest {
+            let buf = &mut buffers[0];
+            if buf.is_empty() || buf.len() < min {
+                return Ok(());
+            }
+            let data = buf.split().freeze();
+            for (shard, tx) in self.senders.iter().enumerate() {
+                if let Some(tx) = tx {
+                    self.send(shard, tx, data.clone()).await?;
+                }
+            }
+            return Ok(());
+        }
+        for (shard, (buf, tx)) in buffers.iter_mut().zip(&self.senders).enumerate() {
+            if buf.is_empty() || buf.len() < min {
+                continue;
+            }
+            match tx {
+                Some(tx) => self.send(shard, tx, buf.split().freeze()).await?,
+                None => buf.clear(),
+            }
+        }
+        Ok(())
+    }
+
+    async fn send(
+        &self,
+        shard: usize,
+        tx: &mpsc::Sender<Bytes>,
+        data: Bytes,
+    ) -> Result<(), CopyDataError> {
+        tx.send(data).await.map_err(|_| CopyDataError::Table {
+            table: self.table.clone(),
+            reason: format!("the writer of destination shard {shard} stopped"),
+        })
+    }
+}
+
+/// Removes the binary file header the splitter copied to the start of every buffer.
+fn strip_header(buffers: &mut [BytesMut]) -> Result<(), String> {
+    for buf in buffers.iter_mut() {
+        let extension = buf
+            .get(15..19)
+            .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+            .ok_or("truncated COPY file header")?;
+        let total = BINARY_HEADER.len() + usize::try_from(extension).map_err(|e| e.to_string())?;
+        if buf.len() < total {
+            return Err("truncated COPY file header".into());
+        }
+        let _ = buf.split_to(total);
+    }
+    Ok(())
+}
+
+/// A destination shard in `COPY ... FROM STDIN` inside its transaction.
+pub(crate) struct Sink {
+    pub shard: usize,
+    pub addr: String,
+    pub server: Server,
+}
+
+impl Sink {
+    pub(crate) async fn open(
+        shard: usize,
+        t: &ServerTarget,
+        sql: &str,
+    ) -> Result<Sink, CopyDataError> {
+        let addr = t.addr();
+        let mut server = connect(t).await?;
+        server
+            .execute("BEGIN")
+            .await
+            .map_err(server_err(&addr, "BEGIN"))?;
+        server
+            .write(&message::query(sql))
+            .await
+            .map_err(server_err(&addr, sql))?;
+        loop {
+            let m = server.read().await.map_err(server_err(&addr, sql))?;
+            match m.tag() {
+                b'G' => break,
+                b'E' => return Err(server_err(&addr, sql)(postgres_error(&addr, m))),
+                _ => {}
+            }
+        }
+        Ok(Sink {
+            shard,
+            addr,
+            server,
+        })
+    }
+
+    async fn send(&mut self, data: &[u8]) -> Result<(), CopyDataError> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        let m = message::build(b'd', |b| b.extend_from_slice(data));
+        self.server
+            .write(&m)
+            .await
+            .map_err(server_err(&self.addr, "sending COPY data"))
+    }
+
+    /// Feeds the COPY: one header, every buffer received until all readers are done, one
+    /// trailer, then CopyDone and the COPY's result. The transaction stays open.
+    pub(crate) async fn write_all(
+        mut self,
+        mut rx: mpsc::Receiver<Bytes>,
+    ) -> Result<Sink, CopyDataError> {
+        self.send(&BINARY_HEADER).await?;
+        while let Some(data) = rx.recv().await {
+            self.send(&data).await?;
+        }
+        self.send(&BINARY_TRAILER).await?;
+        self.done().await?;
+        Ok(self)
+    }
+
+    /// CopyDone, then the COPY's result.
+    async fn done(&mut self) -> Result<(), CopyDataError> {
+        let ctx = format!("shard {} COPY FROM STDIN", self.shard);
+        self.server
+            .write(&message::empty(b'c'))
+            .await
+            .map_err(server_err(&self.addr, &ctx))?;
+        let mut error = None;
+        loop {
+            let m = self
+                .server
+                .read()
+                .await
+                .map_err(server_err(&self.addr, &ctx))?;
+            match m.tag() {
+                b'E' => error = Some(postgres_error(&self.addr, m)),
+                b'Z' => break,
+                _ => {}
+            }
+        }
+        match error {
+            Some(e) => Err(server_err(&self.addr, &ctx)(e)),
+            None => Ok(()),
+        }
+    }
+
+    pub(crate) async fn commit(mut self) -> Result<(), CopyDataError> {
+        let ctx = format!("shard {} COMMIT", self.shard);
+        self.server
+            .execute("COMMIT")
+            .await
+            .map_err(server_err(&self.addr, &ctx))?;
+        self.server.terminate().await;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_cover_the_table() {
+        assert_eq!(
+            block_ranges(100, 1),
+            [BlockRange {
+                start: None,
+                end: None
+            }]
+        );
+        assert_eq!(
+            block_ranges(100, 3),
+            [
+                BlockRange {
+                    start: None,
+                    end: Some(33)
+                },
+                BlockRange {
+                    start: Some(33),
+                    end: Some(66)
+                },
+                BlockRange {
+                    start: Some(66),
+                    end: None
+                },
+            ]
+        );
+        // Never more ranges than pages.
+        assert_eq!(block_ranges(2, 8).len(), 2);
+        assert_eq!(block_ranges(0, 8).len(), 1);
+    }
+
+    #[test]
+    fn range_statements() {
+        assert_eq!(
+            copy_out_sql("\"t\"", "\"a\"", None),
+            "COPY \"t\" (\"a\") TO STDOUT (FORMAT binary)"
+        );
+        assert_eq!(
+            copy_out_sql(
+                "\"t\"",
+                "\"a\", \"b\"",
+                Some(BlockRange {
+                    start: Some(10),
+                    end: Some(20)
+                })
+            ),
+            "COPY (SELECT \"a\", \"b\" FROM \"t\" WHERE ctid >= '(10,0)'::tid AND ctid < '(20,0)'::tid) \
+             TO STDOUT (FORMAT binary)"
+        );
+        assert_eq!(
+            copy_out_sql(
+                "\"t\"",
+                "\"a\"",
+                Some(BlockRange {
+                    start: None,
+                    end: Some(5)
+                })
+            ),
+            "COPY (SELECT \"a\" FROM \"t\" WHERE ctid < '(5,0)'::tid) TO STDOUT (FORMAT binary)"
+        );
+    }
+
+    #[test]
+    fn header_is_stripped_from_every_buffer() {
+        let mut buffers = vec![BytesMut::new(), BytesMut::new()];
+        for b in buffers.iter_mut() {
+            b.extend_from_slice(&BINARY_HEADER);
+        }
+        buffers[1].extend_from_slice(&[0, 1]);
+        strip_header(&mut buffers).unwrap();
+        assert!(buffers[0].is_empty());
+        assert_eq!(&buffers[1][..], &[0, 1]);
+        let mut short = vec![BytesMut::from(&b"PGCOPY"[..])];
+        assert!(strip_header(&mut short).is_err());
+    }
+}
