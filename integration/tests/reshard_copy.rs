@@ -3,8 +3,10 @@
 //! `pgdog schema-sync --phase pre`. A sharded table (bigint key; NULLs, tabs, newlines, bytea)
 //! and an omnisharded one; then `pgdog verify` must find no difference, the permanent slot must
 //! exist on the primary and no temporary slot may be left on the standby.
+mod reshard_common;
+
+use reshard_common::{omnisharded, pgdog, sharded_table, shards, text, write_files, USERS};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -28,47 +30,12 @@ CREATE PUBLICATION pub_other FOR TABLE other;
 const ROWS: i64 = 5000;
 
 fn write_config(dir: &Path, source: &Topology, dest: &Topology) {
-    let mut config = format!(
-        "[[databases]]\nname = \"src\"\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\nrole = \"primary\"\n\
-         \n[[databases]]\nname = \"src\"\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\nrole = \"replica\"\n",
-        source.primary().port,
-        source.standby().port
-    );
-    for shard in 0..2 {
-        config.push_str(&format!(
-            "\n[[databases]]\nname = \"dst\"\nshard = {shard}\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n",
-            dest.shard(shard).port
-        ));
-    }
-    config.push_str(
-        "\n[[sharded_tables]]\ndatabase = \"dst\"\nname = \"users\"\ncolumn = \"id\"\ndata_type = \"bigint\"\n\
-         \n[[omnisharded_tables]]\ndatabase = \"dst\"\ntables = [\"kinds\"]\n",
-    );
-    let users = "[[users]]\nname = \"app\"\ndatabase = \"src\"\npassword = \"secret\"\n\n\
-                 [[users]]\nname = \"app\"\ndatabase = \"dst\"\npassword = \"secret\"\n";
-    std::fs::write(dir.join("pgdog.toml"), config).unwrap();
-    std::fs::write(dir.join("users.toml"), users).unwrap();
-}
-
-fn pgdog(dir: &Path, source: &Topology, command: &str, args: &[&str]) -> Output {
-    Command::new(topology::proxy::binary())
-        .arg(command)
-        .arg("--config")
-        .arg(dir.join("pgdog.toml"))
-        .arg("--users")
-        .arg(dir.join("users.toml"))
-        .args(args)
-        .env("PGDOG_PG_BIN", source.install().bin_dir())
-        .output()
-        .unwrap_or_else(|e| panic!("running pgdog {command}: {e}"))
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    let config = reshard_common::database("src", 0, source.primary().port, "primary")
+        + &reshard_common::database("src", 0, source.standby().port, "replica")
+        + &shards("dst", dest, 2)
+        + &sharded_table("dst", "users", "id", "bigint")
+        + &omnisharded("dst", &["kinds"]);
+    write_files(dir, &config, USERS);
 }
 
 #[test]

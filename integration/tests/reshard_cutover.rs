@@ -3,8 +3,10 @@
 //! admin database); they must see no error, their writes after the cutover land on the 4 new
 //! shards, the configuration file names the new shards, the slots are gone, sequences moved,
 //! and `pgdog verify` reports no difference between the old and the new shards.
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+mod reshard_common;
+
+use reshard_common::{command, text, wait_for};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,26 +35,6 @@ fn config(source: &Topology, dest: &Topology) -> String {
 
 const USERS: &str = "[[users]]\nname = \"app\"\ndatabase = \"app\"\npassword = \"secret\"\n\n\
                      [[users]]\nname = \"app\"\ndatabase = \"app_new\"\npassword = \"secret\"\n";
-
-fn pgdog(dir: &Path, source: &Topology, command: &str, args: &[&str]) -> Command {
-    let mut c = Command::new(topology::proxy::binary());
-    c.arg(command)
-        .arg("--config")
-        .arg(dir.join("pgdog.toml"))
-        .arg("--users")
-        .arg(dir.join("users.toml"))
-        .args(args)
-        .env("PGDOG_PG_BIN", source.install().bin_dir());
-    c
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
 
 /// Writes through pgdog until `stop`: inserts (ids from `base`), updates and deletes of its own
 /// earlier rows. Returns (statements done, errors seen, highest id inserted).
@@ -173,7 +155,7 @@ fn reshard_two_to_four_under_load_with_cutover() {
         "postgres://admin:{ADMIN_PASSWORD}@127.0.0.1:{}/admin",
         proxy.port
     );
-    let mut child = pgdog(
+    let mut child = command(
         &dir,
         &source,
         "reshard",
@@ -323,7 +305,7 @@ fn reshard_two_to_four_under_load_with_cutover() {
     // Old (now `app_new`, kept in sync by reverse replication) against new (now `app`): no
     // difference once the reverse replication applied the last writes.
     let verify = || {
-        pgdog(
+        command(
             &dir,
             &source,
             "verify",
@@ -505,7 +487,7 @@ fn reshard_one_to_three_from_the_admin_database() {
 
     // Writes stopped: once the replay caught up, the destination equals the source.
     let verify = |from: &str, to: &str| {
-        pgdog(
+        command(
             &dir,
             &source,
             "verify",
@@ -555,7 +537,7 @@ fn reshard_one_to_three_from_the_admin_database() {
         );
     }
     // The static table matches: old (now app_new) against new (now app).
-    let out = pgdog(
+    let out = command(
         &dir,
         &source,
         "verify",
@@ -585,15 +567,6 @@ fn reshard_one_to_three_from_the_admin_database() {
                 .unwrap(),
             "t"
         );
-    }
-}
-
-/// Waits for `cond` with a deadline.
-fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -648,7 +621,7 @@ fn reshard_refuses_keyless_tables_stops_resumes_and_aborts() {
     };
 
     // A table the replay could not find rows of is refused before anything is created.
-    let out = pgdog(&dir, &source, "reshard", &args).output().unwrap();
+    let out = command(&dir, &source, "reshard", &args).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
         text(&out).contains("public.nokey") && text(&out).contains("REPLICA IDENTITY FULL"),
@@ -668,7 +641,7 @@ fn reshard_refuses_keyless_tables_stops_resumes_and_aborts() {
         .psql("ALTER TABLE nokey REPLICA IDENTITY FULL")
         .unwrap();
     let run_until_streaming_then_stop = || {
-        let child = pgdog(&dir, &source, "reshard", &args)
+        let child = command(&dir, &source, "reshard", &args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -715,7 +688,7 @@ fn reshard_refuses_keyless_tables_stops_resumes_and_aborts() {
             && (0..2).all(|s| dest.shard(s).psql("SELECT count(*) FROM nokey").unwrap() == "40")
     });
     stop(child);
-    let out = pgdog(
+    let out = command(
         &dir,
         &source,
         "verify",
@@ -726,7 +699,7 @@ fn reshard_refuses_keyless_tables_stops_resumes_and_aborts() {
     assert!(out.status.success(), "verify: {}", text(&out));
 
     // --abort leaves nothing behind on the servers.
-    let out = pgdog(&dir, &source, "reshard", &[&args[..4], &args[6..]].concat())
+    let out = command(&dir, &source, "reshard", &[&args[..4], &args[6..]].concat())
         .arg("--abort")
         .output()
         .unwrap();
@@ -785,7 +758,7 @@ fn pgdog_cutover_after_a_stopped_reshard_moves_a_connected_client() {
         "--slot",
         "later",
     ];
-    let child = pgdog(&dir, &source, "reshard", &args)
+    let child = command(&dir, &source, "reshard", &args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -818,10 +791,10 @@ fn pgdog_cutover_after_a_stopped_reshard_moves_a_connected_client() {
         c
     });
     // Without the admin URL the cutover is refused (it could not pause anything).
-    let out = pgdog(&dir, &source, "cutover", &args).output().unwrap();
+    let out = command(&dir, &source, "cutover", &args).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let admin_url = proxy.url("admin", ADMIN_PASSWORD, "admin");
-    let out = pgdog(&dir, &source, "cutover", &args)
+    let out = command(&dir, &source, "cutover", &args)
         .args(["--admin-url", &admin_url])
         .output()
         .unwrap();

@@ -3,52 +3,20 @@
 //! touching the key, one moving a row to another shard), deletes, some in multi-statement
 //! transactions; `replay --until-lsn` must leave the destination equal to the source
 //! (`pgdog verify`), and a second run must apply nothing (resume from the stored position).
+mod reshard_common;
+
+use reshard_common::{pgdog, sharded_table, shards, text, write_files, USERS};
 use std::path::Path;
-use std::process::{Command, Output};
 use topology::Topology;
 
-fn write_config(dir: &Path, source: &Topology, dest: &Topology) {
-    let mut config = format!(
-        "[[databases]]\nname = \"src\"\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n",
-        source.primary().port
-    );
-    for shard in 0..2 {
-        config.push_str(&format!(
-            "\n[[databases]]\nname = \"dst\"\nshard = {shard}\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n",
-            dest.shard(shard).port
-        ));
-    }
-    config.push_str(
-        "\n[[sharded_tables]]\ndatabase = \"dst\"\nname = \"items\"\ncolumn = \"id\"\ndata_type = \"bigint\"\n",
-    );
-    let users = "[[users]]\nname = \"app\"\ndatabase = \"src\"\npassword = \"secret\"\n\n\
-                 [[users]]\nname = \"app\"\ndatabase = \"dst\"\npassword = \"secret\"\n";
-    std::fs::write(dir.join("pgdog.toml"), config).unwrap();
-    std::fs::write(dir.join("users.toml"), users).unwrap();
-}
-
-fn pgdog(dir: &Path, source: &Topology, command: &str, args: &[&str]) -> Output {
-    Command::new(topology::proxy::binary())
-        .arg(command)
-        .arg("--config")
-        .arg(dir.join("pgdog.toml"))
-        .arg("--users")
-        .arg(dir.join("users.toml"))
-        .args(args)
-        .env("PGDOG_PG_BIN", source.install().bin_dir())
-        .output()
-        .unwrap_or_else(|e| panic!("running pgdog {command}: {e}"))
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 const DBS: [&str; 4] = ["--from-database", "src", "--to-database", "dst"];
+
+fn write_config(dir: &Path, source: &Topology, dest: &Topology) {
+    let config = reshard_common::database("src", 0, source.primary().port, "primary")
+        + &shards("dst", dest, 2)
+        + &sharded_table("dst", "items", "id", "bigint");
+    write_files(dir, &config, USERS);
+}
 
 #[test]
 fn replay_applies_changes_and_resumes() {

@@ -2,55 +2,19 @@
 //! ending with `pgdog verify` reporting no difference: TOAST values left out of an UPDATE
 //! (unchanged) and carried along when the row moves to another shard (REPLICA IDENTITY FULL),
 //! composite primary keys, TRUNCATE on the source while the replay runs, then new rows.
+mod reshard_common;
+
+use reshard_common::{pgdog, sharded_table, shards, text, write_files, USERS};
 use std::path::Path;
-use std::process::{Command, Output};
 use topology::Topology;
 
 fn write_config(dir: &Path, source: &Topology, dest: &Topology) {
-    let mut config = format!(
-        "[[databases]]\nname = \"src\"\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n",
-        source.primary().port
-    );
-    for shard in 0..2 {
-        config.push_str(&format!(
-            "\n[[databases]]\nname = \"dst\"\nshard = {shard}\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n",
-            dest.shard(shard).port
-        ));
-    }
-    for (table, column, ty) in [
-        ("docs", "id", "bigint"),
-        ("pairs", "a", "integer"),
-        ("logs", "id", "bigint"),
-    ] {
-        config.push_str(&format!(
-            "\n[[sharded_tables]]\ndatabase = \"dst\"\nname = \"{table}\"\ncolumn = \"{column}\"\ndata_type = \"{ty}\"\n"
-        ));
-    }
-    let users = "[[users]]\nname = \"app\"\ndatabase = \"src\"\npassword = \"secret\"\n\n\
-                 [[users]]\nname = \"app\"\ndatabase = \"dst\"\npassword = \"secret\"\n";
-    std::fs::write(dir.join("pgdog.toml"), config).unwrap();
-    std::fs::write(dir.join("users.toml"), users).unwrap();
-}
-
-fn pgdog(dir: &Path, source: &Topology, command: &str, args: &[&str]) -> Output {
-    Command::new(topology::proxy::binary())
-        .arg(command)
-        .arg("--config")
-        .arg(dir.join("pgdog.toml"))
-        .arg("--users")
-        .arg(dir.join("users.toml"))
-        .args(args)
-        .env("PGDOG_PG_BIN", source.install().bin_dir())
-        .output()
-        .unwrap_or_else(|e| panic!("running pgdog {command}: {e}"))
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    let config = reshard_common::database("src", 0, source.primary().port, "primary")
+        + &shards("dst", dest, 2)
+        + &sharded_table("dst", "docs", "id", "bigint")
+        + &sharded_table("dst", "pairs", "a", "integer")
+        + &sharded_table("dst", "logs", "id", "bigint");
+    write_files(dir, &config, USERS);
 }
 
 const ARGS: [&str; 8] = [

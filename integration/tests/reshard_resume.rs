@@ -11,7 +11,10 @@
 //!   moved but before it reached the end.
 //! - after a destination commit: `PGDOG_TEST_ABORT_AFTER_COMMIT=N` aborts right after the Nth
 //!   commit, before the slot is confirmed.
+mod reshard_common;
+
 use pgdog::replication::client::parse_lsn;
+use reshard_common::{shards, text, write_files, USERS};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Output, Stdio};
@@ -46,23 +49,11 @@ impl Setup {
         let dest = Topology::shards(2).expect("destination topology");
         let dir = std::env::temp_dir().join(format!("pgdog-resume-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let mut config = format!(
-            "[[databases]]\nname = \"src\"\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n",
-            source.primary().port
-        );
-        for shard in 0..2 {
-            config.push_str(&format!(
-                "\n[[databases]]\nname = \"dst\"\nshard = {shard}\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n",
-                dest.shard(shard).port
-            ));
-        }
-        config.push_str(
-            "\n[[sharded_tables]]\ndatabase = \"dst\"\ncolumn = \"id\"\ndata_type = \"bigint\"\n",
-        );
-        let users = "[[users]]\nname = \"app\"\ndatabase = \"src\"\npassword = \"secret\"\n\n\
-                     [[users]]\nname = \"app\"\ndatabase = \"dst\"\npassword = \"secret\"\n";
-        std::fs::write(dir.join("pgdog.toml"), config).unwrap();
-        std::fs::write(dir.join("users.toml"), users).unwrap();
+        // One name-less sharded table entry: every table sharded by its `id` column.
+        let config = reshard_common::database("src", 0, source.primary().port, "primary")
+            + &shards("dst", &dest, 2)
+            + "\n[[sharded_tables]]\ndatabase = \"dst\"\ncolumn = \"id\"\ndata_type = \"bigint\"\n";
+        write_files(&dir, &config, USERS);
         source.primary().psql(SCHEMA).expect("source schema");
         source.primary().psql(rows).expect("source rows");
         let setup = Setup { source, dest, dir };
@@ -159,14 +150,6 @@ impl Setup {
             .psql("SELECT pg_drop_replication_slot('s1')")
             .expect("dropping the slot");
     }
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// SIGKILL, then reap.

@@ -6,60 +6,25 @@
 //! omnisharded table's changes once, and `pgdog verify` must find no difference. Then, in
 //! process, a replay with live [`Progress`] and a [`StopAt`] set while it runs must return soon
 //! after both streams reached their targets, with per stream progress filled in.
+mod reshard_common;
+
 use pgdog::config::Settings;
 use pgdog::replication::client::parse_lsn;
 use pgdog::reshard::copy::{copy_data, CopyDataOptions};
 use pgdog::reshard::progress::{Progress, StopAt};
 use pgdog::reshard::replay::{replay, ReplayOptions};
+use reshard_common::{omnisharded, pgdog, sharded_table, shards, text, write_files, USERS};
 use std::path::Path;
-use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use topology::{wait_until, Node, Topology};
 
 fn write_config(dir: &Path, source: &Topology, dest: &Topology) {
-    let mut config = String::new();
-    for shard in 0..2 {
-        config.push_str(&format!(
-            "[[databases]]\nname = \"src\"\nshard = {shard}\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n\n",
-            source.shard(shard).port
-        ));
-    }
-    for shard in 0..4 {
-        config.push_str(&format!(
-            "[[databases]]\nname = \"dst\"\nshard = {shard}\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n\n",
-            dest.shard(shard).port
-        ));
-    }
-    config.push_str(
-        "[[sharded_tables]]\ndatabase = \"dst\"\nname = \"items\"\ncolumn = \"id\"\ndata_type = \"bigint\"\n\
-         \n[[omnisharded_tables]]\ndatabase = \"dst\"\ntables = [\"kinds\"]\n",
-    );
-    let users = "[[users]]\nname = \"app\"\ndatabase = \"src\"\npassword = \"secret\"\n\n\
-                 [[users]]\nname = \"app\"\ndatabase = \"dst\"\npassword = \"secret\"\n";
-    std::fs::write(dir.join("pgdog.toml"), config).unwrap();
-    std::fs::write(dir.join("users.toml"), users).unwrap();
-}
-
-fn pgdog(dir: &Path, source: &Topology, command: &str, args: &[&str]) -> Output {
-    Command::new(topology::proxy::binary())
-        .arg(command)
-        .arg("--config")
-        .arg(dir.join("pgdog.toml"))
-        .arg("--users")
-        .arg(dir.join("users.toml"))
-        .args(args)
-        .env("PGDOG_PG_BIN", source.install().bin_dir())
-        .output()
-        .unwrap_or_else(|e| panic!("running pgdog {command}: {e}"))
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    let config = shards("src", source, 2)
+        + &shards("dst", dest, 4)
+        + &sharded_table("dst", "items", "id", "bigint")
+        + &omnisharded("dst", &["kinds"]);
+    write_files(dir, &config, USERS);
 }
 
 const DBS: [&str; 4] = ["--from-database", "src", "--to-database", "dst"];

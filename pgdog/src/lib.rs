@@ -11,7 +11,8 @@
 //! - `merge`: cross-shard results assembled as one;
 //! - `replication`: logical replication (pgoutput decoder, replication client);
 //! - `reshard`: resharding (schema sync, copy, replay, cutover, verify);
-//! - `admin`: the admin database (PAUSE, RESUME, RELOAD, SHOW) and its in-process API.
+//! - `admin`: the admin database (PAUSE, RESUME, RELOAD, SHOW) and its in-process API;
+//! - `signals`: Ctrl-C / SIGTERM for the command-line tools.
 pub mod admin;
 pub mod auth;
 pub mod backend;
@@ -23,3 +24,4 @@ pub mod replication;
 pub mod reshard;
 pub mod router;
 pub mod sharding;
+pub mod signals;

@@ -217,20 +217,7 @@ pub fn main(options: DumpOptions) -> std::process::ExitCode {
         }
     };
     runtime.block_on(async move {
-        let shutdown = async {
-            let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
-            match term {
-                Ok(mut term) => {
-                    tokio::select! {
-                        _ = tokio::signal::ctrl_c() => {}
-                        _ = term.recv() => {}
-                    }
-                }
-                Err(_) => {
-                    let _ = tokio::signal::ctrl_c().await;
-                }
-            }
-        };
+        let shutdown = crate::signals::interrupted();
         let stdout = std::io::stdout();
         let mut out = std::io::BufWriter::new(stdout.lock());
         match dump(&options, &mut out, shutdown).await {

@@ -37,20 +37,6 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("starting the runtime: {e}"))
 }
 
-async fn signal() {
-    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
-}
-
 /// Prints the progress every second on a terminal, every 10 s otherwise.
 async fn display(control: Arc<Control>) {
     let tty = std::io::stdout().is_terminal();
@@ -132,7 +118,7 @@ pub fn reshard_main(
         let stopper = {
             let control = control.clone();
             tokio::spawn(async move {
-                signal().await;
+                crate::signals::interrupted().await;
                 eprintln!("pgdog: reshard: stopping (the permanent slot is kept: run the same command to resume)");
                 control.stop();
             })

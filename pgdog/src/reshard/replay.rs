@@ -1507,20 +1507,7 @@ pub fn main(options: ReplayOptions) -> ExitCode {
                 .build()
                 .map_err(|e| ReplayError::Copy(CopyDataError::Runtime(e)))?;
             runtime.block_on(async {
-                let shutdown = async {
-                    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                    {
-                        Ok(mut term) => {
-                            tokio::select! {
-                                _ = tokio::signal::ctrl_c() => {}
-                                _ = term.recv() => {}
-                            }
-                        }
-                        Err(_) => {
-                            let _ = tokio::signal::ctrl_c().await;
-                        }
-                    }
-                };
+                let shutdown = crate::signals::interrupted();
                 let mut options = options.clone();
                 options.atomic |= std::env::var(ATOMIC_ENV).is_ok_and(|v| v == "1");
                 replay(&settings, &options, shutdown).await

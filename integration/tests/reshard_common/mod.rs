@@ -1,0 +1,89 @@
+//! Shared helpers of the resharding tests: configuration blocks, running the `pgdog` binary on a
+//! configuration folder, its output as text, and waiting for a condition with a deadline.
+#![allow(dead_code)]
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+use topology::Topology;
+
+/// `app` / `secret` on the source `src` and the destination `dst`.
+pub const USERS: &str = "[[users]]\nname = \"app\"\ndatabase = \"src\"\npassword = \"secret\"\n\n\
+                         [[users]]\nname = \"app\"\ndatabase = \"dst\"\npassword = \"secret\"\n";
+
+/// One `[[databases]]` entry on 127.0.0.1 (`database_name = "postgres"`, user `postgres`).
+pub fn database(name: &str, shard: usize, port: u16, role: &str) -> String {
+    format!(
+        "\n[[databases]]\nname = \"{name}\"\nshard = {shard}\nport = {port}\nrole = \"{role}\"\n\
+         database_name = \"postgres\"\nuser = \"postgres\"\n"
+    )
+}
+
+/// The entries of every shard of `topo` as database `name`.
+pub fn shards(name: &str, topo: &Topology, n: usize) -> String {
+    (0..n)
+        .map(|s| database(name, s, topo.shard(s).port, "primary"))
+        .collect()
+}
+
+/// One `[[sharded_tables]]` entry.
+pub fn sharded_table(database: &str, table: &str, column: &str, data_type: &str) -> String {
+    format!(
+        "\n[[sharded_tables]]\ndatabase = \"{database}\"\nname = \"{table}\"\ncolumn = \"{column}\"\n\
+         data_type = \"{data_type}\"\n"
+    )
+}
+
+/// One `[[omnisharded_tables]]` entry.
+pub fn omnisharded(database: &str, tables: &[&str]) -> String {
+    let list: Vec<String> = tables.iter().map(|t| format!("\"{t}\"")).collect();
+    format!(
+        "\n[[omnisharded_tables]]\ndatabase = \"{database}\"\ntables = [{}]\n",
+        list.join(", ")
+    )
+}
+
+/// Writes `pgdog.toml` and `users.toml` into `dir` (created if needed).
+pub fn write_files(dir: &Path, config: &str, users: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("pgdog.toml"), config).unwrap();
+    std::fs::write(dir.join("users.toml"), users).unwrap();
+}
+
+/// `pgdog <command> --config dir/pgdog.toml --users dir/users.toml <args>`, with the PG18
+/// binaries (pg_dump) of `source`'s install.
+pub fn command(dir: &Path, source: &Topology, command: &str, args: &[&str]) -> Command {
+    let mut c = Command::new(topology::proxy::binary());
+    c.arg(command)
+        .arg("--config")
+        .arg(dir.join("pgdog.toml"))
+        .arg("--users")
+        .arg(dir.join("users.toml"))
+        .args(args)
+        .env("PGDOG_PG_BIN", source.install().bin_dir());
+    c
+}
+
+/// Runs [`command`] to the end.
+pub fn pgdog(dir: &Path, source: &Topology, cmd: &str, args: &[&str]) -> Output {
+    command(dir, source, cmd, args)
+        .output()
+        .unwrap_or_else(|e| panic!("running pgdog {cmd}: {e}"))
+}
+
+/// stdout and stderr, for assertion messages.
+pub fn text(out: &Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Polls `cond` until it holds; fails after 60 s.
+pub fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
