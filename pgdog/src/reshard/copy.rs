@@ -11,8 +11,17 @@
 //!   (table, source shard): a replication connection to one of that shard's replicas
 //!   (round-robin; its primary when it has none) creates a TEMPORARY slot exporting its
 //!   snapshot; a second connection to the same server reads the table with
-//!   `COPY ... TO STDOUT (FORMAT binary)` under that snapshot. The slot's consistent point is
-//!   the watermark: the copy holds exactly the changes committed on that shard before it.
+//!   `COPY ... TO STDOUT` under that snapshot. The slot's consistent point is the watermark:
+//!   the copy holds exactly the changes committed on that shard before it.
+//! - COPY data format, per (table, source shard) ([`choose_format`]): binary when the server it
+//!   is read from and every destination shard it is written to run the same PostgreSQL major
+//!   version (`server_version_num / 10000`; read once per destination shard and with each
+//!   table's size on the source), text (`FORMAT text`, default delimiter and NULL) otherwise:
+//!   binary COPY is not guaranteed to be compatible across major versions. The environment
+//!   variable `PGDOG_COPY_FORMAT` ([`COPY_FORMAT_ENV`]) set to `text` forces text for every
+//!   table; `binary` or unset means this automatic choice; anything else is refused. Text
+//!   sessions fix the settings that shape values' text form on both ends (see
+//!   [`copy_stream`](super::copy_stream)).
 //! - A table larger than [`CopyTuning::split_bytes`] (64 MiB; `PGDOG_COPY_SPLIT_BYTES`) is read
 //!   by several connections at once, each a CTID range (`ctid >= '(a,0)' AND ctid < '(b,0)'`,
 //!   ranges from `pg_relation_size`), all under the same exported snapshot (the replication
@@ -46,11 +55,12 @@ use crate::replication::client::{
     format_lsn, ReplicationClient, ReplicationError, SlotOptions, SnapshotAction,
 };
 use crate::reshard::copy_stream::{
-    block_ranges, copy_out_sql, prepare_reader, snapshot_reader, Counters, ReadCount, Reader, Sink,
-    Tracker, CHANNEL_DEPTH,
+    block_ranges, copy_out_sql, format_option, prepare_reader, snapshot_reader, Counters,
+    ReadCount, Reader, Sink, Tracker, CHANNEL_DEPTH,
 };
 use crate::reshard::progress::Progress;
 use crate::reshard::schema_sync::{query_rows, target};
+use crate::router::copy::CopyFormat;
 use crate::router::schema::{Schema, TableSharding};
 use bytes::Bytes;
 use futures_util::stream::{self, StreamExt};
@@ -174,6 +184,8 @@ pub struct TableCopy {
     pub shards: Vec<usize>,
     /// Reader connections (CTID ranges read at once under the same snapshot); 0 when skipped.
     pub readers: usize,
+    /// The COPY data format used ([`choose_format`]); binary when skipped.
+    pub format: CopyFormat,
 }
 
 impl std::fmt::Display for TableCopy {
@@ -196,6 +208,9 @@ impl std::fmt::Display for TableCopy {
         }
         if self.readers > 1 {
             write!(f, " in {} ranges", self.readers)?;
+        }
+        if self.format != CopyFormat::Binary {
+            write!(f, ", {} format", format_option(self.format))?;
         }
         Ok(())
     }
@@ -244,11 +259,12 @@ impl Job {
             .join(", ")
     }
 
-    fn copy_in(&self) -> String {
+    fn copy_in(&self, format: CopyFormat) -> String {
         format!(
-            "COPY {} ({}) FROM STDIN (FORMAT binary)",
+            "COPY {} ({}) FROM STDIN (FORMAT {})",
             self.sql_name(),
-            self.column_list()
+            self.column_list(),
+            format_option(format)
         )
     }
 }
@@ -479,6 +495,114 @@ impl CopyTuning {
     }
 }
 
+/// Forces the COPY data format of [`copy_data`]: `text`; `binary` or unset = automatic
+/// ([`choose_format`]).
+pub const COPY_FORMAT_ENV: &str = "PGDOG_COPY_FORMAT";
+
+/// How the COPY data format is chosen (`PGDOG_COPY_FORMAT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FormatMode {
+    /// Binary when the versions allow it, text otherwise.
+    #[default]
+    Auto,
+    /// Always text.
+    Text,
+}
+
+impl FormatMode {
+    /// The mode a value of `PGDOG_COPY_FORMAT` asks for (`None`: unset).
+    pub fn parse(value: Option<&str>) -> Result<FormatMode, CopyDataError> {
+        match value.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+            None | Some("") | Some("binary") => Ok(FormatMode::Auto),
+            Some("text") => Ok(FormatMode::Text),
+            Some(other) => Err(CopyDataError::Config(format!(
+                "{COPY_FORMAT_ENV}={other:?}: expected `text`, `binary` or unset"
+            ))),
+        }
+    }
+
+    /// The mode `PGDOG_COPY_FORMAT` asks for.
+    pub fn from_env() -> Result<FormatMode, CopyDataError> {
+        match std::env::var(COPY_FORMAT_ENV) {
+            Ok(v) => FormatMode::parse(Some(&v)),
+            Err(std::env::VarError::NotPresent) => FormatMode::parse(None),
+            Err(e) => Err(CopyDataError::Config(format!("{COPY_FORMAT_ENV}: {e}"))),
+        }
+    }
+}
+
+/// The major version of a `server_version_num`: `/ 10000` from PostgreSQL 10 on (180001 ->
+/// 18), `/ 100` before (90605 -> 906).
+pub fn major_version(version_num: u32) -> u32 {
+    if version_num >= 100_000 {
+        version_num / 10_000
+    } else {
+        version_num / 100
+    }
+}
+
+/// The COPY data format of one (table, source shard): binary when `mode` allows it and the
+/// source server and every destination shard written (`dests`) report the same major version;
+/// text otherwise, also when a version is unknown (`None`).
+pub fn choose_format(mode: FormatMode, source: Option<u32>, dests: &[Option<u32>]) -> CopyFormat {
+    if mode == FormatMode::Text {
+        return CopyFormat::Text;
+    }
+    let Some(source) = source.map(major_version) else {
+        return CopyFormat::Text;
+    };
+    if dests.iter().all(|d| d.map(major_version) == Some(source)) {
+        CopyFormat::Binary
+    } else {
+        CopyFormat::Text
+    }
+}
+
+/// `server_version_num` of a server (`None` when it does not read as a number).
+async fn server_version(t: &ServerTarget) -> Result<Option<u32>, CopyDataError> {
+    let mut server = connect(t).await?;
+    let rows = query_rows(&mut server, "SELECT current_setting('server_version_num')")
+        .await
+        .map_err(server_err(&t.addr(), "reading server_version_num"))?;
+    server.terminate().await;
+    Ok(rows
+        .first()
+        .and_then(|r| r.first()?.as_deref()?.trim().parse::<u32>().ok()))
+}
+
+/// What the COPY format of each copy is chosen from: the mode and, in automatic mode, every
+/// destination shard's `server_version_num` (by shard).
+#[derive(Debug, Clone, Default)]
+struct FormatPlan {
+    mode: FormatMode,
+    dest_versions: Vec<Option<u32>>,
+}
+
+impl FormatPlan {
+    /// In automatic `mode`, reads each destination's version.
+    async fn load(mode: FormatMode, dests: &[ServerTarget]) -> Result<FormatPlan, CopyDataError> {
+        let mut dest_versions = Vec::with_capacity(dests.len());
+        if mode == FormatMode::Auto {
+            for t in dests {
+                dest_versions.push(server_version(t).await?);
+            }
+        }
+        Ok(FormatPlan {
+            mode,
+            dest_versions,
+        })
+    }
+
+    /// The format of a copy read from a server at `source` into the shards `targets`.
+    fn format(&self, source: Option<u32>, targets: &[usize]) -> CopyFormat {
+        let dests: Vec<Option<u32>> = targets
+            .iter()
+            .map(|&s| self.dest_versions.get(s).copied().flatten())
+            .collect();
+        choose_format(self.mode, source, &dests)
+    }
+}
+
 /// Copies one table from one source shard into `job.targets`; those destination shards commit
 /// only when all of it arrived, each with its watermark row. On error (or when this future is
 /// dropped) the connections are dropped, so every shard's transaction rolls back and the
@@ -494,6 +618,7 @@ async fn copy_table(
     progress_slot: Option<String>,
     progress: Option<Arc<Progress>>,
     budget: ReaderBudget,
+    formats: Arc<FormatPlan>,
 ) -> Result<TableCopy, CopyDataError> {
     let table = job.display();
     let src_addr = job.source.addr();
@@ -516,7 +641,8 @@ async fn copy_table(
         &mut reader,
         &format!(
             "SELECT greatest(reltuples, 0)::bigint, pg_relation_size(oid), \
-                    current_setting('block_size')::bigint \
+                    current_setting('block_size')::bigint, \
+                    current_setting('server_version_num')::bigint \
                FROM pg_class WHERE oid = {}::regclass",
             literal(&job.sql_name())
         ),
@@ -530,6 +656,8 @@ async fn copy_table(
             .unwrap_or(0)
     };
     let (estimate, size, block_size) = (stat(0), stat(1), stat(2).max(1));
+    let source_version = u32::try_from(stat(3)).ok().filter(|&v| v > 0);
+    let format = formats.format(source_version, &job.targets);
     // Extra readers for a large table, as many as the budget has free right now.
     let mut extra = None;
     if tuning.split_bytes > 0 && size > tuning.split_bytes {
@@ -574,14 +702,14 @@ async fn copy_table(
         })?;
 
     // Every reader under the slot's snapshot.
-    prepare_reader(&mut reader, &src_addr, &snapshot).await?;
+    prepare_reader(&mut reader, &src_addr, &snapshot, format).await?;
     let mut servers = vec![reader];
     for _ in 1..ranges {
-        servers.push(snapshot_reader(&job.source, &snapshot).await?);
+        servers.push(snapshot_reader(&job.source, &snapshot, format).await?);
     }
 
     // One COPY FROM STDIN per target destination shard; rows for the others are dropped.
-    let copy_in = job.copy_in();
+    let copy_in = job.copy_in(format);
     let n = dests.len();
     let mut tasks: JoinSet<Result<Outcome, CopyDataError>> = JoinSet::new();
     let mut senders: Vec<Option<mpsc::Sender<Bytes>>> = (0..n).map(|_| None).collect();
@@ -592,7 +720,7 @@ async fn copy_table(
                 database: "destination".into(),
                 shard,
             })?;
-        let sink = Sink::open(shard, t, &copy_in).await?;
+        let sink = Sink::open(shard, t, &copy_in, format).await?;
         let (tx, rx) = mpsc::channel(CHANNEL_DEPTH);
         senders[shard] = Some(tx);
         tasks.spawn(async move {
@@ -614,7 +742,8 @@ async fn copy_table(
         let reader = Reader {
             server,
             addr: src_addr.clone(),
-            sql: copy_out_sql(&job.sql_name(), &job.column_list(), range),
+            sql: copy_out_sql(&job.sql_name(), &job.column_list(), range, format),
+            format,
             table: table.clone(),
             dest: job.dest.clone(),
             senders: senders.clone(),
@@ -692,6 +821,7 @@ async fn copy_table(
         skipped: false,
         shards: job.targets,
         readers: ranges,
+        format,
     })
 }
 
@@ -833,6 +963,7 @@ pub async fn copy_data_tuned(
             reason: e.to_string(),
         })?;
     let dests = destination_shards(settings, &options.to_database)?;
+    let format_mode = FormatMode::from_env()?;
 
     // Every table's destination is checked before anything is created or copied; every source
     // shard must publish the same tables.
@@ -883,6 +1014,8 @@ pub async fn copy_data_tuned(
         }
     }
 
+    let formats = Arc::new(FormatPlan::load(format_mode, &dests).await?);
+
     let mut slots = Vec::new();
     let mut skipped = Vec::new();
     if let Some(slot) = &options.slot {
@@ -912,6 +1045,7 @@ pub async fn copy_data_tuned(
                     skipped: true,
                     shards: Vec::new(),
                     readers: 0,
+                    format: CopyFormat::Binary,
                 });
             }
             !job.targets.is_empty()
@@ -970,10 +1104,11 @@ pub async fn copy_data_tuned(
         let slot = options.slot.clone();
         let progress = options.progress.clone();
         let budget = budget.clone();
+        let formats = formats.clone();
         async move {
             let table = job.display();
             let mut handle = AbortOnDrop(tokio::spawn(copy_table(
-                job, i, dests, slot, progress, budget,
+                job, i, dests, slot, progress, budget, formats,
             )));
             match (&mut handle.0).await {
                 Ok(r) => r,
@@ -1089,12 +1224,21 @@ mod tests {
             targets: vec![0, 1],
         };
         assert_eq!(
-            copy_out_sql(&job.sql_name(), &job.column_list(), None),
+            copy_out_sql(
+                &job.sql_name(),
+                &job.column_list(),
+                None,
+                CopyFormat::Binary
+            ),
             "COPY \"public\".\"users\" (\"id\", \"Name\") TO STDOUT (FORMAT binary)"
         );
         assert_eq!(
-            job.copy_in(),
+            job.copy_in(CopyFormat::Binary),
             "COPY \"public\".\"users\" (\"id\", \"Name\") FROM STDIN (FORMAT binary)"
+        );
+        assert_eq!(
+            job.copy_in(CopyFormat::Text),
+            "COPY \"public\".\"users\" (\"id\", \"Name\") FROM STDIN (FORMAT text)"
         );
         let line = TableCopy {
             table: "public.users".into(),
@@ -1105,6 +1249,7 @@ mod tests {
             skipped: false,
             shards: vec![0, 1],
             readers: 1,
+            format: CopyFormat::Binary,
         };
         assert_eq!(
             line.to_string(),
@@ -1119,6 +1264,81 @@ mod tests {
             split.to_string(),
             "table public.users: 12 rows, watermark 1/FF (read from 127.0.0.1:5433) in 3 ranges"
         );
+        let text = TableCopy {
+            format: CopyFormat::Text,
+            ..split
+        };
+        assert_eq!(
+            text.to_string(),
+            "table public.users: 12 rows, watermark 1/FF (read from 127.0.0.1:5433) in 3 ranges, \
+             text format"
+        );
+    }
+
+    #[test]
+    fn format_follows_major_versions() {
+        use FormatMode::{Auto, Text};
+        // Same major version everywhere (minor releases may differ): binary.
+        assert_eq!(
+            choose_format(Auto, Some(180001), &[Some(180000), Some(180003)]),
+            CopyFormat::Binary
+        );
+        assert_eq!(
+            choose_format(Auto, Some(90605), &[Some(90612)]),
+            CopyFormat::Binary
+        );
+        // Any destination on another major version: text.
+        assert_eq!(
+            choose_format(Auto, Some(180001), &[Some(180001), Some(170005)]),
+            CopyFormat::Text
+        );
+        assert_eq!(
+            choose_format(Auto, Some(160000), &[Some(180000)]),
+            CopyFormat::Text
+        );
+        // 9.5 and 9.6 are different majors.
+        assert_eq!(
+            choose_format(Auto, Some(90605), &[Some(90500)]),
+            CopyFormat::Text
+        );
+        // Unknown versions: text.
+        assert_eq!(choose_format(Auto, None, &[Some(180000)]), CopyFormat::Text);
+        assert_eq!(
+            choose_format(Auto, Some(180000), &[Some(180000), None]),
+            CopyFormat::Text
+        );
+        // Forced text, even with equal versions.
+        assert_eq!(
+            choose_format(Text, Some(180001), &[Some(180001)]),
+            CopyFormat::Text
+        );
+        assert_eq!(major_version(180001), 18);
+        assert_eq!(major_version(100000), 10);
+        assert_eq!(major_version(90605), 906);
+    }
+
+    #[test]
+    fn format_mode_from_the_environment_value() {
+        assert_eq!(FormatMode::parse(None).unwrap(), FormatMode::Auto);
+        assert_eq!(FormatMode::parse(Some("")).unwrap(), FormatMode::Auto);
+        assert_eq!(FormatMode::parse(Some("binary")).unwrap(), FormatMode::Auto);
+        assert_eq!(FormatMode::parse(Some("text")).unwrap(), FormatMode::Text);
+        assert_eq!(FormatMode::parse(Some(" TEXT ")).unwrap(), FormatMode::Text);
+        let err = FormatMode::parse(Some("csv")).unwrap_err().to_string();
+        assert!(err.contains("PGDOG_COPY_FORMAT"), "{err}");
+        // The plan applies the versions of the targeted shards only.
+        let plan = FormatPlan {
+            mode: FormatMode::Auto,
+            dest_versions: vec![Some(180000), Some(170000)],
+        };
+        assert_eq!(plan.format(Some(180002), &[0]), CopyFormat::Binary);
+        assert_eq!(plan.format(Some(180002), &[0, 1]), CopyFormat::Text);
+        assert_eq!(plan.format(Some(170002), &[1]), CopyFormat::Binary);
+        let forced = FormatPlan {
+            mode: FormatMode::Text,
+            dest_versions: Vec::new(),
+        };
+        assert_eq!(forced.format(Some(180002), &[0]), CopyFormat::Text);
     }
 
     #[test]
@@ -1134,6 +1354,7 @@ mod tests {
             skipped: true,
             shards: Vec::new(),
             readers: 0,
+            format: CopyFormat::Text,
         };
         assert_eq!(
             skipped.to_string(),

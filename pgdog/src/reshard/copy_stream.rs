@@ -1,11 +1,14 @@
 //! The data path of one (table, source shard) copy: one or more readers, each running
-//! `COPY ... TO STDOUT (FORMAT binary)` (the whole table, or one CTID range of it) under the
-//! same exported snapshot, split their rows by destination shard with their own
+//! `COPY ... TO STDOUT (FORMAT binary|text)` (the whole table, or one CTID range of it) under
+//! the same exported snapshot, split their rows by destination shard with their own
 //! [`CopySplitter`] and send them through channels to ONE writer per destination shard, which
-//! feeds a single `COPY ... FROM STDIN (FORMAT binary)` inside its transaction.
+//! feeds a single `COPY ... FROM STDIN` in the same format inside its transaction.
 //!
 //! Binary COPY framing: every reader's output has its own file header and trailer. Readers
-//! strip both; each writer sends exactly one header first and one trailer last.
+//! strip both; each writer sends exactly one header first and one trailer last. Text COPY has
+//! no framing (`COPY TO` writes no `\.` end marker): rows pass through as they are. In text
+//! format both ends first run [`TEXT_SESSION`], so every value is printed and parsed with the
+//! same settings.
 use crate::backend::server::{Server, ServerTarget};
 use crate::net::message::{self, Message};
 use crate::reshard::copy::{connect, postgres_error, server_err, CopyDataError, Destination};
@@ -20,6 +23,13 @@ use tokio::sync::mpsc;
 pub(crate) const BINARY_HEADER: [u8; 19] = *b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0";
 /// The binary COPY file trailer: a field count of -1.
 pub(crate) const BINARY_TRAILER: [u8; 2] = [0xff, 0xff];
+/// Session settings both ends of a text COPY run before it: the text form of dates, intervals,
+/// floats, bytea and money depends on them (the same ones `pg_dump` fixes), and the bytes are
+/// UTF-8 on the wire whatever the databases' encodings.
+pub(crate) const TEXT_SESSION: &str =
+    "SET DateStyle = 'ISO, MDY'; SET IntervalStyle = 'postgres'; \
+    SET extra_float_digits = 3; SET TimeZone = 'UTC'; SET bytea_output = 'hex'; \
+    SET client_encoding = 'UTF8'; SET lc_monetary = 'C'";
 /// Buffered bytes for one shard before they are handed to its writer.
 const FLUSH_BYTES: usize = 64 * 1024;
 /// Source bytes read by one reader between two progress updates.
@@ -46,10 +56,25 @@ pub(crate) fn block_ranges(blocks: u64, n: usize) -> Vec<BlockRange> {
         .collect()
 }
 
-/// `COPY` of `columns` of `table` (SQL names), the whole table or one CTID range.
-pub(crate) fn copy_out_sql(table: &str, columns: &str, range: Option<BlockRange>) -> String {
+/// The `FORMAT` option of a COPY in `format` (binary or text).
+pub(crate) fn format_option(format: CopyFormat) -> &'static str {
+    match format {
+        CopyFormat::Binary => "binary",
+        CopyFormat::Text => "text",
+        CopyFormat::Csv => "csv",
+    }
+}
+
+/// `COPY` of `columns` of `table` (SQL names), the whole table or one CTID range, in `format`.
+pub(crate) fn copy_out_sql(
+    table: &str,
+    columns: &str,
+    range: Option<BlockRange>,
+    format: CopyFormat,
+) -> String {
+    let format = format_option(format);
     let Some(range) = range else {
-        return format!("COPY {table} ({columns}) TO STDOUT (FORMAT binary)");
+        return format!("COPY {table} ({columns}) TO STDOUT (FORMAT {format})");
     };
     let mut conditions = Vec::new();
     if let Some(start) = range.start {
@@ -59,30 +84,51 @@ pub(crate) fn copy_out_sql(table: &str, columns: &str, range: Option<BlockRange>
         conditions.push(format!("ctid < '({end},0)'::tid"));
     }
     if conditions.is_empty() {
-        return format!("COPY {table} ({columns}) TO STDOUT (FORMAT binary)");
+        return format!("COPY {table} ({columns}) TO STDOUT (FORMAT {format})");
     }
     format!(
-        "COPY (SELECT {columns} FROM {table} WHERE {}) TO STDOUT (FORMAT binary)",
+        "COPY (SELECT {columns} FROM {table} WHERE {}) TO STDOUT (FORMAT {format})",
         conditions.join(" AND ")
     )
 }
 
-/// A connection to the source inside a `REPEATABLE READ` transaction under `snapshot`.
+/// A connection to the source inside a `REPEATABLE READ` transaction under `snapshot`, set up
+/// for a COPY in `format`.
 pub(crate) async fn snapshot_reader(
     source: &ServerTarget,
     snapshot: &str,
+    format: CopyFormat,
 ) -> Result<Server, CopyDataError> {
     let mut reader = connect(source).await?;
-    prepare_reader(&mut reader, &source.addr(), snapshot).await?;
+    prepare_reader(&mut reader, &source.addr(), snapshot, format).await?;
     Ok(reader)
 }
 
-/// Starts the snapshot transaction on an open connection.
+/// Runs [`TEXT_SESSION`] when `format` is text (before the transaction: it stays for the
+/// session).
+async fn prepare_session(
+    server: &mut Server,
+    addr: &str,
+    format: CopyFormat,
+) -> Result<(), CopyDataError> {
+    if format == CopyFormat::Binary {
+        return Ok(());
+    }
+    server
+        .execute(TEXT_SESSION)
+        .await
+        .map_err(server_err(addr, "setting up the text COPY session"))
+}
+
+/// Sets the session up for `format`, then starts the snapshot transaction on an open
+/// connection.
 pub(crate) async fn prepare_reader(
     reader: &mut Server,
     addr: &str,
     snapshot: &str,
+    format: CopyFormat,
 ) -> Result<(), CopyDataError> {
+    prepare_session(reader, addr, format).await?;
     reader
         .execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         .await
@@ -144,6 +190,8 @@ pub(crate) struct Reader {
     pub server: Server,
     pub addr: String,
     pub sql: String,
+    /// The COPY's data format (that of `sql`).
+    pub format: CopyFormat,
     /// The table's name (for errors).
     pub table: String,
     pub dest: Destination,
@@ -153,11 +201,13 @@ pub(crate) struct Reader {
 }
 
 impl Reader {
-    /// Reads its COPY to the end, sending each shard's rows (no header, no trailer) to that
-    /// shard's writer. The connection is closed at the end (its transaction only read).
+    /// Reads its COPY to the end, sending each shard's rows (binary: without header and
+    /// trailer) to that shard's writer. The connection is closed at the end (its transaction
+    /// only read).
     pub(crate) async fn run(mut self) -> Result<ReadCount, CopyDataError> {
         let shards = self.senders.len();
-        let options = CopyOptions::for_format(CopyFormat::Binary);
+        let binary = self.format == CopyFormat::Binary;
+        let options = CopyOptions::for_format(self.format);
         // Omnisharded rows are parsed too (one "shard"), to frame them and count them.
         let (mut splitter, sharding, outputs) = match &self.dest {
             Destination::ByKey(t, key) => (
@@ -190,7 +240,8 @@ impl Reader {
             .map_err(server_err(&self.addr, &self.sql))?;
         let mut source_rows = 0u64;
         let mut error: Option<CopyDataError> = None;
-        let mut header_stripped = false;
+        // Text has no header to strip.
+        let mut header_stripped = !binary;
         let (mut bytes, mut reported_bytes, mut reported_rows) = (0u64, 0u64, 0u64);
         loop {
             let m: Message = self
@@ -227,7 +278,7 @@ impl Reader {
                         strip_header(&mut buffers).map_err(&table_err)?;
                         header_stripped = true;
                     }
-                    for buf in buffers.iter_mut() {
+                    for buf in buffers.iter_mut().filter(|_| binary) {
                         if !buf.ends_with(&BINARY_TRAILER) {
                             return Err(table_err("the COPY data ended without a trailer".into()));
                         }
@@ -327,16 +378,22 @@ pub(crate) struct Sink {
     pub shard: usize,
     pub addr: String,
     pub server: Server,
+    /// The COPY's data format (that of its statement).
+    pub format: CopyFormat,
 }
 
 impl Sink {
+    /// Connects, sets the session up for `format`, begins the transaction and starts `sql`
+    /// (a `COPY ... FROM STDIN` in `format`).
     pub(crate) async fn open(
         shard: usize,
         t: &ServerTarget,
         sql: &str,
+        format: CopyFormat,
     ) -> Result<Sink, CopyDataError> {
         let addr = t.addr();
         let mut server = connect(t).await?;
+        prepare_session(&mut server, &addr, format).await?;
         server
             .execute("BEGIN")
             .await
@@ -357,6 +414,7 @@ impl Sink {
             shard,
             addr,
             server,
+            format,
         })
     }
 
@@ -371,17 +429,22 @@ impl Sink {
             .map_err(server_err(&self.addr, "sending COPY data"))
     }
 
-    /// Feeds the COPY: one header, every buffer received until all readers are done, one
-    /// trailer, then CopyDone and the COPY's result. The transaction stays open.
+    /// Feeds the COPY: (binary) one header, every buffer received until all readers are done,
+    /// (binary) one trailer, then CopyDone and the COPY's result. The transaction stays open.
     pub(crate) async fn write_all(
         mut self,
         mut rx: mpsc::Receiver<Bytes>,
     ) -> Result<Sink, CopyDataError> {
-        self.send(&BINARY_HEADER).await?;
+        let binary = self.format == CopyFormat::Binary;
+        if binary {
+            self.send(&BINARY_HEADER).await?;
+        }
         while let Some(data) = rx.recv().await {
             self.send(&data).await?;
         }
-        self.send(&BINARY_TRAILER).await?;
+        if binary {
+            self.send(&BINARY_TRAILER).await?;
+        }
         self.done().await?;
         Ok(self)
     }
@@ -461,7 +524,7 @@ mod tests {
     #[test]
     fn range_statements() {
         assert_eq!(
-            copy_out_sql("\"t\"", "\"a\"", None),
+            copy_out_sql("\"t\"", "\"a\"", None, CopyFormat::Binary),
             "COPY \"t\" (\"a\") TO STDOUT (FORMAT binary)"
         );
         assert_eq!(
@@ -471,7 +534,8 @@ mod tests {
                 Some(BlockRange {
                     start: Some(10),
                     end: Some(20)
-                })
+                }),
+                CopyFormat::Binary
             ),
             "COPY (SELECT \"a\", \"b\" FROM \"t\" WHERE ctid >= '(10,0)'::tid AND ctid < '(20,0)'::tid) \
              TO STDOUT (FORMAT binary)"
@@ -483,9 +547,26 @@ mod tests {
                 Some(BlockRange {
                     start: None,
                     end: Some(5)
-                })
+                }),
+                CopyFormat::Binary
             ),
             "COPY (SELECT \"a\" FROM \"t\" WHERE ctid < '(5,0)'::tid) TO STDOUT (FORMAT binary)"
+        );
+        assert_eq!(
+            copy_out_sql("\"t\"", "\"a\"", None, CopyFormat::Text),
+            "COPY \"t\" (\"a\") TO STDOUT (FORMAT text)"
+        );
+        assert_eq!(
+            copy_out_sql(
+                "\"t\"",
+                "\"a\"",
+                Some(BlockRange {
+                    start: Some(7),
+                    end: None
+                }),
+                CopyFormat::Text
+            ),
+            "COPY (SELECT \"a\" FROM \"t\" WHERE ctid >= '(7,0)'::tid) TO STDOUT (FORMAT text)"
         );
     }
 
