@@ -189,15 +189,18 @@ fn reshard_two_to_four_under_load_with_cutover() {
                 proxy.log()
             );
         }
-        let active = (0..4).all(|s| {
-            dest.shard(s)
-                .psql(
-                    "SELECT count(*) FROM pg_replication_slots \
+        // Reverse replication starts after the configuration swap (slots are also active
+        // for a moment while they are created).
+        let active = dir.join("pgdog.toml.before-cutover").is_file()
+            && (0..4).all(|s| {
+                dest.shard(s)
+                    .psql(
+                        "SELECT count(*) FROM pg_replication_slots \
                      WHERE slot_name = 'move_reverse' AND active",
-                )
-                .map(|n| n == "1")
-                .unwrap_or(false)
-        });
+                    )
+                    .map(|n| n == "1")
+                    .unwrap_or(false)
+            });
         if active {
             break;
         }
@@ -646,8 +649,15 @@ fn reshard_refuses_keyless_tables_stops_resumes_and_aborts() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        // The slot is also active while it is being created: streaming means the copy
+        // committed (watermarks on every shard) and the slot is in use again.
         wait_for("the replay to stream", || {
-            primary
+            (0..2).all(|s| {
+                dest.shard(s)
+                    .psql("SELECT count(*) FROM pgdog_reshard_progress WHERE slot = 'cli'")
+                    .map(|n| n == "2")
+                    .unwrap_or(false)
+            }) && primary
                 .psql(
                     "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'cli' AND active",
                 )
@@ -763,8 +773,15 @@ fn pgdog_cutover_after_a_stopped_reshard_moves_a_connected_client() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // The slot is also active while it is being created: streaming means the copy committed
+    // (its watermark is on every shard) and the slot is in use again.
     wait_for("the replay to stream", || {
-        primary
+        (0..2).all(|s| {
+            dest.shard(s)
+                .psql("SELECT count(*) FROM pgdog_reshard_progress WHERE slot = 'later'")
+                .map(|n| n == "1")
+                .unwrap_or(false)
+        }) && primary
             .psql("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'later' AND active")
             .unwrap()
             == "1"

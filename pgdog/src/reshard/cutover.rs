@@ -579,6 +579,16 @@ pub async fn cutover(
     .await
     {
         primaries.close().await;
+        if matches!(e, CutoverError::ReplayStopped(_)) {
+            // Say why the replay ended.
+            return Err(match replay.join().await {
+                Ok(s) => CutoverError::ReplayStopped(format!(
+                    "it ended by itself after {} transactions",
+                    s.transactions
+                )),
+                Err(e) => e,
+            });
+        }
         return Err(e);
     }
     traffic.pause(&options.from_database).await?;
