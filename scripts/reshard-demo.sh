@@ -5,7 +5,8 @@
 # It loads pgbench data into "pgdog" (2 shards) through pgdog, publishes the tables, starts
 # pgbench clients through pgdog, runs `pgdog reshard --cutover --reverse` to move "pgdog" onto the
 # 4 shards of "pgdog_new" while they run, checks the clients saw no error, and runs
-# `pgdog verify` (old shards, kept in sync by reverse replication, against the new ones).
+# `pgdog verify` (old shards, kept in sync by reverse replication, against the new ones), then
+# makes the move final (`pgdog reshard --abort` on the reverse slot).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CONF="${1:?usage: reshard-demo.sh CONFIG_FOLDER (printed by scripts/run.sh)}"
@@ -61,9 +62,13 @@ for attempt in $(seq 1 30); do
   sleep 1
 done
 
-say "stopping reverse replication (drops its slots)"
+say "stopping reverse replication (its slots stay, for a rollback)"
 kill -TERM $RESHARD
 wait $RESHARD || true
-cat "$LOG/reshard.out" | tail -n 8
+tail -n 14 "$LOG/reshard.out"
 trap - EXIT
+
+say "making the move final: dropping the reverse slots and the progress tables"
+"$PGDOG" reshard "${CFG[@]}" --abort --from-database pgdog --to-database pgdog_new \
+  --slot pgdog_reshard_reverse
 say "done: psql ${PROXY[*]} pgdog now reads from 4 shards"

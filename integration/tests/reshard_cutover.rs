@@ -327,13 +327,99 @@ fn reshard_two_to_four_under_load_with_cutover() {
         std::thread::sleep(Duration::from_millis(200));
     }
 
-    // Stopping the reshard ends reverse replication and drops its slots.
+    // Stopping the reshard ends reverse replication; its slots stay for a rollback.
     unsafe {
         libc::kill(child.id() as i32, libc::SIGTERM);
     }
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "pgdog reshard: {}", text(&out));
     assert!(text(&out).contains("cutover done"), "{}", text(&out));
+    assert!(text(&out).contains("roll back"), "{}", text(&out));
+    for s in 0..4 {
+        assert_eq!(
+            dest.shard(s)
+                .psql("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'move_reverse'")
+                .unwrap(),
+            "1"
+        );
+    }
+
+    // Roll back with clients writing: `pgdog cutover` on the reverse slot, names as they are now.
+    let stop = Arc::new(AtomicBool::new(false));
+    let loads: Vec<_> = (1..=2)
+        .map(|k| {
+            rt.spawn(load(
+                url.clone(),
+                10_000_000 + k * 1_000_000,
+                stop.clone(),
+                done.clone(),
+            ))
+        })
+        .collect();
+    wait_for_statements(&done, 50);
+    let out = command(
+        &dir,
+        &source,
+        "cutover",
+        &[
+            "--from-database",
+            "app",
+            "--to-database",
+            "app_new",
+            "--publication",
+            "pub",
+            "--slot",
+            "move_reverse",
+            "--admin-url",
+            &admin_url,
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "rollback: {}\n{}",
+        text(&out),
+        proxy.log()
+    );
+    wait_for_statements(&done, 100);
+    stop.store(true, Ordering::SeqCst);
+    for l in loads {
+        let (_, errors, last) = rt.block_on(l).unwrap();
+        assert!(
+            errors.is_empty(),
+            "clients saw errors during the rollback: {errors:?}\n{}",
+            proxy.log()
+        );
+        // Written after the rollback: on the old shards.
+        let on_old: i64 = (0..2)
+            .map(|s| {
+                source
+                    .shard(s)
+                    .psql(&format!(
+                        "SELECT count(*) FROM items WHERE id = {}",
+                        last - 1
+                    ))
+                    .unwrap()
+                    .parse::<i64>()
+                    .unwrap()
+            })
+            .sum();
+        assert_eq!(on_old, 1, "row {} on the old shards", last - 1);
+    }
+    let toml = std::fs::read_to_string(dir.join("pgdog.toml")).unwrap();
+    let source_ports: Vec<String> = (0..2).map(|s| source.shard(s).port.to_string()).collect();
+    let app_entries: Vec<&str> = toml
+        .split("[[databases]]")
+        .filter(|e| e.contains("name = \"app\""))
+        .collect();
+    assert_eq!(app_entries.len(), 2, "{toml}");
+    assert!(
+        app_entries.iter().all(|e| source_ports
+            .iter()
+            .any(|p| e.contains(&format!("port = {p}")))),
+        "{toml}"
+    );
     for s in 0..4 {
         assert_eq!(
             dest.shard(s)

@@ -5,7 +5,8 @@
 //!   the new shards back to the old ones after the cutover until `STOP`;
 //! - `SHOW RESHARD`: its phase, per table progress, per source shard replication lag;
 //! - `CUTOVER`: cut over once the replay caught up; returns when the cutover is done (or failed);
-//! - `STOP`: stop the running reshard (resumable with the same `RESHARD`);
+//! - `STOP`: stop the running reshard (resumable with the same `RESHARD`; in reverse
+//!   replication, its slots stay for a rollback);
 //! - `ABORT RESHARD <from> <to> [SLOT <name>]`: stop it and drop its permanent slots and
 //!   progress tables.
 //!

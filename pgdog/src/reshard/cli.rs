@@ -133,6 +133,12 @@ pub fn reshard_main(
                 if !control.options.cutover {
                     println!("run `pgdog cutover` (or the admin database's CUTOVER) to switch clients");
                 }
+                if let Some(slot) = report.cutover.as_ref().and_then(|c| c.reverse_slot.as_ref()) {
+                    println!(
+                        "{}",
+                        crate::reshard::orchestrate::reverse_hint(&control.options, slot)
+                    );
+                }
                 ExitCode::SUCCESS
             }
             Err(e @ ReshardError::Stopped(_)) => {

@@ -10,7 +10,10 @@
 //! away with their connections, an unfinished table copy rolls back, the replay keeps its
 //! position; the permanent slot stays so the same command resumes where it stopped. `--abort`
 //! (admin `ABORT`) stops and drops the permanent slots and the progress tables: nothing is left
-//! behind on the servers. A completed cutover drops them too.
+//! behind on the servers. A completed cutover drops them too. With `--reverse`, reverse
+//! replication runs after the cutover until stopped; its slots (`<slot>_reverse`) then stay, for
+//! a rollback (`pgdog cutover` on them) or until `--abort --slot <slot>_reverse` makes the move
+//! final.
 use crate::config::Settings;
 use crate::reshard::copy::{connect, copy_data, literal, CopyDataError, CopyDataOptions};
 use crate::reshard::cutover::{
@@ -56,7 +59,7 @@ pub struct ReshardOptions {
     pub lag_timeout: Duration,
     pub drain_timeout: Duration,
     /// After the cutover, replicate the new shards' changes back to the old ones until stopped
-    /// (so the move can be rolled back by swapping the configuration again).
+    /// (its slots stay then: a rollback is `pgdog cutover` with `--slot <slot>_reverse`).
     pub reverse: bool,
 }
 
@@ -462,15 +465,29 @@ async fn reverse(
             _ = control.stopped() => break false,
         }
     };
+    // The reverse slots stay: they are what a rollback (`pgdog cutover` with the names as they
+    // are now and `--slot <slot>`) replays, or what `--abort --slot <slot>` drops to make the
+    // move final.
     let result = if failed {
         replay.join().await.map(|_| ())
     } else {
         replay.stop().await.map(|_| ())
     };
-    for p in cleanup(&settings, &o.from_database, &o.to_database, slot).await {
-        tracing::warn!("reverse replication cleanup: {p}");
-    }
     result.map_err(ReshardError::from)
+}
+
+/// What to run after reverse replication stopped: roll back, or make the move final.
+pub fn reverse_hint(o: &ReshardOptions, slot: &str) -> String {
+    format!(
+        "reverse replication stopped; its slot {slot} stays on every new shard.\n\
+         roll back (clients move to the old shards again):\n  \
+         pgdog cutover --from-database {from} --to-database {to} --publication {p} --slot {slot} --admin-url URL\n\
+         or make the move final (drops the slots and progress tables):\n  \
+         pgdog reshard --abort --from-database {from} --to-database {to} --slot {slot}",
+        from = o.from_database,
+        to = o.to_database,
+        p = o.publication,
+    )
 }
 
 /// Drops what a reshard keeps on the servers: the permanent slot on every source primary and
