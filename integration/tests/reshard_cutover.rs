@@ -5,7 +5,9 @@
 //! and `pgdog verify` reports no difference between the old and the new shards.
 mod reshard_common;
 
-use reshard_common::{command, text, wait_for};
+use reshard_common::{
+    command, database, omnisharded, sharded_table, shards, text, wait_for, write_files,
+};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -430,6 +432,18 @@ fn reshard_two_to_four_under_load_with_cutover() {
     }
 }
 
+/// No destination shard kept the progress tables (the reshard cleaned up).
+fn assert_no_progress_tables(dest: &Topology, shards: usize) {
+    for s in 0..shards {
+        assert_eq!(
+            dest.shard(s)
+                .psql("SELECT to_regclass('pgdog_reshard_progress') IS NULL")
+                .unwrap(),
+            "t"
+        );
+    }
+}
+
 /// Waits until the load clients did `more` statements beyond now.
 fn wait_for_statements(done: &AtomicU64, more: u64) {
     let target = done.load(Ordering::SeqCst) + more;
@@ -649,14 +663,7 @@ fn reshard_one_to_three_from_the_admin_database() {
             .unwrap(),
         "0"
     );
-    for s in 0..3 {
-        assert_eq!(
-            dest.shard(s)
-                .psql("SELECT to_regclass('pgdog_reshard_progress') IS NULL")
-                .unwrap(),
-            "t"
-        );
-    }
+    assert_no_progress_tables(&dest, 3);
 }
 
 #[test]
@@ -675,24 +682,11 @@ fn reshard_refuses_keyless_tables_stops_resumes_and_aborts() {
         .unwrap();
     let dir = std::env::temp_dir().join(format!("pgdog-reshard-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut config = format!(
-        "[[databases]]\nname = \"app\"\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n",
-        primary.port
-    );
-    for shard in 0..2 {
-        config.push_str(&format!(
-            "\n[[databases]]\nname = \"app_new\"\nshard = {shard}\nport = {}\n\
-             database_name = \"postgres\"\nuser = \"postgres\"\n",
-            dest.shard(shard).port
-        ));
-    }
-    config.push_str(
-        "\n[[sharded_tables]]\ndatabase = \"app_new\"\nname = \"keyed\"\ncolumn = \"id\"\n\
-         data_type = \"bigint\"\n\n[[omnisharded_tables]]\ndatabase = \"app_new\"\n\
-         tables = [\"nokey\"]\n",
-    );
-    std::fs::write(dir.join("pgdog.toml"), config).unwrap();
-    std::fs::write(dir.join("users.toml"), USERS).unwrap();
+    let config = database("app", 0, primary.port, "primary")
+        + &shards("app_new", &dest, 2)
+        + &sharded_table("app_new", "keyed", "id", "bigint")
+        + &omnisharded("app_new", &["nokey"]);
+    write_files(&dir, &config, USERS);
     let args = [
         "--from-database",
         "app",
@@ -801,14 +795,7 @@ fn reshard_refuses_keyless_tables_stops_resumes_and_aborts() {
         .unwrap();
     assert!(out.status.success(), "abort: {}", text(&out));
     assert_eq!(slots(), "0");
-    for s in 0..2 {
-        assert_eq!(
-            dest.shard(s)
-                .psql("SELECT to_regclass('pgdog_reshard_progress') IS NULL")
-                .unwrap(),
-            "t"
-        );
-    }
+    assert_no_progress_tables(&dest, 2);
 }
 
 #[test]
@@ -823,25 +810,12 @@ fn pgdog_cutover_after_a_stopped_reshard_moves_a_connected_client() {
              CREATE PUBLICATION pub FOR TABLE keyed;",
         )
         .unwrap();
-    let mut config = format!(
-        "admin_password = \"{ADMIN_PASSWORD}\"\n\n[[databases]]\nname = \"app\"\nport = {}\n\
-         database_name = \"postgres\"\nuser = \"postgres\"\n",
-        primary.port
-    );
-    for shard in 0..2 {
-        config.push_str(&format!(
-            "\n[[databases]]\nname = \"app_new\"\nshard = {shard}\nport = {}\n\
-             database_name = \"postgres\"\nuser = \"postgres\"\n",
-            dest.shard(shard).port
-        ));
-    }
     // `app` is declared shardable, so its sessions follow it from 1 to 2 shards in place.
-    for db in ["app", "app_new"] {
-        config.push_str(&format!(
-            "\n[[sharded_tables]]\ndatabase = \"{db}\"\nname = \"keyed\"\ncolumn = \"id\"\n\
-             data_type = \"bigint\"\n"
-        ));
-    }
+    let config = format!("admin_password = \"{ADMIN_PASSWORD}\"\n")
+        + &database("app", 0, primary.port, "primary")
+        + &shards("app_new", &dest, 2)
+        + &sharded_table("app", "keyed", "id", "bigint")
+        + &sharded_table("app_new", "keyed", "id", "bigint");
     let proxy = Proxy::start(&config, USERS).expect("pgdog starts");
     let dir = proxy.dir.clone();
     let args = [

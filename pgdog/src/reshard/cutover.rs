@@ -15,7 +15,7 @@ use crate::backend::server::{Server, ServerError, ServerTarget};
 use crate::config::Settings;
 use crate::replication::client::{format_lsn, parse_lsn, ReplicationClient};
 use crate::reshard::config_swap::{swap_file, SwapError};
-use crate::reshard::copy::{connect, literal, progress_key, CopyDataError};
+use crate::reshard::copy::{connect, literal, progress_key, source_primaries, CopyDataError};
 use crate::reshard::progress::{Progress, StopAt};
 use crate::reshard::replay::{replay, ReplayError, ReplayOptions, ReplaySummary};
 use crate::reshard::schema_sync::{query_rows, target};
@@ -184,14 +184,7 @@ pub struct SourcePrimaries {
 impl SourcePrimaries {
     pub async fn connect(settings: &Settings, database: &str) -> Result<Self, CutoverError> {
         let mut servers = Vec::new();
-        for shard in 0..settings.shards(database).max(1) {
-            let db = settings.shard_server(database, shard).ok_or_else(|| {
-                CopyDataError::MissingShard {
-                    database: database.to_string(),
-                    shard,
-                }
-            })?;
-            let t = target(settings, db);
+        for t in source_primaries(settings, database)? {
             let server = connect(&t).await?;
             servers.push((t.addr(), server));
         }
@@ -221,6 +214,15 @@ impl SourcePrimaries {
             s.terminate().await;
         }
     }
+}
+
+/// The primaries of the configured shards of `database` (gaps in the shard numbers skipped):
+/// for cleanup, which does what it can.
+fn configured_shards(settings: &Settings, database: &str) -> Vec<ServerTarget> {
+    (0..settings.shards(database).max(1))
+        .filter_map(|shard| settings.shard_server(database, shard))
+        .map(|db| target(settings, db))
+        .collect()
 }
 
 /// Replication lag of one source shard's stream.
@@ -362,11 +364,7 @@ async fn copy_sequences(
     let mut values: BTreeMap<(String, String), i64> = BTreeMap::new();
     let sql = "SELECT schemaname::text, sequencename::text, last_value::text FROM pg_sequences \
                WHERE last_value IS NOT NULL";
-    for shard in 0..settings.shards(&options.from_database).max(1) {
-        let Some(db) = settings.shard_server(&options.from_database, shard) else {
-            continue;
-        };
-        let t = target(settings, db);
+    for t in configured_shards(settings, &options.from_database) {
         let mut server = connect(&t).await?;
         let rows = query_rows(&mut server, sql)
             .await
@@ -382,11 +380,10 @@ async fn copy_sequences(
         }
     }
     let mut set = 0;
-    for shard in 0..settings.shards(&options.to_database).max(1) {
-        let Some(db) = settings.shard_server(&options.to_database, shard) else {
-            continue;
-        };
-        let t = target(settings, db);
+    for (shard, t) in configured_shards(settings, &options.to_database)
+        .into_iter()
+        .enumerate()
+    {
         let mut server = connect(&t).await?;
         for ((schema, name), v) in &values {
             // Only sequences the destination has (schema-sync copied the published tables').
@@ -419,14 +416,9 @@ async fn prepare_reverse(
     let slot = options.reverse_slot();
     let pub_lit = literal(&options.publication);
     // The published tables, as the source has them.
-    let src = settings
-        .shard_server(&options.from_database, 0)
-        .ok_or_else(|| CopyDataError::MissingShard {
-            database: options.from_database.clone(),
-            shard: 0,
-        })?;
-    let t = target(settings, src);
-    let mut server = connect(&t).await?;
+    let sources = source_primaries(settings, &options.from_database)?;
+    let t = &sources[0];
+    let mut server = connect(t).await?;
     let sql = format!(
         "SELECT format('%I.%I', schemaname, tablename), schemaname || '.' || tablename \
          FROM pg_publication_tables WHERE pubname = {pub_lit} ORDER BY 1"
@@ -450,16 +442,10 @@ async fn prepare_reverse(
         )));
     }
     let quoted: Vec<&str> = tables.iter().map(|(q, _)| q.as_str()).collect();
-    let dest_shards = settings.shards(&options.to_database).max(1);
-    for shard in 0..dest_shards {
-        let db = settings
-            .shard_server(&options.to_database, shard)
-            .ok_or_else(|| CopyDataError::MissingShard {
-                database: options.to_database.clone(),
-                shard,
-            })?;
-        let t = target(settings, db);
-        let mut server = connect(&t).await?;
+    let dests = source_primaries(settings, &options.to_database)?;
+    let dest_shards = dests.len();
+    for t in &dests {
+        let mut server = connect(t).await?;
         let sql = format!(
             "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = {pub_lit}) \
              THEN CREATE PUBLICATION {} FOR TABLE {}; END IF; END $$",
@@ -481,12 +467,8 @@ async fn prepare_reverse(
             .map_err(server_err(&t.addr(), "creating the reverse slot"))?;
         server.terminate().await;
     }
-    for shard in 0..settings.shards(&options.from_database).max(1) {
-        let Some(db) = settings.shard_server(&options.from_database, shard) else {
-            continue;
-        };
-        let t = target(settings, db);
-        let mut server = connect(&t).await?;
+    for t in &sources {
+        let mut server = connect(t).await?;
         let mut sql = String::from(crate::reshard::copy::PROGRESS_DDL);
         for i in 0..dest_shards {
             for (_, name) in &tables {
@@ -516,11 +498,7 @@ async fn prepare_reverse(
 /// destination (the reshard is complete). Failures are reported, not fatal: the cutover is done.
 pub async fn cleanup(settings: &Settings, from: &str, to: &str, slot: &str) -> Vec<String> {
     let mut problems = Vec::new();
-    for shard in 0..settings.shards(from).max(1) {
-        let Some(db) = settings.shard_server(from, shard) else {
-            continue;
-        };
-        let t = target(settings, db);
+    for t in configured_shards(settings, from) {
         let result = async {
             let mut repl = ReplicationClient::connect(&t, CONNECT_TIMEOUT).await?;
             repl.drop_slot(slot, true).await?;
@@ -535,11 +513,7 @@ pub async fn cleanup(settings: &Settings, from: &str, to: &str, slot: &str) -> V
     let keys: Vec<String> = (0..settings.shards(from).max(1))
         .map(|i| literal(&progress_key(slot, i)))
         .collect();
-    for shard in 0..settings.shards(to).max(1) {
-        let Some(db) = settings.shard_server(to, shard) else {
-            continue;
-        };
-        let t = target(settings, db);
+    for t in configured_shards(settings, to) {
         let sql = format!(
             "DELETE FROM pgdog_reshard_progress WHERE slot IN ({k}); \
              DELETE FROM pgdog_reshard_position WHERE slot IN ({k}); \
