@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs inside `pgdog-topology shards 6` (which exports PG_SHARD<N>_PORT, PG_BIN, ...): writes a
-# pgdog configuration (database "pgdog" on shards 0-1; "pgdog_new" on the empty shards 2-5, the
+# Runs inside `pgdog-topology shards+replicas 6 2` (which exports PG_SHARD<N>_PORT,
+# PG_SHARD<N>_REPLICA_PORT, PG_BIN, ...): writes a pgdog configuration (database "pgdog" on
+# shards 0-1, each with its streaming standby as a read replica; "pgdog_new" on the empty shards 2-5, the
 # destination of the resharding walkthrough in README.md), starts pgdog on 127.0.0.1:6432 with
 # its admin database and prints how to connect.
 # Ctrl-C stops pgdog; the topology then stops the servers.
@@ -17,7 +18,8 @@ default_pool_size = 10
 # The admin database: psql -h 127.0.0.1 -p $PORT -U admin admin (SHOW POOLS, PAUSE, RESHARD, ...).
 admin_password = "admin"
 
-# One database "pgdog" over both shards. Tables are sharded by their key column exactly as
+# One database "pgdog" over both shards, each a primary (writes, transactions) and a streaming
+# replica (reads: SELECTs the parser proves read-only; see SHOW POOLS for roles and bans). Tables are sharded by their key column exactly as
 # Postgres' PARTITION BY HASH would place them; pgbench's branches and tellers are copied on
 # every shard.
 [[databases]]
@@ -27,6 +29,16 @@ port = $PG_SHARD0_PORT
 database_name = "postgres"
 user = "postgres"
 shard = 0
+role = "primary"
+
+[[databases]]
+name = "pgdog"
+host = "127.0.0.1"
+port = $PG_SHARD0_REPLICA_PORT
+database_name = "postgres"
+user = "postgres"
+shard = 0
+role = "replica"
 
 [[databases]]
 name = "pgdog"
@@ -35,6 +47,16 @@ port = $PG_SHARD1_PORT
 database_name = "postgres"
 user = "postgres"
 shard = 1
+role = "primary"
+
+[[databases]]
+name = "pgdog"
+host = "127.0.0.1"
+port = $PG_SHARD1_REPLICA_PORT
+database_name = "postgres"
+user = "postgres"
+shard = 1
+role = "replica"
 
 [[sharded_tables]]
 database = "pgdog"
@@ -122,6 +144,9 @@ over 2 shards: users by id, pgbench_accounts and pgbench_history by aid):
 PostgreSQL 18 shards behind it (user postgres, trust auth, sslmode=disable):
   shard 0: $PG_BIN/psql -h 127.0.0.1 -p $PG_SHARD0_PORT -U postgres postgres
   shard 1: $PG_BIN/psql -h 127.0.0.1 -p $PG_SHARD1_PORT -U postgres postgres
+  their read replicas (streaming standbys): ports $PG_SHARD0_REPLICA_PORT $PG_SHARD1_REPLICA_PORT
+Reads go to the replicas, writes to the primaries:
+  PGPASSWORD=pgdog $PG_BIN/psql -h 127.0.0.1 -p $PORT -U pgdog pgdog -c "SELECT inet_server_port()"
   shards 2-5 (empty, database pgdog_new: the resharding destination): ports $PG_SHARD2_PORT $PG_SHARD3_PORT $PG_SHARD4_PORT $PG_SHARD5_PORT
 Reshard pgdog from 2 to 4 shards under load (see README.md, "Resharding"):
   bash $ROOT/scripts/reshard-demo.sh $CONF

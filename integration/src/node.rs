@@ -91,7 +91,7 @@ impl Node {
     }
 
     /// Starts the server and waits until it accepts connections.
-    pub(crate) fn start(&self) -> Result<()> {
+    pub fn start(&self) -> Result<()> {
         let mut cmd = self.install.server_command("pg_ctl", &self.dir);
         cmd.arg("-D").arg(self.data_dir());
         cmd.arg("-l").arg(self.log_path());

@@ -21,6 +21,36 @@ pub enum Kind {
     /// `primary` with `wal_level=logical` and `standby` streaming from it through the physical
     /// slot `standby1`, `hot_standby_feedback=on`: ready for logical slots on the standby.
     Replicated,
+    /// `primary` and N streaming standbys `replica1` .. `replicaN` (physical slots of the same
+    /// names): a primary with read replicas, and failover by promoting one.
+    Replicas(usize),
+    /// N shards `shard0` .. of which the first K have one streaming standby each
+    /// (`shard0_replica` ...): `ShardReplicas(n, k)`.
+    ShardReplicas(usize, usize),
+}
+
+impl Kind {
+    /// Every node name, and for standbys the node they stream from.
+    fn layout(self) -> Vec<(String, Option<String>)> {
+        match self {
+            Kind::Single => vec![("pg".into(), None)],
+            Kind::Shards(n) => (0..n).map(|i| (format!("shard{i}"), None)).collect(),
+            Kind::Replicated => vec![
+                ("primary".into(), None),
+                ("standby".into(), Some("primary".into())),
+            ],
+            Kind::Replicas(n) => std::iter::once(("primary".to_string(), None))
+                .chain((1..=n).map(|i| (format!("replica{i}"), Some("primary".to_string()))))
+                .collect(),
+            Kind::ShardReplicas(n, k) => (0..n)
+                .flat_map(|i| {
+                    let standby =
+                        (i < k).then(|| (format!("shard{i}_replica"), Some(format!("shard{i}"))));
+                    std::iter::once((format!("shard{i}"), None)).chain(standby)
+                })
+                .collect(),
+        }
+    }
 }
 
 /// Running servers; stopped and removed on drop (their logs printed first if the thread panics).
@@ -69,11 +99,8 @@ impl Topology {
         let run_dir = base.join("runs").join(&id);
         std::fs::create_dir_all(&run_dir).context(|| format!("creating {}", run_dir.display()))?;
 
-        let names: Vec<String> = match kind {
-            Kind::Single => vec!["pg".into()],
-            Kind::Shards(n) => (0..n).map(|i| format!("shard{i}")).collect(),
-            Kind::Replicated => vec!["primary".into(), "standby".into()],
-        };
+        let layout = kind.layout();
+        let names: Vec<String> = layout.iter().map(|(n, _)| n.clone()).collect();
         let mut topo = Topology {
             kind,
             nodes: Vec::new(),
@@ -89,7 +116,8 @@ impl Topology {
         }
 
         // Clone the template for every node that is not a standby, then start them together.
-        let primaries: Vec<&Node> = topo.nodes.iter().filter(|n| n.name != "standby").collect();
+        let is_standby = |name: &str| layout.iter().any(|(n, from)| n == name && from.is_some());
+        let primaries: Vec<&Node> = topo.nodes.iter().filter(|n| !is_standby(&n.name)).collect();
         for node in &primaries {
             let mut cp = std::process::Command::new("cp");
             cp.arg("-a").arg(&template).arg(node.data_dir());
@@ -107,15 +135,20 @@ impl Topology {
                 .collect::<Result<Vec<()>>>()
         })?;
 
-        if kind == Kind::Replicated {
-            topo.start_standby()?;
+        for (name, from) in &layout {
+            if let Some(from) = from {
+                let slot = if kind == Kind::Replicated {
+                    "standby1"
+                } else {
+                    name.as_str()
+                };
+                topo.start_standby(topo.node(from)?, topo.node(name)?, slot)?;
+            }
         }
         Ok(topo)
     }
 
-    fn start_standby(&self) -> Result<()> {
-        let primary = self.primary();
-        let standby = self.standby();
+    fn start_standby(&self, primary: &Node, standby: &Node, slot: &str) -> Result<()> {
         let mut cmd = self.install.server_command("pg_basebackup", &standby.dir);
         cmd.args([
             "-h",
@@ -127,7 +160,7 @@ impl Topology {
             "stream",
             "-C",
             "-S",
-            "standby1",
+            slot,
         ])
         .args(["-c", "fast", "--no-sync", "-p"])
         .arg(primary.port.to_string())
@@ -179,14 +212,27 @@ impl Topology {
         &self.nodes[1]
     }
 
-    /// Shard `i` of a `shards(N)` topology (panics if out of range: a test bug).
+    /// Shard `i` of a `shards(N)` or `ShardReplicas(N)` topology (panics if out of range: a
+    /// test bug).
     pub fn shard(&self, i: usize) -> &Node {
-        assert!(
-            matches!(self.kind, Kind::Shards(n) if i < n),
-            "no shard {i} in {:?}",
-            self.kind
-        );
-        &self.nodes[i]
+        match self.kind {
+            Kind::Shards(n) if i < n => &self.nodes[i],
+            Kind::ShardReplicas(n, _) if i < n => self
+                .nodes
+                .iter()
+                .find(|node| node.name == format!("shard{i}"))
+                .expect("every shard has a node"),
+            _ => panic!("no shard {i} in {:?}", self.kind),
+        }
+    }
+
+    /// Promotes a standby to primary (`pg_ctl promote`, waiting until it accepts writes).
+    pub fn promote(&self, node: &Node) -> Result<()> {
+        let mut cmd = self.install.server_command("pg_ctl", &node.dir);
+        cmd.arg("-D")
+            .arg(node.data_dir())
+            .args(["-w", "-t", "60", "promote"]);
+        run(&mut cmd).map(|_| ())
     }
 
     /// Waits until the standby has replayed everything the primary has written so far.

@@ -82,11 +82,11 @@ async fn five_hundred_clients_on_a_pool_of_ten() {
     // The server agrees: pgdog never had more than 10 connections.
     let server_side = topo
         .primary()
-        .psql("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")
+        .psql("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND application_name <> 'pgdog_healthcheck'")
         .unwrap();
     assert!(
         server_side.parse::<usize>().unwrap() <= 10,
-        "{server_side} server connections"
+        "{server_side} server connections: {}", topo.primary().psql("SELECT string_agg(application_name || ':' || coalesce(usename, ''), ',') FROM pg_stat_activity WHERE backend_type = 'client backend'").unwrap()
     );
     eprintln!(
         "500 clients x 3 transactions in {elapsed:?} on {} servers",

@@ -495,7 +495,15 @@ fn run(args: Args) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        let check_timeout = settings.config.general.healthcheck_timeout;
         Registry::install(Registry::build(settings, None));
+        // `auto` servers get their roles from the first round of health checks.
+        let first_checks = pgdog::backend::health::spawn();
+        let _ = tokio::time::timeout(
+            std::time::Duration::from_millis(check_timeout + 1_000),
+            first_checks,
+        )
+        .await;
         tracing::info!("pgdog listening on {addr}");
         tokio::spawn(maintenance());
         tokio::spawn(recover_in_doubt());
@@ -517,7 +525,7 @@ async fn recover_in_doubt() {
         if registry.settings.shards(&user.database) < 2 || !done.insert(user.database.clone()) {
             continue;
         }
-        if let Some(pools) = registry.shard_pools(&user.name, &user.database) {
+        if let Some(pools) = registry.primary_pools(&user.name, &user.database) {
             let (c, r) = pgdog::backend::twophase::recover(&user.database, &pools).await;
             if c + r > 0 {
                 tracing::info!(

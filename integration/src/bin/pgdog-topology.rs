@@ -1,8 +1,10 @@
 //! `pgdog-topology`: the test topologies from the shell (benchmarks, demo).
 //!
 //! ```text
-//! pgdog-topology single|replicated|shards N|replicated+shards N [--env-file F] [-- CMD ARGS...]
+//! pgdog-topology single|replicated|replicas N|shards N|shards+replicas N K|replicated+shards N [--env-file F] [-- CMD ARGS...]
 //! ```
+//! `replicas N`: `primary` and N standbys `replica1` ..; `shards+replicas N K`: N shards, the
+//! first K with a standby `shard<i>_replica`.
 //! Starts the topology and prints `KEY=value` lines describing it (also written to `--env-file`).
 //! `replicated+shards N` is two topologies side by side (a resharding source and destination):
 //! `primary` + `standby`, and `shard0` .. `shard{N-1}`; every node gets its `PG_<NAME>_PORT` and
@@ -17,7 +19,7 @@ use topology::{Kind, Topology};
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: pgdog-topology single|replicated|shards N|replicated+shards N [--env-file F] [-- CMD ARGS...]"
+        "usage: pgdog-topology single|replicated|replicas N|shards N|shards+replicas N K|replicated+shards N [--env-file F] [-- CMD ARGS...]"
     );
     ExitCode::from(2)
 }
@@ -86,6 +88,21 @@ fn main() -> ExitCode {
                 Some(n) if n > 0 => kinds = Some(vec![Kind::Shards(n)]),
                 _ => return usage(),
             },
+            "replicas" => match it.next().and_then(|n| n.parse().ok()) {
+                Some(n) if n > 0 => kinds = Some(vec![Kind::Replicas(n)]),
+                _ => return usage(),
+            },
+            // `shards+replicas N K`: N shards, the first K with a streaming standby each.
+            "shards+replicas" => {
+                let n = it.next().and_then(|n| n.parse().ok());
+                let k = it.next().and_then(|k| k.parse().ok());
+                match (n, k) {
+                    (Some(n), Some(k)) if n > 0 && k <= n => {
+                        kinds = Some(vec![Kind::ShardReplicas(n, k)])
+                    }
+                    _ => return usage(),
+                }
+            }
             "replicated+shards" => match it.next().and_then(|n| n.parse().ok()) {
                 Some(n) if n > 0 => kinds = Some(vec![Kind::Replicated, Kind::Shards(n)]),
                 _ => return usage(),

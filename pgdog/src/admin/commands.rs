@@ -123,10 +123,7 @@ fn rows(columns: &[&str], rows: Vec<Vec<Option<String>>>, tag: &str) -> Reply {
 }
 
 fn role(r: Role) -> &'static str {
-    match r {
-        Role::Primary => "primary",
-        Role::Replica => "replica",
-    }
+    r.name()
 }
 
 /// One row per configured server.
@@ -155,30 +152,28 @@ fn show_databases() -> Reply {
     )
 }
 
-/// One row per pool (user, database, shard).
+/// One row per pool: (user, database, shard) and one server of the shard, with its role now
+/// (an `auto` server's as the health checks see it), whether it is banned and its lag.
 fn show_pools() -> Reply {
     let registry = Registry::current();
-    let mut entries: Vec<_> = registry.pool_entries().collect();
-    entries.sort_by(|a, b| (&a.0 .1, &a.0 .0, a.0 .2).cmp(&(&b.0 .1, &b.0 .0, b.0 .2)));
-    let data = entries
-        .into_iter()
-        .map(|((user, database, shard), pool)| {
+    let mut entries: Vec<_> = registry.shard_entries().collect();
+    entries.sort_by(|a, b| (&a.0 .1, &a.0 .0, a.1.index()).cmp(&(&b.0 .1, &b.0 .0, b.1.index())));
+    let mut data = Vec::new();
+    for ((user, database), shard) in entries {
+        for host in shard.hosts() {
+            let pool = &host.pool;
             let (idle, active) = pool.counts();
-            let r = registry
-                .settings
-                .shard_server(database, *shard)
-                .map(|d| role(d.role))
-                .unwrap_or("primary");
             let target = pool.target();
             let mode = match pool.settings().mode {
                 PoolerMode::Transaction => "transaction",
                 PoolerMode::Session => "session",
             };
-            vec![
+            let status = host.state.status();
+            data.push(vec![
                 Some(database.clone()),
                 Some(user.clone()),
-                Some(shard.to_string()),
-                Some(r.to_string()),
+                Some(shard.index().to_string()),
+                Some(host.state.role().name().to_string()),
                 Some(target.host.clone()),
                 Some(target.port.to_string()),
                 Some(mode.to_string()),
@@ -187,9 +182,11 @@ fn show_pools() -> Reply {
                 Some(active.to_string()),
                 Some(pool.waiting().to_string()),
                 Some(super::pause::is_paused(database).to_string()),
-            ]
-        })
-        .collect();
+                Some(host.state.is_banned().to_string()),
+                status.lag_bytes.map(|l| l.to_string()),
+            ]);
+        }
+    }
     rows(
         &[
             "database",
@@ -204,6 +201,8 @@ fn show_pools() -> Reply {
             "sv_active",
             "cl_waiting",
             "paused",
+            "banned",
+            "replica_lag_bytes",
         ],
         data,
         "SHOW",

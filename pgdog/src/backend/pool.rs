@@ -1,6 +1,7 @@
 //! A pool of server connections for one (user, database): checkout with a timeout, idle and
 //! lifetime limits, a minimum kept warm, broken connections dropped and replaced. Counts (idle,
 //! checked out, clients waiting) are shown by the admin database's SHOW POOLS.
+use super::host::HostState;
 use super::server::{Server, ServerError, ServerTarget};
 use crate::config::PoolerMode;
 use parking_lot::Mutex;
@@ -43,6 +44,8 @@ pub struct PoolSettings {
 
 struct Inner {
     target: ServerTarget,
+    /// The server's shared health state (bans on failed connects).
+    host: Arc<HostState>,
     settings: PoolSettings,
     idle: Mutex<Vec<Server>>,
     permits: Arc<Semaphore>,
@@ -122,6 +125,11 @@ impl Drop for Waiting<'_> {
 }
 
 impl PooledServer {
+    /// The pool (and through it the server's shared state) this connection came from.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
     /// Closes the connection instead of returning it (its state is unknown).
     pub fn discard(&mut self) {
         if let Some(s) = self.server.as_mut() {
@@ -131,11 +139,12 @@ impl PooledServer {
 }
 
 impl Pool {
-    pub fn new(target: ServerTarget, settings: PoolSettings) -> Pool {
+    pub fn new(target: ServerTarget, settings: PoolSettings, host: Arc<HostState>) -> Pool {
         let permits = Arc::new(Semaphore::new(settings.size));
         Pool {
             inner: Arc::new(Inner {
                 target,
+                host,
                 settings,
                 idle: Mutex::new(Vec::new()),
                 permits,
@@ -158,6 +167,10 @@ impl Pool {
 
     pub fn target(&self) -> &ServerTarget {
         &self.inner.target
+    }
+
+    pub fn host(&self) -> &Arc<HostState> {
+        &self.inner.host
     }
 
     fn name(&self) -> String {
@@ -198,7 +211,13 @@ impl Pool {
                     return Ok(self.wrap(server, permit));
                 }
                 None => {
-                    let server = Server::connect(&self.inner.target, s.connect_timeout).await?;
+                    let server = Server::connect(&self.inner.target, s.connect_timeout)
+                        .await
+                        .inspect_err(|e| {
+                            if e.is_unavailable() {
+                                self.inner.host.mark_down(&format!("connect failed: {e}"));
+                            }
+                        })?;
                     self.remember_params(&server);
                     return Ok(self.wrap(server, permit));
                 }

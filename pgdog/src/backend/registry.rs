@@ -1,19 +1,21 @@
 //! All pools, built from the configuration and swapped whole on reload: pools whose settings
 //! did not change are carried over with their connections; the others drain. The admin
 //! database (`SHOW POOLS`, `RELOAD`) reads and replaces it too.
+use super::host::{self, HostState};
 use super::pool::{Pool, PoolSettings};
 use super::server::ServerTarget;
-use crate::config::Settings;
+use super::shard::{Host, ReadPolicy, Shard};
+use crate::config::{Database, Settings, User};
 use crate::router::{Router, Schema};
 use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Pools by (user, database, shard) plus the settings they came from.
+/// Shards (each with its servers' pools) by (user, database), plus the settings they came from.
 pub struct Registry {
     pub settings: Settings,
-    pools: HashMap<(String, String, usize), Pool>,
+    shards: HashMap<(String, String), Vec<Shard>>,
     /// Routers of sharded databases (more than one shard, or declared shardable).
     routers: HashMap<String, Arc<Router>>,
 }
@@ -21,47 +23,79 @@ pub struct Registry {
 static CURRENT: RwLock<Option<Arc<Registry>>> = RwLock::new(None);
 static GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+/// A server's pool for one user: reused from `previous` when nothing about it changed.
+fn host_pool(
+    settings: &Settings,
+    user: &User,
+    db: &Database,
+    previous: &[&Pool],
+) -> (Pool, Arc<HostState>) {
+    let g = &settings.config.general;
+    let target = ServerTarget {
+        host: db.host.clone(),
+        port: db.port,
+        database: db.database_name().to_string(),
+        user: db.user.clone().unwrap_or_else(|| user.name.clone()),
+        password: db.password.clone().or_else(|| user.password.clone()),
+    };
+    let size = user
+        .pool_size
+        .or(db.pool_size)
+        .unwrap_or(g.default_pool_size)
+        .max(1);
+    let pool_settings = PoolSettings {
+        size,
+        min: g.min_pool_size.min(size),
+        mode: user.pooler_mode.or(db.pooler_mode).unwrap_or(g.pooler_mode),
+        checkout_timeout: Duration::from_millis(g.checkout_timeout),
+        idle_timeout: Duration::from_millis(g.idle_timeout),
+        server_lifetime: Duration::from_millis(g.server_lifetime),
+        connect_timeout: Duration::from_millis(g.connect_timeout),
+    };
+    let state = host::host_state(&db.host, db.port, db.database_name(), db.role);
+    let reused = previous
+        .iter()
+        .find(|p| {
+            p.target() == &target && p.settings() == &pool_settings && Arc::ptr_eq(p.host(), &state)
+        })
+        .map(|p| (*p).clone());
+    let pool = reused.unwrap_or_else(|| Pool::new(target, pool_settings, state.clone()));
+    (pool, state)
+}
+
 impl Registry {
     /// Builds pools for every user entry, reusing `previous` pools with identical settings.
     pub fn build(settings: Settings, previous: Option<&Registry>) -> Registry {
         let g = &settings.config.general;
-        let mut pools = HashMap::new();
+        host::set_ban_timeout(g.ban_timeout);
+        let policy = ReadPolicy {
+            strategy: g.load_balancing_strategy,
+            split: g.read_write_split,
+        };
+        let mut shards = HashMap::new();
         for user in &settings.users.users {
-            for shard in 0..settings.shards(&user.database) {
-                let Some(db) = settings.shard_server(&user.database, shard) else {
-                    continue;
-                };
-                let target = ServerTarget {
-                    host: db.host.clone(),
-                    port: db.port,
-                    database: db.database_name().to_string(),
-                    user: db.user.clone().unwrap_or_else(|| user.name.clone()),
-                    password: db.password.clone().or_else(|| user.password.clone()),
-                };
-                let size = user
-                    .pool_size
-                    .or(db.pool_size)
-                    .unwrap_or(g.default_pool_size)
-                    .max(1);
-                let pool_settings = PoolSettings {
-                    size,
-                    min: g.min_pool_size.min(size),
-                    mode: user.pooler_mode.or(db.pooler_mode).unwrap_or(g.pooler_mode),
-                    checkout_timeout: Duration::from_millis(g.checkout_timeout),
-                    idle_timeout: Duration::from_millis(g.idle_timeout),
-                    server_lifetime: Duration::from_millis(g.server_lifetime),
-                    connect_timeout: Duration::from_millis(g.connect_timeout),
-                };
-                let key = (user.name.clone(), user.database.clone(), shard);
-                let reused = previous
-                    .and_then(|p| p.pools.get(&key))
-                    .filter(|p| p.target() == &target && p.settings() == &pool_settings)
-                    .cloned();
-                pools.insert(
-                    key,
-                    reused.unwrap_or_else(|| Pool::new(target, pool_settings)),
-                );
+            let key = (user.name.clone(), user.database.clone());
+            let old: Vec<&Pool> = previous
+                .and_then(|p| p.shards.get(&key))
+                .map(|v| {
+                    v.iter()
+                        .flat_map(|s| s.hosts().iter().map(|h| &h.pool))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let mut list = Vec::new();
+            for index in 0..settings.shards(&user.database) {
+                let hosts: Vec<Host> = settings
+                    .shard_hosts(&user.database, index)
+                    .into_iter()
+                    .map(|db| {
+                        let (pool, state) = host_pool(&settings, user, db, &old);
+                        Host { pool, state }
+                    })
+                    .collect();
+                list.push(Shard::new(&user.database, index, hosts, policy));
             }
+            shards.insert(key, list);
         }
         let mut routers = HashMap::new();
         for db in &settings.config.databases {
@@ -90,7 +124,7 @@ impl Registry {
         }
         Registry {
             settings,
-            pools,
+            shards,
             routers,
         }
     }
@@ -101,13 +135,14 @@ impl Registry {
         let old = CURRENT.write().replace(new.clone());
         GENERATION.fetch_add(1, std::sync::atomic::Ordering::Release);
         if let Some(old) = old {
-            for (key, pool) in &old.pools {
-                let kept = new.pools.get(key).is_some_and(|p| p.same(pool));
-                if !kept {
+            let kept: Vec<&Pool> = new.pools().collect();
+            for pool in old.pools() {
+                if !kept.iter().any(|p| p.same(pool)) {
                     pool.shutdown();
                 }
             }
         }
+        super::health::wake();
     }
 
     /// Bumped by every `install`: sessions compare it to know when to look their pool up again.
@@ -119,26 +154,32 @@ impl Registry {
         CURRENT.read().clone().unwrap_or_else(|| {
             Arc::new(Registry {
                 settings: Settings::default(),
-                pools: HashMap::new(),
+                shards: HashMap::new(),
                 routers: HashMap::new(),
             })
         })
     }
 
-    /// The pool of shard 0 (the only one of an unsharded database).
-    pub fn pool(&self, user: &str, database: &str) -> Option<&Pool> {
-        self.pools.get(&(user.to_string(), database.to_string(), 0))
+    /// Shard 0 (the only one of an unsharded database).
+    pub fn shard(&self, user: &str, database: &str) -> Option<&Shard> {
+        self.shards
+            .get(&(user.to_string(), database.to_string()))
+            .and_then(|v| v.first())
     }
 
-    /// The pools of every shard of a database, in shard order.
-    pub fn shard_pools(&self, user: &str, database: &str) -> Option<Vec<Pool>> {
-        let shards = self.settings.shards(database);
-        (0..shards)
-            .map(|shard| {
-                self.pools
-                    .get(&(user.to_string(), database.to_string(), shard))
-                    .cloned()
-            })
+    /// Every shard of a database, in shard order.
+    pub fn shards(&self, user: &str, database: &str) -> Option<Vec<Shard>> {
+        self.shards
+            .get(&(user.to_string(), database.to_string()))
+            .cloned()
+    }
+
+    /// The primary pools of every shard (for two-phase recovery); None if a shard has none.
+    pub fn primary_pools(&self, user: &str, database: &str) -> Option<Vec<Pool>> {
+        self.shards
+            .get(&(user.to_string(), database.to_string()))?
+            .iter()
+            .map(|s| s.primary().ok().cloned())
             .collect()
     }
 
@@ -147,12 +188,18 @@ impl Registry {
         self.routers.get(database).cloned()
     }
 
+    /// Every server pool.
     pub fn pools(&self) -> impl Iterator<Item = &Pool> {
-        self.pools.values()
+        self.shards
+            .values()
+            .flatten()
+            .flat_map(|s| s.hosts().iter().map(|h| &h.pool))
     }
 
-    /// Every pool with its (user, database, shard), for the admin database's SHOW POOLS.
-    pub fn pool_entries(&self) -> impl Iterator<Item = (&(String, String, usize), &Pool)> {
-        self.pools.iter()
+    /// Every shard with its (user, database), for the admin database's SHOW POOLS.
+    pub fn shard_entries(&self) -> impl Iterator<Item = (&(String, String), &Shard)> {
+        self.shards
+            .iter()
+            .flat_map(|(key, list)| list.iter().map(move |s| (key, s)))
     }
 }

@@ -31,6 +31,18 @@ pub enum ServerError {
 }
 
 impl ServerError {
+    /// Whether the server itself is unavailable (unreachable, closed the connection, starting
+    /// up or shutting down), as opposed to refusing this request: reason to ban it.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            ServerError::Connect { .. }
+            | ServerError::ConnectTimeout(_)
+            | ServerError::Protocol { .. } => true,
+            ServerError::Postgres(e, _) => e.code.starts_with("57P") || e.code.starts_with("08"),
+            _ => false,
+        }
+    }
+
     /// SQLSTATE to report to the client.
     pub fn code(&self) -> String {
         match self {

@@ -40,13 +40,54 @@ pub enum AuthType {
     Trust,
 }
 
-/// A server's role.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+/// A server's role: fixed, or `auto` (read from `pg_is_in_recovery()` at every health check,
+/// so a promoted standby takes writes without a reload).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, Hash)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     #[default]
     Primary,
     Replica,
+    Auto,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Primary => "primary",
+            Role::Replica => "replica",
+            Role::Auto => "auto",
+        }
+    }
+}
+
+/// How reads are spread over a shard's healthy replicas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadBalancingStrategy {
+    #[default]
+    RoundRobin,
+    Random,
+    LeastActiveConnections,
+}
+
+/// Whether the primary also serves reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadWriteSplit {
+    IncludePrimary,
+    #[default]
+    ExcludePrimary,
+}
+
+/// What counts as a read: `conservative` also requires every function called to be known
+/// read-only; `aggressive` trusts any plain SELECT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadWriteStrategy {
+    #[default]
+    Conservative,
+    Aggressive,
 }
 
 /// `[general]`
@@ -85,6 +126,22 @@ pub struct General {
     pub admin_password: Option<String>,
     /// Milliseconds PAUSE waits for transactions in flight before it fails and is undone.
     pub pause_timeout: u64,
+    /// How reads are spread over a shard's replicas.
+    pub load_balancing_strategy: LoadBalancingStrategy,
+    /// Whether the primary serves reads too.
+    pub read_write_split: ReadWriteSplit,
+    /// Which SELECTs count as reads.
+    pub read_write_strategy: ReadWriteStrategy,
+    /// A client's reads go to the primary until the replica has replayed its last commit.
+    pub read_your_writes: bool,
+    /// Milliseconds between health checks of every server.
+    pub healthcheck_interval: u64,
+    /// Milliseconds a health check (connect and query) may take.
+    pub healthcheck_timeout: u64,
+    /// Milliseconds a failing server is kept out of rotation.
+    pub ban_timeout: u64,
+    /// Bytes of WAL a replica may lag behind its primary before it is banned.
+    pub max_replica_lag: u64,
 }
 
 impl Default for General {
@@ -110,6 +167,14 @@ impl Default for General {
             admin_user: "admin".into(),
             admin_password: None,
             pause_timeout: 30_000,
+            load_balancing_strategy: LoadBalancingStrategy::RoundRobin,
+            read_write_split: ReadWriteSplit::ExcludePrimary,
+            read_write_strategy: ReadWriteStrategy::Conservative,
+            read_your_writes: false,
+            healthcheck_interval: 5_000,
+            healthcheck_timeout: 1_000,
+            ban_timeout: 60_000,
+            max_replica_lag: 16 << 20,
         }
     }
 }
@@ -355,6 +420,43 @@ impl Settings {
                 ));
             }
         }
+        if g.healthcheck_interval == 0 || g.healthcheck_timeout == 0 {
+            return Err(bad(
+                &self.config_path,
+                "general.healthcheck_interval and general.healthcheck_timeout must be at least 1 ms"
+                    .into(),
+            ));
+        }
+        for db in &self.config.databases {
+            let hosts = self.shard_hosts(&db.name, db.shard);
+            let writable = hosts
+                .iter()
+                .any(|d| matches!(d.role, Role::Primary | Role::Auto));
+            if !writable {
+                return Err(bad(
+                    &self.config_path,
+                    format!(
+                        "database `{}` shard {} has replicas but no primary: add role = \"primary\" (or \"auto\" on every host to follow failovers)",
+                        db.name, db.shard
+                    ),
+                ));
+            }
+            let mut addrs: Vec<(&str, u16, &str)> = hosts
+                .iter()
+                .map(|d| (d.host.as_str(), d.port, d.database_name()))
+                .collect();
+            addrs.sort();
+            addrs.dedup();
+            if addrs.len() != hosts.len() {
+                return Err(bad(
+                    &self.config_path,
+                    format!(
+                        "database `{}` shard {} lists the same server twice",
+                        db.name, db.shard
+                    ),
+                ));
+            }
+        }
         let mut names: Vec<&str> = self
             .config
             .databases
@@ -476,6 +578,15 @@ impl Settings {
             .unwrap_or(0)
     }
 
+    /// Every server of one shard of a database (primary, replicas, auto), in file order.
+    pub fn shard_hosts(&self, name: &str, shard: usize) -> Vec<&Database> {
+        self.config
+            .databases
+            .iter()
+            .filter(|d| d.name == name && d.shard == shard)
+            .collect()
+    }
+
     /// The server of one shard of a database: its primary, else its first entry.
     pub fn shard_server(&self, name: &str, shard: usize) -> Option<&Database> {
         let all: Vec<&Database> = self
@@ -545,6 +656,14 @@ mod tests {
             "admin_user",
             "admin_password",
             "pause_timeout",
+            "load_balancing_strategy",
+            "read_write_split",
+            "read_write_strategy",
+            "read_your_writes",
+            "healthcheck_interval",
+            "healthcheck_timeout",
+            "ban_timeout",
+            "max_replica_lag",
             "column",
             "data_type",
             "values",

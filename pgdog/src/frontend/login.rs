@@ -116,13 +116,13 @@ async fn login(
         drop(registry);
         return greet_admin(stream, reader).await;
     }
-    let Some(pool) = registry.pool(&user, &database).cloned() else {
+    let Some(shard) = registry.shard(&user, &database).cloned() else {
         return Err(Refusal(
             "28000",
             format!("no pool for user \"{user}\" and database \"{database}\""),
         ));
     };
-    let server_params = match pool.params().await {
+    let server_params = match shard.any().params().await {
         Ok(p) => p,
         Err(e) => {
             let refusal = Refusal("08006", e.to_string());
@@ -151,7 +151,7 @@ async fn login(
     }
     let query_parser = registry.settings.config.general.query_parser;
     if let Some(router) = registry.router(&database) {
-        let pools = registry.shard_pools(&user, &database).unwrap_or_default();
+        let shards = registry.shards(&user, &database).unwrap_or_default();
         let two_phase = registry.settings.config.general.two_phase_commit;
         drop(registry);
         super::sharded::ShardedSession::new(
@@ -159,7 +159,7 @@ async fn login(
             reader,
             user,
             database,
-            pools,
+            shards,
             router,
             client_params,
             registration,
@@ -175,7 +175,7 @@ async fn login(
         reader,
         user,
         database,
-        pool,
+        shard,
         client_params,
         registration,
         query_parser,

@@ -1,6 +1,7 @@
 //! Client side: accepting connections, the startup phase (TLS, cancel requests, protocol
 //! negotiation, authentication) and the per-client session that pools server connections.
 //! Must not build protocol bytes by hand (that is `net`) or manage connections (`backend`).
+pub mod aborted;
 pub mod cancel;
 pub mod listener;
 pub mod login;

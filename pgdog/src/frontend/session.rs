@@ -5,15 +5,20 @@
 //! server already has, CloseComplete), and which answers to swallow (a Parse it injected).
 //! Before it checks out a server the session passes its database's pause gate (the admin
 //! database's PAUSE makes it wait there), then picks up a reloaded configuration.
+mod lost;
+mod routing;
+
+use super::aborted::{self, Aborted};
 use super::cancel::Registration;
 use super::params::Params;
 use super::prepared::{self, Prepared};
 use super::statements::{self, Classified, SetChange};
-use crate::backend::{Pool, PooledServer, Registry, ServerError};
+use crate::backend::{PooledServer, Registry, ServerError, Shard};
 use crate::config::PoolerMode;
 use crate::net::message::{self, read_error, read_parse, read_target};
 use crate::net::stream::Stream;
 use crate::net::{Message, MessageReader, ProtocolError};
+use crate::router::read_write::{self, RoleHint};
 use bytes::BytesMut;
 use std::collections::{HashMap, VecDeque};
 use tokio::io::AsyncWriteExt;
@@ -56,7 +61,8 @@ pub struct Session {
     pub reader: MessageReader,
     pub user: String,
     pub database: String,
-    pub pool: Pool,
+    /// The database's servers (primary, replicas) and their pools.
+    pub shard: Shard,
     pub mode: PoolerMode,
     pub params: Params,
     pub cancel: Registration,
@@ -93,6 +99,16 @@ pub struct Session {
     batch_failed: bool,
     /// Parameters to read back from the server before it goes back to the pool.
     verify: Option<Vec<String>>,
+    /// A query in flight may have opened a transaction block (it mentions BEGIN or START).
+    may_begin: bool,
+    /// The FATAL a server sent on its own before closing (why it was lost).
+    server_fatal: Option<String>,
+    /// The client's transaction was lost with its server: pgdog answers until it ends it.
+    aborted: Option<Aborted>,
+    /// `SET pgdog.role`: where the client's statements go.
+    role_hint: Option<RoleHint>,
+    /// The FATAL's SQLSTATE, with `server_fatal`.
+    server_fatal_code: Option<String>,
 }
 
 impl Session {
@@ -102,18 +118,18 @@ impl Session {
         reader: MessageReader,
         user: String,
         database: String,
-        pool: Pool,
+        shard: Shard,
         params: Params,
         cancel: Registration,
         query_parser: bool,
     ) -> Session {
-        let mode = pool.settings().mode;
+        let mode = shard.mode();
         Session {
             stream,
             reader,
             user,
             database: database.clone(),
-            pool,
+            shard,
             mode,
             params,
             cancel,
@@ -136,6 +152,11 @@ impl Session {
             uncertain: false,
             batch_failed: false,
             verify: None,
+            may_begin: false,
+            server_fatal: None,
+            aborted: None,
+            role_hint: None,
+            server_fatal_code: None,
         }
     }
 
@@ -220,6 +241,13 @@ impl Session {
     // ---- client -> server ----
 
     async fn client_message(&mut self, m: Message) -> Result<(), SessionError> {
+        if let Some(lost) = self.aborted.as_mut() {
+            if lost.answer(&m, &self.statements, &mut self.out)? {
+                self.aborted = None;
+                self.status = b'I';
+            }
+            return Ok(());
+        }
         if self.skip_until_sync {
             if m.tag() == b'S' {
                 self.skip_until_sync = false;
@@ -268,13 +296,35 @@ impl Session {
                 return Ok(());
             }
         }
+        if let Some(change) = read_write::set_role(sql) {
+            match change {
+                Ok(hint) => {
+                    self.role_hint = hint;
+                    let tag = if hint.is_some() { "SET" } else { "RESET" };
+                    self.send(&message::command_complete(tag));
+                }
+                Err(value) => self.send(&message::error(
+                    "22023",
+                    &format!("invalid value for parameter \"pgdog.role\": \"{value}\" (primary or replica)"),
+                )),
+            }
+            let status = self
+                .server
+                .as_ref()
+                .map(|s| s.status)
+                .unwrap_or(self.status);
+            self.send(&message::ready_for_query(status));
+            return Ok(());
+        }
+        self.may_begin |= aborted::may_begin(sql);
+        let read = self.wants_read(sql);
         let classified = if self.query_parser {
             statements::classify(sql)
         } else {
             Classified::default()
         };
         self.note(classified);
-        if !self.attach().await? {
+        if !self.attach(read).await? {
             // The error is out; a simple query still ends with ReadyForQuery.
             self.send(&message::ready_for_query(self.status));
             return Ok(());
@@ -359,7 +409,8 @@ impl Session {
             }
             _ => {}
         }
-        if !self.attach().await? {
+        let read = self.message_reads(&m)?;
+        if !self.attach(read).await? {
             self.skip_until_sync = m.tag() != b'S';
             if m.tag() == b'S' {
                 self.send(&message::ready_for_query(self.status));
@@ -406,6 +457,7 @@ impl Session {
 
     async fn parse(&mut self, m: Message) -> Result<(), SessionError> {
         let fields = read_parse(&m)?;
+        self.may_begin |= aborted::may_begin(fields.query);
         if self.query_parser {
             let classified = statements::classify(fields.query);
             self.note(classified);
@@ -517,14 +569,14 @@ impl Session {
     /// none is attached: waits while the database is paused, then takes the current pool.
     /// On failure the error is sent to the client and false returned; a database that became
     /// sharded ends the session.
-    async fn attach(&mut self) -> Result<bool, SessionError> {
+    async fn attach(&mut self, read: bool) -> Result<bool, SessionError> {
         if self.server.is_some() {
             return Ok(true);
         }
         if self.ticket.is_none() {
             self.ticket = Some(crate::admin::pause::enter(&self.gate).await);
         }
-        let attached = self.attach_server().await?;
+        let attached = self.attach_server(read).await?;
         if !attached {
             self.ticket = None;
         }
@@ -547,17 +599,17 @@ impl Session {
         Ok(())
     }
 
-    async fn attach_server(&mut self) -> Result<bool, SessionError> {
+    async fn attach_server(&mut self, read: bool) -> Result<bool, SessionError> {
         // A reload may have replaced the pool: use the current one.
         if self.registry_generation != Registry::generation() {
             self.check_still_single()?;
             let registry = Registry::current();
             self.registry_generation = Registry::generation();
-            match registry.pool(&self.user, &self.database) {
-                Some(pool) => {
-                    if !pool.same(&self.pool) {
-                        self.pool = pool.clone();
-                        self.mode = pool.settings().mode;
+            match registry.shard(&self.user, &self.database) {
+                Some(shard) => {
+                    if !shard.same(&self.shard) {
+                        self.shard = shard.clone();
+                        self.mode = shard.mode();
                     }
                 }
                 None => {
@@ -570,7 +622,7 @@ impl Session {
                 }
             }
         }
-        let mut server = match self.pool.get().await {
+        let mut server = match self.shard.checkout(read).await {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!("client {}@{}: {e}", self.user, self.database);
@@ -705,6 +757,13 @@ impl Session {
                 if let Some(s) = self.server.as_mut() {
                     s.discard();
                 }
+                if self.expected.is_empty() {
+                    // Unsolicited (idle_in_transaction_session_timeout, an administrator's
+                    // pg_terminate_backend, shutdown): it explains the loss that follows.
+                    self.server_fatal = Some(format!("{} ({})", f.message, f.code));
+                    self.server_fatal_code = Some(f.code.clone());
+                    return;
+                }
                 message::error(&f.code, &f.message)
             }
             _ => m.clone(),
@@ -729,6 +788,9 @@ impl Session {
     /// ReadyForQuery: one Sync/Query answered.
     fn ready(&mut self, status: u8) {
         self.pop_if(|e| matches!(e, Expect::Ready));
+        if self.may_begin && !self.expected.iter().any(|e| matches!(e, Expect::Ready)) {
+            self.may_begin = false;
+        }
         self.release_synthetic();
         self.status = status;
         if let Some(s) = self.server.as_mut() {
@@ -845,42 +907,6 @@ impl Session {
             }
         }
         self.release_if_idle();
-    }
-
-    /// The server connection failed: tell the client, drop the server, carry on.
-    async fn server_lost(&mut self, e: ServerError) -> Result<(), SessionError> {
-        tracing::warn!(
-            "client {}@{}: server connection lost: {e}",
-            self.user,
-            self.database
-        );
-        let waiting = !self.expected.is_empty() || self.copy_in;
-        if let Some(s) = self.server.as_mut() {
-            s.discard();
-        }
-        self.detach();
-        self.expected.clear();
-        self.server_out.clear();
-        self.copy_in = false;
-        self.pending.clear();
-        if waiting {
-            self.send(&message::error(
-                "08006",
-                &format!("server connection lost: {e}"),
-            ));
-            self.status = b'I';
-            self.send(&message::ready_for_query(b'I'));
-        } else if self.pinned.is_some() || self.status != b'I' {
-            self.status = b'I';
-            self.send(&message::error_response(
-                "NOTICE",
-                "08006",
-                "server connection lost; session state was reset",
-            ));
-        }
-        self.pinned = None;
-        self.flush().await?;
-        Ok(())
     }
 
     /// The client is gone: leave the server clean for the next one, or close it.

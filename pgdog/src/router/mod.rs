@@ -6,6 +6,7 @@ pub mod copy;
 pub mod explain;
 pub mod insert;
 pub mod keys;
+pub mod read_write;
 pub mod route;
 pub mod schema;
 

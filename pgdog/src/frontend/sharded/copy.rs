@@ -33,7 +33,7 @@ impl ShardedSession {
             let dest = self.copy_destination(&stmt).await?;
             let wrap = self.tx.is_none();
             if wrap {
-                self.tx = Some(super::tx::Tx::new("BEGIN", true, self.pools.len()));
+                self.tx = Some(super::tx::Tx::new("BEGIN", true, self.shards.len()));
             }
             let result = self.copy_in(sql, &stmt, dest).await;
             if wrap {
@@ -51,7 +51,7 @@ impl ShardedSession {
             let shards = match self.overrides.shard {
                 Some(s) => vec![s],
                 None if !stmt.query && self.router.schema.is_omnisharded(&stmt.table) => vec![0],
-                None => (0..self.pools.len()).collect(),
+                None => (0..self.shards.len()).collect(),
             };
             self.copy_out(sql, &stmt, &shards).await
         }
@@ -63,7 +63,7 @@ impl ShardedSession {
         }
         let schema = self.router.schema.clone();
         if schema.is_omnisharded(&stmt.table) {
-            return Ok(Destination::Everywhere((0..self.pools.len()).collect()));
+            return Ok(Destination::Everywhere((0..self.shards.len()).collect()));
         }
         let columns: Vec<&str> = stmt.columns.iter().map(|c| c.as_str()).collect();
         let table = schema
@@ -130,7 +130,7 @@ impl ShardedSession {
     ) -> Result<(), ClientError> {
         let shards: Vec<usize> = match &dest {
             Destination::Everywhere(s) => s.clone(),
-            Destination::ByKey(..) => (0..self.pools.len()).collect(),
+            Destination::ByKey(..) => (0..self.shards.len()).collect(),
         };
         // Start the COPY everywhere; each shard answers CopyInResponse (or an error).
         let mut copy_in_response: Option<Message> = None;
@@ -173,7 +173,7 @@ impl ShardedSession {
         self.flush()
             .await
             .map_err(|e| ClientError::new("08006", e.to_string()))?;
-        let n = self.pools.len();
+        let n = self.shards.len();
         let mut buffers: Vec<BytesMut> = (0..n).map(|_| BytesMut::new()).collect();
         let mut splitter = match &dest {
             Destination::ByKey(t, index) => Some(

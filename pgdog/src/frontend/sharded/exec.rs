@@ -100,7 +100,7 @@ impl ShardedSession {
         // succeeds or fails as a whole (two-phase commit when configured).
         let wrap = work.len() > 1 && self.tx.is_none() && writes(route);
         if wrap {
-            self.tx = Some(super::tx::Tx::new("BEGIN", true, self.pools.len()));
+            self.tx = Some(super::tx::Tx::new("BEGIN", true, self.shards.len()));
         }
         let result = if writes(route) && work.len() > 1 {
             // One shard after the other, in shard order: concurrent writers then take row locks

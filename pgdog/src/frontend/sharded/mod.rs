@@ -15,12 +15,13 @@ mod tx;
 use super::cancel::Registration;
 use super::params::Params;
 use super::statements;
-use crate::backend::{Pool, PooledServer, ServerError};
+use crate::backend::{PooledServer, ServerError, Shard};
 use crate::config::PoolerMode;
 use crate::net::bind::read_bind;
 use crate::net::message::{self, read_parse, read_target};
 use crate::net::stream::Stream;
 use crate::net::{Message, MessageReader, ProtocolError};
+use crate::router::read_write::{self, RoleHint};
 use crate::router::route::Overrides;
 use crate::router::{Parsed, QueryCache, Route, Router, RouterError};
 use bytes::BytesMut;
@@ -112,13 +113,20 @@ pub struct ShardedSession {
     reader: MessageReader,
     user: String,
     database: String,
-    pools: Vec<Pool>,
+    /// Every shard's servers (primary, replicas) and their pools.
+    shards: Vec<Shard>,
     router: Arc<Router>,
     mode: PoolerMode,
     params: Params,
     cancel: Registration,
     two_phase: bool,
     servers: Vec<Option<PooledServer>>,
+    /// Per shard: the attached server is a replica's (taken for a read).
+    on_replica: Vec<bool>,
+    /// The statement being run may go to replicas.
+    read_intent: bool,
+    /// `SET pgdog.role`: where the client's statements go.
+    role_hint: Option<RoleHint>,
     out: BytesMut,
     /// Transaction status the client sees.
     status: u8,
@@ -149,26 +157,30 @@ impl ShardedSession {
         reader: MessageReader,
         user: String,
         database: String,
-        pools: Vec<Pool>,
+        shards: Vec<Shard>,
         router: Arc<Router>,
         params: Params,
         cancel: Registration,
         two_phase: bool,
     ) -> ShardedSession {
-        let mode = pools.first().map(|p| p.settings().mode).unwrap_or_default();
-        let servers = pools.iter().map(|_| None).collect();
+        let mode = shards.first().map(|s| s.mode()).unwrap_or_default();
+        let servers = shards.iter().map(|_| None).collect();
+        let on_replica = shards.iter().map(|_| false).collect();
         ShardedSession {
             stream,
             reader,
             user,
             database: database.clone(),
-            pools,
+            shards,
             router,
             mode,
             params,
             cancel,
             two_phase,
             servers,
+            on_replica,
+            read_intent: false,
+            role_hint: None,
             out: BytesMut::with_capacity(16 * 1024),
             status: b'I',
             tx: None,
@@ -338,7 +350,7 @@ impl ShardedSession {
             .any(|s| matches!(s.kind, StatementKind::Transaction(_)));
         let implicit = parsed.statements.len() > 1 && self.tx.is_none() && !controls_tx;
         if implicit {
-            self.tx = Some(Tx::new("BEGIN", true, self.pools.len()));
+            self.tx = Some(Tx::new("BEGIN", true, self.shards.len()));
         }
         let mut failed = false;
         for i in 0..parsed.statements.len() {
@@ -387,7 +399,10 @@ impl ShardedSession {
         }
         let route = self.route(parsed, i, sql, None).await?;
         self.note_pin(sql, st);
-        self.run_route(&route, exec::Request::Simple(sql)).await
+        self.read_intent = self.reads(parsed, i, sql);
+        let result = self.run_route(&route, exec::Request::Simple(sql)).await;
+        self.read_intent = false;
+        result
     }
 
     fn note_pin(&mut self, sql: &str, st: &pg_query_raw::router::Statement) {
@@ -597,15 +612,36 @@ impl ShardedSession {
         };
         let route: Route = self.route(&parsed, 0, &sql, Some(&params)).await?;
         self.note_pin(&sql, st);
-        self.run_route(
-            &route,
-            exec::Request::Extended {
-                statement: &portal.statement,
-                bind: &bind,
-                describe: portal.describe,
-            },
-        )
-        .await
+        self.read_intent = self.reads(&parsed, 0, &sql);
+        let result = self
+            .run_route(
+                &route,
+                exec::Request::Extended {
+                    statement: &portal.statement,
+                    bind: &bind,
+                    describe: portal.describe,
+                },
+            )
+            .await;
+        self.read_intent = false;
+        result
+    }
+
+    /// Whether statement `i` may go to replicas: the database has some, the client did not ask
+    /// for the primary, and the parser proves it a read.
+    fn reads(&self, parsed: &Parsed, i: usize, sql: &str) -> bool {
+        if self.mode == PoolerMode::Session || !self.shards.iter().any(|s| s.splits_reads()) {
+            return false;
+        }
+        if let Some(hint) = read_write::comment_hint(sql).or(self.role_hint) {
+            return hint == RoleHint::Replica;
+        }
+        let strategy = crate::backend::Registry::current()
+            .settings
+            .config
+            .general
+            .read_write_strategy;
+        read_write::is_read(std::slice::from_ref(&parsed.statements[i]), sql, strategy)
     }
 
     /// Routes a statement; the column order of a table is read from a shard when an INSERT
@@ -650,11 +686,24 @@ impl ShardedSession {
         if shard >= self.servers.len() {
             return Err(RouterError::NoSuchShard(shard, self.servers.len()).into());
         }
+        // A read-only transaction runs where it starts; another one on the primary.
+        let read = self.tx.as_ref().map_or(self.read_intent, |t| t.read_only);
+        let begun = self.tx.as_ref().is_some_and(|t| t.begun[shard]);
+        if self.on_replica[shard] && !read && !begun {
+            // A write needs the primary: the replica's connection goes back.
+            if let Some(mut old) = self.servers[shard].take() {
+                if old.status != b'I' {
+                    old.discard();
+                }
+            }
+            self.on_replica[shard] = false;
+        }
         if self.servers[shard].is_none() {
-            let server = self.pools[shard].get().await.map_err(|e| {
+            let server = self.shards[shard].checkout(read).await.map_err(|e| {
                 tracing::warn!("client {}@{}: {e}", self.user, self.database);
                 ClientError::new(&e.code(), format!("shard {shard}: {e}"))
             })?;
+            self.on_replica[shard] = read;
             if self.servers.iter().all(|s| s.is_none()) {
                 *self.cancel.slot.lock() = Some(server.cancel_key.clone());
             } else {
@@ -721,7 +770,7 @@ impl ShardedSession {
         self.checked_generation = current;
         let registry = crate::backend::Registry::current();
         if registry.router(&self.database).is_none()
-            && registry.pool(&self.user, &self.database).is_some()
+            && registry.shard(&self.user, &self.database).is_some()
         {
             let _ = self.reconfigure_error();
         }
@@ -748,13 +797,13 @@ impl ShardedSession {
         }
         let registry = crate::backend::Registry::current();
         if registry.router(&self.database).is_none()
-            && registry.pool(&self.user, &self.database).is_some()
+            && registry.shard(&self.user, &self.database).is_some()
         {
             return Err(self.reconfigure_error());
         }
         self.generation = current;
-        let (Some(pools), Some(router)) = (
-            registry.shard_pools(&self.user, &self.database),
+        let (Some(shards), Some(router)) = (
+            registry.shards(&self.user, &self.database),
             registry.router(&self.database),
         ) else {
             return Err(ClientError::new(
@@ -765,17 +814,15 @@ impl ShardedSession {
                 ),
             ));
         };
-        if pools.len() != self.pools.len() {
+        if shards.len() != self.shards.len() {
             if self.tx.is_some() {
                 return Err(self.reconfigure_error());
             }
-            self.servers = pools.iter().map(|_| None).collect();
+            self.servers = shards.iter().map(|_| None).collect();
+            self.on_replica = shards.iter().map(|_| false).collect();
         }
-        self.mode = pools
-            .first()
-            .map(|p| p.settings().mode)
-            .unwrap_or(self.mode);
-        self.pools = pools;
+        self.mode = shards.first().map(|s| s.mode()).unwrap_or(self.mode);
+        self.shards = shards;
         self.router = router;
         Ok(())
     }
@@ -801,6 +848,7 @@ impl ShardedSession {
             }
             *s = None;
         }
+        self.on_replica.iter_mut().for_each(|r| *r = false);
     }
 
     /// A server failed mid-conversation: it is closed, the client gets an error.
@@ -812,6 +860,11 @@ impl ShardedSession {
         );
         if let Some(s) = self.servers.get_mut(shard).and_then(|s| s.as_mut()) {
             s.discard();
+            if e.is_unavailable() {
+                s.pool()
+                    .host()
+                    .mark_down(&format!("server connection lost: {e}"));
+            }
             let key = s.cancel_key.clone();
             self.cancel
                 .others
@@ -830,6 +883,7 @@ impl ShardedSession {
         }
         if let Some(t) = self.tx.as_mut() {
             t.begun[shard] = false;
+            t.lost = true;
             self.status = b'E';
         }
         ClientError::new(

@@ -21,6 +21,12 @@ pub struct Tx {
     /// Opened by pgdog around a multi-statement query.
     #[allow(dead_code)]
     pub implicit: bool,
+    /// BEGIN READ ONLY (or SET TRANSACTION READ ONLY before any shard began): it may run on
+    /// replicas.
+    pub read_only: bool,
+    /// A shard's server was lost inside it: its work there is gone, so no savepoint can
+    /// repair it; only ROLLBACK (or COMMIT, which rolls back) ends it.
+    pub lost: bool,
 }
 
 impl Tx {
@@ -30,6 +36,8 @@ impl Tx {
             begun: vec![false; shards],
             changes: Vec::new(),
             implicit,
+            read_only: crate::router::read_write::begins_read_only(begin),
+            lost: false,
         }
     }
 }
@@ -69,7 +77,7 @@ impl ShardedSession {
                         "there is already a transaction in progress",
                     ));
                 } else {
-                    self.tx = Some(Tx::new(sql, false, self.pools.len()));
+                    self.tx = Some(Tx::new(sql, false, self.shards.len()));
                     self.status = b'T';
                 }
                 Ok("BEGIN".into())
@@ -87,6 +95,10 @@ impl ShardedSession {
                     self.rollback().await?;
                     return Ok("ROLLBACK".into());
                 }
+                if let Some(e) = self.lost_before_commit() {
+                    self.rollback().await?;
+                    return Err(e);
+                }
                 self.commit().await?;
                 Ok("COMMIT".into())
             }
@@ -103,6 +115,14 @@ impl ShardedSession {
                 Ok("ROLLBACK".into())
             }
             Transaction::Savepoint(_) | Transaction::Release(_) | Transaction::RollbackTo(_) => {
+                if matches!(t, Transaction::RollbackTo(_))
+                    && self.tx.as_ref().is_some_and(|tx| tx.lost)
+                {
+                    return Err(ClientError::new(
+                        "08006",
+                        "a shard's server connection was lost in this transaction: its work there is gone; end the transaction with ROLLBACK",
+                    ));
+                }
                 let Some(tx) = self.tx.as_mut() else {
                     return Err(ClientError::new(
                         "25P01",
@@ -141,6 +161,35 @@ impl ShardedSession {
                 "two-phase commit statements are managed by pgdog on sharded databases (two_phase_commit = true)",
             )),
         }
+    }
+
+    /// A server of the transaction that died while the client was idle in it (found before
+    /// anything commits, so no shard commits while another's work is gone): the error to give.
+    fn lost_before_commit(&mut self) -> Option<ClientError> {
+        let begun: Vec<usize> = self
+            .tx
+            .as_ref()
+            .map(|t| (0..t.begun.len()).filter(|s| t.begun[*s]).collect())
+            .unwrap_or_default();
+        for shard in begun {
+            let broken = self.servers[shard].as_mut().is_none_or(|s| s.is_broken());
+            if broken {
+                let addr = self.servers[shard]
+                    .as_ref()
+                    .map(|s| s.addr().to_string())
+                    .unwrap_or_default();
+                let e = crate::backend::ServerError::Protocol {
+                    addr,
+                    error: crate::net::ProtocolError::Closed,
+                };
+                let lost = self.lose(shard, &e);
+                return Some(ClientError::new(
+                    "08006",
+                    format!("{}; the transaction was rolled back", lost.message),
+                ));
+            }
+        }
+        None
     }
 
     /// Commits on every shard the transaction touched.
@@ -307,17 +356,41 @@ impl ShardedSession {
                     }
                 };
                 if let Some(n) = self.overrides.shard {
-                    if n >= self.pools.len() {
+                    if n >= self.shards.len() {
                         self.overrides.shard = None;
                         return Err(ClientError::new(
                             "22023",
                             format!(
                                 "shard {n} does not exist (this database has {} shards)",
-                                self.pools.len()
+                                self.shards.len()
                             ),
                         ));
                     }
                 }
+                return Ok(Some(tag.into()));
+            }
+            Some("pgdog.role") => {
+                self.role_hint =
+                    match set.values.first() {
+                        None => None,
+                        Some(Const::String(s)) => {
+                            match crate::router::read_write::RoleHint::parse(s) {
+                            Some(hint) => Some(hint),
+                            None => {
+                                return Err(ClientError::new(
+                                    "22023",
+                                    format!("invalid value for parameter \"pgdog.role\": \"{s}\" (primary or replica)"),
+                                ))
+                            }
+                        }
+                        }
+                        Some(other) => {
+                            return Err(ClientError::new(
+                                "22023",
+                                format!("pgdog.role must be 'primary' or 'replica', not {other:?}"),
+                            ))
+                        }
+                    };
                 return Ok(Some(tag.into()));
             }
             Some("pgdog.sharding_key") => {
@@ -339,6 +412,10 @@ impl ShardedSession {
         let classified = statements::classify(sql);
         match self.tx.as_mut() {
             Some(tx) => {
+                if !tx.begun.iter().any(|b| *b) && crate::router::read_write::begins_read_only(sql)
+                {
+                    tx.read_only = true;
+                }
                 tx.prelude.push(sql.to_string());
                 tx.changes.extend(classified.changes);
                 let begun: Vec<usize> = (0..tx.begun.len()).filter(|s| tx.begun[*s]).collect();

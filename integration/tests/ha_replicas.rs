@@ -1,0 +1,401 @@
+//! Replicas and failover on real streaming standbys: reads spread over replicas and writes stay
+//! on the primary (by the parser's read/write rule, transactions, hints), a killed replica is
+//! banned and reads go on without errors, a dead primary with `role = "auto"` is replaced by a
+//! promoted standby without a reload, two primaries refuse writes, and the sharded variant.
+mod common;
+use common::*;
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use topology::{Kind, Node, Topology};
+
+/// pgdog.toml lines for one `[[databases]]` entry of database `app`.
+fn entry(node: &Node, role: &str, shard: usize) -> String {
+    format!(
+        "\n[[databases]]\nname = \"{DB}\"\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\nrole = \"{role}\"\nshard = {shard}\npool_size = 4\n",
+        node.port
+    )
+}
+
+const GENERAL: &str = "auth_type = \"trust\"\nhealthcheck_interval = 200\nhealthcheck_timeout = 500\nconnect_timeout = 1000\n";
+
+async fn port_of(client: &tokio_postgres::Client, sql: &str) -> u16 {
+    one(client, sql).await.parse().unwrap()
+}
+
+fn replicas(topo: &Topology) -> Vec<&Node> {
+    topo.nodes()
+        .iter()
+        .filter(|n| n.name.starts_with("replica"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_go_to_replicas_and_writes_to_the_primary() {
+    let topo = Topology::start(Kind::Replicas(2)).unwrap();
+    let primary = topo.primary();
+    primary
+        .psql("CREATE TABLE t (id int PRIMARY KEY); CREATE SEQUENCE s")
+        .unwrap();
+    let mut config = GENERAL.to_string();
+    config.push_str(&entry(primary, "primary", 0));
+    for r in replicas(&topo) {
+        config.push_str(&entry(r, "replica", 0));
+    }
+    let proxy = start_with(&config, &users(""));
+    let client = connect(&proxy).await;
+    let replica_ports: BTreeSet<u16> = replicas(&topo).iter().map(|n| n.port).collect();
+
+    // Simple and extended reads: round robin over both replicas, never the primary.
+    let mut seen = BTreeSet::new();
+    for _ in 0..10 {
+        seen.insert(port_of(&client, "SELECT inet_server_port()").await);
+        let row = client
+            .query_one("SELECT inet_server_port()::int", &[])
+            .await
+            .unwrap();
+        seen.insert(row.get::<_, i32>(0) as u16);
+    }
+    assert_eq!(seen, replica_ports, "reads must spread over the replicas");
+
+    // Writes and everything not proven read-only: the primary.
+    let p = primary.port;
+    for sql in [
+        "INSERT INTO t VALUES (1) RETURNING inet_server_port()",
+        "SELECT inet_server_port() FROM (SELECT nextval('s')) x",
+        "SELECT inet_server_port() FROM t FOR UPDATE",
+        "WITH d AS (DELETE FROM t WHERE id = -1 RETURNING id) SELECT inet_server_port()",
+        "/* pgdog_role: primary */ SELECT inet_server_port()",
+    ] {
+        assert_eq!(port_of(&client, sql).await, p, "{sql}");
+    }
+    // An explicit transaction runs on the primary from BEGIN to COMMIT.
+    client.batch_execute("BEGIN").await.unwrap();
+    assert_eq!(port_of(&client, "SELECT inet_server_port()").await, p);
+    client
+        .batch_execute("INSERT INTO t VALUES (2)")
+        .await
+        .unwrap();
+    assert_eq!(port_of(&client, "SELECT inet_server_port()").await, p);
+    client.batch_execute("COMMIT").await.unwrap();
+    // A read-only transaction stays on one replica.
+    client.batch_execute("BEGIN READ ONLY").await.unwrap();
+    let first = port_of(&client, "SELECT inet_server_port()").await;
+    assert!(replica_ports.contains(&first));
+    for _ in 0..3 {
+        assert_eq!(port_of(&client, "SELECT inet_server_port()").await, first);
+    }
+    client.batch_execute("COMMIT").await.unwrap();
+    // The client pins itself to the primary, then back.
+    client
+        .batch_execute("SET pgdog.role = 'primary'")
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        assert_eq!(port_of(&client, "SELECT inet_server_port()").await, p);
+    }
+    client.batch_execute("RESET pgdog.role").await.unwrap();
+    assert!(replica_ports.contains(&port_of(&client, "SELECT inet_server_port()").await));
+    let err = client
+        .batch_execute("SET pgdog.role = 'nowhere'")
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&err).as_deref(), Some("22023"));
+    assert_eq!(primary.psql("SELECT count(*) FROM t").unwrap(), "2");
+}
+
+/// Runs `SELECT inet_server_port()` on `clients` clients until `stop`; every result with its
+/// time.
+type Log = Arc<Mutex<Vec<(Instant, Result<u16, String>)>>>;
+
+fn read_load(
+    proxy: &topology::Proxy,
+    clients: usize,
+    stop: Arc<AtomicBool>,
+) -> (Log, Vec<tokio::task::JoinHandle<()>>) {
+    let log: Log = Arc::new(Mutex::new(Vec::new()));
+    let tasks = (0..clients)
+        .map(|_| {
+            let (log, stop, conninfo) = (
+                log.clone(),
+                stop.clone(),
+                proxy.conninfo(USER, PASSWORD, DB),
+            );
+            tokio::spawn(async move {
+                let (client, _conn) = connect_str(&conninfo).await.unwrap();
+                while !stop.load(Ordering::Relaxed) {
+                    let r = tokio::time::timeout(
+                        Duration::from_secs(10),
+                        client.query_one("SELECT inet_server_port()::int", &[]),
+                    )
+                    .await;
+                    let r = match r {
+                        Ok(Ok(row)) => Ok(row.get::<_, i32>(0) as u16),
+                        Ok(Err(e)) => Err(err_text(&e)),
+                        Err(_) => Err("hung".into()),
+                    };
+                    log.lock().unwrap().push((Instant::now(), r));
+                }
+            })
+        })
+        .collect();
+    (log, tasks)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_replica_is_banned_and_reads_go_on() {
+    let topo = Topology::start(Kind::Replicas(2)).unwrap();
+    let mut config = GENERAL.to_string();
+    config.push_str(&entry(topo.primary(), "primary", 0));
+    for r in replicas(&topo) {
+        config.push_str(&entry(r, "replica", 0));
+    }
+    let proxy = start_with(&config, &users(""));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (log, tasks) = read_load(&proxy, 4, stop.clone());
+    let victim = topo.node("replica1").unwrap();
+    let survivor = topo.node("replica2").unwrap().port;
+    eventually(
+        "reads on both replicas",
+        Duration::from_secs(10),
+        || async {
+            let l = log.lock().unwrap();
+            let ports: BTreeSet<u16> = l.iter().filter_map(|r| r.1.clone().ok()).collect();
+            ports.len() == 2
+        },
+    )
+    .await;
+    tokio::task::block_in_place(|| victim.stop().unwrap());
+    let killed = Instant::now();
+    // Reads keep succeeding, now only on the surviving replica.
+    eventually(
+        "200 reads after the kill",
+        Duration::from_secs(20),
+        || async {
+            log.lock()
+                .unwrap()
+                .iter()
+                .filter(|r| r.0 > killed && r.1.is_ok())
+                .count()
+                >= 200
+        },
+    )
+    .await;
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let log = log.lock().unwrap();
+    let after: Vec<_> = log.iter().filter(|r| r.0 > killed).collect();
+    let failures: Vec<_> = after.iter().filter_map(|r| r.1.as_ref().err()).collect();
+    // At most the queries in flight on the victim when it died (one per client).
+    assert!(
+        failures.len() <= 8,
+        "{} failures: {failures:?}",
+        failures.len()
+    );
+    // Once the first success after the kill is seen, nothing fails any more.
+    let first_ok = after.iter().position(|r| r.1.is_ok()).unwrap();
+    let last_failure = after.iter().rposition(|r| r.1.is_err());
+    let tail = &after[after.len() - 100..];
+    assert!(
+        tail.iter().all(|r| r.1.as_ref().ok() == Some(&survivor)),
+        "reads after the ban must go to the surviving replica"
+    );
+    eprintln!("failures after the kill: {} (first success at #{first_ok}, last failure at {last_failure:?})", failures.len());
+}
+
+/// Admin console SHOW POOLS rows as (port, role, banned).
+async fn pools(proxy: &topology::Proxy) -> Vec<(String, String, String)> {
+    let (admin, _c) = connect_str(&proxy.conninfo("admin", "admin", "admin"))
+        .await
+        .unwrap();
+    let rows = admin.simple_query("SHOW POOLS").await.unwrap();
+    rows.iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => Some((
+                r.get("port").unwrap().to_string(),
+                r.get("role").unwrap().to_string(),
+                r.get("banned").unwrap().to_string(),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failover_with_auto_roles_needs_no_reload() {
+    let topo = Topology::start(Kind::Replicas(2)).unwrap();
+    let old = topo.primary();
+    old.psql("CREATE TABLE t (id int PRIMARY KEY)").unwrap();
+    old.psql("CHECKPOINT").unwrap();
+    let mut config = format!("{GENERAL}admin_password = \"admin\"\n");
+    config.push_str(&entry(old, "auto", 0));
+    for r in replicas(&topo) {
+        config.push_str(&entry(r, "auto", 0));
+    }
+    let proxy = start_with(&config, &users(""));
+    let client = connect(&proxy).await;
+    let insert = |id: i32| format!("INSERT INTO t VALUES ({id}) RETURNING inet_server_port()");
+    assert_eq!(port_of(&client, &insert(1)).await, old.port);
+    let roles = pools(&proxy).await;
+    assert!(
+        roles.contains(&(old.port.to_string(), "primary".into(), "false".into())),
+        "{roles:?}"
+    );
+
+    // The primary dies: writes fail fast with 08006 naming the shard, reads go on.
+    tokio::task::block_in_place(|| old.stop().unwrap());
+    let started = Instant::now();
+    let attempt = tokio::time::timeout(Duration::from_secs(5), client.simple_query(&insert(2)))
+        .await
+        .unwrap_or_else(|_| panic!("a write hung with the primary down\n{}", proxy.log()));
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "a write took {:?} to fail",
+        started.elapsed()
+    );
+    let write_error = attempt.err();
+    let e = write_error.expect("a write succeeded with the primary down");
+    assert_eq!(sqlstate(&e).as_deref(), Some("08006"), "{}", err_text(&e));
+    // After the next health check the error names the shard.
+    eventually("writes to be refused as having no primary", Duration::from_secs(5), || async {
+        matches!(client.simple_query(&insert(2)).await, Err(e) if err_text(&e).contains("shard 0"))
+    })
+    .await;
+    let reader = port_of(&client, "SELECT inet_server_port()").await;
+    assert_ne!(reader, old.port);
+
+    // Promote replica1: writes reach it without a reload, within 2 health-check intervals.
+    let new = topo.node("replica1").unwrap();
+    tokio::task::block_in_place(|| topo.promote(new).unwrap());
+    let promoted = Instant::now();
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        match client.simple_query(&insert(3)).await {
+            Ok(_) => break,
+            Err(e) => {
+                assert!(
+                    promoted.elapsed() < Duration::from_secs(5),
+                    "no write after promotion: {}",
+                    err_text(&e)
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+    let took = promoted.elapsed();
+    eprintln!("first write {took:?} after the promotion ({attempts} attempts)");
+    assert!(
+        took <= Duration::from_millis(2 * 200 + 300),
+        "failover took {took:?}"
+    );
+    assert_eq!(
+        new.psql("SELECT count(*) FROM t WHERE id = 3").unwrap(),
+        "1"
+    );
+
+    // The old primary comes back as a primary too: writes are refused until it steps down.
+    tokio::task::block_in_place(|| old.start().unwrap());
+    eventually("two primaries to refuse writes", Duration::from_secs(5), || async {
+        matches!(client.simple_query(&insert(4)).await, Err(e) if err_text(&e).contains("several servers claim"))
+    })
+    .await;
+    tokio::task::block_in_place(|| old.stop().unwrap());
+    eventually(
+        "writes on the new primary again",
+        Duration::from_secs(5),
+        || async { client.simple_query(&insert(5)).await.is_ok() },
+    )
+    .await;
+    assert_eq!(
+        new.psql("SELECT count(*) FROM t WHERE id = 5").unwrap(),
+        "1"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_database_with_a_replica_per_shard() {
+    let topo = Topology::start(Kind::ShardReplicas(2, 2)).unwrap();
+    let mut config = GENERAL.to_string();
+    for i in 0..2 {
+        let primary = topo.shard(i);
+        primary
+            .psql("CREATE TABLE t (id bigint PRIMARY KEY, v int)")
+            .unwrap();
+        config.push_str(&entry(primary, "primary", i));
+        config.push_str(&entry(
+            topo.node(&format!("shard{i}_replica")).unwrap(),
+            "replica",
+            i,
+        ));
+    }
+    config.push_str(&format!(
+        "\n[[sharded_tables]]\ndatabase = \"{DB}\"\nname = \"t\"\ncolumn = \"id\"\n"
+    ));
+    let proxy = start_with(&config, &users(""));
+    let client = connect(&proxy).await;
+    for id in 1..=20 {
+        client
+            .batch_execute(&format!("INSERT INTO t VALUES ({id}, 0)"))
+            .await
+            .unwrap();
+    }
+    // Each shard's rows reach its replica.
+    for i in 0..2 {
+        let lsn = topo
+            .shard(i)
+            .psql("SELECT pg_current_wal_insert_lsn()")
+            .unwrap();
+        let replica = topo.node(&format!("shard{i}_replica")).unwrap();
+        eventually(
+            "the replica to catch up",
+            Duration::from_secs(10),
+            || async {
+                replica
+                    .psql(&format!("SELECT pg_last_wal_replay_lsn() >= '{lsn}'"))
+                    .unwrap()
+                    == "t"
+            },
+        )
+        .await;
+    }
+    let replica_ports: BTreeSet<u16> = (0..2)
+        .map(|i| topo.node(&format!("shard{i}_replica")).unwrap().port)
+        .collect();
+    let primary_ports: BTreeSet<u16> = (0..2).map(|i| topo.shard(i).port).collect();
+    // A single-shard read goes to that shard's replica, a write to its primary.
+    for id in 1..=6 {
+        let read = port_of(
+            &client,
+            &format!("SELECT inet_server_port() FROM t WHERE id = {id}"),
+        )
+        .await;
+        assert!(replica_ports.contains(&read), "read of {id} on {read}");
+        let write = port_of(
+            &client,
+            &format!("UPDATE t SET v = v + 1 WHERE id = {id} RETURNING inet_server_port()"),
+        )
+        .await;
+        assert!(primary_ports.contains(&write), "write of {id} on {write}");
+    }
+    // A cross-shard read on the replicas has every row.
+    assert_eq!(one(&client, "SELECT count(*) FROM t").await, "20");
+    let (_p, counts): (Vec<u16>, Vec<String>) = (0..2)
+        .map(|i| {
+            let r = topo.node(&format!("shard{i}_replica")).unwrap();
+            (r.port, r.psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgdog' AND backend_type = 'client backend'").unwrap())
+        })
+        .unzip();
+    assert!(
+        counts.iter().all(|c| c != "0"),
+        "both replicas served: {counts:?}"
+    );
+    // In a transaction everything is on the primaries.
+    client.batch_execute("BEGIN").await.unwrap();
+    let in_tx = port_of(&client, "SELECT inet_server_port() FROM t WHERE id = 1").await;
+    assert!(primary_ports.contains(&in_tx));
+    client.batch_execute("COMMIT").await.unwrap();
+}

@@ -1,0 +1,84 @@
+//! A session's server connection lost: banning the server when it is down, and never hiding a
+//! transaction that was lost with it (see `frontend::aborted`).
+use super::{Aborted, Expect, Session, SessionError};
+use crate::backend::ServerError;
+use crate::net::message;
+
+impl Session {
+    /// The server connection failed: drop the server and tell the client. Outside a
+    /// transaction with nothing in flight the next statement simply gets a new server. A
+    /// transaction (or a batch that may have opened one) is never hidden: the client's
+    /// transaction becomes failed (see `aborted`) until it ends it.
+    pub(super) async fn server_lost(&mut self, e: ServerError) -> Result<(), SessionError> {
+        let why = match self.server_fatal.take() {
+            Some(fatal) => format!("server closed the connection: {fatal}"),
+            None => format!("server connection lost: {e}"),
+        };
+        tracing::warn!("client {}@{}: {why}", self.user, self.database);
+        let fatal_code = self.server_fatal_code.take();
+        let unavailable = match &fatal_code {
+            Some(code) => code.starts_with("57P"),
+            None => e.is_unavailable(),
+        };
+        if unavailable {
+            if let Some(s) = self.server.as_ref() {
+                s.pool().host().mark_down(&why);
+            }
+        }
+        let in_flight = self
+            .expected
+            .iter()
+            .filter(|e| matches!(e, Expect::Ready))
+            .count();
+        let after_last_sync = self
+            .expected
+            .iter()
+            .rev()
+            .take_while(|e| !matches!(e, Expect::Ready))
+            .any(|e| !matches!(e, Expect::Synthetic(_)));
+        let waiting = !self.expected.is_empty() || self.copy_in;
+        let in_tx = self.status != b'I' || self.may_begin || in_flight > 1;
+        if let Some(s) = self.server.as_mut() {
+            s.discard();
+        }
+        self.detach();
+        self.expected.clear();
+        self.server_out.clear();
+        self.copy_in = false;
+        self.pending.clear();
+        self.may_begin = false;
+        let was_pinned = self.pinned.take().is_some();
+        if in_tx {
+            let why = format!("{why}; the transaction is aborted: end it with ROLLBACK");
+            let status = b'E';
+            if waiting {
+                for _ in 0..in_flight.max(1) {
+                    self.send(&message::error("08006", &why));
+                    if in_flight > 0 {
+                        self.send(&message::ready_for_query(status));
+                    }
+                }
+                self.aborted = Some(Aborted::told(why, in_flight == 0 || after_last_sync));
+            } else {
+                // Idle in the transaction: the next statement hears of it.
+                self.aborted = Some(Aborted::new(why));
+            }
+            self.status = status;
+        } else if waiting {
+            self.send(&message::error("08006", &why));
+            if in_flight > 0 {
+                self.send(&message::ready_for_query(b'I'));
+            }
+            self.skip_until_sync = in_flight == 0 || after_last_sync;
+            self.status = b'I';
+        } else if was_pinned {
+            self.send(&message::error_response(
+                "NOTICE",
+                "08006",
+                "server connection lost; session state was reset",
+            ));
+        }
+        self.flush().await?;
+        Ok(())
+    }
+}
