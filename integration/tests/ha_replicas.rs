@@ -399,3 +399,74 @@ async fn sharded_database_with_a_replica_per_shard() {
     assert!(primary_ports.contains(&in_tx));
     client.batch_execute("COMMIT").await.unwrap();
 }
+
+/// read_your_writes: right after a client's write its reads go to the primary (and see the
+/// write); once the health checks see a replica past that write, reads go back to replicas.
+async fn reads_follow_writes(proxy: &topology::Proxy, primaries: &BTreeSet<u16>, key: i64) {
+    let client = connect(proxy).await;
+    let port = port_of(
+        &client,
+        &format!("INSERT INTO t VALUES ({key}, 0) RETURNING inet_server_port()"),
+    )
+    .await;
+    assert!(primaries.contains(&port));
+    let read = one(
+        &client,
+        &format!("SELECT inet_server_port() || ':' || count(*) FROM t WHERE id = {key}"),
+    )
+    .await;
+    assert_eq!(read, format!("{port}:1"), "the read right after the write");
+    eventually(
+        "reads back on a replica",
+        Duration::from_secs(5),
+        || async {
+            let p = port_of(
+                &client,
+                &format!("SELECT inet_server_port() FROM t WHERE id = {key}"),
+            )
+            .await;
+            !primaries.contains(&p)
+        },
+    )
+    .await;
+    // A client that wrote nothing reads from replicas at once.
+    let other = connect(proxy).await;
+    let p = port_of(
+        &other,
+        &format!("SELECT inet_server_port() FROM t WHERE id = {key}"),
+    )
+    .await;
+    assert!(!primaries.contains(&p));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_your_writes_unsharded_and_sharded() {
+    let topo = Topology::start(Kind::ShardReplicas(2, 2)).unwrap();
+    let general = format!("{GENERAL}read_your_writes = true\n");
+    let mut single = general.clone();
+    let mut sharded = general.clone();
+    for i in 0..2 {
+        let primary = topo.shard(i);
+        primary
+            .psql("CREATE TABLE t (id bigint PRIMARY KEY, v int)")
+            .unwrap();
+        let replica = topo.node(&format!("shard{i}_replica")).unwrap();
+        sharded.push_str(&entry(primary, "primary", i));
+        sharded.push_str(&entry(replica, "replica", i));
+        if i == 0 {
+            single.push_str(&entry(primary, "primary", 0));
+            single.push_str(&entry(replica, "replica", 0));
+        }
+    }
+    sharded.push_str(&format!(
+        "\n[[sharded_tables]]\ndatabase = \"{DB}\"\nname = \"t\"\ncolumn = \"id\"\n"
+    ));
+    let primaries: BTreeSet<u16> = (0..2).map(|i| topo.shard(i).port).collect();
+    let proxy = start_with(&single, &users(""));
+    reads_follow_writes(&proxy, &primaries, 1).await;
+    drop(proxy);
+    let proxy = start_with(&sharded, &users(""));
+    for key in 2..6 {
+        reads_follow_writes(&proxy, &primaries, key).await;
+    }
+}

@@ -71,6 +71,8 @@ impl Registry {
         let policy = ReadPolicy {
             strategy: g.load_balancing_strategy,
             split: g.read_write_split,
+            reads: g.read_write_strategy,
+            read_your_writes: g.read_your_writes,
         };
         let mut shards = HashMap::new();
         for user in &settings.users.users {

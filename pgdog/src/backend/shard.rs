@@ -5,7 +5,7 @@
 //! primary when every replica is banned). Knows nothing of SQL: the session says read or write.
 use super::host::{HostState, Observed};
 use super::pool::{Pool, PoolError, PooledServer};
-use crate::config::{LoadBalancingStrategy, PoolerMode, ReadWriteSplit, Role};
+use crate::config::{LoadBalancingStrategy, PoolerMode, ReadWriteSplit, ReadWriteStrategy, Role};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -62,6 +62,10 @@ pub struct Host {
 pub struct ReadPolicy {
     pub strategy: LoadBalancingStrategy,
     pub split: ReadWriteSplit,
+    /// Which statements count as reads (kept here so sessions need no registry lookup).
+    pub reads: ReadWriteStrategy,
+    /// A client's reads wait for a replica that has replayed its last write.
+    pub read_your_writes: bool,
 }
 
 struct Inner {
@@ -173,6 +177,12 @@ impl Shard {
     /// The pool for a read: a healthy replica (or the primary, by policy or when no replica is
     /// available).
     pub fn read(&self) -> Result<&Pool, ShardError> {
+        self.read_after(None)
+    }
+
+    /// The same, among replicas whose replayed WAL position (at their last health check) is at
+    /// least `min_lsn`: the primary when none has caught up.
+    pub fn read_after(&self, min_lsn: Option<u64>) -> Result<&Pool, ShardError> {
         let hosts = &self.inner.hosts;
         if hosts.len() == 1 {
             return Ok(&hosts[0].pool);
@@ -182,6 +192,12 @@ impl Shard {
         for h in hosts {
             if h.state.is_banned() {
                 continue;
+            }
+            if let Some(min) = min_lsn {
+                let caught_up = h.state.status().lsn.is_some_and(|lsn| lsn >= min);
+                if h.state.role() == Observed::Replica && !caught_up {
+                    continue;
+                }
             }
             match h.state.role() {
                 Observed::Replica => candidates.push(h),
@@ -213,10 +229,18 @@ impl Shard {
     /// A connection for a write (the primary) or a read. A read whose server turns out to be
     /// down (it is banned by the failed connect) is tried on the next candidate, so reads go
     /// on while a replica dies.
-    pub async fn checkout(&self, read: bool) -> Result<PooledServer, CheckoutError> {
+    pub async fn checkout(
+        &self,
+        read: bool,
+        min_lsn: Option<u64>,
+    ) -> Result<PooledServer, CheckoutError> {
         let mut attempts = if read { self.inner.hosts.len() } else { 1 };
         loop {
-            let pool = if read { self.read()? } else { self.primary()? };
+            let pool = if read {
+                self.read_after(min_lsn)?
+            } else {
+                self.primary()?
+            };
             match pool.get().await {
                 Err(PoolError::Server(e)) if attempts > 1 && e.is_unavailable() => {
                     attempts -= 1;

@@ -109,6 +109,12 @@ pub struct Session {
     role_hint: Option<RoleHint>,
     /// The FATAL's SQLSTATE, with `server_fatal`.
     server_fatal_code: Option<String>,
+    /// The attached server was taken for writes (the primary).
+    on_primary: bool,
+    /// read_your_writes: the primary's WAL position is to be read before the server goes back.
+    fetch_lsn: bool,
+    /// read_your_writes: the primary's WAL position after this client's last write.
+    write_lsn: Option<u64>,
 }
 
 impl Session {
@@ -157,6 +163,9 @@ impl Session {
             aborted: None,
             role_hint: None,
             server_fatal_code: None,
+            on_primary: false,
+            fetch_lsn: false,
+            write_lsn: None,
         }
     }
 
@@ -215,6 +224,9 @@ impl Session {
                                 self.server_messages().await?;
                                 if self.verify.is_some() {
                                     self.verify_settings().await;
+                                }
+                                if self.fetch_lsn {
+                                    self.record_write_lsn().await;
                                 }
                             }
                             Err(e) => self.server_lost(e).await?,
@@ -622,7 +634,11 @@ impl Session {
                 }
             }
         }
-        let mut server = match self.shard.checkout(read).await {
+        let min_lsn = self
+            .write_lsn
+            .filter(|_| self.shard.policy().read_your_writes);
+        self.on_primary = !read && self.shard.splits_reads();
+        let mut server = match self.shard.checkout(read, min_lsn).await {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!("client {}@{}: {e}", self.user, self.database);
@@ -806,8 +822,15 @@ impl Session {
             && self.status == b'I'
             && !self.copy_in
             && self.server_out.is_empty()
-            && self.verify.is_none();
-        if idle && self.mode == PoolerMode::Transaction && self.pinned.is_none() {
+            && self.verify.is_none()
+            && !self.fetch_lsn;
+        let releasing = idle && self.mode == PoolerMode::Transaction && self.pinned.is_none();
+        if releasing && self.on_primary && self.shard.policy().read_your_writes {
+            // Where this client's writes end on the primary, before the server goes back.
+            self.fetch_lsn = true;
+            return;
+        }
+        if releasing {
             self.detach();
         }
     }

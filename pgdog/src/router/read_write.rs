@@ -48,6 +48,11 @@ pub fn comment_hint(sql: &str) -> Option<RoleHint> {
 /// one of them.
 pub fn set_role(sql: &str) -> Option<Result<Option<RoleHint>, String>> {
     let text = sql.trim().trim_end_matches(';').trim();
+    // Cheap filter first: called for every query of a session.
+    let head = text.as_bytes().get(..5)?;
+    if !(head[..4].eq_ignore_ascii_case(b"set ") || head.eq_ignore_ascii_case(b"reset")) {
+        return None;
+    }
     let lower = text.to_ascii_lowercase();
     if let Some(rest) = lower.strip_prefix("reset") {
         return (rest.trim() == "pgdog.role").then_some(Ok(None));

@@ -1,7 +1,6 @@
 //! Read or write: which server of the database a session's next transaction goes to (see
 //! `router::read_write` for what counts as a read).
 use super::Session;
-use crate::backend::Registry;
 use crate::config::PoolerMode;
 use crate::net::message::{self, read_parse, read_target};
 use crate::net::{Message, ProtocolError};
@@ -17,11 +16,7 @@ impl Session {
         if let Some(hint) = read_write::comment_hint(sql).or(self.role_hint) {
             return hint == RoleHint::Replica;
         }
-        let strategy = Registry::current()
-            .settings
-            .config
-            .general
-            .read_write_strategy;
+        let strategy = self.shard.policy().reads;
         crate::router::cache::QueryCache::global()
             .get(sql)
             .is_ok_and(|parsed| read_write::is_read(&parsed.statements, sql, strategy))
@@ -46,5 +41,35 @@ impl Session {
             .statements
             .get(named)
             .is_some_and(|p| self.wants_read(&p.statement.query)))
+    }
+
+    /// read_your_writes: reads the primary's WAL insert position after this client's write
+    /// transaction (its reads then wait for a replica that replayed it), then releases the
+    /// server.
+    pub(super) async fn record_write_lsn(&mut self) {
+        self.fetch_lsn = false;
+        self.on_primary = false;
+        if let Some(server) = self.server.as_mut() {
+            match server
+                .query_row("SELECT pg_catalog.pg_current_wal_insert_lsn()")
+                .await
+            {
+                Ok(row) => {
+                    let lsn = row.first().cloned().flatten();
+                    self.write_lsn = lsn
+                        .as_deref()
+                        .and_then(crate::replication::pgoutput::parse_lsn);
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        "client {}@{}: reading the WAL position: {e}",
+                        self.user,
+                        self.database
+                    );
+                    server.discard();
+                }
+            }
+        }
+        self.release_if_idle();
     }
 }

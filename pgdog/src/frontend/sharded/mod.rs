@@ -125,6 +125,8 @@ pub struct ShardedSession {
     on_replica: Vec<bool>,
     /// The statement being run may go to replicas.
     read_intent: bool,
+    /// read_your_writes: per shard, the primary's WAL position after this client's last write.
+    write_lsns: Vec<Option<u64>>,
     /// `SET pgdog.role`: where the client's statements go.
     role_hint: Option<RoleHint>,
     out: BytesMut,
@@ -180,6 +182,7 @@ impl ShardedSession {
             servers,
             on_replica,
             read_intent: false,
+            write_lsns: Vec::new(),
             role_hint: None,
             out: BytesMut::with_capacity(16 * 1024),
             status: b'I',
@@ -636,11 +639,7 @@ impl ShardedSession {
         if let Some(hint) = read_write::comment_hint(sql).or(self.role_hint) {
             return hint == RoleHint::Replica;
         }
-        let strategy = crate::backend::Registry::current()
-            .settings
-            .config
-            .general
-            .read_write_strategy;
+        let strategy = self.shards[0].policy().reads;
         read_write::is_read(std::slice::from_ref(&parsed.statements[i]), sql, strategy)
     }
 
@@ -699,10 +698,14 @@ impl ShardedSession {
             self.on_replica[shard] = false;
         }
         if self.servers[shard].is_none() {
-            let server = self.shards[shard].checkout(read).await.map_err(|e| {
-                tracing::warn!("client {}@{}: {e}", self.user, self.database);
-                ClientError::new(&e.code(), format!("shard {shard}: {e}"))
-            })?;
+            let min_lsn = self.write_lsns.get(shard).copied().flatten();
+            let server = self.shards[shard]
+                .checkout(read, min_lsn)
+                .await
+                .map_err(|e| {
+                    tracing::warn!("client {}@{}: {e}", self.user, self.database);
+                    ClientError::new(&e.code(), format!("shard {shard}: {e}"))
+                })?;
             self.on_replica[shard] = read;
             if self.servers.iter().all(|s| s.is_none()) {
                 *self.cancel.slot.lock() = Some(server.cancel_key.clone());
@@ -833,8 +836,44 @@ impl ShardedSession {
             self.release_ticket();
             return;
         }
+        self.record_write_lsns().await;
         self.release_all();
         self.release_ticket();
+    }
+
+    /// read_your_writes: before the primaries' connections go back, where this client's
+    /// writes end on each (its reads then wait for a replica that replayed them).
+    async fn record_write_lsns(&mut self) {
+        if !self
+            .shards
+            .iter()
+            .any(|s| s.policy().read_your_writes && s.splits_reads())
+        {
+            return;
+        }
+        self.write_lsns.resize(self.shards.len(), None);
+        for shard in 0..self.servers.len() {
+            if self.on_replica[shard] {
+                continue;
+            }
+            let Some(server) = self.servers[shard].as_mut() else {
+                continue;
+            };
+            match server
+                .query_row("SELECT pg_catalog.pg_current_wal_insert_lsn()")
+                .await
+            {
+                Ok(row) => {
+                    self.write_lsns[shard] = row
+                        .first()
+                        .cloned()
+                        .flatten()
+                        .as_deref()
+                        .and_then(crate::replication::pgoutput::parse_lsn);
+                }
+                Err(_) => server.discard(),
+            }
+        }
     }
 
     fn release_all(&mut self) {
