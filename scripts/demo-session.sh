@@ -19,7 +19,8 @@ default_pool_size = 10
 admin_password = "admin"
 
 # One database "pgdog" over both shards, each a primary (writes, transactions) and a streaming
-# replica (reads: SELECTs the parser proves read-only; see SHOW POOLS for roles and bans). Tables are sharded by their key column exactly as
+# replica (reads: SELECTs the parser proves read-only; see SHOW POOLS for roles and bans).
+# Tables are sharded by their key column exactly as
 # Postgres' PARTITION BY HASH would place them; pgbench's branches and tellers are copied on
 # every shard.
 [[databases]]
@@ -145,9 +146,9 @@ PostgreSQL 18 shards behind it (user postgres, trust auth, sslmode=disable):
   shard 0: $PG_BIN/psql -h 127.0.0.1 -p $PG_SHARD0_PORT -U postgres postgres
   shard 1: $PG_BIN/psql -h 127.0.0.1 -p $PG_SHARD1_PORT -U postgres postgres
   their read replicas (streaming standbys): ports $PG_SHARD0_REPLICA_PORT $PG_SHARD1_REPLICA_PORT
-Reads go to the replicas, writes to the primaries:
-  PGPASSWORD=pgdog $PG_BIN/psql -h 127.0.0.1 -p $PORT -U pgdog pgdog -c "SELECT inet_server_port()"
   shards 2-5 (empty, database pgdog_new: the resharding destination): ports $PG_SHARD2_PORT $PG_SHARD3_PORT $PG_SHARD4_PORT $PG_SHARD5_PORT
+Reads go to the replicas, writes and transactions to the primaries (SHOW POOLS: roles, bans, lag):
+  PGPASSWORD=pgdog $PG_BIN/psql -h 127.0.0.1 -p $PORT -U pgdog pgdog -c "SELECT inet_server_port()"
 Reshard pgdog from 2 to 4 shards under load (see README.md, "Resharding"):
   bash $ROOT/scripts/reshard-demo.sh $CONF
 Configuration: $CONF (removed on exit). Press Ctrl-C to stop.
