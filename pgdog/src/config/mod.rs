@@ -742,4 +742,38 @@ mod tests {
         assert_eq!(s.config.general.pause_timeout, 30_000);
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    #[test]
+    fn replicas_need_a_primary_or_auto_and_distinct_servers() {
+        let dir = std::env::temp_dir().join(format!("pgdog-config-ha-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let u = write(
+            &dir,
+            "u.toml",
+            "[[users]]\nname = \"app\"\ndatabase = \"db\"\npassword = \"pw\"\n",
+        );
+        let entry = |port: u16, role: &str| {
+            format!("[[databases]]\nname = \"db\"\nport = {port}\nrole = \"{role}\"\n\n")
+        };
+        let only_replicas = format!("{}{}", entry(5433, "replica"), entry(5434, "replica"));
+        let err = Settings::load(&write(&dir, "a.toml", &only_replicas), &u)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no primary"), "{err}");
+        let twice = format!("{}{}", entry(5433, "primary"), entry(5433, "replica"));
+        let err = Settings::load(&write(&dir, "b.toml", &twice), &u)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("same server twice"), "{err}");
+        let auto = format!(
+            "[general]\nload_balancing_strategy = \"least_active_connections\"\nread_write_split = \"include_primary\"\n\n{}{}",
+            entry(5433, "auto"),
+            entry(5434, "auto")
+        );
+        let s = Settings::load(&write(&dir, "c.toml", &auto), &u).unwrap();
+        assert_eq!(s.shard_hosts("db", 0).len(), 2);
+        assert_eq!(s.config.general.healthcheck_interval, 5_000);
+        assert_eq!(s.config.general.max_replica_lag, 16 << 20);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -115,6 +115,11 @@ pub struct Session {
     fetch_lsn: bool,
     /// read_your_writes: the primary's WAL position after this client's last write.
     write_lsn: Option<u64>,
+    /// A simple-protocol read sent to a replica and not answered yet: retried on another
+    /// server if that one dies first.
+    retry: Option<Message>,
+    /// The read's RowDescription reached the client (a retry drops the second one).
+    retry_header_sent: bool,
 }
 
 impl Session {
@@ -166,6 +171,8 @@ impl Session {
             on_primary: false,
             fetch_lsn: false,
             write_lsn: None,
+            retry: None,
+            retry_header_sent: false,
         }
     }
 
@@ -336,11 +343,14 @@ impl Session {
             Classified::default()
         };
         self.note(classified);
+        let fresh = self.server.is_none() && self.status == b'I';
         if !self.attach(read).await? {
             // The error is out; a simple query still ends with ReadyForQuery.
             self.send(&message::ready_for_query(self.status));
             return Ok(());
         }
+        self.retry = (read && fresh && self.expected.is_empty()).then(|| m.clone());
+        self.retry_header_sent = false;
         self.expected.push_back(Expect::Ready);
         self.send_to_server(&m).await;
         Ok(())
@@ -704,6 +714,22 @@ impl Session {
     }
 
     fn server_message(&mut self, m: Message) {
+        if self.retry_header_sent && self.retry.is_none() && m.tag() == b'T' {
+            // The retried read's RowDescription: the client has it from the first server.
+            self.retry_header_sent = false;
+            return;
+        }
+        if self.retry.is_some() {
+            match m.tag() {
+                b'N' | b'S' | b'E' => {}
+                b'T' if !self.retry_header_sent => self.retry_header_sent = true,
+                // The client has rows or more: no retry any more.
+                _ => {
+                    self.retry = None;
+                    self.retry_header_sent = false;
+                }
+            }
+        }
         self.release_synthetic();
         match m.tag() {
             b'1' => {
@@ -773,9 +799,10 @@ impl Session {
                 if let Some(s) = self.server.as_mut() {
                     s.discard();
                 }
-                if self.expected.is_empty() {
+                if self.expected.is_empty() || (self.retry.is_some() && f.code.starts_with("57P")) {
                     // Unsolicited (idle_in_transaction_session_timeout, an administrator's
-                    // pg_terminate_backend, shutdown): it explains the loss that follows.
+                    // pg_terminate_backend, shutdown), or ending a read that will be retried
+                    // elsewhere: it explains the loss that follows.
                     self.server_fatal = Some(format!("{} ({})", f.message, f.code));
                     self.server_fatal_code = Some(f.code.clone());
                     return;
@@ -784,6 +811,8 @@ impl Session {
             }
             _ => m.clone(),
         };
+        self.retry = None;
+        self.retry_header_sent = false;
         self.send(&forwarded);
         while let Some(front) = self.expected.front() {
             match front {
@@ -804,6 +833,8 @@ impl Session {
     /// ReadyForQuery: one Sync/Query answered.
     fn ready(&mut self, status: u8) {
         self.pop_if(|e| matches!(e, Expect::Ready));
+        self.retry = None;
+        self.retry_header_sent = false;
         if self.may_begin && !self.expected.iter().any(|e| matches!(e, Expect::Ready)) {
             self.may_begin = false;
         }

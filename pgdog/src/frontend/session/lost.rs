@@ -5,6 +5,28 @@ use crate::backend::ServerError;
 use crate::net::message;
 
 impl Session {
+    /// A simple-protocol read whose replica died before answering anything: run it again on
+    /// another server (the dead one is banned now), once. Reads have no side effects, so the
+    /// client only sees its answer.
+    async fn retry_read(&mut self, query: crate::net::Message) -> Result<(), SessionError> {
+        tracing::info!(
+            "client {}@{}: retrying a read on another server",
+            self.user,
+            self.database
+        );
+        if self.attach(true).await? {
+            self.expected.push_back(Expect::Ready);
+            // Written by the session loop (no flush from here: this is the loss handler).
+            self.server_out.extend_from_slice(query.bytes());
+        } else {
+            // attach sent the error; the query still ends with ReadyForQuery.
+            self.retry_header_sent = false;
+            self.send(&message::ready_for_query(b'I'));
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
     /// The server connection failed: drop the server and tell the client. Outside a
     /// transaction with nothing in flight the next statement simply gets a new server. A
     /// transaction (or a batch that may have opened one) is never hidden: the client's
@@ -48,6 +70,11 @@ impl Session {
         self.pending.clear();
         self.may_begin = false;
         let was_pinned = self.pinned.take().is_some();
+        if let Some(query) = self.retry.take() {
+            if !in_tx && in_flight == 1 && unavailable {
+                return self.retry_read(query).await;
+            }
+        }
         if in_tx {
             let why = format!("{why}; the transaction is aborted: end it with ROLLBACK");
             let status = b'E';
