@@ -69,6 +69,11 @@ for setup in primary-only one-replica two-replicas; do
   stop_pgdog
   echo "$setup: ${TPS[$setup]} TPS" >&2
 done
+# The same reads straight to the servers, without pgdog: what a standby costs PostgreSQL itself.
+direct() { "$PG_BIN/pgbench" -n -S -c 8 -j 2 -T "$DURATION" -h 127.0.0.1 -p "$1" -U postgres postgres 2>&1 | tps_of; }
+DIRECT_PRIMARY=$(direct "$PG_PRIMARY_PORT")
+DIRECT_REPLICA=$(direct "$PG_REPLICA1_PORT")
+echo "direct: primary $DIRECT_PRIMARY, replica $DIRECT_REPLICA" >&2
 ratio() { python3 -c "import sys; print(f'{float(sys.argv[1])/float(sys.argv[2]):.2f}x')" "$1" "$2"; }
 
 # 2. A replica killed (pg_ctl stop -m immediate) 3 s into a pgbench -S run over 2 replicas.
@@ -123,17 +128,22 @@ Command: \`bash benchmarks/ha.sh\`
 | primary only | ${TPS[primary-only]} | 1.00x |
 | primary + 1 replica (reads on the replica) | ${TPS[one-replica]} | $(ratio "${TPS[one-replica]}" "${TPS[primary-only]}") |
 | primary + 2 replicas (round robin) | ${TPS[two-replicas]} | $(ratio "${TPS[two-replicas]}" "${TPS[primary-only]}") |
+| without pgdog: straight to the primary | $DIRECT_PRIMARY | |
+| without pgdog: straight to replica1 | $DIRECT_REPLICA | $(ratio "$DIRECT_REPLICA" "$DIRECT_PRIMARY") (standby vs primary) |
 
 On one 2-core machine the replicas take their CPU from the same cores, so moving reads there
-cannot add throughput; the ratio shows what the split costs (parse for read/write, one more
-server's cache). On separate machines reads scale with the replicas.
+cannot add throughput: compare the pgdog ratio with the standby-vs-primary ratio without pgdog
+(what PostgreSQL itself pays for serving reads on a hot standby); the difference is pgdog's cost
+for the split (a parse-cache lookup and the read/write check per query). On separate machines
+reads scale with the replicas.
 
 ## A replica killed under load
 
 \`pgbench -S -c 8\` over primary + 2 replicas; replica2 stopped with \`pg_ctl stop -m immediate\`
 3 s into the $DURATION s run: $kill_processed transactions, $kill_tps TPS, failed transactions:
-${kill_failed:-0}, clients aborted: $kill_aborted (pgbench aborts a client at its first error:
-each is a query that was running on the killed server; once it is banned no further errors).
+${kill_failed:-0}, clients aborted: $kill_aborted (pgbench aborts a client at its first error;
+reads in flight on the killed replica are run again on the other one, and the killed one is
+banned at its first failure).
 
 ## Failover (\`role = "auto"\`, \`healthcheck_interval = $INTERVAL\`)
 
