@@ -1251,8 +1251,11 @@ fn reads(k: &Ids) -> Qs {
     q.e("SELECT count(*) + 1 AS c FROM users").refuse_ok();
     q.e("SELECT sum(amount) / count(*) FROM orders").refuse_ok();
     q.e("SELECT max(age) - min(age) FROM users").refuse_ok();
-    q.e("SELECT count(*) FILTER (WHERE active), count(*) FILTER (WHERE NOT active) FROM users")
-        .refuse_ok();
+    q.e("SELECT count(*) FILTER (WHERE active), count(*) FILTER (WHERE NOT active) FROM users");
+    // FILTER on every mergeable aggregate, with and without GROUP BY (issue 13).
+    q.e("SELECT sum(score) FILTER (WHERE age > 40), min(age) FILTER (WHERE active), max(score) FILTER (WHERE tenant = 'globex'), avg(age) FILTER (WHERE score > 50) FROM users");
+    q.e("SELECT tenant, count(*) FILTER (WHERE age < 30) AS young, avg(score) FILTER (WHERE active) AS a FROM users GROUP BY tenant ORDER BY tenant NULLS FIRST");
+    q.e("SELECT status, sum(amount) FILTER (WHERE amount > 500), count(id) FILTER (WHERE amount < 100) FROM orders GROUP BY status HAVING count(*) FILTER (WHERE amount > 900) > 3 ORDER BY status NULLS FIRST");
     q.e("SELECT bool_and(active), bool_or(active) FROM users")
         .refuse_ok();
     q.e("SELECT stddev(age), variance(age) FROM users")
@@ -1360,8 +1363,22 @@ fn reads(k: &Ids) -> Qs {
     );
 
     // --- subqueries, CTEs, set operations (co-located: answerable shard by shard)
-    q.m("SELECT u.id FROM users u WHERE EXISTS (SELECT 1 FROM orders o WHERE o.user_id = u.id AND o.amount > 990)")
-        .refuse_ok();
+    q.m("SELECT u.id FROM users u WHERE EXISTS (SELECT 1 FROM orders o WHERE o.user_id = u.id AND o.amount > 990)");
+    // Correlated on the key: each shard has the rows the subquery needs.
+    q.m("SELECT u.id FROM users u WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.user_id = u.id) AND u.age > 70");
+    q.m("SELECT u.id, (SELECT count(*) FROM orders o WHERE o.user_id = u.id) AS n FROM users u WHERE u.age > 80");
+    q.e("SELECT sum((SELECT count(*) FROM orders o WHERE o.user_id = u.id AND o.status = 'paid')) FROM users u");
+    // Restricted to the shard the query runs on.
+    q.e(format!("SELECT id, (SELECT count(*) FROM orders o WHERE o.user_id = {a}) FROM users WHERE id = {a}"));
+    // A plain filter in FROM; subqueries on omnisharded tables.
+    q.e("SELECT count(*), max(age) FROM (SELECT * FROM users WHERE age > 50) s");
+    q.m("SELECT id FROM users WHERE country IN (SELECT code FROM countries WHERE region = 'Europe')");
+    q.m("SELECT u.id, c.name FROM users u LEFT JOIN countries c ON c.code = u.country WHERE u.age > 85");
+    // Joins on the key in other spellings (issue 13).
+    q.e("SELECT count(*), sum(a.amount) FROM orders a JOIN orders b USING (user_id) WHERE a.amount > 900");
+    q.e("SELECT a.status, count(*) FROM orders a JOIN orders b USING (user_id) GROUP BY a.status ORDER BY a.status NULLS FIRST");
+    q.e("SELECT count(*) FROM orders a JOIN orders b ON (a.user_id, a.status) = (b.user_id, b.status)");
+    q.e("SELECT count(*) FROM users u JOIN orders o ON (u.id, u.tenant) = (o.user_id, 'globex')");
     q.m("SELECT id FROM users WHERE id IN (SELECT user_id FROM orders WHERE status = 'cancelled' AND amount > 900)")
         .refuse_ok();
     q.e(format!(
@@ -1705,6 +1722,23 @@ fn refusals(k: &Ids) -> Vec<String> {
         format!("UPDATE users SET id = id + 1 WHERE id = {a}"),
         "UPDATE orders SET user_id = 5 WHERE id = 7".into(),
         format!("UPDATE users SET (id, name) = (1, 'x') WHERE id = {a}"),
+        // Subqueries each shard would answer with its own rows only (issue 13).
+        "SELECT count(*) FROM (SELECT DISTINCT tenant FROM users) s".into(),
+        "SELECT max(n) FROM (SELECT status, count(*) AS n FROM orders GROUP BY status) s".into(),
+        "WITH t AS (SELECT tenant, count(*) AS n FROM users GROUP BY tenant) SELECT max(n) FROM t".into(),
+        "SELECT id FROM users WHERE id IN (SELECT user_id FROM orders ORDER BY amount DESC LIMIT 5)".into(),
+        "SELECT id FROM users WHERE id = ANY (SELECT user_id FROM orders ORDER BY amount LIMIT 3)".into(),
+        "SELECT id FROM users WHERE score > (SELECT avg(score) * 1.5 FROM users)".into(),
+        format!("SELECT id, (SELECT count(*) FROM users) FROM users WHERE id = {a}"),
+        format!("SELECT o.id FROM orders o WHERE o.user_id = {a} AND o.amount > (SELECT avg(amount) FROM orders)"),
+        "SELECT (SELECT count(*) FROM users)".into(),
+        "SELECT code FROM countries c WHERE NOT EXISTS (SELECT 1 FROM users u WHERE u.country = c.code)".into(),
+        "SELECT code FROM countries c WHERE EXISTS (SELECT 1 FROM users u WHERE u.country = c.code AND u.age > 80)".into(),
+        "SELECT json_agg(c.code) FROM countries c WHERE NOT EXISTS (SELECT 1 FROM users u WHERE u.country = c.code)".into(),
+        "SELECT c.code, u.id FROM countries c LEFT JOIN users u ON u.country = c.code".into(),
+        "SELECT c.code, count(u.id) FROM users u RIGHT JOIN countries c ON u.country = c.code GROUP BY c.code".into(),
+        "SELECT u.id FROM users u, LATERAL (SELECT count(*) AS n FROM orders o WHERE o.amount > 500) x WHERE x.n > 3".into(),
+        "SELECT id, CASE WHEN age > (SELECT avg(age) FROM users) THEN 'old' END FROM users".into(),
     ]
 }
 

@@ -70,6 +70,14 @@ pub enum Transaction {
     RollbackPrepared(String),
 }
 
+/// An outer join: the relations (alias, else name) whose rows it keeps without a match, and
+/// those that become NULL-extended (both sides of a FULL join are both).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OuterJoin {
+    pub preserved: Vec<String>,
+    pub nullable: Vec<String>,
+}
+
 /// A table reference.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Relation {
@@ -253,6 +261,8 @@ pub struct Statement {
     pub locking: bool,
     /// `ON CONFLICT`
     pub on_conflict: bool,
+    /// LEFT / RIGHT / FULL joins of this statement's FROM clause.
+    pub outer_joins: Vec<OuterJoin>,
     /// Text of the statement within the query string.
     pub location: usize,
     pub len: usize,
@@ -284,6 +294,7 @@ impl Statement {
             subqueries: Vec::new(),
             locking: false,
             on_conflict: false,
+            outer_joins: Vec::new(),
             location: 0,
             len: 0,
         }
@@ -688,8 +699,54 @@ impl Reader {
             c::NodeTag_T_RangeVar => self.range_var(p as *const c::RangeVar, st),
             c::NodeTag_T_JoinExpr => {
                 let j: &c::JoinExpr = cast(p);
+                let start = st.relations.len();
                 self.read_from_item(j.larg, st)?;
+                let middle = st.relations.len();
                 self.read_from_item(j.rarg, st)?;
+                let names = |r: &[Relation]| -> Vec<String> {
+                    r.iter()
+                        .map(|r| r.alias.clone().unwrap_or_else(|| r.name.clone()))
+                        .collect()
+                };
+                let left = names(&st.relations[start..middle]);
+                let right = names(&st.relations[middle..]);
+                // `JOIN ... USING (k, ...)` between two tables: the conditions `l.k = r.k`.
+                if let ([l], [r]) = (left.as_slice(), right.as_slice()) {
+                    for cell in list_items(j.usingClause) {
+                        let p = cell.ptr_value as *const c::Node;
+                        if p.is_null() || tag(p) != c::NodeTag_T_String {
+                            continue;
+                        }
+                        let column = cstr(cast::<c::String>(p).sval);
+                        let side = |t: &String| {
+                            Some(Box::new(Expr::Column {
+                                table: Some(t.clone()),
+                                name: column.clone(),
+                            }))
+                        };
+                        st.join_conditions.push(Expr::Op {
+                            op: Cow::Borrowed("="),
+                            left: side(l),
+                            right: side(r),
+                            quantifier: None,
+                        });
+                    }
+                }
+                let join = match j.jointype {
+                    c::JoinType_JOIN_LEFT => Some((left, right)),
+                    c::JoinType_JOIN_RIGHT => Some((right, left)),
+                    c::JoinType_JOIN_FULL => {
+                        let both: Vec<String> = left.into_iter().chain(right).collect();
+                        Some((both.clone(), both))
+                    }
+                    _ => None,
+                };
+                if let Some((preserved, nullable)) = join {
+                    st.outer_joins.push(OuterJoin {
+                        preserved,
+                        nullable,
+                    });
+                }
                 if !j.quals.is_null() {
                     st.join_conditions.push(self.expr(j.quals)?);
                 }

@@ -311,6 +311,11 @@ impl Pool {
         }
         let (idle, out) = self.counts();
         for _ in (idle + out)..s.min.min(s.size) {
+            // A warm connection counts against the pool size while it is being made, so a
+            // burst of checkouts opening their own cannot push the total past `size`.
+            let Ok(_permit) = self.inner.permits.clone().try_acquire_owned() else {
+                break;
+            };
             match Server::connect(&self.inner.target, s.connect_timeout).await {
                 Ok(server) => {
                     self.remember_params(&server);

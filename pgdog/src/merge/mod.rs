@@ -23,6 +23,7 @@ mod tests;
 pub use decimal::Decimal;
 pub use error::MergeError;
 pub use merger::Merger;
+pub(crate) use plan::is_aggregate;
 pub use plan::{
     plan, AggFn, Bound, CmpOp, ColumnRef, Constant, CrossShardPlan, DistinctPlan, Grouping,
     HavingCond, MergePlan, OrderKey,

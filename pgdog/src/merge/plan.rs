@@ -275,7 +275,7 @@ const UNMERGEABLE: &[&str] = &[
     "cume_dist",
 ];
 
-fn is_aggregate(name: &str) -> bool {
+pub(crate) fn is_aggregate(name: &str) -> bool {
     MERGEABLE.contains(&name) || UNMERGEABLE.contains(&name) || name.ends_with("_agg")
 }
 
@@ -596,9 +596,8 @@ impl Planner {
         if fc.agg_within_group {
             return Err(MergeError::unsupported(format!("{name}(...) WITHIN GROUP")));
         }
-        if fc.agg_filter.is_some() {
-            return Err(MergeError::unsupported(format!("{name}(...) FILTER (...)")));
-        }
+        // FILTER (WHERE ...) stays in the shards' query: each shard's partial result is over
+        // its filtered rows, which merge like unfiltered ones (avg's sum and count carry it).
         if !fc.agg_order.is_empty() {
             return Err(MergeError::unsupported(format!(
                 "ORDER BY inside {name}(...)"
@@ -628,8 +627,15 @@ impl Planner {
         if rewrite::last_name(&fc.funcname) != "avg" {
             return Ok(None);
         }
-        let sum = rewrite::func_call("sum", fc.args.clone(), false);
-        let count = rewrite::func_call("count", fc.args.clone(), false);
+        let filtered = |name: &str| {
+            let mut call = rewrite::func_call(name, fc.args.clone(), false);
+            if let Some(N::FuncCall(f)) = call.node.as_mut() {
+                f.agg_filter = fc.agg_filter.clone();
+            }
+            call
+        };
+        let sum = filtered("sum");
+        let count = filtered("count");
         let s = self.resolve(&sum, false)?;
         let c = self.resolve(&count, false)?;
         Ok(Some((self.absolute(s), self.absolute(c))))

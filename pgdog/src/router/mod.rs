@@ -9,6 +9,7 @@ pub mod keys;
 pub mod read_write;
 pub mod route;
 pub mod schema;
+mod subquery;
 
 pub use cache::{Parsed, QueryCache};
 pub use keys::Params;

@@ -389,7 +389,10 @@ fn calls_only_read_functions(text: &str) -> bool {
 /// Calls `found(word, followed_by_paren)` for each word outside string literals, quoted
 /// identifiers and comments; true as soon as it returns true. A quoted identifier followed by
 /// `(` (a function with a quoted name) counts as the unknown word `"`.
-fn words_outside_literals(text: &str, mut found: impl FnMut(&str, bool) -> bool) -> bool {
+pub(crate) fn words_outside_literals(
+    text: &str,
+    mut found: impl FnMut(&str, bool) -> bool,
+) -> bool {
     let b = text.as_bytes();
     let mut i = 0;
     let paren_after = |mut j: usize| {

@@ -5,6 +5,7 @@ use super::cache::Parsed;
 use super::insert::{self, InsertPart};
 use super::keys::{shard_of, value_of, Params, Predicates, Value};
 use super::schema::{Schema, TableSharding};
+use super::subquery::Scope;
 use super::RouterError;
 use crate::merge::CrossShardPlan;
 use pg_query_raw::router::{Expr, Relation, Statement, StatementKind};
@@ -194,7 +195,7 @@ impl Router {
 
     /// The sharded relations of a statement (with name-less entries matched by the columns
     /// its predicates mention).
-    fn sharded_relations<'a>(
+    pub(super) fn sharded_relations<'a>(
         &'a self,
         stmt: &'a Statement,
     ) -> Vec<(&'a Relation, &'a TableSharding)> {
@@ -212,7 +213,7 @@ impl Router {
     }
 
     /// Shards a WHERE clause (plus JOIN conditions) restricts the statement to.
-    fn predicate_shards(
+    pub(super) fn predicate_shards(
         &self,
         stmt: &Statement,
         relations: Vec<(&Relation, &TableSharding)>,
@@ -239,21 +240,14 @@ impl Router {
         stmt: &Statement,
         params: Option<&Params<'_>>,
     ) -> Result<Route, RouterError> {
-        if stmt.relations.is_empty() && stmt.subqueries.is_empty() {
-            // SELECT 1, SELECT now(), SELECT nextval(...): any shard answers.
-            return Ok(Route::Shard(self.any_shard()));
+        if super::subquery::hidden_subquery(stmt, sql) && self.reads_sharded(stmt) {
+            return Err(RouterError::Unsupported(
+                "a subquery inside an expression pgdog cannot analyse (CASE, COALESCE, ...) in a query on sharded tables: it could be answered shard by shard; move the subquery out of the expression or add /* pgdog_shard: N */".into(),
+            ));
         }
-        let all_omni = !stmt.relations.is_empty()
-            && stmt
-                .relations
-                .iter()
-                .all(|r| self.schema.is_omnisharded(&r.name) || is_catalog(r))
-            && stmt.subqueries.iter().all(|q| {
-                q.relations
-                    .iter()
-                    .all(|r| self.schema.is_omnisharded(&r.name) || is_catalog(r))
-            });
-        if all_omni {
+        if !self.reads_sharded(stmt) {
+            // SELECT 1, SELECT now(), omnisharded tables and catalogs (subqueries included):
+            // any shard answers.
             return Ok(Route::Shard(self.any_shard()));
         }
         let sharded = self.sharded_relations(stmt);
@@ -270,8 +264,10 @@ impl Router {
             }
         };
         if shards.len() == 1 {
+            self.check_nested(stmt, Scope::One(shards[0]), params)?;
             return Ok(Route::Shard(shards[0]));
         }
+        self.check_nested(stmt, Scope::All, params)?;
         let plan = parsed.plan(i, sql)?;
         Ok(self.multi(shards, Some(plan), true))
     }
@@ -327,6 +323,8 @@ impl Router {
             return Ok(self.multi_write(self.all(), true));
         };
         if self.schema.is_omnisharded(&target.name) {
+            // The same write on every shard: its subqueries must see the same rows everywhere.
+            self.check_nested(stmt, Scope::All, params)?;
             return Ok(self.multi_write(self.all(), false));
         }
         let sharded = self.sharded_relations(stmt);
@@ -348,6 +346,11 @@ impl Router {
             Some(set) => set.into_iter().collect(),
             None => self.all(),
         };
+        let scope = match shards.as_slice() {
+            [one] => Scope::One(*one),
+            _ => Scope::All,
+        };
+        self.check_nested(stmt, scope, params)?;
         Ok(self.multi_write(shards, true))
     }
 
@@ -419,15 +422,17 @@ impl Router {
             }
         }
         if groups.len() == 1 {
+            self.check_nested(stmt, Scope::One(groups[0].0), params)?;
             return Ok(Route::Shard(groups[0].0));
         }
+        self.check_nested(stmt, Scope::All, params)?;
         groups.sort_by_key(|g| g.0);
         Ok(Route::Split(insert::split(sql, 0, &groups)?))
     }
 }
 
 /// System catalogs are the same on every shard (psql's \d and drivers' introspection).
-fn is_catalog(r: &Relation) -> bool {
+pub(super) fn is_catalog(r: &Relation) -> bool {
     match r.schema.as_deref() {
         Some("pg_catalog") | Some("information_schema") => true,
         Some(_) => false,
@@ -466,6 +471,19 @@ fn column_names<'a>(e: &'a Expr, out: &mut Vec<&'a str>) {
 }
 
 /// Pairs of sharded relations (indexes into `sharded`) whose keys `e` equates (under AND).
+pub(super) fn key_pairs(
+    e: &Expr,
+    sharded: &[(&Relation, &TableSharding)],
+    out: &mut Vec<(usize, usize)>,
+) {
+    let preds = Predicates {
+        relations: sharded.to_vec(),
+        params: None,
+    };
+    key_equalities(e, &preds, sharded, out);
+}
+
+/// Pairs of sharded relations (indexes into `sharded`) whose keys `e` equates (under AND).
 fn key_equalities(
     e: &Expr,
     preds: &Predicates<'_, '_>,
@@ -476,6 +494,27 @@ fn key_equalities(
         Expr::And(items) => items
             .iter()
             .for_each(|x| key_equalities(x, preds, sharded, out)),
+        // `(a.k, a.x) = (b.k, b.y)`: each pair of the rows.
+        Expr::Op {
+            op,
+            left: Some(l),
+            right: Some(r),
+            quantifier: None,
+        } if op == "="
+            && matches!((&**l, &**r), (Expr::Row(a), Expr::Row(b)) if a.len() == b.len()) =>
+        {
+            if let (Expr::Row(a), Expr::Row(b)) = (&**l, &**r) {
+                for (x, y) in a.iter().zip(b) {
+                    let pair = Expr::Op {
+                        op: op.clone(),
+                        left: Some(Box::new(x.clone())),
+                        right: Some(Box::new(y.clone())),
+                        quantifier: None,
+                    };
+                    key_equalities(&pair, preds, sharded, out);
+                }
+            }
+        }
         Expr::Op {
             op,
             left: Some(l),

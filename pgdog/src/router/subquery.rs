@@ -1,0 +1,270 @@
+//! Subqueries and outer joins across shards: a statement runs on one shard or on every shard
+//! and each shard answers for its own rows, so every subquery that reads sharded tables must
+//! give, on each shard, exactly what it would give on one database holding all the rows. That
+//! is the case when it is correlated on the sharding key with a sharded table of the enclosing
+//! query (the rows it needs live on the same shard), when it is restricted to the one shard the
+//! statement runs on, or when it is a plain filter in FROM of a query with no other sharded
+//! table (no aggregate, GROUP BY, DISTINCT, LIMIT, window or set operation inside it). Anything
+//! else is refused with 0A000 naming the subquery's table, never answered shard by shard. The
+//! same goes for an outer join that keeps rows of a table copied on every shard (omnisharded)
+//! while NULL-extending a sharded one: each shard would add its own unmatched copy.
+use super::keys::Params;
+use super::route::{is_catalog, Router};
+use super::RouterError;
+use pg_query_raw::router::{Expr, Relation, Statement, StatementKind};
+
+/// Where the statement runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Scope {
+    One(usize),
+    All,
+}
+
+/// How a subquery is attached to its enclosing statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// FROM subquery, CTE or set-operation branch.
+    From,
+    /// In an expression (IN, EXISTS, scalar, ANY).
+    Expr,
+}
+
+impl Router {
+    /// Whether a relation has the same rows on every shard.
+    fn is_local(&self, r: &Relation) -> bool {
+        self.schema.is_omnisharded(&r.name) || is_catalog(r)
+    }
+
+    /// Whether a statement reads a table whose rows differ between shards (anywhere in it).
+    pub(super) fn reads_sharded(&self, st: &Statement) -> bool {
+        st.relations.iter().any(|r| !self.is_local(r))
+            || nested(st).iter().any(|(n, _)| self.reads_sharded(n))
+    }
+
+    /// Refuses (0A000) what would be answered shard by shard although its answer depends on
+    /// rows of other shards; see the module documentation.
+    pub(super) fn check_nested(
+        &self,
+        outer: &Statement,
+        scope: Scope,
+        params: Option<&Params<'_>>,
+    ) -> Result<(), RouterError> {
+        self.check_outer_joins(outer, scope)?;
+        let outer_sharded = self.sharded_relations(outer);
+        let from_reading_sharded = nested(outer)
+            .iter()
+            .filter(|(n, p)| *p == Place::From && self.reads_sharded(n))
+            .count();
+        let outer_has_sharded = outer.relations.iter().any(|r| !self.is_local(r));
+        for (n, place) in nested(outer) {
+            if !self.reads_sharded(n) {
+                continue;
+            }
+            let ok = self.correlated_on_key(n, &outer_sharded)
+                || match scope {
+                    Scope::One(shard) => self.restricted_to(n, shard, params)?,
+                    Scope::All => {
+                        place == Place::From
+                            && passes_rows_through(n)
+                            && !outer_has_sharded
+                            && from_reading_sharded == 1
+                    }
+                };
+            if !ok {
+                return Err(refusal(n, self));
+            }
+            self.check_nested(n, scope, params)?;
+        }
+        Ok(())
+    }
+
+    /// Every sharded table the subquery reads is equated on its key with a sharded table of
+    /// the enclosing statement (`o.user_id = u.id`): evaluated with the outer row's shard.
+    fn correlated_on_key(
+        &self,
+        n: &Statement,
+        outer: &[(&Relation, &super::schema::TableSharding)],
+    ) -> bool {
+        if outer.is_empty() || n.relations.is_empty() {
+            return false;
+        }
+        let inner = self.sharded_relations(n);
+        if inner.len() != n.relations.iter().filter(|r| !self.is_local(r)).count() {
+            return false;
+        }
+        let mut all: Vec<(&Relation, &super::schema::TableSharding)> = outer.to_vec();
+        all.extend(inner.iter().copied());
+        let mut pairs = Vec::new();
+        for c in n.where_clause.iter().chain(&n.join_conditions) {
+            super::route::key_pairs(c, &all, &mut pairs);
+        }
+        // Outer relations are connected from the start; every inner one must join them.
+        let mut connected: Vec<usize> = (0..outer.len()).collect();
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for (a, b) in &pairs {
+                if connected.contains(a) != connected.contains(b) {
+                    connected.push(if connected.contains(a) { *b } else { *a });
+                    changed = true;
+                }
+            }
+        }
+        (outer.len()..all.len()).all(|i| connected.contains(&i))
+    }
+
+    /// Every sharded table of the subquery is restricted by its key to `shard` (or to no shard).
+    fn restricted_to(
+        &self,
+        n: &Statement,
+        shard: usize,
+        params: Option<&Params<'_>>,
+    ) -> Result<bool, RouterError> {
+        let own = self.sharded_relations(n);
+        if own.len() != n.relations.iter().filter(|r| !self.is_local(r)).count() {
+            return Ok(false);
+        }
+        if own.is_empty() {
+            // Only subqueries of its own read sharded tables: they are checked in turn.
+            return Ok(true);
+        }
+        Ok(match self.predicate_shards(n, own, params)? {
+            Some(set) => set.iter().all(|s| *s == shard),
+            None => false,
+        })
+    }
+
+    /// An outer join keeping rows of a table that is on every shard while NULL-extending a
+    /// sharded one: each shard would return its own unmatched copy of those rows.
+    fn check_outer_joins(&self, st: &Statement, scope: Scope) -> Result<(), RouterError> {
+        if scope != Scope::All {
+            return Ok(());
+        }
+        let by_name = |name: &String| {
+            st.relations
+                .iter()
+                .find(|r| r.alias.as_ref().unwrap_or(&r.name) == name)
+        };
+        for j in &st.outer_joins {
+            let keeps_local = j
+                .preserved
+                .iter()
+                .filter_map(by_name)
+                .any(|r| self.is_local(r));
+            let extends_sharded = j
+                .nullable
+                .iter()
+                .filter_map(by_name)
+                .find(|r| !self.is_local(r));
+            if let (true, Some(sharded)) = (keeps_local, extends_sharded) {
+                return Err(RouterError::Unsupported(format!(
+                    "outer join keeping the rows of a table copied on every shard while matching them with sharded table \"{}\": each shard would return its own unmatched rows; use an inner join, put the sharded table on the preserved side, or add a sharding key filter",
+                    sharded.name
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The 0A000 for a subquery evaluated shard by shard.
+fn refusal(n: &Statement, router: &Router) -> RouterError {
+    let table = first_sharded(n, router).unwrap_or_else(|| "?".into());
+    RouterError::Unsupported(format!(
+        "subquery reading sharded table \"{table}\" is neither correlated on the sharding key with the outer query nor restricted to the shard the query runs on: each shard would answer it with its own rows only; add a sharding key filter to it, or run the query on one shard with /* pgdog_shard: N */"
+    ))
+}
+
+fn first_sharded(n: &Statement, router: &Router) -> Option<String> {
+    n.relations
+        .iter()
+        .find(|r| !router.is_local(r))
+        .map(|r| r.name.clone())
+        .or_else(|| nested(n).iter().find_map(|(s, _)| first_sharded(s, router)))
+}
+
+/// A FROM subquery whose rows are just filtered rows of its tables (so the outer query can be
+/// merged as if it read the tables): no aggregate, grouping, DISTINCT, LIMIT, window or set
+/// operation.
+fn passes_rows_through(n: &Statement) -> bool {
+    n.kind == StatementKind::Select
+        && n.group_by.is_empty()
+        && n.having.is_none()
+        && n.limit.is_none()
+        && n.offset.is_none()
+        && matches!(n.distinct, pg_query_raw::router::Distinct::None)
+        && !n.set_operation
+        && !n
+            .functions()
+            .iter()
+            .any(|f| f.window || crate::merge::is_aggregate(&f.name))
+}
+
+/// The statement's subqueries: FROM subqueries, CTEs and set-operation branches, then those in
+/// its expressions (WHERE, JOIN conditions, targets, HAVING, ORDER BY, GROUP BY, RETURNING).
+fn nested(st: &Statement) -> Vec<(&Statement, Place)> {
+    let mut out: Vec<(&Statement, Place)> =
+        st.subqueries.iter().map(|s| (s, Place::From)).collect();
+    let mut exprs: Vec<&Expr> = Vec::new();
+    exprs.extend(st.where_clause.iter());
+    exprs.extend(st.join_conditions.iter());
+    exprs.extend(st.having.iter());
+    exprs.extend(st.targets.iter().map(|t| &t.expr));
+    exprs.extend(st.returning.iter().map(|t| &t.expr));
+    exprs.extend(st.update_set.iter().map(|t| &t.expr));
+    exprs.extend(st.order_by.iter().map(|k| &k.expr));
+    exprs.extend(st.group_by.iter());
+    let mut subs = Vec::new();
+    for e in exprs {
+        sublinks(e, &mut subs);
+    }
+    out.extend(subs.into_iter().map(|s| (s, Place::Expr)));
+    out
+}
+
+fn sublinks<'a>(e: &'a Expr, out: &mut Vec<&'a Statement>) {
+    match e {
+        Expr::SubLink(s) => out.push(s),
+        Expr::Cast { expr, .. } | Expr::Not(expr) | Expr::IsNull { expr, .. } => {
+            sublinks(expr, out)
+        }
+        Expr::Op { left, right, .. } => left
+            .iter()
+            .chain(right.iter())
+            .for_each(|x| sublinks(x, out)),
+        Expr::In { expr, list, .. } => {
+            sublinks(expr, out);
+            list.iter().for_each(|x| sublinks(x, out));
+        }
+        Expr::Between {
+            expr, low, high, ..
+        } => [expr, low, high].into_iter().for_each(|x| sublinks(x, out)),
+        Expr::And(v) | Expr::Or(v) | Expr::Row(v) | Expr::Array(v) => {
+            v.iter().for_each(|x| sublinks(x, out))
+        }
+        Expr::Func(f) => f.args.iter().for_each(|x| sublinks(x, out)),
+        _ => {}
+    }
+}
+
+/// Whether the text has more SELECTs than the parse tree shows: a subquery inside an
+/// expression the router does not look into (CASE, COALESCE, ...).
+pub(super) fn hidden_subquery(st: &Statement, sql: &str) -> bool {
+    let mut in_text = 0;
+    crate::router::read_write::words_outside_literals(sql, |w, _| {
+        if w.eq_ignore_ascii_case("select") {
+            in_text += 1;
+        }
+        false
+    });
+    in_text > visible_selects(st)
+}
+
+fn visible_selects(st: &Statement) -> usize {
+    let own = usize::from(st.kind == StatementKind::Select && !st.set_operation);
+    own + nested(st)
+        .iter()
+        .map(|(n, _)| visible_selects(n))
+        .sum::<usize>()
+        + st.insert_select.as_deref().map_or(0, visible_selects)
+}
