@@ -1379,8 +1379,9 @@ fn reads(k: &Ids) -> Qs {
     q.e("SELECT a.status, count(*) FROM orders a JOIN orders b USING (user_id) GROUP BY a.status ORDER BY a.status NULLS FIRST");
     q.e("SELECT count(*) FROM orders a JOIN orders b ON (a.user_id, a.status) = (b.user_id, b.status)");
     q.e("SELECT count(*) FROM users u JOIN orders o ON (u.id, u.tenant) = (o.user_id, 'globex')");
-    q.m("SELECT id FROM users WHERE id IN (SELECT user_id FROM orders WHERE status = 'cancelled' AND amount > 900)")
-        .refuse_ok();
+    q.m("SELECT id FROM users WHERE id IN (SELECT user_id FROM orders WHERE status = 'cancelled' AND amount > 900)");
+    q.m("SELECT u.id FROM users u WHERE u.id = ANY (SELECT o.user_id FROM orders o WHERE o.amount > 950)");
+    q.e("SELECT count(*), sum(age) FROM users WHERE id IN (SELECT DISTINCT user_id FROM orders WHERE status = 'paid')");
     q.e(format!(
         "WITH t AS (SELECT id, name FROM users WHERE id = {a}) SELECT * FROM t"
     ))
@@ -1739,6 +1740,9 @@ fn refusals(k: &Ids) -> Vec<String> {
         "SELECT c.code, count(u.id) FROM users u RIGHT JOIN countries c ON u.country = c.code GROUP BY c.code".into(),
         "SELECT u.id FROM users u, LATERAL (SELECT count(*) AS n FROM orders o WHERE o.amount > 500) x WHERE x.n > 3".into(),
         "SELECT id, CASE WHEN age > (SELECT avg(age) FROM users) THEN 'old' END FROM users".into(),
+        "SELECT count(*) FROM users WHERE id NOT IN (SELECT user_id FROM orders WHERE amount > 500)".into(),
+        "SELECT id FROM users WHERE id IN (SELECT user_id FROM orders ORDER BY amount LIMIT 10)".into(),
+        "SELECT id FROM users WHERE age IN (SELECT user_id FROM orders WHERE amount > 990)".into(),
     ]
 }
 

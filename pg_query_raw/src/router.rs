@@ -151,7 +151,8 @@ pub enum Expr {
     Func(Box<Func>),
     Row(Vec<Expr>),
     Array(Vec<Expr>),
-    /// A subquery in an expression (`IN (SELECT ...)`, `EXISTS`, scalar).
+    /// A subquery in an expression (`EXISTS`, scalar; `x IN (SELECT ...)` and `x op ANY/ALL
+    /// (SELECT ...)` are an [`Expr::Op`] with the quantifier whose right side is the subquery).
     SubLink(Box<Statement>),
     /// Another node kind, by name (`CaseExpr`, `CoalesceExpr`, ...).
     Other(&'static str),
@@ -903,7 +904,29 @@ impl Reader {
                 };
                 let st = sub.statement(sl.subselect)?;
                 self.max_param = self.max_param.max(sub.max_param);
-                Expr::SubLink(Box::new(st))
+                let quantifier = match sl.subLinkType {
+                    c::SubLinkType_ANY_SUBLINK => Some(Quantifier::Any),
+                    c::SubLinkType_ALL_SUBLINK => Some(Quantifier::All),
+                    _ => None,
+                };
+                match quantifier {
+                    // `x IN (SELECT ...)` / `x op ANY|ALL (SELECT ...)`: kept as the comparison
+                    // (`=` for IN), so a consumer sees what the subquery is compared with.
+                    Some(q) if !sl.testexpr.is_null() => {
+                        let op = list_items(sl.operName)
+                            .last()
+                            .map(|cell| op_name(cell.ptr_value as *const c::Node))
+                            .filter(|o| !o.is_empty())
+                            .unwrap_or(Cow::Borrowed("="));
+                        Expr::Op {
+                            op,
+                            left: Some(self.boxed(sl.testexpr)?),
+                            right: Some(Box::new(Expr::SubLink(Box::new(st)))),
+                            quantifier: Some(q),
+                        }
+                    }
+                    _ => Expr::SubLink(Box::new(st)),
+                }
             }
             _ => Expr::Other(node_name(p)),
         })

@@ -20,6 +20,14 @@ pub(super) enum Scope {
     All,
 }
 
+/// A subquery of a statement: where it sits and, for `x IN (SELECT ...)` / `x = ANY (...)`,
+/// the expression it is compared with.
+struct Nested<'a> {
+    st: &'a Statement,
+    place: Place,
+    compared: Option<&'a Expr>,
+}
+
 /// How a subquery is attached to its enclosing statement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Place {
@@ -38,7 +46,7 @@ impl Router {
     /// Whether a statement reads a table whose rows differ between shards (anywhere in it).
     pub(super) fn reads_sharded(&self, st: &Statement) -> bool {
         st.relations.iter().any(|r| !self.is_local(r))
-            || nested(st).iter().any(|(n, _)| self.reads_sharded(n))
+            || nested(st).iter().any(|n| self.reads_sharded(n.st))
     }
 
     /// Refuses (0A000) what would be answered shard by shard although its answer depends on
@@ -53,14 +61,20 @@ impl Router {
         let outer_sharded = self.sharded_relations(outer);
         let from_reading_sharded = nested(outer)
             .iter()
-            .filter(|(n, p)| *p == Place::From && self.reads_sharded(n))
+            .filter(|n| n.place == Place::From && self.reads_sharded(n.st))
             .count();
         let outer_has_sharded = outer.relations.iter().any(|r| !self.is_local(r));
-        for (n, place) in nested(outer) {
+        for Nested {
+            st: n,
+            place,
+            compared,
+        } in nested(outer)
+        {
             if !self.reads_sharded(n) {
                 continue;
             }
             let ok = self.correlated_on_key(n, &outer_sharded)
+                || compared.is_some_and(|c| self.in_on_key(n, c, &outer_sharded))
                 || match scope {
                     Scope::One(shard) => self.restricted_to(n, shard, params)?,
                     Scope::All => {
@@ -111,6 +125,45 @@ impl Router {
             }
         }
         (outer.len()..all.len()).all(|i| connected.contains(&i))
+    }
+
+    /// `outer_key IN (SELECT key FROM t ...)`: the subquery returns keys of one sharded table
+    /// of the same sharding as the outer key, so the matching rows are on the outer row's shard.
+    fn in_on_key(
+        &self,
+        n: &Statement,
+        compared: &Expr,
+        outer: &[(&Relation, &super::schema::TableSharding)],
+    ) -> bool {
+        let inner = self.sharded_relations(n);
+        let [target] = n.targets.as_slice() else {
+            return false;
+        };
+        if inner.len() != 1
+            || n.relations.iter().filter(|r| !self.is_local(r)).count() != 1
+            || n.limit.is_some()
+            || n.offset.is_some()
+            || n.set_operation
+        {
+            return false;
+        }
+        let outer_preds = super::keys::Predicates {
+            relations: outer.to_vec(),
+            params: None,
+        };
+        let inner_preds = super::keys::Predicates {
+            relations: inner,
+            params: None,
+        };
+        match (
+            outer_preds.key_column(compared),
+            inner_preds.key_column(&target.expr),
+        ) {
+            (Some(a), Some(b)) => {
+                a.config.data_type == b.config.data_type && a.config.mapping == b.config.mapping
+            }
+            _ => false,
+        }
     }
 
     /// Every sharded table of the subquery is restricted by its key to `shard` (or to no shard).
@@ -180,7 +233,7 @@ fn first_sharded(n: &Statement, router: &Router) -> Option<String> {
         .iter()
         .find(|r| !router.is_local(r))
         .map(|r| r.name.clone())
-        .or_else(|| nested(n).iter().find_map(|(s, _)| first_sharded(s, router)))
+        .or_else(|| nested(n).iter().find_map(|s| first_sharded(s.st, router)))
 }
 
 /// A FROM subquery whose rows are just filtered rows of its tables (so the outer query can be
@@ -202,9 +255,16 @@ fn passes_rows_through(n: &Statement) -> bool {
 
 /// The statement's subqueries: FROM subqueries, CTEs and set-operation branches, then those in
 /// its expressions (WHERE, JOIN conditions, targets, HAVING, ORDER BY, GROUP BY, RETURNING).
-fn nested(st: &Statement) -> Vec<(&Statement, Place)> {
-    let mut out: Vec<(&Statement, Place)> =
-        st.subqueries.iter().map(|s| (s, Place::From)).collect();
+fn nested(st: &Statement) -> Vec<Nested<'_>> {
+    let mut out: Vec<Nested<'_>> = st
+        .subqueries
+        .iter()
+        .map(|s| Nested {
+            st: s,
+            place: Place::From,
+            compared: None,
+        })
+        .collect();
     let mut exprs: Vec<&Expr> = Vec::new();
     exprs.extend(st.where_clause.iter());
     exprs.extend(st.join_conditions.iter());
@@ -218,16 +278,38 @@ fn nested(st: &Statement) -> Vec<(&Statement, Place)> {
     for e in exprs {
         sublinks(e, &mut subs);
     }
-    out.extend(subs.into_iter().map(|s| (s, Place::Expr)));
+    out.extend(subs.into_iter().map(|(s, compared)| Nested {
+        st: s,
+        place: Place::Expr,
+        compared,
+    }));
     out
 }
 
-fn sublinks<'a>(e: &'a Expr, out: &mut Vec<&'a Statement>) {
+type Sublinks<'a> = Vec<(&'a Statement, Option<&'a Expr>)>;
+
+fn sublinks<'a>(e: &'a Expr, out: &mut Sublinks<'a>) {
     match e {
-        Expr::SubLink(s) => out.push(s),
-        Expr::Cast { expr, .. } | Expr::Not(expr) | Expr::IsNull { expr, .. } => {
-            sublinks(expr, out)
+        Expr::SubLink(s) => out.push((s, None)),
+        Expr::Op {
+            op,
+            left: Some(left),
+            right: Some(right),
+            quantifier: Some(pg_query_raw::router::Quantifier::Any),
+        } if op == "=" && matches!(&**right, Expr::SubLink(_)) => {
+            if let Expr::SubLink(s) = &**right {
+                out.push((s, Some(left)));
+            }
+            sublinks(left, out);
         }
+        // `NOT (x IN (SELECT ...))` is not a semi-join: a NULL key on one shard changes every
+        // shard's answer. Its subqueries count as not compared with anything.
+        Expr::Not(expr) => {
+            let mut inner = Vec::new();
+            sublinks(expr, &mut inner);
+            out.extend(inner.into_iter().map(|(s, _)| (s, None)));
+        }
+        Expr::Cast { expr, .. } | Expr::IsNull { expr, .. } => sublinks(expr, out),
         Expr::Op { left, right, .. } => left
             .iter()
             .chain(right.iter())
@@ -264,7 +346,7 @@ fn visible_selects(st: &Statement) -> usize {
     let own = usize::from(st.kind == StatementKind::Select && !st.set_operation);
     own + nested(st)
         .iter()
-        .map(|(n, _)| visible_selects(n))
+        .map(|n| visible_selects(n.st))
         .sum::<usize>()
         + st.insert_select.as_deref().map_or(0, visible_selects)
 }
