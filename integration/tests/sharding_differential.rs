@@ -1386,8 +1386,8 @@ fn reads(k: &Ids) -> Qs {
         "WITH t AS (SELECT id, name FROM users WHERE id = {a}) SELECT * FROM t"
     ))
     .refuse_ok();
-    q.m("SELECT id FROM users WHERE age = 20 UNION ALL SELECT id FROM users WHERE age = 21")
-        .refuse_ok();
+    q.m("SELECT id FROM users WHERE age = 20 UNION ALL SELECT id FROM users WHERE age = 21");
+    q.m("SELECT u.id, o.amount FROM users u JOIN orders o ON o.user_id = u.id WHERE o.amount > 990 UNION ALL SELECT id, score FROM users WHERE age = 33");
 
     // --- what is refused across shards works on one shard
     q.e(format!(
@@ -1741,6 +1741,9 @@ fn refusals(k: &Ids) -> Vec<String> {
         "SELECT u.id FROM users u, LATERAL (SELECT count(*) AS n FROM orders o WHERE o.amount > 500) x WHERE x.n > 3".into(),
         "SELECT id, CASE WHEN age > (SELECT avg(age) FROM users) THEN 'old' END FROM users".into(),
         "SELECT count(*) FROM users WHERE id NOT IN (SELECT user_id FROM orders WHERE amount > 500)".into(),
+        "SELECT count(*) FROM users UNION ALL SELECT count(*) FROM orders".into(),
+        "SELECT tenant FROM users UNION ALL SELECT DISTINCT status FROM orders".into(),
+        "SELECT u.id FROM users u JOIN orders o ON u.name = o.status UNION ALL SELECT 1".into(),
         "SELECT id FROM users WHERE id IN (SELECT user_id FROM orders ORDER BY amount LIMIT 10)".into(),
         "SELECT id FROM users WHERE age IN (SELECT user_id FROM orders WHERE amount > 990)".into(),
     ]

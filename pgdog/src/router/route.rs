@@ -273,7 +273,7 @@ impl Router {
     }
 
     /// A cross-shard join is right only when the tables are joined on their sharding keys.
-    fn check_colocated(
+    pub(super) fn check_colocated(
         &self,
         stmt: &Statement,
         sharded: &[(&Relation, &TableSharding)],

@@ -77,11 +77,14 @@ impl Router {
                 || compared.is_some_and(|c| self.in_on_key(n, c, &outer_sharded))
                 || match scope {
                     Scope::One(shard) => self.restricted_to(n, shard, params)?,
+                    // A plain filter of its tables: a UNION ALL branch, or the one sharded
+                    // source of the outer query; its own joins must be on the keys.
                     Scope::All => {
                         place == Place::From
                             && passes_rows_through(n)
-                            && !outer_has_sharded
-                            && from_reading_sharded == 1
+                            && (outer.set_operation
+                                || (!outer_has_sharded && from_reading_sharded == 1))
+                            && self.check_colocated(n, &self.sharded_relations(n)).is_ok()
                     }
                 };
             if !ok {
