@@ -1381,6 +1381,12 @@ fn reads(k: &Ids) -> Qs {
     q.e("SELECT count(*) FROM users u JOIN orders o ON (u.id, u.tenant) = (o.user_id, 'globex')");
     q.m("SELECT id FROM users WHERE id IN (SELECT user_id FROM orders WHERE status = 'cancelled' AND amount > 900)");
     q.m("SELECT u.id FROM users u WHERE u.id = ANY (SELECT o.user_id FROM orders o WHERE o.amount > 950)");
+    // A FROM subquery pinned to one shard by its key (LIMIT inside is fine there), re-sorted.
+    q.e(format!("SELECT * FROM (SELECT id, amount FROM orders WHERE user_id = {w} ORDER BY amount DESC, id LIMIT 3) s ORDER BY id"));
+    q.e(format!("SELECT count(*), max(amount) FROM (SELECT amount FROM orders WHERE user_id = {w} ORDER BY amount LIMIT 5) s"));
+    // LATERAL correlated on the key.
+    q.m("SELECT u.id, x.n FROM users u, LATERAL (SELECT count(*) AS n FROM orders o WHERE o.user_id = u.id) x WHERE u.age > 85");
+    q.e("SELECT sum(x.total) FROM users u CROSS JOIN LATERAL (SELECT sum(o.amount) AS total FROM orders o WHERE o.user_id = u.id AND o.status = 'paid') x");
     q.e("SELECT count(*), sum(age) FROM users WHERE id IN (SELECT DISTINCT user_id FROM orders WHERE status = 'paid')");
     q.e(format!(
         "WITH t AS (SELECT id, name FROM users WHERE id = {a}) SELECT * FROM t"

@@ -258,6 +258,18 @@ impl Router {
                 vec![self.any_shard()]
             }
             Some(set) => set.into_iter().collect(),
+            None if sharded.is_empty()
+                && !stmt
+                    .relations
+                    .iter()
+                    .any(|r| self.reads_sharded_relation(r)) =>
+            {
+                // Only subqueries read sharded tables: one shard when they all pin the same.
+                match self.subqueries_shard(stmt, params)? {
+                    Some(shard) => vec![shard],
+                    None => self.all(),
+                }
+            }
             None => {
                 self.check_colocated(stmt, &sharded)?;
                 self.all()

@@ -130,6 +130,41 @@ impl Router {
         (outer.len()..all.len()).all(|i| connected.contains(&i))
     }
 
+    pub(super) fn reads_sharded_relation(&self, r: &Relation) -> bool {
+        !self.is_local(r)
+    }
+
+    /// The one shard every subquery reading sharded tables is restricted to by its own keys
+    /// (`SELECT * FROM (SELECT ... WHERE user_id = 5 ORDER BY x LIMIT 3) s`), if there is one.
+    pub(super) fn subqueries_shard(
+        &self,
+        st: &Statement,
+        params: Option<&Params<'_>>,
+    ) -> Result<Option<usize>, RouterError> {
+        let mut shard = None;
+        for n in nested(st) {
+            if !self.reads_sharded(n.st) {
+                continue;
+            }
+            let own = self.sharded_relations(n.st);
+            let unresolved = n.st.relations.iter().filter(|r| !self.is_local(r)).count();
+            if own.is_empty() || own.len() != unresolved {
+                return Ok(None);
+            }
+            let Some(set) = self.predicate_shards(n.st, own, params)? else {
+                return Ok(None);
+            };
+            let [s] = set.into_iter().collect::<Vec<_>>()[..] else {
+                return Ok(None);
+            };
+            if shard.is_some_and(|prev| prev != s) {
+                return Ok(None);
+            }
+            shard = Some(s);
+        }
+        Ok(shard)
+    }
+
     /// `outer_key IN (SELECT key FROM t ...)`: the subquery returns keys of one sharded table
     /// of the same sharding as the outer key, so the matching rows are on the outer row's shard.
     fn in_on_key(
