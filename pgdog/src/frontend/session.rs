@@ -18,7 +18,7 @@ use crate::config::PoolerMode;
 use crate::net::message::{self, read_error, read_parse, read_target};
 use crate::net::stream::Stream;
 use crate::net::{Message, MessageReader, ProtocolError};
-use crate::router::read_write::{self, RoleHint};
+use crate::router::read_write::RoleHint;
 use bytes::BytesMut;
 use std::collections::{HashMap, VecDeque};
 use tokio::io::AsyncWriteExt;
@@ -257,6 +257,12 @@ impl Session {
         self.out.extend_from_slice(m.bytes());
     }
 
+    /// ReadyForQuery with the transaction status the client is in now.
+    fn ready_now(&mut self) {
+        let status = self.server.as_ref().map_or(self.status, |s| s.status);
+        self.send(&message::ready_for_query(status));
+    }
+
     // ---- client -> server ----
 
     async fn client_message(&mut self, m: Message) -> Result<(), SessionError> {
@@ -270,12 +276,7 @@ impl Session {
         if self.skip_until_sync {
             if m.tag() == b'S' {
                 self.skip_until_sync = false;
-                let status = self
-                    .server
-                    .as_ref()
-                    .map(|s| s.status)
-                    .unwrap_or(self.status);
-                self.send(&message::ready_for_query(status));
+                self.ready_now();
             }
             return Ok(());
         }
@@ -306,33 +307,11 @@ impl Session {
             };
             if self.deallocate(target) {
                 self.send(&message::command_complete(tag));
-                let status = self
-                    .server
-                    .as_ref()
-                    .map(|s| s.status)
-                    .unwrap_or(self.status);
-                self.send(&message::ready_for_query(status));
+                self.ready_now();
                 return Ok(());
             }
         }
-        if let Some(change) = read_write::set_role(sql) {
-            match change {
-                Ok(hint) => {
-                    self.role_hint = hint;
-                    let tag = if hint.is_some() { "SET" } else { "RESET" };
-                    self.send(&message::command_complete(tag));
-                }
-                Err(value) => self.send(&message::error(
-                    "22023",
-                    &format!("invalid value for parameter \"pgdog.role\": \"{value}\" (primary or replica)"),
-                )),
-            }
-            let status = self
-                .server
-                .as_ref()
-                .map(|s| s.status)
-                .unwrap_or(self.status);
-            self.send(&message::ready_for_query(status));
+        if self.answer_set_role(sql) {
             return Ok(());
         }
         self.may_begin |= aborted::may_begin(sql);

@@ -7,6 +7,28 @@ use crate::net::{Message, ProtocolError};
 use crate::router::read_write::{self, RoleHint};
 
 impl Session {
+    /// `SET pgdog.role` / `RESET pgdog.role`, answered by pgdog; false for other statements.
+    pub(super) fn answer_set_role(&mut self, sql: &str) -> bool {
+        let Some(change) = read_write::set_role(sql) else {
+            return false;
+        };
+        match change {
+            Ok(hint) => {
+                self.role_hint = hint;
+                let tag = if hint.is_some() { "SET" } else { "RESET" };
+                self.send(&message::command_complete(tag));
+            }
+            Err(value) => self.send(&message::error(
+                "22023",
+                &format!(
+                    "invalid value for parameter \"pgdog.role\": \"{value}\" (primary or replica)"
+                ),
+            )),
+        }
+        self.ready_now();
+        true
+    }
+
     /// Whether a statement may go to a replica: only when the database has replicas, in
     /// transaction mode, and the parser proves it a read (or the client asked for one).
     pub(super) fn wants_read(&self, sql: &str) -> bool {
