@@ -1372,6 +1372,10 @@ fn reads(k: &Ids) -> Qs {
     q.e(format!("SELECT id, (SELECT count(*) FROM orders o WHERE o.user_id = {a}) FROM users WHERE id = {a}"));
     // A plain filter in FROM; subqueries on omnisharded tables.
     q.e("SELECT count(*), max(age) FROM (SELECT * FROM users WHERE age > 50) s");
+    // Derived tables grouped (or made DISTINCT) by the key: each group is on one shard.
+    q.e("SELECT max(n), count(*) FROM (SELECT user_id, count(*) AS n FROM orders GROUP BY user_id) s");
+    q.e("SELECT count(*) FROM (SELECT DISTINCT user_id FROM orders WHERE amount > 500) s");
+    q.e("SELECT avg(t), min(t) FROM (SELECT user_id, sum(amount) AS t FROM orders GROUP BY user_id HAVING count(*) > 3) s");
     q.m("SELECT id FROM users WHERE country IN (SELECT code FROM countries WHERE region = 'Europe')");
     q.m("SELECT u.id, c.name FROM users u LEFT JOIN countries c ON c.code = u.country WHERE u.age > 85");
     // Joins on the key in other spellings (issue 13).

@@ -81,7 +81,7 @@ impl Router {
                     // source of the outer query; its own joins must be on the keys.
                     Scope::All => {
                         place == Place::From
-                            && passes_rows_through(n)
+                            && (passes_rows_through(n) || self.grouped_by_key(n))
                             && (outer.set_operation
                                 || (!outer_has_sharded && from_reading_sharded == 1))
                             && self.check_colocated(n, &self.sharded_relations(n)).is_ok()
@@ -200,6 +200,35 @@ impl Router {
             (Some(a), Some(b)) => {
                 a.config.data_type == b.config.data_type && a.config.mapping == b.config.mapping
             }
+            _ => false,
+        }
+    }
+
+    /// GROUP BY (or DISTINCT) including the key of the subquery's one sharded table, without
+    /// LIMIT, OFFSET, window or set operation: every group lives on one shard, so each shard's
+    /// rows are the global ones.
+    fn grouped_by_key(&self, n: &Statement) -> bool {
+        let own = self.sharded_relations(n);
+        if own.len() != 1
+            || n.relations.iter().filter(|r| !self.is_local(r)).count() != 1
+            || n.limit.is_some()
+            || n.offset.is_some()
+            || n.set_operation
+            || n.functions().iter().any(|f| f.window)
+        {
+            return false;
+        }
+        let preds = super::keys::Predicates {
+            relations: own,
+            params: None,
+        };
+        let keyed = |e: &Expr| preds.key_column(e).is_some();
+        if !n.group_by.is_empty() {
+            return n.group_by.iter().any(keyed);
+        }
+        match &n.distinct {
+            pg_query_raw::router::Distinct::All => n.targets.iter().any(|t| keyed(&t.expr)),
+            pg_query_raw::router::Distinct::On(on) => on.iter().any(keyed),
             _ => false,
         }
     }
