@@ -22,6 +22,17 @@ fn count(node: &Node) -> String {
     node.psql("SELECT count(*) FROM lost").unwrap()
 }
 
+/// The statement failed with 08006 (server connection lost).
+fn expect_08006(result: Result<(), tokio_postgres::Error>, what: &str) {
+    let err = result.expect_err(what);
+    assert_eq!(
+        sqlstate(&err).as_deref(),
+        Some("08006"),
+        "{what}: {}",
+        err_text(&err)
+    );
+}
+
 /// `pg_ctl stop -m immediate`, then start again (the pool's connections are now dead).
 fn restart(node: &Node) {
     tokio::task::block_in_place(|| {
@@ -285,15 +296,9 @@ async fn sharded_commit_after_a_lost_shard_commits_nothing() {
         .await
         .unwrap();
     restart(lost_shard);
-    let err = client
-        .batch_execute("COMMIT")
-        .await
-        .expect_err("COMMIT with a lost shard");
-    assert_eq!(
-        sqlstate(&err).as_deref(),
-        Some("08006"),
-        "{}",
-        err_text(&err)
+    expect_08006(
+        client.batch_execute("COMMIT").await,
+        "COMMIT with a lost shard",
     );
     for node in topo.nodes() {
         assert_eq!(
@@ -323,25 +328,15 @@ async fn sharded_commit_after_a_lost_shard_commits_nothing() {
         .await
         .unwrap();
     restart(lost_shard);
-    let err = client
-        .batch_execute(&format!("INSERT INTO lost VALUES ({b})"))
-        .await
-        .expect_err("the shard's server is gone");
-    assert_eq!(
-        sqlstate(&err).as_deref(),
-        Some("08006"),
-        "{}",
-        err_text(&err)
+    expect_08006(
+        client
+            .batch_execute(&format!("INSERT INTO lost VALUES ({b})"))
+            .await,
+        "the shard's server is gone",
     );
-    let err = client
-        .batch_execute("ROLLBACK TO SAVEPOINT s")
-        .await
-        .expect_err("a savepoint cannot bring back a lost shard");
-    assert_eq!(
-        sqlstate(&err).as_deref(),
-        Some("08006"),
-        "{}",
-        err_text(&err)
+    expect_08006(
+        client.batch_execute("ROLLBACK TO SAVEPOINT s").await,
+        "a savepoint cannot bring back a lost shard",
     );
     client.batch_execute("COMMIT").await.unwrap();
     assert_eq!(count(lost_shard), "0");
