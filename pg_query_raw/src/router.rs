@@ -395,6 +395,9 @@ impl Reader {
                 let right = names(&st.relations[middle..]);
                 // `JOIN ... USING (k, ...)` between two tables: the conditions `l.k = r.k`.
                 if let ([l], [r]) = (left.as_slice(), right.as_slice()) {
+                    if j.isNatural {
+                        st.natural_joins.push((l.clone(), r.clone()));
+                    }
                     for cell in list_items(j.usingClause) {
                         let p = cell.ptr_value as *const c::Node;
                         if p.is_null() || tag(p) != c::NodeTag_T_String {

@@ -234,6 +234,8 @@ pub struct Statement {
     pub on_conflict: bool,
     /// LEFT / RIGHT / FULL joins of this statement's FROM clause.
     pub outer_joins: Vec<OuterJoin>,
+    /// `l NATURAL JOIN r` of two tables (names or aliases): joined on every column they share.
+    pub natural_joins: Vec<(String, String)>,
     /// Text of the statement within the query string.
     pub location: usize,
     pub len: usize,
@@ -266,6 +268,7 @@ impl Statement {
             locking: false,
             on_conflict: false,
             outer_joins: Vec::new(),
+            natural_joins: Vec::new(),
             location: 0,
             len: 0,
         }

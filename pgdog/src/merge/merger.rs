@@ -8,6 +8,7 @@ use super::aggregate::{Groups, Row};
 use super::datetime::DateStyle;
 use super::error::MergeError;
 use super::plan::{Bound, ColumnRef, DistinctPlan, MergePlan};
+use super::setop::{self, Collector};
 use super::sort::{self, Columns, KWay, SortKey};
 use super::value::ColType;
 use crate::net::rows::{self, DataRow, Field};
@@ -39,6 +40,10 @@ pub struct Merger {
     error: Option<MergeError>,
     /// The servers' DateStyle (text dates and timestamps are read in it).
     dates: DateStyle,
+    /// INTERSECT / EXCEPT / UNION: each branch's rows, counted.
+    set_rows: Option<Collector>,
+    /// The set operation's branch number comes in binary.
+    branch_binary: bool,
 }
 
 impl Merger {
@@ -69,6 +74,8 @@ impl Merger {
             finished: false,
             error: None,
             dates: DateStyle::default(),
+            set_rows: None,
+            branch_binary: false,
         }
     }
 
@@ -151,9 +158,18 @@ impl Merger {
                     .collect::<Result<_, _>>()?,
             ),
         };
+        if let Some(so) = &self.plan.set_op {
+            self.branch_binary = fields.last().is_some_and(|f| f.format == 1);
+            if !so.streams() {
+                self.set_rows = Some(Collector::new(
+                    so.sources.len(),
+                    &self.types[..self.visible],
+                ));
+            }
+        }
         if let Some(g) = &self.plan.grouping {
             self.groups = Some(Groups::new(g, &self.types)?);
-        } else if !self.order.is_empty() {
+        } else if !self.order.is_empty() && self.set_rows.is_none() {
             self.kway = Some(KWay::new(self.shards));
         }
         let client = if self.plan.hidden == 0 {
@@ -179,6 +195,18 @@ impl Merger {
         }
         if let Some(groups) = &mut self.groups {
             return groups.add(&row);
+        }
+        if let Some(so) = &self.plan.set_op {
+            let branch = setop::branch_of(row.get(self.types.len() - 1), self.branch_binary)?;
+            if !so.accepts(branch, shard)? {
+                return Ok(());
+            }
+            if let Some(rows) = &mut self.set_rows {
+                return rows.add(
+                    branch,
+                    (0..self.visible).map(|i| row.get_bytes(i)).collect(),
+                );
+            }
         }
         let full = self.limit_reached();
         if let Some(kway) = &mut self.kway {
@@ -229,6 +257,14 @@ impl Merger {
         }
         if let Some(groups) = self.groups.take() {
             let mut merged = groups.finish()?;
+            sort::sort_rows(&self.order, &mut merged)?;
+            for row in merged {
+                self.emit_merged(row);
+            }
+            out.append(&mut self.ready);
+        }
+        if let (Some(rows), Some(so)) = (self.set_rows.take(), &self.plan.set_op) {
+            let mut merged = rows.finish(&so.tree)?;
             sort::sort_rows(&self.order, &mut merged)?;
             for row in merged {
                 self.emit_merged(row);

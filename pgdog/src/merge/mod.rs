@@ -14,6 +14,7 @@ mod float;
 mod merger;
 mod plan;
 mod rewrite;
+mod setop;
 mod sort;
 mod value;
 
@@ -28,3 +29,4 @@ pub use plan::{
     plan, AggFn, Bound, CmpOp, ColumnRef, Constant, CrossShardPlan, DistinctPlan, Grouping,
     HavingCond, MergePlan, OrderKey,
 };
+pub use setop::{SetOp, SetOpPlan, SetTree};

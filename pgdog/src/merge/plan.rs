@@ -4,6 +4,7 @@
 use super::decimal::Decimal;
 use super::error::MergeError;
 use super::rewrite::{self, node};
+use super::setop::{self, SetOpPlan};
 use pg_query_raw::protobuf::{self as pb, node::Node as N};
 use pg_query_raw::router::{self, StatementKind};
 
@@ -143,6 +144,8 @@ pub struct MergePlan {
     pub offset: Option<Bound>,
     pub distinct: DistinctPlan,
     pub grouping: Option<Grouping>,
+    /// UNION / INTERSECT / EXCEPT: the branches' combination.
+    pub set_op: Option<SetOpPlan>,
 }
 
 impl MergePlan {
@@ -294,7 +297,6 @@ pub fn plan(sql: &str) -> Result<CrossShardPlan, MergeError> {
             "window functions ({name})"
         )));
     }
-    check_subqueries(&st.subqueries)?;
     let mut tree = pg_query_raw::parse_protobuf(sql).map_err(parse_err)?;
     let Some(N::SelectStmt(select)) = tree
         .stmts
@@ -305,17 +307,17 @@ pub fn plan(sql: &str) -> Result<CrossShardPlan, MergeError> {
         return Ok(CrossShardPlan::passthrough());
     };
     if select.op != pb::SetOperation::SetopNone as i32 {
-        if union_all(select)
-            && select.sort_clause.is_empty()
-            && select.limit_count.is_none()
-            && select.limit_offset.is_none()
-        {
-            return Ok(CrossShardPlan::passthrough());
-        }
-        return Err(MergeError::unsupported(
-            "UNION, INTERSECT or EXCEPT (only a plain UNION ALL)",
-        ));
+        // Branches run on several shards are plain filters (the router checks them); LIMIT
+        // in a branch pinned to one shard is fine.
+        let merge = setop::plan(select)?;
+        let shard_sql =
+            pg_query_raw::deparse(&tree).map_err(|e| MergeError::Unsupported(e.to_string()))?;
+        return Ok(CrossShardPlan {
+            shard_sql: Some(shard_sql),
+            merge,
+        });
     }
+    check_subqueries(&st.subqueries)?;
     if select.into_clause.is_some() || !select.values_lists.is_empty() {
         return Ok(CrossShardPlan::passthrough());
     }
@@ -338,16 +340,6 @@ fn check_subqueries(subs: &[router::Statement]) -> Result<(), MergeError> {
         check_subqueries(&s.subqueries)?;
     }
     Ok(())
-}
-
-fn union_all(s: &pb::SelectStmt) -> bool {
-    if s.op == pb::SetOperation::SetopNone as i32 {
-        return true;
-    }
-    s.op == pb::SetOperation::SetopUnion as i32
-        && s.all
-        && s.larg.as_deref().is_some_and(union_all)
-        && s.rarg.as_deref().is_some_and(union_all)
 }
 
 /// One entry of the client's target list.
@@ -503,23 +495,8 @@ impl Planner {
                 select.limit_offset = None;
                 self.changed = true;
             }
-        } else if limit.is_some() || offset.is_some() {
-            let shard_limit = match (limit, offset) {
-                (None, _) => None,
-                (Some(l), None | Some(Bound::Const(0))) => Some(bound_node(l)),
-                (Some(Bound::Const(l)), Some(Bound::Const(o))) => {
-                    Some(rewrite::int_const(l.saturating_add(o)))
-                }
-                (Some(l), Some(o)) => Some(rewrite::plus(bigint_node(l), bigint_node(o))),
-            };
-            if offset.is_some() {
-                if shard_limit.is_some() {
-                    select.limit_option = pb::LimitOption::Count as i32;
-                }
-                select.limit_count = shard_limit.map(Box::new);
-                select.limit_offset = None;
-                self.changed = true;
-            }
+        } else {
+            self.changed |= shard_limit(select, limit, offset);
         }
         for s in &select.sort_clause {
             let Some(N::SortBy(sb)) = s.node.as_ref() else {
@@ -810,7 +787,7 @@ fn sort_expr(s: &pb::Node) -> Option<&pb::Node> {
 }
 
 /// The name Postgres gives an unnamed target (enough of FigureColname for ORDER BY names).
-fn figure_name(e: &pb::Node) -> Option<String> {
+pub(super) fn figure_name(e: &pb::Node) -> Option<String> {
     match e.node.as_ref()? {
         N::ColumnRef(c) => match c.fields.last()?.node.as_ref()? {
             N::String(s) => Some(s.sval.clone()),
@@ -823,7 +800,7 @@ fn figure_name(e: &pb::Node) -> Option<String> {
 }
 
 /// LIMIT / OFFSET: `None` for absent, `NULL` or `ALL`.
-fn bound(e: Option<&pb::Node>, what: &str) -> Result<Option<Bound>, MergeError> {
+pub(super) fn bound(e: Option<&pb::Node>, what: &str) -> Result<Option<Bound>, MergeError> {
     let Some(e) = e else { return Ok(None) };
     match e.node.as_ref() {
         Some(N::AConst(c)) if c.isnull => Ok(None),
@@ -849,6 +826,32 @@ fn bound(e: Option<&pb::Node>, what: &str) -> Result<Option<Bound>, MergeError> 
         }),
         other => Ok(other),
     })
+}
+
+/// Each shard returns the first LIMIT + OFFSET rows (the merger skips OFFSET of them): the
+/// shard query's LIMIT and OFFSET rewritten so. Whether the query changed.
+pub(super) fn shard_limit(
+    select: &mut pb::SelectStmt,
+    limit: Option<Bound>,
+    offset: Option<Bound>,
+) -> bool {
+    if offset.is_none() {
+        return false;
+    }
+    let shard_limit = match (limit, offset) {
+        (None, _) => None,
+        (Some(l), None | Some(Bound::Const(0))) => Some(bound_node(l)),
+        (Some(Bound::Const(l)), Some(Bound::Const(o))) => {
+            Some(rewrite::int_const(l.saturating_add(o)))
+        }
+        (Some(l), Some(o)) => Some(rewrite::plus(bigint_node(l), bigint_node(o))),
+    };
+    if shard_limit.is_some() {
+        select.limit_option = pb::LimitOption::Count as i32;
+    }
+    select.limit_count = shard_limit.map(Box::new);
+    select.limit_offset = None;
+    true
 }
 
 fn bound_node(b: Bound) -> pb::Node {

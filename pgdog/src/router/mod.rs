@@ -9,6 +9,7 @@ pub mod keys;
 pub mod read_write;
 pub mod route;
 pub mod schema;
+mod setop;
 mod subquery;
 
 pub use cache::{Parsed, QueryCache};

@@ -70,11 +70,11 @@ impl Router {
     }
 
     /// One shard for a statement any shard can answer (round robin).
-    fn any_shard(&self) -> usize {
+    pub(super) fn any_shard(&self) -> usize {
         self.next.fetch_add(1, Ordering::Relaxed) % self.schema.shards
     }
 
-    fn all(&self) -> Vec<usize> {
+    pub(super) fn all(&self) -> Vec<usize> {
         (0..self.schema.shards).collect()
     }
 
@@ -128,7 +128,7 @@ impl Router {
         }
     }
 
-    fn multi(
+    pub(super) fn multi(
         &self,
         shards: Vec<usize>,
         plan: Option<Arc<CrossShardPlan>>,
@@ -250,6 +250,9 @@ impl Router {
             // any shard answers.
             return Ok(Route::Shard(self.any_shard()));
         }
+        if stmt.set_operation {
+            return self.set_operation(parsed, i, sql, stmt, params);
+        }
         let sharded = self.sharded_relations(stmt);
         let shards = self.predicate_shards(stmt, sharded.clone(), params)?;
         let shards: Vec<usize> = match shards {
@@ -305,6 +308,19 @@ impl Router {
         let mut pairs = Vec::new();
         for c in conditions {
             key_equalities(c, &preds, sharded, &mut pairs);
+        }
+        // `a NATURAL JOIN b` equates every column the two share: their keys when named alike.
+        let index = |name: &str| {
+            sharded
+                .iter()
+                .position(|(r, _)| r.alias.as_deref().unwrap_or(&r.name) == name)
+        };
+        for (l, r) in &stmt.natural_joins {
+            if let (Some(a), Some(b)) = (index(l), index(r)) {
+                if sharded[a].1.column() == sharded[b].1.column() {
+                    pairs.push((a, b));
+                }
+            }
         }
         // Union the relations connected by key equalities; all must end up connected.
         let mut changed = true;

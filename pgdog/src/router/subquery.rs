@@ -207,7 +207,7 @@ impl Router {
     /// GROUP BY (or DISTINCT) including the key of the subquery's one sharded table, without
     /// LIMIT, OFFSET, window or set operation: every group lives on one shard, so each shard's
     /// rows are the global ones.
-    fn grouped_by_key(&self, n: &Statement) -> bool {
+    pub(super) fn grouped_by_key(&self, n: &Statement) -> bool {
         let own = self.sharded_relations(n);
         if own.len() != 1
             || n.relations.iter().filter(|r| !self.is_local(r)).count() != 1
@@ -306,7 +306,7 @@ fn first_sharded(n: &Statement, router: &Router) -> Option<String> {
 /// A FROM subquery whose rows are just filtered rows of its tables (so the outer query can be
 /// merged as if it read the tables): no aggregate, grouping, DISTINCT, LIMIT, window or set
 /// operation.
-fn passes_rows_through(n: &Statement) -> bool {
+pub(super) fn passes_rows_through(n: &Statement) -> bool {
     n.kind == StatementKind::Select
         && n.group_by.is_empty()
         && n.having.is_none()

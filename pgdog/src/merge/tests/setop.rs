@@ -1,0 +1,139 @@
+//! UNION / INTERSECT / EXCEPT: the shard query, branch sources and the merged counts.
+use super::*;
+
+fn shard_sql(sql: &str) -> String {
+    plan(sql).unwrap().shard_sql.unwrap()
+}
+
+/// Rows `(value, branch)`.
+fn tagged(rows: &[(&'static str, &'static str)]) -> Vec<Vec<Option<&'static str>>> {
+    rows.iter().map(|(v, b)| vec![Some(*v), Some(*b)]).collect()
+}
+
+fn values(rows: &[Vec<Option<String>>]) -> Vec<String> {
+    col(rows, 0)
+}
+
+#[test]
+fn shard_query_is_a_tagged_union_all() {
+    assert_eq!(
+        shard_sql("SELECT a FROM t UNION SELECT b FROM u ORDER BY a LIMIT 3"),
+        "SELECT a, 0 AS __pgdog_branch FROM t UNION ALL SELECT b, 1 AS __pgdog_branch FROM u ORDER BY a"
+    );
+    assert_eq!(
+        shard_sql("SELECT a FROM t UNION ALL SELECT b FROM u ORDER BY 1 LIMIT 3 OFFSET 2"),
+        "SELECT a, 0 AS __pgdog_branch FROM t UNION ALL SELECT b, 1 AS __pgdog_branch FROM u ORDER BY 1 LIMIT 5"
+    );
+    let p = plan("SELECT a FROM t INTERSECT ALL (SELECT b FROM u EXCEPT SELECT c FROM v)").unwrap();
+    let so = p.merge.set_op.unwrap();
+    assert_eq!(so.sources, vec![None, None, None]);
+    assert!(!so.streams());
+    assert_eq!(p.merge.hidden, 1);
+}
+
+#[test]
+fn set_operations_refused_across_shards() {
+    for (sql, what) in [
+        (
+            "SELECT a FROM t UNION SELECT a FROM u ORDER BY a + 1",
+            "result column",
+        ),
+        ("SELECT * FROM t UNION SELECT * FROM u ORDER BY a", "\"a\""),
+        ("SELECT a FROM t UNION VALUES (1)", "VALUES"),
+        (
+            "(SELECT a FROM t UNION SELECT a FROM u LIMIT 2) UNION ALL SELECT a FROM v",
+            "parenthesized",
+        ),
+        (
+            "WITH w AS (SELECT 1) SELECT a FROM t UNION SELECT a FROM w",
+            "WITH",
+        ),
+    ] {
+        let e = plan(sql).unwrap_err();
+        assert_eq!(e.code(), "0A000", "{sql}");
+        assert!(e.to_string().contains(what), "{sql}: {e}");
+    }
+    // By position over `*`, and by name before it, are fine.
+    assert!(plan("SELECT * FROM t UNION SELECT * FROM u ORDER BY 2").is_ok());
+    assert!(plan("SELECT a AS x, * FROM t UNION SELECT 1, * FROM u ORDER BY x").is_ok());
+}
+
+#[test]
+fn union_dedupes_across_shards_and_branches() {
+    let p = plan("SELECT a FROM t UNION SELECT b FROM u ORDER BY a").unwrap();
+    let desc = rd(&[("a", 23), ("__pgdog_branch", 23)]);
+    let shards = [
+        tagged(&[("1", "0"), ("3", "0"), ("3", "1")]),
+        tagged(&[("2", "0"), ("3", "1"), ("1", "1")]),
+    ];
+    assert_eq!(values(&run(&p.merge, &desc, &shards)), ["1", "2", "3"]);
+}
+
+#[test]
+fn union_all_streams_in_order_with_limit() {
+    let p =
+        plan("SELECT a FROM t UNION ALL SELECT b FROM u ORDER BY a DESC LIMIT 3 OFFSET 1").unwrap();
+    let desc = rd(&[("a", 23), ("__pgdog_branch", 23)]);
+    let shards = [
+        tagged(&[("9", "0"), ("5", "1"), ("1", "0")]),
+        tagged(&[("8", "1"), ("5", "0"), ("2", "1")]),
+    ];
+    assert_eq!(values(&run(&p.merge, &desc, &shards)), ["8", "5", "5"]);
+}
+
+#[test]
+fn intersect_and_except_count_rows() {
+    let desc = rd(&[("a", 23), ("__pgdog_branch", 23)]);
+    // Branch 0 holds 1,1,1,2,3 (across shards), branch 1 holds 1,1,3,4.
+    let shards = [
+        tagged(&[("1", "0"), ("1", "0"), ("3", "1"), ("4", "1")]),
+        tagged(&[("1", "0"), ("2", "0"), ("3", "0"), ("1", "1"), ("1", "1")]),
+    ];
+    let cases: [(&str, &[&str]); 5] = [
+        ("INTERSECT", &["1", "3"]),
+        ("INTERSECT ALL", &["1", "1", "3"]),
+        ("EXCEPT", &["2"]),
+        ("EXCEPT ALL", &["1", "2"]),
+        ("UNION", &["1", "2", "3", "4"]),
+    ];
+    for (op, want) in cases {
+        let p = plan(&format!("SELECT a FROM t {op} SELECT a FROM u ORDER BY 1")).unwrap();
+        assert_eq!(values(&run(&p.merge, &desc, &shards)), want, "{op}");
+    }
+}
+
+#[test]
+fn nested_operations_follow_the_tree() {
+    // (b0 EXCEPT b1) UNION ALL b2
+    let p = plan("(SELECT a FROM t EXCEPT SELECT a FROM u) UNION ALL SELECT a FROM v ORDER BY a")
+        .unwrap();
+    let desc = rd(&[("a", 23), ("__pgdog_branch", 23)]);
+    let shards = [
+        tagged(&[("1", "0"), ("2", "0"), ("2", "2")]),
+        tagged(&[("2", "1"), ("3", "0"), ("1", "2")]),
+    ];
+    assert_eq!(values(&run(&p.merge, &desc, &shards)), ["1", "1", "2", "3"]);
+}
+
+#[test]
+fn branch_sources_keep_one_shards_rows() {
+    let mut p = plan("SELECT a FROM t UNION ALL SELECT a FROM u").unwrap();
+    // Branch 1 reads an omnisharded table: the same rows on both shards, kept once.
+    p.merge.set_op.as_mut().unwrap().sources = vec![None, Some(0)];
+    let desc = rd(&[("a", 23), ("__pgdog_branch", 23)]);
+    let shards = [
+        tagged(&[("1", "0"), ("7", "1")]),
+        tagged(&[("2", "0"), ("7", "1")]),
+    ];
+    let mut got = values(&run(&p.merge, &desc, &shards));
+    got.sort();
+    assert_eq!(got, ["1", "2", "7"]);
+}
+
+#[test]
+fn numerically_equal_values_are_one_row() {
+    let p = plan("SELECT a FROM t UNION SELECT a FROM u").unwrap();
+    let desc = rd(&[("a", 1700), ("__pgdog_branch", 23)]);
+    let shards = [tagged(&[("1.0", "0")]), tagged(&[("1.00", "1")])];
+    assert_eq!(run(&p.merge, &desc, &shards).len(), 1);
+}
