@@ -12,6 +12,8 @@
 //! - `replication`: logical replication (pgoutput decoder, replication client);
 //! - `reshard`: resharding (schema sync, copy, replay, cutover, verify);
 //! - `admin`: the admin database (PAUSE, RESUME, RELOAD, SHOW) and its in-process API;
+//! - `stats`: traffic counters, latency histograms and the connected clients;
+//! - `ops`: the OpenMetrics / health HTTP endpoint and graceful shutdown;
 //! - `signals`: Ctrl-C / SIGTERM for the command-line tools.
 pub mod admin;
 pub mod auth;
@@ -25,3 +27,4 @@ pub mod reshard;
 pub mod router;
 pub mod sharding;
 pub mod signals;
+pub mod stats;

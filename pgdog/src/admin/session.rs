@@ -7,15 +7,22 @@ use super::{AdminError, Reply};
 use crate::net::message;
 use crate::net::rows::{data_row, row_description, Field};
 use crate::net::stream::Stream;
+use crate::stats::ClientInfo;
 use crate::net::{Message, MessageReader, ProtocolError};
 use tokio::io::AsyncWriteExt;
 
 /// OID of `text`.
 const TEXT_OID: i32 = 25;
 
-/// Serves an authenticated admin client until it leaves.
-pub async fn serve(mut stream: Stream, mut reader: MessageReader) {
-    match serve_messages(&mut stream, &mut reader).await {
+/// Serves an authenticated admin client until it leaves (or KILL / the shutdown end it).
+pub async fn serve(mut stream: Stream, mut reader: MessageReader, client: &ClientInfo) {
+    let served = tokio::select! {
+        r = serve_messages(&mut stream, &mut reader) => r,
+        _ = client.stop_requested(true) => Err(ProtocolError::Terminated(
+            "terminating connection due to administrator command".into(),
+        )),
+    };
+    match served {
         Ok(()) | Err(ProtocolError::Closed) | Err(ProtocolError::Io(_)) => {}
         Err(e) => {
             tracing::info!("admin client: {e}");

@@ -155,6 +155,7 @@ impl Server {
                 source,
             })?;
         let _ = stream.set_nodelay(true);
+        crate::net::keepalive::apply(&stream, &super::Registry::current().settings.config.general);
         let mut server = Server {
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             stream,

@@ -2,7 +2,7 @@
 //! to which database), their defaults and validation. Names follow PgDog's so users can bring
 //! their files. Owns parsing and checking only; applying a reload is the pools' business.
 //! `[general] admin_*` and `pause_timeout` configure the admin database (see `crate::admin`).
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// What went wrong reading the configuration; the message names the file, key and line.
@@ -21,7 +21,7 @@ pub enum ConfigError {
 }
 
 /// Transaction or session pooling.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum PoolerMode {
     #[default]
@@ -30,7 +30,7 @@ pub enum PoolerMode {
 }
 
 /// How clients authenticate to pgdog.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum AuthType {
     #[default]
@@ -42,7 +42,7 @@ pub enum AuthType {
 
 /// A server's role: fixed, or `auto` (read from `pg_is_in_recovery()` at every health check,
 /// so a promoted standby takes writes without a reload).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default, Hash)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     #[default]
@@ -62,7 +62,7 @@ impl Role {
 }
 
 /// How reads are spread over a shard's healthy replicas.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum LoadBalancingStrategy {
     #[default]
@@ -72,7 +72,7 @@ pub enum LoadBalancingStrategy {
 }
 
 /// Whether the primary also serves reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum ReadWriteSplit {
     IncludePrimary,
@@ -82,7 +82,7 @@ pub enum ReadWriteSplit {
 
 /// What counts as a read: `conservative` also requires every function called to be known
 /// read-only; `aggressive` trusts any plain SELECT.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum ReadWriteStrategy {
     #[default]
@@ -91,7 +91,7 @@ pub enum ReadWriteStrategy {
 }
 
 /// `[general]`
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct General {
     pub host: String,
@@ -142,6 +142,42 @@ pub struct General {
     pub ban_timeout: u64,
     /// Bytes of WAL a replica may lag behind its primary before it is banned.
     pub max_replica_lag: u64,
+    /// Port of the HTTP server for `/metrics` (OpenMetrics) and `/health` (unset: off).
+    pub openmetrics_port: Option<u16>,
+    /// Address that HTTP server listens on.
+    pub openmetrics_host: String,
+    /// Milliseconds over which SHOW STATS' `avg_*` columns are computed.
+    pub stats_period: u64,
+    /// Milliseconds a query may run on a server before pgdog cancels it (57014); 0: no limit.
+    pub query_timeout: u64,
+    /// Milliseconds a client may stay idle outside a transaction before it is disconnected
+    /// (57P05); 0: no limit.
+    pub client_idle_timeout: u64,
+    /// Milliseconds a client may stay idle inside a transaction before it is disconnected
+    /// (25P03) and its transaction rolled back; 0: no limit.
+    pub idle_in_transaction_timeout: u64,
+    /// Milliseconds a client has for startup, TLS and authentication.
+    pub client_login_timeout: u64,
+    /// Milliseconds pgdog's own statements on a server (ROLLBACK, DISCARD ALL, settings sync,
+    /// two-phase commit) may take before the connection is closed; 0: no limit.
+    pub server_query_timeout: u64,
+    /// TCP keepalive on client and server sockets.
+    pub tcp_keepalive: bool,
+    /// Milliseconds of silence before the first keepalive probe.
+    pub tcp_keepalive_idle: u64,
+    /// Milliseconds between keepalive probes.
+    pub tcp_keepalive_interval: u64,
+    /// Unanswered probes before the connection is dropped.
+    pub tcp_keepalive_count: u32,
+    /// Clients connected at once; more get FATAL 53300 at login.
+    pub max_client_connections: usize,
+    /// Prepared statements kept in the global cache and on each server connection (LRU; the
+    /// evicted ones are closed on the server).
+    pub prepared_statements_limit: usize,
+    /// Parsed query texts kept for routing (LRU).
+    pub query_cache_limit: usize,
+    /// Milliseconds SIGTERM / SHUTDOWN waits for transactions in flight before closing clients.
+    pub shutdown_timeout: u64,
 }
 
 impl Default for General {
@@ -175,6 +211,22 @@ impl Default for General {
             healthcheck_timeout: 1_000,
             ban_timeout: 60_000,
             max_replica_lag: 16 << 20,
+            openmetrics_port: None,
+            openmetrics_host: "127.0.0.1".into(),
+            stats_period: 15_000,
+            query_timeout: 0,
+            client_idle_timeout: 0,
+            idle_in_transaction_timeout: 0,
+            client_login_timeout: 15_000,
+            server_query_timeout: 60_000,
+            tcp_keepalive: true,
+            tcp_keepalive_idle: 60_000,
+            tcp_keepalive_interval: 10_000,
+            tcp_keepalive_count: 6,
+            max_client_connections: 10_000,
+            prepared_statements_limit: 10_000,
+            query_cache_limit: 4_096,
+            shutdown_timeout: 60_000,
         }
     }
 }
@@ -378,6 +430,18 @@ impl Settings {
             return Err(bad(
                 &self.config_path,
                 "general.tls_certificate and general.tls_private_key go together".into(),
+            ));
+        }
+        if g.admin_password.as_deref() == Some("") {
+            return Err(bad(
+                &self.config_path,
+                "general.admin_password is empty: the admin database always requires a password (set one, or remove the key to disable the admin database)".into(),
+            ));
+        }
+        if g.stats_period == 0 || g.prepared_statements_limit == 0 || g.query_cache_limit == 0 {
+            return Err(bad(
+                &self.config_path,
+                "general.stats_period, general.prepared_statements_limit and general.query_cache_limit must be at least 1".into(),
             ));
         }
         if g.admin_password.is_some() {

@@ -76,14 +76,19 @@ pub async fn cancel(pid: i32, secret: &[u8]) {
         return;
     }
     for key in targets {
-        let request = crate::net::message::cancel_request(key.pid, &key.secret);
-        match tokio::net::TcpStream::connect(&key.addr).await {
-            Ok(mut stream) => {
-                use tokio::io::AsyncWriteExt;
-                let _ = stream.write_all(&request).await;
-                let _ = stream.shutdown().await;
-            }
-            Err(e) => tracing::warn!("forwarding cancel to {}: {e}", key.addr),
+        cancel_server(&key).await;
+    }
+}
+
+/// Sends a CancelRequest for a server connection's running query.
+pub async fn cancel_server(key: &CancelKey) {
+    let request = crate::net::message::cancel_request(key.pid, &key.secret);
+    match tokio::net::TcpStream::connect(&key.addr).await {
+        Ok(mut stream) => {
+            use tokio::io::AsyncWriteExt;
+            let _ = stream.write_all(&request).await;
+            let _ = stream.shutdown().await;
         }
+        Err(e) => tracing::warn!("forwarding cancel to {}: {e}", key.addr),
     }
 }

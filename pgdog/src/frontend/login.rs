@@ -9,6 +9,7 @@ use super::session::Session;
 use crate::auth::scram::{ScramServer, ScramVerifier};
 use crate::backend::Registry;
 use crate::config::{AuthType, User};
+use crate::stats;
 use crate::net::message::{self, Reader};
 use crate::net::startup::Startup;
 use crate::net::stream::Stream;
@@ -34,56 +35,92 @@ impl From<ProtocolError> for Refusal {
 /// Serves one client connection from its first byte to its end.
 pub async fn serve(socket: TcpStream, tls: Option<tokio_rustls::TlsAcceptor>) {
     let _ = socket.set_nodelay(true);
-    let peer = socket
-        .peer_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
+    let client = stats::clients::register(socket.peer_addr().ok(), socket.local_addr().ok());
+    let peer = format!("{}:{}", client.addr, client.port);
     let registry = Registry::current();
-    let max = registry.settings.config.general.max_message_size;
-    let mut stream = Stream::Plain(socket);
-    let mut reader = MessageReader::new(max);
-    let (minor, params) = loop {
+    let general = &registry.settings.config.general;
+    crate::net::keepalive::apply(&socket, general);
+    let deadline = tokio::time::Instant::now()
+        + std::time::Duration::from_millis(general.client_login_timeout);
+    let mut reader = MessageReader::new(general.max_message_size);
+    let startup = startup(Stream::Plain(socket), &mut reader, tls, &peer);
+    // Past the deadline before the StartupMessage: closed without a word, as Postgres does.
+    let Ok(Some((mut stream, minor, params))) = tokio::time::timeout_at(deadline, startup).await
+    else {
+        return;
+    };
+    if stats::clients::count() > general.max_client_connections {
+        let refusal = Refusal(
+            "53300",
+            format!(
+                "too many clients already (max_client_connections = {})",
+                general.max_client_connections
+            ),
+        );
+        return refuse(&mut stream, refusal).await;
+    }
+    if let Err(refusal) = login(stream, reader, minor, params, registry, client, deadline).await {
+        tracing::debug!("{peer}: login refused: {}", refusal.1);
+    }
+}
+
+fn login_timeout() -> Refusal {
+    Refusal("57014", "canceling authentication due to timeout".into())
+}
+
+/// SSLRequest / GSSENCRequest / CancelRequest until the StartupMessage: the stream (TLS
+/// when asked), the protocol minor version and parameters (`None`: the connection is done).
+async fn startup(
+    mut stream: Stream,
+    reader: &mut MessageReader,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    peer: &str,
+) -> Option<(Stream, u16, Vec<(String, String)>)> {
+    loop {
         let packet = match reader.startup_packet(&mut stream).await {
             Ok(p) => p,
-            Err(ProtocolError::Closed) => return,
-            Err(e) => return refuse(&mut stream, Refusal("08P01", e.to_string())).await,
+            Err(ProtocolError::Closed) => return None,
+            Err(e) => {
+                refuse(&mut stream, Refusal("08P01", e.to_string())).await;
+                return None;
+            }
         };
         match Startup::parse(&packet) {
             Ok(Startup::Ssl) => match (&tls, stream) {
                 (Some(acceptor), Stream::Plain(mut tcp)) if reader.is_empty() => {
                     if tcp.write_all(b"S").await.is_err() {
-                        return;
+                        return None;
                     }
                     match acceptor.accept(tcp).await {
                         Ok(s) => stream = Stream::Tls(Box::new(s)),
                         Err(e) => {
                             tracing::info!("{peer}: TLS handshake failed: {e}");
-                            return;
+                            return None;
                         }
                     }
                 }
                 (_, mut s) => {
                     if s.write_all(b"N").await.is_err() {
-                        return;
+                        return None;
                     }
                     stream = s;
                 }
             },
             Ok(Startup::GssEnc) => {
                 if stream.write_all(b"N").await.is_err() {
-                    return;
+                    return None;
                 }
             }
             Ok(Startup::Cancel { pid, secret }) => {
                 cancel::cancel(pid, &secret).await;
-                return;
+                return None;
             }
-            Ok(Startup::Login { minor, params, .. }) => break (minor, params),
-            Err(e) => return refuse(&mut stream, Refusal(e.code(), e.to_string())).await,
+            Ok(Startup::Login { minor, params, .. }) => return Some((stream, minor, params)),
+            Err(e) => {
+                refuse(&mut stream, Refusal(e.code(), e.to_string())).await;
+                return None;
+            }
         }
-    };
-    if let Err(refusal) = login(stream, reader, minor, params, registry).await {
-        tracing::debug!("{peer}: login refused: {}", refusal.1);
     }
 }
 
@@ -100,8 +137,14 @@ async fn login(
     minor: u16,
     params: Vec<(String, String)>,
     registry: std::sync::Arc<Registry>,
+    client: stats::clients::ClientGuard,
+    deadline: tokio::time::Instant,
 ) -> Result<(), Refusal> {
-    let result = authenticate(&mut stream, &mut reader, minor, &params, &registry).await;
+    let auth = authenticate(&mut stream, &mut reader, minor, &params, &registry);
+    let result = match tokio::time::timeout_at(deadline, auth).await {
+        Ok(r) => r,
+        Err(_) => Err(login_timeout()),
+    };
     let (user, database, admin) = match result {
         Ok(v) => v,
         Err(refusal) => {
@@ -112,9 +155,22 @@ async fn login(
             return Err(refusal);
         }
     };
+    let application_name = params
+        .iter()
+        .find(|(k, _)| k == "application_name")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let mut login_info = stats::clients::Login {
+        user: user.clone(),
+        database: database.clone(),
+        application_name,
+        tls: matches!(stream, Stream::Tls(_)),
+        pid: 0,
+    };
     if admin {
         drop(registry);
-        return greet_admin(stream, reader).await;
+        client.set_login(login_info);
+        return greet_admin(stream, reader, &client).await;
     }
     let Some(shard) = registry.shard(&user, &database).cloned() else {
         return Err(Refusal(
@@ -134,6 +190,9 @@ async fn login(
     };
     let client_params = Params::from_startup(&params);
     let registration = cancel::register();
+    login_info.pid = registration.pid;
+    client.set_login(login_info);
+    let meter = stats::Meter::new(client.0.clone(), &user, &database);
     let mut greeting = Vec::new();
     greeting.extend_from_slice(message::auth_ok().bytes());
     for (name, value) in &server_params {
@@ -164,6 +223,7 @@ async fn login(
             client_params,
             registration,
             two_phase,
+            meter,
         )
         .run()
         .await;
@@ -179,6 +239,7 @@ async fn login(
         client_params,
         registration,
         query_parser,
+        meter,
     )
     .run()
     .await;
@@ -186,7 +247,11 @@ async fn login(
 }
 
 /// The greeting of an admin client, then its session.
-async fn greet_admin(mut stream: Stream, reader: MessageReader) -> Result<(), Refusal> {
+async fn greet_admin(
+    mut stream: Stream,
+    reader: MessageReader,
+    client: &stats::ClientInfo,
+) -> Result<(), Refusal> {
     let registration = cancel::register();
     let mut greeting = Vec::new();
     greeting.extend_from_slice(message::auth_ok().bytes());
@@ -209,7 +274,8 @@ async fn greet_admin(mut stream: Stream, reader: MessageReader) -> Result<(), Re
     if stream.write_all(&greeting).await.is_err() {
         return Ok(());
     }
-    crate::admin::session::serve(stream, reader).await;
+    client.set_state(stats::ClientState::Idle);
+    crate::admin::session::serve(stream, reader, client).await;
     drop(registration);
     Ok(())
 }

@@ -7,6 +7,10 @@
 //! database's PAUSE makes it wait there), then picks up a reloaded configuration.
 mod lost;
 mod routing;
+mod settle;
+pub(crate) mod timeouts;
+
+use timeouts::{far_future, stopped};
 
 use super::aborted::{self, Aborted};
 use super::cancel::Registration;
@@ -54,6 +58,9 @@ pub enum SessionError {
     /// A reload made the database sharded: this session type cannot serve it any more.
     #[error("{0}")]
     Reconfigured(String),
+    /// Ended by pgdog (a timeout, KILL, shutdown): FATAL with this SQLSTATE and message.
+    #[error("{1}")]
+    Terminated(&'static str, String),
 }
 
 pub struct Session {
@@ -120,6 +127,10 @@ pub struct Session {
     retry: Option<Message>,
     /// The read's RowDescription reached the client (a retry drops the second one).
     retry_header_sent: bool,
+    /// Traffic counters and the client's entry in the clients table.
+    meter: crate::stats::Meter,
+    /// query_timeout fired: the running query was cancelled.
+    cancel_sent: bool,
 }
 
 impl Session {
@@ -133,6 +144,7 @@ impl Session {
         params: Params,
         cancel: Registration,
         query_parser: bool,
+        meter: crate::stats::Meter,
     ) -> Session {
         let mode = shard.mode();
         Session {
@@ -173,6 +185,8 @@ impl Session {
             write_lsn: None,
             retry: None,
             retry_header_sent: false,
+            meter,
+            cancel_sent: false,
         }
     }
 
@@ -194,6 +208,12 @@ impl Session {
                 let m = message::fatal("57P01", why);
                 let _ = self.stream.write_all(m.bytes()).await;
             }
+            Err(SessionError::Terminated(code, why)) => {
+                tracing::info!("client {}@{}: {why}", self.user, self.database);
+                let _ = self.flush().await;
+                crate::stats::error(code);
+                let _ = self.stream.write_all(message::fatal(code, why).bytes()).await;
+            }
         }
         let _ = self.flush().await;
         self.cleanup().await;
@@ -206,6 +226,8 @@ impl Session {
                 if m.tag() == b'X' {
                     return Ok(());
                 }
+                self.meter.received(m.len());
+                self.meter.request(m.tag());
                 let mark = self.out.len();
                 if self.server.is_some() && self.expected.is_empty() && self.status == b'I' {
                     // Between transactions with a server kept (session mode, pinned).
@@ -221,10 +243,20 @@ impl Session {
             }
             self.flush_server().await;
             self.flush().await?;
+            let (deadline, idle) = self.deadline();
+            let client = self.meter.client().clone();
+            let stop = client.stop_requested(idle);
+            let timer = tokio::time::sleep_until(deadline.map_or_else(far_future, |d| d.0));
             match self.server.as_mut() {
-                None => self.reader.fill(&mut self.stream).await?,
+                None => tokio::select! {
+                    r = self.reader.fill(&mut self.stream) => r?,
+                    _ = stop => return Err(stopped()),
+                    _ = timer, if deadline.is_some() => self.timed_out(deadline).await?,
+                },
                 Some(server) => {
                     tokio::select! {
+                        _ = stop => return Err(stopped()),
+                        _ = timer, if deadline.is_some() => self.timed_out(deadline).await?,
                         r = self.reader.fill(&mut self.stream) => r?,
                         r = server.fill() => match r {
                             Ok(()) => {
@@ -248,12 +280,17 @@ impl Session {
     async fn flush(&mut self) -> Result<(), ProtocolError> {
         if !self.out.is_empty() {
             let data = self.out.split().freeze();
+            self.meter.sent(data.len());
             self.stream.write_all(&data).await?;
         }
         Ok(())
     }
 
     fn send(&mut self, m: &Message) {
+        if m.tag() == b'Z' {
+            self.meter.ready(m.payload().first().copied().unwrap_or(b'I'));
+            self.cancel_sent = false;
+        }
         self.out.extend_from_slice(m.bytes());
     }
 
@@ -627,7 +664,11 @@ impl Session {
             .write_lsn
             .filter(|_| self.shard.policy().read_your_writes);
         self.on_primary = !read && self.shard.splits_reads();
-        let mut server = match self.shard.checkout(read, min_lsn).await {
+        self.meter.waiting();
+        let asked = std::time::Instant::now();
+        let checkout = self.shard.checkout(read, min_lsn).await;
+        self.meter.waited(asked.elapsed());
+        let mut server = match checkout {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!("client {}@{}: {e}", self.user, self.database);
@@ -843,103 +884,6 @@ impl Session {
         if releasing {
             self.detach();
         }
-    }
-
-    /// Applies SET/RESET once their transaction is settled. A single SET outside a transaction
-    /// that succeeded is certain; otherwise (transaction blocks, savepoints, multi-statement
-    /// queries, errors, the extended protocol) the values are read back from the server before
-    /// it is released (see `verify_settings`).
-    fn settle_parameters(&mut self, status: u8) {
-        if status == b'T' || status == b'E' || !self.expected.is_empty() {
-            return;
-        }
-        let failed = std::mem::take(&mut self.batch_failed);
-        let uncertain = std::mem::take(&mut self.uncertain);
-        let changes = std::mem::take(&mut self.pending);
-        let discard_all = std::mem::take(&mut self.pending_discard_all);
-        if discard_all && !failed {
-            // DISCARD ALL only runs alone, outside a transaction.
-            if let Some(s) = self.server.as_mut() {
-                s.prepared.clear();
-                s.set_settings(Default::default());
-            }
-            self.statements.clear();
-        }
-        if changes.is_empty() {
-            return;
-        }
-        if failed || uncertain {
-            let mut names: Vec<String> = Vec::new();
-            for change in &changes {
-                match change {
-                    SetChange::Set(name, _) | SetChange::Reset(name) => names.push(name.clone()),
-                    SetChange::ResetAll => {
-                        names.extend(self.params.names());
-                        if let Some(s) = self.server.as_ref() {
-                            names.extend(s.settings.keys().cloned());
-                        }
-                    }
-                }
-            }
-            names.sort();
-            names.dedup();
-            self.verify = Some(names);
-            return;
-        }
-        for change in &changes {
-            self.params.apply(change);
-        }
-        if let Some(s) = self.server.as_mut() {
-            // The server now runs with the client's values.
-            if let Some((_, after)) = self.params.sync(&s.settings) {
-                s.set_settings(after);
-            }
-        }
-    }
-
-    /// Reads the parameters in `verify` back from the server and records them as the client's
-    /// (and the server's) values, then releases the server if it is idle.
-    async fn verify_settings(&mut self) {
-        let Some(names) = self.verify.take() else {
-            return;
-        };
-        let Some(server) = self.server.as_mut() else {
-            return;
-        };
-        let columns: Vec<String> = names
-            .iter()
-            .map(|n| {
-                format!(
-                    "pg_catalog.current_setting({}, true)",
-                    super::params::quote(n)
-                )
-            })
-            .collect();
-        match server
-            .query_row(&format!("SELECT {}", columns.join(", ")))
-            .await
-        {
-            Ok(values) if values.len() == names.len() => {
-                for (name, value) in names.iter().zip(values) {
-                    self.params.set_actual(name, value.as_deref());
-                }
-                let settings = server.settings.clone();
-                if let Some((_, after)) = self.params.sync(&settings) {
-                    server.set_settings(after);
-                }
-            }
-            Ok(_) | Err(_) => {
-                // Unknown state: do not hand this connection to anyone else.
-                tracing::warn!(
-                    "client {}@{}: could not read back session settings",
-                    self.user,
-                    self.database
-                );
-                server.discard();
-                self.pinned = self.pinned.or(Some("unknown session settings"));
-            }
-        }
-        self.release_if_idle();
     }
 
     /// The client is gone: leave the server clean for the next one, or close it.

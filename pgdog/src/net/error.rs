@@ -22,6 +22,9 @@ pub enum ProtocolError {
     Io(#[from] std::io::Error),
     #[error("TLS: {0}")]
     Tls(String),
+    /// pgdog ends the connection (KILL, shutdown): 57P01.
+    #[error("{0}")]
+    Terminated(String),
 }
 
 impl ProtocolError {
@@ -29,6 +32,7 @@ impl ProtocolError {
     pub fn code(&self) -> &'static str {
         match self {
             ProtocolError::UnsupportedProtocol(..) => "0A000",
+            ProtocolError::Terminated(_) => "57P01",
             ProtocolError::Io(_) | ProtocolError::Closed | ProtocolError::Tls(_) => "08006",
             _ => "08P01",
         }

@@ -3,6 +3,7 @@
 //! by `frontend` and `backend`.
 pub mod bind;
 pub mod codec;
+pub mod keepalive;
 pub mod error;
 pub mod message;
 pub mod rows;

@@ -31,15 +31,7 @@ use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
 use tx::Tx;
 
-#[derive(Debug, thiserror::Error)]
-pub enum SessionError {
-    #[error(transparent)]
-    Client(#[from] ProtocolError),
-    /// A reload changed the database so that this session cannot go on (no longer sharded,
-    /// or a different number of shards in the middle of a transaction block).
-    #[error("{0}")]
-    Reconfigured(String),
-}
+pub use super::session::SessionError;
 
 /// A statement the client prepared (named or unnamed).
 #[derive(Debug, Clone)]
@@ -150,6 +142,8 @@ pub struct ShardedSession {
     /// Registry generation last checked for the database no longer being sharded while
     /// servers stay attached (session mode, pinned sessions).
     checked_generation: u64,
+    /// Traffic counters and the client's entry in the clients table.
+    meter: crate::stats::Meter,
 }
 
 impl ShardedSession {
@@ -164,6 +158,7 @@ impl ShardedSession {
         params: Params,
         cancel: Registration,
         two_phase: bool,
+        meter: crate::stats::Meter,
     ) -> ShardedSession {
         let mode = shards.first().map(|s| s.mode()).unwrap_or_default();
         let servers = shards.iter().map(|_| None).collect();
@@ -197,6 +192,7 @@ impl ShardedSession {
             ticket: None,
             reconfigured: None,
             checked_generation: crate::backend::Registry::generation(),
+            meter,
         }
     }
 
@@ -217,6 +213,12 @@ impl ShardedSession {
                 let m = message::fatal("57P01", why);
                 let _ = self.stream.write_all(m.bytes()).await;
             }
+            Err(SessionError::Terminated(code, why)) => {
+                tracing::info!("client {}@{}: {why}", self.user, self.database);
+                let _ = self.flush().await;
+                crate::stats::error(code);
+                let _ = self.stream.write_all(message::fatal(code, why).bytes()).await;
+            }
             _ => {}
         }
         let _ = self.flush().await;
@@ -229,6 +231,8 @@ impl ShardedSession {
                 if m.tag() == b'X' {
                     return Ok(());
                 }
+                self.meter.received(m.len());
+                self.meter.request(m.tag());
                 let mark = self.out.len();
                 if self.tx.is_none() && self.servers.iter().any(|s| s.is_some()) {
                     // Between transactions with servers kept (session mode, pinned).
@@ -247,13 +251,30 @@ impl ShardedSession {
                 }
             }
             self.flush().await?;
-            self.reader.fill(&mut self.stream).await?;
+            self.wait_for_client().await?;
+        }
+    }
+
+    /// Reads more from the client, unless an idle timeout, KILL or the shutdown comes first.
+    async fn wait_for_client(&mut self) -> Result<(), SessionError> {
+        use super::session::timeouts::{far_future, idle_error, next_deadline, stopped};
+        let idle = self.tx.is_none() && self.status == b'I';
+        let deadline = next_deadline(None, !idle, self.meter.last_message());
+        let client = self.meter.client().clone();
+        let timer = tokio::time::sleep_until(deadline.map_or_else(far_future, |d| d.0));
+        tokio::select! {
+            r = self.reader.fill(&mut self.stream) => Ok(r?),
+            _ = client.stop_requested(idle) => Err(stopped()),
+            _ = timer, if deadline.is_some() => {
+                Err(idle_error(deadline.map_or(super::session::timeouts::Clock::Idle, |d| d.1)))
+            }
         }
     }
 
     async fn flush(&mut self) -> Result<(), ProtocolError> {
         if !self.out.is_empty() {
             let data = self.out.split().freeze();
+            self.meter.sent(data.len());
             self.stream.write_all(&data).await?;
         }
         Ok(())
@@ -265,6 +286,7 @@ impl ShardedSession {
 
     fn ready(&mut self) {
         let status = self.status;
+        self.meter.ready(status);
         self.send(&message::ready_for_query(status));
     }
 
@@ -699,10 +721,11 @@ impl ShardedSession {
         }
         if self.servers[shard].is_none() {
             let min_lsn = self.write_lsns.get(shard).copied().flatten();
-            let server = self.shards[shard]
-                .checkout(read, min_lsn)
-                .await
-                .map_err(|e| {
+            self.meter.waiting();
+            let asked = std::time::Instant::now();
+            let checkout = self.shards[shard].checkout(read, min_lsn).await;
+            self.meter.waited(asked.elapsed());
+            let server = checkout.map_err(|e| {
                     tracing::warn!("client {}@{}: {e}", self.user, self.database);
                     ClientError::new(&e.code(), format!("shard {shard}: {e}"))
                 })?;

@@ -1,0 +1,108 @@
+//! A session's clocks: `query_timeout` (the running query is cancelled on the server, which
+//! answers 57014), `idle_in_transaction_timeout` (FATAL 25P03; the server is rolled back and
+//! goes back to its pool) and `client_idle_timeout` (FATAL 57P05).
+use super::{Session, SessionError};
+use crate::backend::Registry;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Which clock runs out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Clock {
+    Query,
+    IdleInTransaction,
+    Idle,
+}
+
+/// The next deadline of a session, with its clock.
+pub(crate) type Deadline = Option<(Instant, Clock)>;
+
+/// A deadline that never comes (for a disabled timer).
+pub(crate) fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(86_400 * 365)
+}
+
+/// The session was asked to end (KILL, shutdown).
+pub(crate) fn stopped() -> SessionError {
+    SessionError::Terminated(
+        "57P01",
+        "terminating connection due to administrator command".into(),
+    )
+}
+
+/// FATAL for an idle clock.
+pub(crate) fn idle_error(clock: Clock) -> SessionError {
+    match clock {
+        Clock::IdleInTransaction => SessionError::Terminated(
+            "25P03",
+            "terminating connection due to idle-in-transaction timeout".into(),
+        ),
+        _ => SessionError::Terminated(
+            "57P05",
+            "terminating connection due to idle-session timeout".into(),
+        ),
+    }
+}
+
+/// Picks the clock that applies: a request in flight, a transaction waiting for the client,
+/// or a client idle between transactions. Timeouts in milliseconds, 0 for off.
+pub(crate) fn next_deadline(
+    busy_since: Option<std::time::Instant>,
+    in_transaction: bool,
+    last_message: std::time::Instant,
+) -> Deadline {
+    let registry = Registry::current();
+    let g = &registry.settings.config.general;
+    let at = |from: std::time::Instant, ms: u64| Instant::from_std(from + Duration::from_millis(ms));
+    match busy_since {
+        Some(start) if g.query_timeout > 0 => Some((at(start, g.query_timeout), Clock::Query)),
+        Some(_) => None,
+        None if in_transaction && g.idle_in_transaction_timeout > 0 => Some((
+            at(last_message, g.idle_in_transaction_timeout),
+            Clock::IdleInTransaction,
+        )),
+        None if !in_transaction && g.client_idle_timeout > 0 => {
+            Some((at(last_message, g.client_idle_timeout), Clock::Idle))
+        }
+        None => None,
+    }
+}
+
+impl Session {
+    /// The next deadline, and whether the client is between transactions.
+    pub(super) fn deadline(&self) -> (Deadline, bool) {
+        let busy = !self.expected.is_empty();
+        let idle = !busy && self.status == b'I' && self.aborted.is_none();
+        let busy_since = if busy && !self.cancel_sent {
+            Some(self.meter.request_started().unwrap_or_else(std::time::Instant::now))
+        } else if busy {
+            // Cancelled already: wait for the server's answer.
+            return (None, idle);
+        } else {
+            None
+        };
+        let deadline = next_deadline(busy_since, !idle, self.meter.last_message());
+        (deadline, idle)
+    }
+
+    /// A clock ran out.
+    pub(super) async fn timed_out(&mut self, deadline: Deadline) -> Result<(), SessionError> {
+        match deadline {
+            Some((_, Clock::Query)) => {
+                self.cancel_sent = true;
+                if let Some(server) = self.server.as_ref() {
+                    tracing::info!(
+                        "client {}@{}: query_timeout, cancelling the query",
+                        self.user,
+                        self.database
+                    );
+                    let key = server.cancel_key.clone();
+                    tokio::spawn(async move { crate::frontend::cancel::cancel_server(&key).await });
+                }
+                Ok(())
+            }
+            Some((_, clock)) => Err(idle_error(clock)),
+            None => Ok(()),
+        }
+    }
+}

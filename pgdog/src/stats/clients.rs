@@ -1,0 +1,214 @@
+//! The connected clients: one entry per client connection from accept to close (SHOW CLIENTS,
+//! the clients-by-state gauges, `max_client_connections`), each with a flag the admin
+//! database's KILL and the shutdown set to make the session end.
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::{Arc, LazyLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+use tokio::sync::Notify;
+
+/// What a client is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ClientState {
+    /// Logging in (startup, TLS, authentication).
+    Login = 0,
+    /// Between transactions.
+    Idle = 1,
+    /// In a request or transaction (holding or using server connections).
+    Active = 2,
+    /// Waiting for a server connection.
+    Waiting = 3,
+}
+
+impl ClientState {
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientState::Login => "login",
+            ClientState::Idle => "idle",
+            ClientState::Active => "active",
+            ClientState::Waiting => "waiting",
+        }
+    }
+
+    fn from_u8(v: u8) -> ClientState {
+        match v {
+            1 => ClientState::Idle,
+            2 => ClientState::Active,
+            3 => ClientState::Waiting,
+            _ => ClientState::Login,
+        }
+    }
+}
+
+/// One client connection.
+#[derive(Debug)]
+pub struct ClientInfo {
+    pub id: u64,
+    pub addr: String,
+    pub port: u16,
+    pub local_addr: String,
+    pub local_port: u16,
+    /// Unix time of the connection, in microseconds.
+    pub connect_time: u64,
+    state: AtomicU8,
+    /// Unix time of the last request, in microseconds.
+    request_time: AtomicU64,
+    /// Set after login.
+    login: Mutex<Login>,
+    killed: AtomicBool,
+    /// Shutdown: end the session once it is between transactions.
+    draining: AtomicBool,
+    kill: Notify,
+}
+
+/// Who the client logged in as.
+#[derive(Debug, Clone, Default)]
+pub struct Login {
+    pub user: String,
+    pub database: String,
+    pub application_name: String,
+    pub tls: bool,
+    /// Backend key pid pgdog gave the client.
+    pub pid: i32,
+}
+
+pub fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+impl ClientInfo {
+    pub fn state(&self) -> ClientState {
+        ClientState::from_u8(self.state.load(Relaxed))
+    }
+
+    pub fn set_state(&self, s: ClientState) {
+        self.state.store(s as u8, Relaxed);
+    }
+
+    pub fn request_time(&self) -> u64 {
+        self.request_time.load(Relaxed)
+    }
+
+    pub fn touch(&self) {
+        self.request_time.store(now_us(), Relaxed);
+    }
+
+    pub fn login(&self) -> Login {
+        self.login.lock().clone()
+    }
+
+    pub fn set_login(&self, login: Login) {
+        *self.login.lock() = login;
+    }
+
+    /// Asks the session to end now (admin KILL, end of the shutdown wait).
+    pub fn kill(&self) {
+        self.killed.store(true, Relaxed);
+        self.kill.notify_waiters();
+    }
+
+    /// Asks the session to end once it is between transactions (shutdown).
+    pub fn drain(&self) {
+        self.draining.store(true, Relaxed);
+        self.kill.notify_waiters();
+    }
+
+    pub fn is_killed(&self) -> bool {
+        self.killed.load(Relaxed)
+    }
+
+    /// Resolves when the session must end: killed, or draining while `idle` (between
+    /// transactions).
+    pub async fn stop_requested(&self, idle: bool) {
+        loop {
+            let notified = self.kill.notified();
+            if self.is_killed() || (idle && self.draining.load(Relaxed)) {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+static CLIENTS: LazyLock<Mutex<BTreeMap<u64, Arc<ClientInfo>>>> =
+    LazyLock::new(Default::default);
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The client's entry, removed from the table when dropped.
+pub struct ClientGuard(pub Arc<ClientInfo>);
+
+impl Drop for ClientGuard {
+    fn drop(&mut self) {
+        CLIENTS.lock().remove(&self.0.id);
+    }
+}
+
+impl std::ops::Deref for ClientGuard {
+    type Target = ClientInfo;
+    fn deref(&self) -> &ClientInfo {
+        &self.0
+    }
+}
+
+fn split(addr: Option<std::net::SocketAddr>) -> (String, u16) {
+    addr.map_or((String::new(), 0), |a| (a.ip().to_string(), a.port()))
+}
+
+/// Registers a new client connection.
+pub fn register(
+    peer: Option<std::net::SocketAddr>,
+    local: Option<std::net::SocketAddr>,
+) -> ClientGuard {
+    let (addr, port) = split(peer);
+    let (local_addr, local_port) = split(local);
+    let now = now_us();
+    let info = Arc::new(ClientInfo {
+        id: NEXT_ID.fetch_add(1, Relaxed),
+        addr,
+        port,
+        local_addr,
+        local_port,
+        connect_time: now,
+        state: AtomicU8::new(ClientState::Login as u8),
+        request_time: AtomicU64::new(now),
+        login: Mutex::new(Login::default()),
+        killed: AtomicBool::new(false),
+        draining: AtomicBool::new(false),
+        kill: Notify::new(),
+    });
+    CLIENTS.lock().insert(info.id, info.clone());
+    ClientGuard(info)
+}
+
+/// Every connected client, oldest first.
+pub fn list() -> Vec<Arc<ClientInfo>> {
+    CLIENTS.lock().values().cloned().collect()
+}
+
+/// Clients connected now.
+pub fn count() -> usize {
+    CLIENTS.lock().len()
+}
+
+/// Ends the sessions of `database`'s clients (every client: `None`). Returns how many.
+pub fn kill(database: Option<&str>) -> usize {
+    let mut n = 0;
+    for c in list() {
+        if database.is_none_or(|d| c.login().database == d) {
+            c.kill();
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Asks every client to leave once it is between transactions.
+pub fn drain_all() {
+    for c in list() {
+        c.drain();
+    }
+}

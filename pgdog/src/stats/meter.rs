@@ -1,0 +1,118 @@
+//! A client session's recorder: bytes each way, requests (a Query, or extended-protocol
+//! messages up to Sync) timed from their first message to the ReadyForQuery that ends them,
+//! transactions timed from their first request to ReadyForQuery `I`, and checkout waits. It
+//! also keeps the client's state in the clients table current.
+use super::clients::{ClientInfo, ClientState};
+use super::counters::{self, PoolStats};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub struct Meter {
+    stats: Arc<PoolStats>,
+    client: Arc<ClientInfo>,
+    request_start: Option<Instant>,
+    xact_start: Option<Instant>,
+    /// Queries (Query, Execute, FunctionCall messages) in the request in flight.
+    queries: u64,
+    /// When the client last sent a message.
+    last_message: Instant,
+}
+
+impl Meter {
+    pub fn new(client: Arc<ClientInfo>, user: &str, database: &str) -> Meter {
+        client.set_state(ClientState::Idle);
+        Meter {
+            stats: counters::pool(user, database),
+            client,
+            request_start: None,
+            xact_start: None,
+            queries: 0,
+            last_message: Instant::now(),
+        }
+    }
+
+    pub fn client(&self) -> &Arc<ClientInfo> {
+        &self.client
+    }
+
+    /// Bytes of a message from the client.
+    #[inline]
+    pub fn received(&mut self, n: usize) {
+        self.stats.received.fetch_add(n as u64, Relaxed);
+        self.last_message = Instant::now();
+    }
+
+    /// When the request in flight started.
+    pub fn request_started(&self) -> Option<Instant> {
+        self.request_start
+    }
+
+    /// When the client last sent a message.
+    pub fn last_message(&self) -> Instant {
+        self.last_message
+    }
+
+    /// Bytes written to the client.
+    #[inline]
+    pub fn sent(&self, n: usize) {
+        self.stats.sent.fetch_add(n as u64, Relaxed);
+    }
+
+    /// A message from the client that is part of a request.
+    #[inline]
+    pub fn request(&mut self, tag: u8) {
+        if self.request_start.is_none() {
+            let now = Instant::now();
+            self.request_start = Some(now);
+            self.xact_start.get_or_insert(now);
+            self.client.set_state(ClientState::Active);
+            self.client.touch();
+        }
+        if matches!(tag, b'Q' | b'E' | b'F') {
+            self.queries += 1;
+        }
+    }
+
+    /// A ReadyForQuery went to the client: the request is over (and with status `I` the
+    /// transaction).
+    #[inline]
+    pub fn ready(&mut self, status: u8) {
+        if let Some(start) = self.request_start.take() {
+            let queries = std::mem::take(&mut self.queries);
+            if queries > 0 {
+                let took = start.elapsed();
+                self.stats.query_count.fetch_add(queries, Relaxed);
+                self.stats
+                    .query_time_us
+                    .fetch_add(took.as_micros() as u64, Relaxed);
+                self.stats.query_time.observe(took);
+            }
+        }
+        if status == b'I' {
+            if let Some(start) = self.xact_start.take() {
+                let took = start.elapsed();
+                self.stats.xact_count.fetch_add(1, Relaxed);
+                self.stats
+                    .xact_time_us
+                    .fetch_add(took.as_micros() as u64, Relaxed);
+                self.stats.xact_time.observe(took);
+            }
+            self.client.set_state(ClientState::Idle);
+        }
+    }
+
+    /// The client starts waiting for a server connection.
+    pub fn waiting(&self) {
+        self.client.set_state(ClientState::Waiting);
+    }
+
+    /// It got one (or gave up) after `d`.
+    pub fn waited(&self, d: Duration) {
+        self.stats
+            .wait_time_us
+            .fetch_add(d.as_micros() as u64, Relaxed);
+        self.stats.wait_time.observe(d);
+        self.client.set_state(ClientState::Active);
+    }
+}
