@@ -22,6 +22,7 @@ pub mod config;
 pub mod frontend;
 pub mod merge;
 pub mod net;
+pub mod ops;
 pub mod replication;
 pub mod reshard;
 pub mod router;

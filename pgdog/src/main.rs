@@ -512,7 +512,21 @@ fn run(args: Args) -> ExitCode {
         tokio::spawn(pgdog::admin::reload_on_sighup());
         // RESHARD, SHOW RESHARD, CUTOVER, STOP, ABORT RESHARD in the admin database.
         pgdog::reshard::admin_commands::register();
-        pgdog::frontend::listener::listen(listener).await;
+        if let Err(e) = pgdog::ops::http::spawn().await {
+            eprintln!("pgdog: metrics endpoint: {e}");
+            return ExitCode::FAILURE;
+        }
+        let period = Registry::current().settings.config.general.stats_period;
+        tokio::spawn(pgdog::stats::counters::roll_every(
+            std::time::Duration::from_millis(period),
+        ));
+        tokio::spawn(pgdog::ops::shutdown::on_signals());
+        tokio::select! {
+            _ = pgdog::frontend::listener::listen(listener) => {}
+            _ = pgdog::ops::shutdown::requested() => {}
+        }
+        // The listener is closed: new clients are refused while the others finish.
+        pgdog::ops::shutdown::drain().await;
         ExitCode::SUCCESS
     })
 }

@@ -1,25 +1,49 @@
 //! The admin database's commands: splitting a Query into statements, recognising the built-in
-//! commands (SHOW DATABASES/POOLS/VERSION/PAUSED, PAUSE, RESUME, RELOAD), handing anything else
-//! to the registered extensions, and building the replies.
-use super::{AdminError, Reply};
+//! commands (SHOW ..., PAUSE, RESUME, RELOAD, SHUTDOWN, KILL, RECONNECT, SET), handing anything
+//! else to the registered extensions, and building the replies. Case-insensitive; a trailing
+//! `;` is optional.
+use super::{show, AdminError, Reply};
 use crate::backend::Registry;
-use crate::config::{PoolerMode, Role};
 
 /// The built-in commands, for error messages.
 pub const COMMANDS: &str =
-    "SHOW DATABASES, SHOW POOLS, SHOW VERSION, SHOW PAUSED, PAUSE [db], RESUME [db], RELOAD";
+    "SHOW CLIENTS, SHOW SERVERS, SHOW POOLS, SHOW STATS, SHOW STATS_TOTALS, \
+SHOW STATS_AVERAGES, SHOW CONFIG, SHOW LISTS, SHOW DATABASES, SHOW USERS, SHOW VERSION, \
+SHOW PREPARED_STATEMENTS, SHOW QUERY_CACHE, SHOW PAUSED, PAUSE [db], RESUME [db], RELOAD, \
+SHUTDOWN, KILL db, RECONNECT [db], SET key = value, and RESHARD, SHOW RESHARD, CUTOVER, STOP, \
+ABORT RESHARD";
 
 /// A built-in command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
-    ShowDatabases,
-    ShowPools,
-    ShowVersion,
-    ShowPaused,
+    /// `SHOW <what>` of a built-in listing (upper case name).
+    Show(&'static str),
     Pause(Option<String>),
     Resume(Option<String>),
     Reload,
+    Shutdown,
+    Kill(String),
+    Reconnect(Option<String>),
+    Set(String, String),
 }
+
+/// The SHOW listings.
+const SHOWS: &[&str] = &[
+    "CLIENTS",
+    "SERVERS",
+    "POOLS",
+    "STATS",
+    "STATS_TOTALS",
+    "STATS_AVERAGES",
+    "CONFIG",
+    "LISTS",
+    "DATABASES",
+    "USERS",
+    "VERSION",
+    "PREPARED_STATEMENTS",
+    "QUERY_CACHE",
+    "PAUSED",
+];
 
 /// Splits a Query's text at `;` outside quotes; statements trimmed, empty ones dropped.
 pub fn split(sql: &str) -> Vec<&str> {
@@ -54,21 +78,44 @@ fn name(token: &str) -> String {
         .to_string()
 }
 
+/// `SET key = value` / `SET key TO value`.
+fn parse_set(statement: &str) -> Option<Command> {
+    let rest = statement.get(3..)?.trim_start();
+    let (key, value) = match rest.split_once('=') {
+        Some((k, v)) => (k.trim(), v.trim()),
+        None => {
+            let mut parts = rest.splitn(3, char::is_whitespace);
+            let key = parts.next()?;
+            if !parts.next()?.eq_ignore_ascii_case("to") {
+                return None;
+            }
+            (key, parts.next()?.trim())
+        }
+    };
+    (!key.is_empty() && !value.is_empty() && !key.contains(char::is_whitespace))
+        .then(|| Command::Set(key.to_string(), value.to_string()))
+}
+
 /// The built-in command a statement is, if any.
 pub fn parse(statement: &str) -> Option<Command> {
+    let statement = statement.trim().trim_end_matches(';').trim();
+    if statement.len() > 3 && statement[..4].eq_ignore_ascii_case("set ") {
+        return parse_set(statement);
+    }
     let tokens: Vec<&str> = statement.split_whitespace().collect();
     let upper: Vec<String> = tokens.iter().map(|t| t.to_ascii_uppercase()).collect();
     let words: Vec<&str> = upper.iter().map(String::as_str).collect();
     Some(match words.as_slice() {
-        ["SHOW", "DATABASES"] => Command::ShowDatabases,
-        ["SHOW", "POOLS"] => Command::ShowPools,
-        ["SHOW", "VERSION"] => Command::ShowVersion,
-        ["SHOW", "PAUSED"] => Command::ShowPaused,
+        ["SHOW", what] => Command::Show(SHOWS.iter().find(|s| *s == what)?),
         ["PAUSE"] => Command::Pause(None),
         ["PAUSE", _] => Command::Pause(Some(name(tokens[1]))),
         ["RESUME"] => Command::Resume(None),
         ["RESUME", _] => Command::Resume(Some(name(tokens[1]))),
         ["RELOAD"] => Command::Reload,
+        ["SHUTDOWN"] => Command::Shutdown,
+        ["KILL", _] => Command::Kill(name(tokens[1])),
+        ["RECONNECT"] => Command::Reconnect(None),
+        ["RECONNECT", _] => Command::Reconnect(Some(name(tokens[1]))),
         _ => return None,
     })
 }
@@ -89,16 +136,47 @@ pub async fn run(statement: &str) -> Result<Reply, AdminError> {
     })
 }
 
-async fn run_command(command: Command) -> Result<Reply, AdminError> {
-    match command {
-        Command::ShowDatabases => Ok(show_databases()),
-        Command::ShowPools => Ok(show_pools()),
-        Command::ShowVersion => Ok(rows(
+fn show(what: &str) -> Reply {
+    match what {
+        "CLIENTS" => show::clients(),
+        "SERVERS" => show::servers(),
+        "POOLS" => show::pools(),
+        "STATS" => show::stats(),
+        "STATS_TOTALS" => show::stats_totals(),
+        "STATS_AVERAGES" => show::stats_averages(),
+        "CONFIG" => show::config(),
+        "LISTS" => show::lists(),
+        "DATABASES" => show::databases(),
+        "USERS" => show::users(),
+        "PREPARED_STATEMENTS" => show::prepared_statements(),
+        "QUERY_CACHE" => show::query_cache(),
+        "PAUSED" => show_paused(),
+        _ => rows(
             &["version"],
             vec![vec![Some(format!("pgdog {}", env!("CARGO_PKG_VERSION")))]],
             "SHOW",
-        )),
-        Command::ShowPaused => Ok(show_paused()),
+        ),
+    }
+}
+
+/// The pools of `database` (every database: `None`), checking the name.
+fn pools_of(database: Option<&str>) -> Result<Vec<crate::backend::Pool>, AdminError> {
+    let registry = Registry::current();
+    if let Some(db) = database {
+        if !registry.settings.has_database(db) {
+            return Err(AdminError::UnknownDatabase(db.to_string()));
+        }
+    }
+    Ok(registry
+        .shard_entries()
+        .filter(|((_, d), _)| database.is_none_or(|db| d == db))
+        .flat_map(|(_, shard)| shard.hosts().iter().map(|h| h.pool.clone()))
+        .collect())
+}
+
+async fn run_command(command: Command) -> Result<Reply, AdminError> {
+    match command {
+        Command::Show(what) => Ok(show(what)),
         Command::Pause(db) => {
             super::pause(db.as_deref()).await?;
             Ok(Reply::Tag("PAUSE".into()))
@@ -111,6 +189,29 @@ async fn run_command(command: Command) -> Result<Reply, AdminError> {
             super::reload()?;
             Ok(Reply::Tag("RELOAD".into()))
         }
+        Command::Shutdown => {
+            crate::ops::shutdown::request(true);
+            Ok(Reply::Tag("SHUTDOWN".into()))
+        }
+        Command::Kill(db) => {
+            let pools = pools_of(Some(&db))?;
+            let n = crate::stats::clients::kill(Some(&db));
+            for p in pools {
+                p.reconnect();
+            }
+            tracing::info!("KILL {db}: {n} client(s) disconnected");
+            Ok(Reply::Tag("KILL".into()))
+        }
+        Command::Reconnect(db) => {
+            for p in pools_of(db.as_deref())? {
+                p.reconnect();
+            }
+            Ok(Reply::Tag("RECONNECT".into()))
+        }
+        Command::Set(key, value) => {
+            super::settings::set(&key, &value)?;
+            Ok(Reply::Tag("SET".into()))
+        }
     }
 }
 
@@ -120,93 +221,6 @@ fn rows(columns: &[&str], rows: Vec<Vec<Option<String>>>, tag: &str) -> Reply {
         rows,
         tag: tag.to_string(),
     }
-}
-
-fn role(r: Role) -> &'static str {
-    r.name()
-}
-
-/// One row per configured server.
-fn show_databases() -> Reply {
-    let registry = Registry::current();
-    let data = registry
-        .settings
-        .config
-        .databases
-        .iter()
-        .map(|d| {
-            vec![
-                Some(d.name.clone()),
-                Some(d.shard.to_string()),
-                Some(role(d.role).to_string()),
-                Some(d.host.clone()),
-                Some(d.port.to_string()),
-                Some(d.database_name().to_string()),
-            ]
-        })
-        .collect();
-    rows(
-        &["name", "shard", "role", "host", "port", "database_name"],
-        data,
-        "SHOW",
-    )
-}
-
-/// One row per pool: (user, database, shard) and one server of the shard, with its role now
-/// (an `auto` server's as the health checks see it), whether it is banned and its lag.
-fn show_pools() -> Reply {
-    let registry = Registry::current();
-    let mut entries: Vec<_> = registry.shard_entries().collect();
-    entries.sort_by(|a, b| (&a.0 .1, &a.0 .0, a.1.index()).cmp(&(&b.0 .1, &b.0 .0, b.1.index())));
-    let mut data = Vec::new();
-    for ((user, database), shard) in entries {
-        for host in shard.hosts() {
-            let pool = &host.pool;
-            let (idle, active) = pool.counts();
-            let target = pool.target();
-            let mode = match pool.settings().mode {
-                PoolerMode::Transaction => "transaction",
-                PoolerMode::Session => "session",
-            };
-            let status = host.state.status();
-            data.push(vec![
-                Some(database.clone()),
-                Some(user.clone()),
-                Some(shard.index().to_string()),
-                Some(host.state.role().name().to_string()),
-                Some(target.host.clone()),
-                Some(target.port.to_string()),
-                Some(mode.to_string()),
-                Some(pool.settings().size.to_string()),
-                Some(idle.to_string()),
-                Some(active.to_string()),
-                Some(pool.waiting().to_string()),
-                Some(super::pause::is_paused(database).to_string()),
-                Some(host.state.is_banned().to_string()),
-                status.lag_bytes.map(|l| l.to_string()),
-            ]);
-        }
-    }
-    rows(
-        &[
-            "database",
-            "user",
-            "shard",
-            "role",
-            "host",
-            "port",
-            "pool_mode",
-            "pool_size",
-            "sv_idle",
-            "sv_active",
-            "cl_waiting",
-            "paused",
-            "banned",
-            "replica_lag_bytes",
-        ],
-        data,
-        "SHOW",
-    )
 }
 
 /// Paused databases, with the clients waiting in the pause.
@@ -235,7 +249,25 @@ mod tests {
             split("show pools; PAUSE app;; 'a;b'"),
             vec!["show pools", "PAUSE app", "'a;b'"]
         );
-        assert_eq!(parse("show   Pools"), Some(Command::ShowPools));
+        assert_eq!(parse("show   Pools"), Some(Command::Show("POOLS")));
+        assert_eq!(
+            parse("SHOW stats_totals;"),
+            Some(Command::Show("STATS_TOTALS"))
+        );
+        assert_eq!(parse("show nothing"), None);
+        assert_eq!(
+            parse("set query_timeout = 5000"),
+            Some(Command::Set("query_timeout".into(), "5000".into()))
+        );
+        assert_eq!(
+            parse("SET client_idle_timeout TO 10"),
+            Some(Command::Set("client_idle_timeout".into(), "10".into()))
+        );
+        assert_eq!(parse("set x"), None);
+        assert_eq!(parse("kill app"), Some(Command::Kill("app".into())));
+        assert_eq!(parse("kill"), None);
+        assert_eq!(parse("RECONNECT"), Some(Command::Reconnect(None)));
+        assert_eq!(parse("shutdown"), Some(Command::Shutdown));
         assert_eq!(
             parse("pause \"App\""),
             Some(Command::Pause(Some("App".into())))

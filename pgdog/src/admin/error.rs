@@ -26,6 +26,9 @@ pub enum AdminError {
     /// RELOAD before `set_config_paths` (only possible in-process, not from the binary).
     #[error("reload: the configuration file paths were never recorded (set_config_paths)")]
     NoConfigPaths,
+    /// A bad argument (SET of an unknown or fixed key, a value of the wrong type).
+    #[error("{0}")]
+    Invalid(String),
     /// Any other failure, for extensions: SQLSTATE and message.
     #[error("{message}")]
     Failed { code: &'static str, message: String },
@@ -41,6 +44,7 @@ impl AdminError {
             AdminError::PauseTimeout { .. } => "57014",
             AdminError::Reload(_) => "F0000",
             AdminError::NoConfigPaths => "55000",
+            AdminError::Invalid(_) => "22023",
             AdminError::Failed { code, .. } => code,
         }
     }

@@ -1,18 +1,23 @@
 //! The admin database of a running pgdog (`[general] admin_database`, default `admin`): a client
-//! that logs in to it as `admin_user` with `admin_password` gets an admin session (simple query
-//! protocol) with `SHOW DATABASES`, `SHOW POOLS`, `SHOW VERSION`, `SHOW PAUSED`, `PAUSE [db]`,
-//! `RESUME [db]` and `RELOAD`, plus commands registered by other parts of the binary (resharding)
-//! through [`Extension`]. The same operations are callable in-process: [`pause`], [`resume`],
+//! that logs in to it as `admin_user` with `admin_password` (always a password check, whatever
+//! `auth_type` says) gets an admin session (simple query protocol) with PgBouncer's commands
+//! (SHOW CLIENTS/SERVERS/POOLS/STATS/..., PAUSE, RESUME, RELOAD, SHUTDOWN, KILL, RECONNECT,
+//! SET), plus commands registered by other parts of the binary (resharding) through
+//! [`Extension`]. The same operations are callable in-process: [`pause`], [`resume`],
 //! [`reload`].
 //!
 //! - `error`: [`AdminError`] and its SQLSTATEs;
 //! - `pause`: the per-database gate sessions pass before each transaction;
 //! - `commands`: parsing and running one statement;
+//! - `show`: the SHOW listings;
+//! - `settings`: SHOW CONFIG and SET;
 //! - `session`: the admin client's protocol loop.
 pub mod commands;
 pub mod error;
 pub mod pause;
 pub mod session;
+pub mod settings;
+pub mod show;
 
 pub use error::AdminError;
 
@@ -103,7 +108,7 @@ pub async fn reload_on_sighup() {
 }
 
 /// The configured database names (sorted, once each).
-fn configured_databases() -> Vec<String> {
+pub(crate) fn configured_databases() -> Vec<String> {
     let registry = Registry::current();
     let mut names: Vec<String> = registry
         .settings

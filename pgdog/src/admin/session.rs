@@ -7,8 +7,8 @@ use super::{AdminError, Reply};
 use crate::net::message;
 use crate::net::rows::{data_row, row_description, Field};
 use crate::net::stream::Stream;
-use crate::stats::ClientInfo;
 use crate::net::{Message, MessageReader, ProtocolError};
+use crate::stats::ClientInfo;
 use tokio::io::AsyncWriteExt;
 
 /// OID of `text`.

@@ -55,6 +55,36 @@ struct Inner {
     closed: AtomicBool,
     /// ParameterStatus values of the first connection, sent to clients at login.
     params: Mutex<Option<Vec<(String, String)>>>,
+    /// RECONNECT: connections made before this instant are closed when they come back.
+    reconnect_before: Mutex<Option<Instant>>,
+    /// Checked-out connections (SHOW SERVERS).
+    active: Mutex<std::collections::HashMap<u64, ServerRow>>,
+}
+
+/// One server connection as SHOW SERVERS lists it.
+#[derive(Debug, Clone)]
+pub struct ServerRow {
+    pub id: u64,
+    /// The server process id.
+    pub pid: i32,
+    pub active: bool,
+    pub created: Instant,
+    pub last_used: Instant,
+    /// Statements prepared on it by pgdog.
+    pub prepared: usize,
+}
+
+impl ServerRow {
+    fn of(s: &Server, active: bool) -> ServerRow {
+        ServerRow {
+            id: s.id,
+            pid: s.pid,
+            active,
+            created: s.created,
+            last_used: s.last_used,
+            prepared: s.prepared.len(),
+        }
+    }
 }
 
 /// Cheap to clone handle.
@@ -87,9 +117,14 @@ impl Drop for PooledServer {
     fn drop(&mut self) {
         self.pool.inner.checked_out.fetch_sub(1, Ordering::Relaxed);
         if let Some(mut server) = self.server.take() {
+            self.pool.inner.active.lock().remove(&server.id);
             server.last_used = Instant::now();
             let inner = &self.pool.inner;
-            let expired = server.created.elapsed() >= inner.settings.server_lifetime;
+            let expired = server.created.elapsed() >= inner.settings.server_lifetime
+                || inner
+                    .reconnect_before
+                    .lock()
+                    .is_some_and(|t| server.created < t);
             if server.healthy
                 && server.status == b'I'
                 && !expired
@@ -152,6 +187,8 @@ impl Pool {
                 waiting: AtomicUsize::new(0),
                 closed: AtomicBool::new(false),
                 params: Mutex::new(None),
+                active: Mutex::new(std::collections::HashMap::new()),
+                reconnect_before: Mutex::new(None),
             }),
         }
     }
@@ -227,6 +264,10 @@ impl Pool {
 
     fn wrap(&self, server: Server, permit: OwnedSemaphorePermit) -> PooledServer {
         self.inner.checked_out.fetch_add(1, Ordering::Relaxed);
+        self.inner
+            .active
+            .lock()
+            .insert(server.id, ServerRow::of(&server, true));
         PooledServer {
             server: Some(server),
             pool: self.clone(),
@@ -265,6 +306,31 @@ impl Pool {
         )
     }
 
+    /// Every connection: checked out, then idle.
+    pub fn servers(&self) -> Vec<ServerRow> {
+        let mut rows: Vec<ServerRow> = self.inner.active.lock().values().cloned().collect();
+        rows.sort_by_key(|r| r.id);
+        rows.extend(
+            self.inner
+                .idle
+                .lock()
+                .iter()
+                .map(|s| ServerRow::of(s, false)),
+        );
+        rows
+    }
+
+    /// Closes the idle connections now and the checked-out ones when they come back
+    /// (RECONNECT): the pool then opens fresh ones.
+    pub fn reconnect(&self) {
+        let cutoff = Instant::now();
+        *self.inner.reconnect_before.lock() = Some(cutoff);
+        let idle: Vec<Server> = std::mem::take(&mut *self.inner.idle.lock());
+        for s in idle {
+            tokio::spawn(s.terminate());
+        }
+    }
+
     /// Clients waiting for a connection.
     pub fn waiting(&self) -> usize {
         self.inner.waiting.load(Ordering::Relaxed)
@@ -276,6 +342,41 @@ impl Pool {
         let idle: Vec<Server> = std::mem::take(&mut *self.inner.idle.lock());
         for s in idle {
             tokio::spawn(s.terminate());
+        }
+    }
+
+    /// Idle connections holding more than `prepared_statements_limit` statements close the
+    /// oldest ones (DEALLOCATE), then go back.
+    async fn trim_prepared(&self) {
+        let limit = super::Registry::current()
+            .settings
+            .config
+            .general
+            .prepared_statements_limit;
+        let over: Vec<Server> = {
+            let mut idle = self.inner.idle.lock();
+            let (over, keep) = std::mem::take(&mut *idle)
+                .into_iter()
+                .partition(|s| s.prepared.len() > limit);
+            *idle = keep;
+            over
+        };
+        for mut server in over {
+            let mut ids: Vec<u64> = server.prepared.iter().copied().collect();
+            ids.sort_unstable();
+            let oldest = &ids[..ids.len() - limit];
+            let sql: Vec<String> = oldest
+                .iter()
+                .map(|id| format!("DEALLOCATE {}", crate::frontend::prepared::server_name(*id)))
+                .collect();
+            if server.execute(&sql.join("; ")).await.is_ok() && server.status == b'I' {
+                for id in oldest {
+                    server.prepared.remove(id);
+                }
+                self.inner.idle.lock().push(server);
+            } else {
+                tokio::spawn(server.terminate());
+            }
         }
     }
 
@@ -309,6 +410,7 @@ impl Pool {
         for srv in expired {
             tokio::spawn(srv.terminate());
         }
+        self.trim_prepared().await;
         let (idle, out) = self.counts();
         for _ in (idle + out)..s.min.min(s.size) {
             // A warm connection counts against the pool size while it is being made, so a

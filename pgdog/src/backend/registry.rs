@@ -133,6 +133,9 @@ impl Registry {
 
     /// Installs `registry` as the current one; pools no longer used are shut down.
     pub fn install(registry: Registry) {
+        let g = &registry.settings.config.general;
+        crate::router::QueryCache::global().resize(g.query_cache_limit);
+        crate::frontend::prepared::set_limit(g.prepared_statements_limit);
         let new = Arc::new(registry);
         let old = CURRENT.write().replace(new.clone());
         GENERATION.fetch_add(1, std::sync::atomic::Ordering::Release);

@@ -28,6 +28,9 @@ pub enum ServerError {
     UnsupportedAuth(String, i32),
     #[error("server {0}: {1}")]
     Auth(String, String),
+    /// pgdog's own statement outlived `server_query_timeout`; the connection is closed.
+    #[error("server {0}: \"{1}\" did not finish within server_query_timeout ({2} ms)")]
+    Timeout(String, String, u64),
 }
 
 impl ServerError {
@@ -48,6 +51,7 @@ impl ServerError {
         match self {
             ServerError::Postgres(e, _) => e.code.clone(),
             ServerError::NoPassword(_) | ServerError::Auth(..) => "28P01".into(),
+            ServerError::Timeout(..) => "57014".into(),
             _ => "08006".into(),
         }
     }
@@ -360,6 +364,26 @@ impl Server {
 
     /// Runs a simple query and drains its results; the server's error if it fails.
     pub async fn execute(&mut self, sql: &str) -> Result<(), ServerError> {
+        let ms = super::Registry::current()
+            .settings
+            .config
+            .general
+            .server_query_timeout;
+        if ms == 0 {
+            return self.execute_now(sql).await;
+        }
+        let limit = std::time::Duration::from_millis(ms);
+        match tokio::time::timeout(limit, self.execute_now(sql)).await {
+            Ok(r) => r,
+            Err(_) => {
+                self.healthy = false;
+                let what: String = sql.chars().take(60).collect();
+                Err(ServerError::Timeout(self.addr().to_string(), what, ms))
+            }
+        }
+    }
+
+    async fn execute_now(&mut self, sql: &str) -> Result<(), ServerError> {
         self.write(&message::query(sql)).await?;
         let mut error = None;
         loop {

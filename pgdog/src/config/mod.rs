@@ -414,6 +414,11 @@ impl Settings {
         Ok(settings)
     }
 
+    /// The checks `load` makes (for settings changed at run time).
+    pub fn check(&self) -> Result<(), ConfigError> {
+        self.validate()
+    }
+
     fn validate(&self) -> Result<(), ConfigError> {
         let bad = |path: &Path, message: String| ConfigError::Invalid {
             path: path.to_path_buf(),

@@ -9,11 +9,11 @@ use super::session::Session;
 use crate::auth::scram::{ScramServer, ScramVerifier};
 use crate::backend::Registry;
 use crate::config::{AuthType, User};
-use crate::stats;
 use crate::net::message::{self, Reader};
 use crate::net::startup::Startup;
 use crate::net::stream::Stream;
 use crate::net::{Message, MessageReader, ProtocolError};
+use crate::stats;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -140,6 +140,7 @@ async fn login(
     client: stats::clients::ClientGuard,
     deadline: tokio::time::Instant,
 ) -> Result<(), Refusal> {
+    reader.set_max_size(crate::net::codec::MAX_AUTH_MESSAGE);
     let auth = authenticate(&mut stream, &mut reader, minor, &params, &registry);
     let result = match tokio::time::timeout_at(deadline, auth).await {
         Ok(r) => r,
@@ -155,6 +156,7 @@ async fn login(
             return Err(refusal);
         }
     };
+    reader.set_max_size(registry.settings.config.general.max_message_size);
     let application_name = params
         .iter()
         .find(|(k, _)| k == "application_name")
@@ -362,7 +364,13 @@ async fn authenticate(
             format!("password authentication failed for user \"{user}\""),
         )
     };
-    match settings.config.general.auth_type {
+    // The admin database always checks a password, whatever `auth_type` says.
+    let method = match (settings.config.general.auth_type, &admin) {
+        (AuthType::Md5, Some(_)) => AuthType::Md5,
+        (_, Some(_)) => AuthType::Scram,
+        (m, None) => m,
+    };
+    match method {
         AuthType::Trust => {}
         AuthType::Plain => {
             stream

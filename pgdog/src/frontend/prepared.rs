@@ -1,8 +1,12 @@
 //! Prepared statements in transaction mode: one global cache maps each distinct statement
 //! (query text and parameter types) to one server-side name `__pgdog_<id>`. Clients keep their
-//! own names; a statement is prepared lazily on whichever connection a client holds.
+//! own names; a statement is prepared lazily on whichever connection a client holds. The cache
+//! keeps `prepared_statements_limit` statements (least recently used out first; a client that
+//! still holds an evicted one keeps using it, under its name); each server connection keeps as
+//! many, the oldest closed by the pool's upkeep.
+use lru::LruCache;
 use parking_lot::Mutex;
-use std::collections::HashMap;
+use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
 
@@ -49,9 +53,22 @@ pub fn server_name(id: u64) -> String {
 }
 
 type Entry = (u64, Arc<str>, Arc<std::sync::atomic::AtomicBool>);
-type Cache = HashMap<Arc<Statement>, Entry>;
+type Cache = LruCache<Arc<Statement>, Entry>;
 
-static CACHE: LazyLock<Mutex<Cache>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+static CACHE: LazyLock<Mutex<Cache>> =
+    LazyLock::new(|| Mutex::new(LruCache::new(limit_of(10_000))));
+
+fn limit_of(n: usize) -> NonZeroUsize {
+    NonZeroUsize::new(n.max(1)).unwrap_or(NonZeroUsize::MIN)
+}
+
+/// Sets `prepared_statements_limit` (the least recently used statements beyond it go).
+pub fn set_limit(n: usize) {
+    let mut cache = CACHE.lock();
+    if cache.cap() != limit_of(n) {
+        cache.resize(limit_of(n));
+    }
+}
 static NEXT: AtomicU64 = AtomicU64::new(1);
 
 /// The global entry for a statement, created on first use.
@@ -61,10 +78,10 @@ pub fn intern(query: &str, param_types: &[i32]) -> Prepared {
         param_types: param_types.to_vec(),
     };
     let mut cache = CACHE.lock();
-    if let Some((stmt, (id, name, valid))) = cache.get_key_value(&statement) {
+    if let Some((id, name, valid)) = cache.get(&statement) {
         return Prepared {
             id: *id,
-            statement: stmt.clone(),
+            statement: Arc::new(statement),
             name: name.clone(),
             valid: valid.clone(),
         };
@@ -73,7 +90,7 @@ pub fn intern(query: &str, param_types: &[i32]) -> Prepared {
     let statement = Arc::new(statement);
     let name: Arc<str> = server_name(id).into();
     let valid = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    cache.insert(statement.clone(), (id, name.clone(), valid.clone()));
+    cache.put(statement.clone(), (id, name.clone(), valid.clone()));
     Prepared {
         id,
         statement,
@@ -85,6 +102,22 @@ pub fn intern(query: &str, param_types: &[i32]) -> Prepared {
 /// Number of distinct statements cached.
 pub fn len() -> usize {
     CACHE.lock().len()
+}
+
+/// Every cached statement, by id.
+pub fn list() -> Vec<Prepared> {
+    let mut v: Vec<Prepared> = CACHE
+        .lock()
+        .iter()
+        .map(|(statement, (id, name, valid))| Prepared {
+            id: *id,
+            statement: statement.clone(),
+            name: name.clone(),
+            valid: valid.clone(),
+        })
+        .collect();
+    v.sort_by_key(|p| p.id);
+    v
 }
 
 #[cfg(test)]

@@ -212,7 +212,10 @@ impl Session {
                 tracing::info!("client {}@{}: {why}", self.user, self.database);
                 let _ = self.flush().await;
                 crate::stats::error(code);
-                let _ = self.stream.write_all(message::fatal(code, why).bytes()).await;
+                let _ = self
+                    .stream
+                    .write_all(message::fatal(code, why).bytes())
+                    .await;
             }
         }
         let _ = self.flush().await;
@@ -288,7 +291,8 @@ impl Session {
 
     fn send(&mut self, m: &Message) {
         if m.tag() == b'Z' {
-            self.meter.ready(m.payload().first().copied().unwrap_or(b'I'));
+            self.meter
+                .ready(m.payload().first().copied().unwrap_or(b'I'));
             self.cancel_sent = false;
         }
         self.out.extend_from_slice(m.bytes());

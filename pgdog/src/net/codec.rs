@@ -8,6 +8,13 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 /// Postgres' own limit for a startup packet.
 pub const MAX_STARTUP_PACKET: usize = 10_000;
 
+/// Largest message accepted from a client before it is authenticated.
+pub const MAX_AUTH_MESSAGE: usize = 64 * 1024;
+
+/// Most the buffer grows ahead of the bytes that arrived (a peer's announced length is not
+/// trusted with memory).
+const GROW_AHEAD: usize = 64 * 1024;
+
 /// Reads messages from one direction of a connection.
 #[derive(Debug)]
 pub struct MessageReader {
@@ -21,6 +28,11 @@ impl MessageReader {
             buf: BytesMut::with_capacity(16 * 1024),
             max_size,
         }
+    }
+
+    /// Changes the largest message accepted (smaller before authentication).
+    pub fn set_max_size(&mut self, max_size: usize) {
+        self.max_size = max_size;
     }
 
     /// Bytes already read but not yet consumed (a complete message may be among them).
@@ -51,7 +63,7 @@ impl MessageReader {
             return Err(ProtocolError::TooLarge(total, self.max_size));
         }
         if self.buf.len() < total {
-            self.buf.reserve(total - self.buf.len());
+            self.buf.reserve((total - self.buf.len()).min(GROW_AHEAD));
             return Ok(None);
         }
         Ok(Some(Message::from_bytes(self.buf.split_to(total).freeze())))

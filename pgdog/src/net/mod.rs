@@ -3,8 +3,8 @@
 //! by `frontend` and `backend`.
 pub mod bind;
 pub mod codec;
-pub mod keepalive;
 pub mod error;
+pub mod keepalive;
 pub mod message;
 pub mod rows;
 pub mod startup;

@@ -22,6 +22,11 @@ use std::sync::Arc;
 
 static RUNNING: Mutex<Option<Arc<Control>>> = Mutex::new(None);
 
+/// The reshard running in this process, if any (for the metrics).
+pub fn running() -> Option<Arc<Control>> {
+    RUNNING.lock().clone()
+}
+
 /// Registers the commands with the admin database.
 pub fn register() {
     crate::admin::register_extension(Arc::new(ReshardCommands));
@@ -126,10 +131,6 @@ fn parse(statement: &str) -> Option<Result<Command, AdminError>> {
         })()),
         _ => None,
     }
-}
-
-fn running() -> Option<Arc<Control>> {
-    RUNNING.lock().clone()
 }
 
 /// Waits until the running reshard ended (done, stopped or failed) or, with `or_reverse`,

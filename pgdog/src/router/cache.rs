@@ -105,6 +105,28 @@ impl QueryCache {
         Ok(parsed)
     }
 
+    /// Queries cached now.
+    pub fn len(&self) -> usize {
+        self.lru.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.lru.lock().cap().get()
+    }
+
+    /// Sets the number of entries kept (`query_cache_limit`), dropping the least recent.
+    pub fn resize(&self, capacity: usize) {
+        let cap = NonZeroUsize::new(capacity.max(1)).unwrap_or(NonZeroUsize::MIN);
+        let mut lru = self.lru.lock();
+        if lru.cap() != cap {
+            lru.resize(cap);
+        }
+    }
+
     /// (hits, misses) since start.
     pub fn stats(&self) -> (u64, u64) {
         (

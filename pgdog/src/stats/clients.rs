@@ -55,6 +55,8 @@ pub struct ClientInfo {
     state: AtomicU8,
     /// Unix time of the last request, in microseconds.
     request_time: AtomicU64,
+    /// Unix time the current checkout wait started, in microseconds.
+    wait_since: AtomicU64,
     /// Set after login.
     login: Mutex<Login>,
     killed: AtomicBool,
@@ -87,6 +89,16 @@ impl ClientInfo {
 
     pub fn set_state(&self, s: ClientState) {
         self.state.store(s as u8, Relaxed);
+    }
+
+    /// Marks the start of a checkout wait.
+    pub fn start_wait(&self) {
+        self.wait_since.store(now_us(), Relaxed);
+        self.set_state(ClientState::Waiting);
+    }
+
+    pub fn wait_since(&self) -> u64 {
+        self.wait_since.load(Relaxed)
     }
 
     pub fn request_time(&self) -> u64 {
@@ -134,8 +146,7 @@ impl ClientInfo {
     }
 }
 
-static CLIENTS: LazyLock<Mutex<BTreeMap<u64, Arc<ClientInfo>>>> =
-    LazyLock::new(Default::default);
+static CLIENTS: LazyLock<Mutex<BTreeMap<u64, Arc<ClientInfo>>>> = LazyLock::new(Default::default);
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// The client's entry, removed from the table when dropped.
@@ -175,6 +186,7 @@ pub fn register(
         connect_time: now,
         state: AtomicU8::new(ClientState::Login as u8),
         request_time: AtomicU64::new(now),
+        wait_since: AtomicU64::new(0),
         login: Mutex::new(Login::default()),
         killed: AtomicBool::new(false),
         draining: AtomicBool::new(false),

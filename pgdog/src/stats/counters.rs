@@ -188,7 +188,12 @@ pub fn roll_period() {
 
 /// The averages of the last complete period for `database` (zero before the first one).
 pub fn averages(database: &str) -> Totals {
-    PERIOD.lock().last.get(database).copied().unwrap_or_default()
+    PERIOD
+        .lock()
+        .last
+        .get(database)
+        .copied()
+        .unwrap_or_default()
 }
 
 /// Rolls the stats period every `period` until the process ends.
@@ -232,7 +237,13 @@ mod tests {
             wait_time_us: 400,
         };
         let a = now.averages(&before, 10.0);
-        assert_eq!((a.xact_count, a.query_count, a.received, a.sent), (2, 4, 100, 300));
-        assert_eq!((a.xact_time_us, a.query_time_us, a.wait_time_us), (100, 100, 10));
+        assert_eq!(
+            (a.xact_count, a.query_count, a.received, a.sent),
+            (2, 4, 100, 300)
+        );
+        assert_eq!(
+            (a.xact_time_us, a.query_time_us, a.wait_time_us),
+            (100, 100, 10)
+        );
     }
 }

@@ -104,7 +104,7 @@ impl Meter {
 
     /// The client starts waiting for a server connection.
     pub fn waiting(&self) {
-        self.client.set_state(ClientState::Waiting);
+        self.client.start_wait();
     }
 
     /// It got one (or gave up) after `d`.

@@ -53,7 +53,8 @@ pub(crate) fn next_deadline(
 ) -> Deadline {
     let registry = Registry::current();
     let g = &registry.settings.config.general;
-    let at = |from: std::time::Instant, ms: u64| Instant::from_std(from + Duration::from_millis(ms));
+    let at =
+        |from: std::time::Instant, ms: u64| Instant::from_std(from + Duration::from_millis(ms));
     match busy_since {
         Some(start) if g.query_timeout > 0 => Some((at(start, g.query_timeout), Clock::Query)),
         Some(_) => None,
@@ -74,7 +75,11 @@ impl Session {
         let busy = !self.expected.is_empty();
         let idle = !busy && self.status == b'I' && self.aborted.is_none();
         let busy_since = if busy && !self.cancel_sent {
-            Some(self.meter.request_started().unwrap_or_else(std::time::Instant::now))
+            Some(
+                self.meter
+                    .request_started()
+                    .unwrap_or_else(std::time::Instant::now),
+            )
         } else if busy {
             // Cancelled already: wait for the server's answer.
             return (None, idle);

@@ -217,7 +217,10 @@ impl ShardedSession {
                 tracing::info!("client {}@{}: {why}", self.user, self.database);
                 let _ = self.flush().await;
                 crate::stats::error(code);
-                let _ = self.stream.write_all(message::fatal(code, why).bytes()).await;
+                let _ = self
+                    .stream
+                    .write_all(message::fatal(code, why).bytes())
+                    .await;
             }
             _ => {}
         }
@@ -726,9 +729,9 @@ impl ShardedSession {
             let checkout = self.shards[shard].checkout(read, min_lsn).await;
             self.meter.waited(asked.elapsed());
             let server = checkout.map_err(|e| {
-                    tracing::warn!("client {}@{}: {e}", self.user, self.database);
-                    ClientError::new(&e.code(), format!("shard {shard}: {e}"))
-                })?;
+                tracing::warn!("client {}@{}: {e}", self.user, self.database);
+                ClientError::new(&e.code(), format!("shard {shard}: {e}"))
+            })?;
             self.on_replica[shard] = read;
             if self.servers.iter().all(|s| s.is_none()) {
                 *self.cancel.slot.lock() = Some(server.cancel_key.clone());

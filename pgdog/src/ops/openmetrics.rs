@@ -1,0 +1,292 @@
+//! `/metrics`: every gauge, counter and histogram in OpenMetrics 1.0 text, names prefixed
+//! `pgdog_`, labels `database`, `user`, `shard`, `role`, `host` where they apply, ending with
+//! `# EOF`.
+use crate::backend::Registry;
+use crate::stats::{self, clients, counters, ClientState, Histogram};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// The exposition being written: one metric family at a time.
+struct Out {
+    text: String,
+}
+
+type Labels<'a> = &'a [(&'a str, &'a str)];
+/// A counter family: name, help, how to read it from the totals.
+type CounterFamily = (&'static str, &'static str, fn(&counters::Totals) -> u64);
+/// A histogram family: name, help, which histogram of the pool's counters.
+type HistogramFamily = (&'static str, &'static str, fn(&stats::PoolStats) -> &Histogram);
+
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn labels(l: Labels<'_>) -> String {
+    if l.is_empty() {
+        return String::new();
+    }
+    let inner: Vec<String> = l
+        .iter()
+        .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
+        .collect();
+    format!("{{{}}}", inner.join(","))
+}
+
+impl Out {
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.text, "# TYPE pgdog_{name} {kind}");
+        let _ = writeln!(self.text, "# HELP pgdog_{name} {help}");
+    }
+
+    fn sample(&mut self, name: &str, l: Labels<'_>, value: impl std::fmt::Display) {
+        let _ = writeln!(self.text, "pgdog_{name}{} {value}", labels(l));
+    }
+
+    fn histogram(&mut self, name: &str, l: Labels<'_>, h: &Histogram) {
+        let (buckets, sum_us, count) = h.snapshot();
+        for (bound, n) in buckets {
+            let le = format!("{}", bound as f64 / 1e6);
+            let mut with = l.to_vec();
+            with.push(("le", &le));
+            self.sample(&format!("{name}_bucket"), &with, n);
+        }
+        let mut with = l.to_vec();
+        with.push(("le", "+Inf"));
+        self.sample(&format!("{name}_bucket"), &with, count);
+        self.sample(&format!("{name}_count"), l, count);
+        self.sample(&format!("{name}_sum"), l, sum_us as f64 / 1e6);
+    }
+}
+
+/// The whole exposition.
+pub fn render() -> String {
+    let mut out = Out {
+        text: String::with_capacity(16 * 1024),
+    };
+    client_metrics(&mut out);
+    server_metrics(&mut out);
+    traffic_metrics(&mut out);
+    cache_metrics(&mut out);
+    reshard_metrics(&mut out);
+    out.text.push_str("# EOF\n");
+    out.text
+}
+
+fn client_metrics(out: &mut Out) {
+    let mut by: BTreeMap<(String, String, &'static str), u64> = BTreeMap::new();
+    for c in clients::list() {
+        let login = c.login();
+        *by.entry((login.database, login.user, c.state().name()))
+            .or_default() += 1;
+    }
+    out.family("clients", "gauge", "Client connections by state.");
+    for state in [
+        ClientState::Login,
+        ClientState::Idle,
+        ClientState::Active,
+        ClientState::Waiting,
+    ] {
+        let total: u64 = by
+            .iter()
+            .filter(|((_, _, s), _)| *s == state.name())
+            .map(|(_, n)| n)
+            .sum();
+        out.sample("clients", &[("state", state.name())], total);
+    }
+    out.family(
+        "database_clients",
+        "gauge",
+        "Client connections per database and user, by state.",
+    );
+    for ((db, user, state), n) in &by {
+        out.sample(
+            "database_clients",
+            &[("database", db), ("user", user), ("state", state)],
+            n,
+        );
+    }
+}
+
+fn server_metrics(out: &mut Out) {
+    let registry = Registry::current();
+    let mut entries: Vec<_> = registry.shard_entries().collect();
+    entries.sort_by(|a, b| (&a.0, a.1.index()).cmp(&(&b.0, b.1.index())));
+    let mut rows = Vec::new();
+    for ((user, db), shard) in entries {
+        for host in shard.hosts() {
+            let (idle, active) = host.pool.counts();
+            let t = host.pool.target();
+            rows.push((
+                db.clone(),
+                user.clone(),
+                shard.index().to_string(),
+                host.state.role().name(),
+                format!("{}:{}", t.host, t.port),
+                (idle, active, host.pool.waiting()),
+                host.state.is_banned(),
+                host.state.status().lag_bytes,
+            ));
+        }
+    }
+    out.family(
+        "server_connections",
+        "gauge",
+        "Server connections by state.",
+    );
+    for (db, user, shard, role, host, (idle, active, _), _, _) in &rows {
+        for (state, n) in [("idle", idle), ("active", active)] {
+            let l = [
+                ("database", db.as_str()),
+                ("user", user.as_str()),
+                ("shard", shard.as_str()),
+                ("role", role),
+                ("host", host.as_str()),
+                ("state", state),
+            ];
+            out.sample("server_connections", &l, n);
+        }
+    }
+    out.family(
+        "pool_waiting_clients",
+        "gauge",
+        "Clients waiting for a connection of the pool.",
+    );
+    for (db, user, shard, role, host, (_, _, waiting), _, _) in &rows {
+        let l = [
+            ("database", db.as_str()),
+            ("user", user.as_str()),
+            ("shard", shard.as_str()),
+            ("role", role),
+            ("host", host.as_str()),
+        ];
+        out.sample("pool_waiting_clients", &l, waiting);
+    }
+    out.family("host_banned", "gauge", "1 when the server is banned.");
+    for (db, user, shard, role, host, _, banned, _) in &rows {
+        let l = [
+            ("database", db.as_str()),
+            ("user", user.as_str()),
+            ("shard", shard.as_str()),
+            ("role", role),
+            ("host", host.as_str()),
+        ];
+        out.sample("host_banned", &l, u8::from(*banned));
+    }
+    out.family(
+        "replica_lag_bytes",
+        "gauge",
+        "Bytes of WAL the replica has not replayed yet.",
+    );
+    for (db, user, shard, role, host, _, _, lag) in &rows {
+        if let Some(lag) = lag {
+            let l = [
+                ("database", db.as_str()),
+                ("user", user.as_str()),
+                ("shard", shard.as_str()),
+                ("role", role),
+                ("host", host.as_str()),
+            ];
+            out.sample("replica_lag_bytes", &l, lag);
+        }
+    }
+}
+
+fn traffic_metrics(out: &mut Out) {
+    let pools = counters::pools();
+    let counters: [CounterFamily; 4] = [
+        ("transactions", "Transactions completed.", |t| t.xact_count),
+        ("queries", "Queries completed.", |t| t.query_count),
+        ("received_bytes", "Bytes received from clients.", |t| {
+            t.received
+        }),
+        ("sent_bytes", "Bytes sent to clients.", |t| t.sent),
+    ];
+    for (name, help, get) in counters {
+        out.family(name, "counter", help);
+        for ((user, db), s) in &pools {
+            let l = [("database", db.as_str()), ("user", user.as_str())];
+            out.sample(&format!("{name}_total"), &l, get(&s.totals()));
+        }
+    }
+    let histograms: [HistogramFamily; 3] = [
+        ("transaction_time_seconds", "Transaction duration.", |s| {
+            &s.xact_time
+        }),
+        (
+            "query_time_seconds",
+            "Query duration (to ReadyForQuery).",
+            |s| &s.query_time,
+        ),
+        (
+            "checkout_wait_seconds",
+            "Time waiting for a server connection.",
+            |s| &s.wait_time,
+        ),
+    ];
+    for (name, help, get) in histograms {
+        out.family(name, "histogram", help);
+        for ((user, db), s) in &pools {
+            let l = [("database", db.as_str()), ("user", user.as_str())];
+            out.histogram(name, &l, get(s));
+        }
+    }
+    out.family(
+        "errors",
+        "counter",
+        "Errors sent to clients, by SQLSTATE class.",
+    );
+    for (class, n) in stats::errors() {
+        out.sample("errors_total", &[("class", &class)], n);
+    }
+}
+
+fn cache_metrics(out: &mut Out) {
+    out.family(
+        "prepared_statements",
+        "gauge",
+        "Distinct prepared statements in the global cache.",
+    );
+    out.sample("prepared_statements", &[], crate::frontend::prepared::len());
+    let cache = crate::router::QueryCache::global();
+    let (hits, misses) = cache.stats();
+    out.family("query_cache_entries", "gauge", "Parsed queries cached.");
+    out.sample("query_cache_entries", &[], cache.len());
+    out.family("query_cache_hits", "counter", "Parse cache hits.");
+    out.sample("query_cache_hits_total", &[], hits);
+    out.family("query_cache_misses", "counter", "Parse cache misses.");
+    out.sample("query_cache_misses_total", &[], misses);
+}
+
+fn reshard_metrics(out: &mut Out) {
+    let Some(control) = crate::reshard::admin_commands::running() else {
+        return;
+    };
+    let tables = control.progress.tables();
+    out.family("reshard_copied_rows", "counter", "Rows copied per table.");
+    for t in &tables {
+        let shard = t.source_shard.to_string();
+        let l = [("table", t.table.as_str()), ("shard", shard.as_str())];
+        out.sample("reshard_copied_rows_total", &l, t.rows);
+    }
+    out.family(
+        "reshard_copied_bytes",
+        "counter",
+        "COPY bytes copied per table.",
+    );
+    for t in &tables {
+        let shard = t.source_shard.to_string();
+        let l = [("table", t.table.as_str()), ("shard", shard.as_str())];
+        out.sample("reshard_copied_bytes_total", &l, t.bytes);
+    }
+    out.family(
+        "reshard_replay_lag_bytes",
+        "gauge",
+        "WAL of the source not applied on the destination yet.",
+    );
+    for (i, lag) in control.lag().iter().enumerate() {
+        let shard = i.to_string();
+        out.sample("reshard_replay_lag_bytes", &[("shard", &shard)], lag.bytes);
+    }
+}
