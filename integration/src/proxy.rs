@@ -157,6 +157,33 @@ impl Proxy {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
+
+    /// Sends `signal` (libc::SIGTERM, SIGINT, ...) to pgdog.
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: kill(2) on our own child's pid; no memory is touched.
+        unsafe { libc::kill(self.child.id() as i32, signal) };
+    }
+
+    /// Waits up to `timeout` for pgdog to exit; its exit status.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Result<std::process::ExitStatus> {
+        let mut status = None;
+        wait_until("pgdog to exit", timeout, Duration::from_millis(10), || {
+            status = self
+                .child
+                .try_wait()
+                .context(|| "waiting for pgdog".into())?;
+            Ok(status.is_some())
+        })?;
+        status.ok_or_else(|| Error::Timeout {
+            what: "pgdog to exit".into(),
+            seconds: timeout.as_secs_f64(),
+        })
+    }
+
+    /// A free port, reserved until the lease is dropped (for a second listener).
+    pub fn lease_port() -> Result<PortLease> {
+        lease_port(&base_dir()?)
+    }
 }
 
 impl Drop for Proxy {

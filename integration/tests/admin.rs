@@ -92,18 +92,15 @@ async fn login_show_commands_and_errors() {
     assert_eq!(one(&app, "SELECT 41 + 1").await, "42");
     let a = admin(&proxy).await;
 
+    // PgBouncer's columns (name, host, port, database, ...), then shard and role.
     let dbs = rows(&a, "show databases").await;
+    assert_eq!(dbs.len(), 1, "{dbs:?}");
     assert_eq!(
-        dbs,
-        vec![vec![
-            "app".to_string(),
-            "0".into(),
-            "primary".into(),
-            "127.0.0.1".into(),
-            port.to_string(),
-            "postgres".into()
-        ]]
+        dbs[0][..4],
+        ["app", "127.0.0.1", &port.to_string(), "postgres"],
+        "{dbs:?}"
     );
+    assert_eq!(dbs[0][14..], ["0", "primary"], "{dbs:?}");
     let msgs = a.simple_query("SHOW POOLS;").await.unwrap();
     let Some(row) = msgs.iter().find_map(|m| match m {
         SimpleQueryMessage::Row(r) => Some(r),
@@ -321,7 +318,7 @@ async fn reload_switches_a_paused_client_to_the_new_server() {
 
     proxy.rewrite(&config_for(p1, None), &users("")).unwrap();
     rows(&a, "RELOAD").await;
-    assert_eq!(rows(&a, "SHOW DATABASES").await[0][4], p1.to_string());
+    assert_eq!(rows(&a, "SHOW DATABASES").await[0][2], p1.to_string());
     assert_eq!(
         paused(&a).await,
         vec![("app".to_string(), 1)],
@@ -349,7 +346,7 @@ async fn reload_switches_a_paused_client_to_the_new_server() {
         "{}",
         err_text(&err)
     );
-    assert_eq!(rows(&a, "SHOW DATABASES").await[0][4], p1.to_string());
+    assert_eq!(rows(&a, "SHOW DATABASES").await[0][2], p1.to_string());
     assert_eq!(one(&y, "SHOW port").await, p1.to_string());
 
     // The database becomes sharded: the single-server session ends at its next transaction.

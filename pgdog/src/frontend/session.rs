@@ -290,6 +290,9 @@ impl Session {
     }
 
     fn send(&mut self, m: &Message) {
+        if m.tag() == b'E' {
+            crate::stats::error_response(m);
+        }
         if m.tag() == b'Z' {
             self.meter
                 .ready(m.payload().first().copied().unwrap_or(b'I'));

@@ -15,7 +15,11 @@ type Labels<'a> = &'a [(&'a str, &'a str)];
 /// A counter family: name, help, how to read it from the totals.
 type CounterFamily = (&'static str, &'static str, fn(&counters::Totals) -> u64);
 /// A histogram family: name, help, which histogram of the pool's counters.
-type HistogramFamily = (&'static str, &'static str, fn(&stats::PoolStats) -> &Histogram);
+type HistogramFamily = (
+    &'static str,
+    &'static str,
+    fn(&stats::PoolStats) -> &Histogram,
+);
 
 fn escape(v: &str) -> String {
     v.replace('\\', "\\\\")

@@ -21,6 +21,24 @@ pub fn error(code: &str) {
     *ERRORS.lock().entry(class).or_default() += 1;
 }
 
+/// Counts an ErrorResponse on its way to a client (server's or pgdog's).
+pub fn error_response(m: &crate::net::Message) {
+    // Fields: a type byte and a C string each; `C` holds the SQLSTATE.
+    let mut rest = m.payload();
+    while let Some((&kind, tail)) = rest.split_first() {
+        let end = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
+        if kind == b'C' {
+            error(std::str::from_utf8(&tail[..end]).unwrap_or("XX000"));
+            return;
+        }
+        if kind == 0 {
+            break;
+        }
+        rest = tail.get(end + 1..).unwrap_or(&[]);
+    }
+    error("XX000");
+}
+
 /// Errors sent to clients so far, by SQLSTATE class.
 pub fn errors() -> Vec<(String, u64)> {
     ERRORS.lock().iter().map(|(k, v)| (k.clone(), *v)).collect()

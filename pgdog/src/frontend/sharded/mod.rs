@@ -284,6 +284,9 @@ impl ShardedSession {
     }
 
     fn send(&mut self, m: &Message) {
+        if m.tag() == b'E' {
+            crate::stats::error_response(m);
+        }
         self.out.extend_from_slice(m.bytes());
     }
 

@@ -1,0 +1,503 @@
+//! Operations, observed from outside: `/metrics` parsed by a real OpenMetrics parser (Python's
+//! `prometheus_client`) moving with traffic, `/health` turning 503 when the primary dies, and the
+//! admin database's PgBouncer commands (SHOW CLIENTS/SERVERS/POOLS/STATS/..., SET, KILL,
+//! RECONNECT), with the admin login always password-checked, even under `auth_type = "trust"`.
+mod common;
+use common::*;
+use std::collections::HashMap;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_postgres::{Client, SimpleQueryMessage};
+use topology::Proxy;
+
+const ADMIN_PASSWORD: &str = "admin-pw";
+
+async fn admin(proxy: &Proxy) -> Client {
+    connect_as(proxy, "admin", ADMIN_PASSWORD, "admin")
+        .await
+        .unwrap_or_else(|e| panic!("admin login: {}", err_text(&e)))
+}
+
+/// Rows of a simple query as column name -> value maps.
+async fn table(client: &Client, sql: &str) -> Vec<HashMap<String, String>> {
+    let msgs = client
+        .simple_query(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {}", err_text(&e)));
+    msgs.into_iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::Row(r) => Some(
+                r.columns()
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| (c.name().to_string(), r.get(i).unwrap_or("NULL").into()))
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Column names of a SHOW command.
+async fn columns(client: &Client, sql: &str) -> Vec<String> {
+    let msgs = client.simple_query(sql).await.expect(sql);
+    for m in msgs {
+        if let SimpleQueryMessage::RowDescription(cols) = m {
+            return cols.iter().map(|c| c.name().to_string()).collect();
+        }
+    }
+    panic!("{sql}: no RowDescription");
+}
+
+/// `GET path` over HTTP/1.1: status, content type, body.
+async fn http_get(port: u16, path: &str) -> (u16, String, String) {
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect to the metrics endpoint");
+    let req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).await.unwrap();
+    let text = String::from_utf8(raw).expect("UTF-8 response");
+    let (head, body) = text.split_once("\r\n\r\n").expect("HTTP response");
+    let status = head[9..12].parse().expect("status code");
+    let content_type = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-type: "))
+        .unwrap_or("")
+        .to_string();
+    (status, content_type, body.to_string())
+}
+
+/// One sample of the exposition: (name, labels, value).
+type Sample = (String, HashMap<String, String>, f64);
+
+/// Parses an OpenMetrics exposition with prometheus_client's strict OpenMetrics parser (which
+/// rejects a missing `# EOF`, bad counters or histograms); every sample.
+fn parse_openmetrics(text: &str) -> Vec<Sample> {
+    let python = concat!(env!("CARGO_MANIFEST_DIR"), "/../.venv/bin/python3");
+    let script = r#"
+import sys, json
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+out = []
+for fam in text_string_to_metric_families(sys.stdin.read()):
+    for s in fam.samples:
+        out.append([s.name, s.labels, s.value])
+print(json.dumps(out))
+"#;
+    let mut child = std::process::Command::new(python)
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 of .venv (run scripts/provision.sh)");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "the OpenMetrics parser refused /metrics: {}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: Vec<(String, HashMap<String, String>, serde_json::Value)> =
+        serde_json::from_slice(&out.stdout).expect("the parser's JSON");
+    json.into_iter()
+        .map(|(name, labels, v)| (name, labels, v.as_f64().unwrap_or(f64::NAN)))
+        .collect()
+}
+
+/// The value of the sample `name` whose labels include `want`.
+fn value(samples: &[Sample], name: &str, want: &[(&str, &str)]) -> Option<f64> {
+    samples
+        .iter()
+        .find(|(n, l, _)| {
+            n == name
+                && want
+                    .iter()
+                    .all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v))
+        })
+        .map(|s| s.2)
+}
+
+fn err_text(e: &tokio_postgres::Error) -> String {
+    e.as_db_error()
+        .map(|d| format!("{}: {}", d.code().code(), d.message()))
+        .unwrap_or_else(|| e.to_string())
+}
+
+fn general(metrics_port: u16, extra: &str) -> String {
+    format!(
+        "admin_password = \"{ADMIN_PASSWORD}\"\nopenmetrics_port = {metrics_port}\nhealthcheck_interval = 200\nhealthcheck_timeout = 500\nstats_period = 1000\n{extra}"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_move_with_traffic_and_health_follows_the_primary() {
+    let lease = Proxy::lease_port().expect("port");
+    let mport = lease.port;
+    drop(lease);
+    let (topo, proxy) = pgdog(&general(mport, ""), 4);
+    let app = connect(&proxy).await;
+    for _ in 0..5 {
+        one(&app, "SELECT 1").await;
+    }
+    app.batch_execute("BEGIN; SELECT 1; SELECT 2; COMMIT")
+        .await
+        .unwrap();
+    let err = app.simple_query("SELEC 1").await.unwrap_err();
+    assert_eq!(sqlstate(&err).as_deref(), Some("42601"));
+    let stmt = app.prepare("SELECT $1::int + 1").await.unwrap();
+    app.query_one(&stmt, &[&1i32]).await.unwrap();
+
+    let (status, ctype, body) = http_get(mport, "/metrics").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        ctype,
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    );
+    assert!(body.ends_with("# EOF\n"), "{body}");
+    let m = parse_openmetrics(&body);
+    let app_labels = [("database", "app"), ("user", "app")];
+    let queries = value(&m, "pgdog_queries_total", &app_labels).expect("queries counter");
+    // 5 + the multi-statement Query (one) + the failed one + the Execute.
+    assert!(queries >= 8.0, "queries {queries}");
+    let xacts = value(&m, "pgdog_transactions_total", &app_labels).expect("transactions");
+    assert!(xacts >= 8.0, "transactions {xacts}");
+    assert!(value(&m, "pgdog_received_bytes_total", &app_labels).unwrap() > 100.0);
+    assert!(value(&m, "pgdog_sent_bytes_total", &app_labels).unwrap() > 100.0);
+    assert!(value(&m, "pgdog_errors_total", &[("class", "42")]).unwrap() >= 1.0);
+    let qcount = value(&m, "pgdog_query_time_seconds_count", &app_labels).unwrap();
+    let inf = value(
+        &m,
+        "pgdog_query_time_seconds_bucket",
+        &[("database", "app"), ("user", "app"), ("le", "+Inf")],
+    )
+    .unwrap();
+    assert_eq!(qcount, inf);
+    assert!(value(&m, "pgdog_checkout_wait_seconds_count", &app_labels).unwrap() >= 1.0);
+    assert!(value(&m, "pgdog_clients", &[("state", "idle")]).unwrap() >= 1.0);
+    let idle_servers = value(
+        &m,
+        "pgdog_server_connections",
+        &[
+            ("database", "app"),
+            ("shard", "0"),
+            ("role", "primary"),
+            ("state", "idle"),
+        ],
+    )
+    .unwrap();
+    assert!(idle_servers >= 1.0);
+    assert_eq!(
+        value(
+            &m,
+            "pgdog_host_banned",
+            &[("database", "app"), ("shard", "0")]
+        ),
+        Some(0.0)
+    );
+    assert!(value(&m, "pgdog_prepared_statements", &[]).unwrap() >= 1.0);
+    assert!(value(&m, "pgdog_query_cache_entries", &[]).is_some());
+
+    // The counters move with more traffic.
+    for _ in 0..10 {
+        one(&app, "SELECT 2").await;
+    }
+    let m2 = parse_openmetrics(&http_get(mport, "/metrics").await.2);
+    let queries2 = value(&m2, "pgdog_queries_total", &app_labels).unwrap();
+    assert!(queries2 >= queries + 10.0, "{queries} -> {queries2}");
+
+    // Health: 200 while the primary is up; 404 elsewhere; 503 naming the shard once it is down.
+    let (status, ctype, body) = http_get(mport, "/health").await;
+    assert_eq!(
+        (status, ctype.as_str()),
+        (200, "application/json"),
+        "{body}"
+    );
+    assert!(body.contains("\"ok\""), "{body}");
+    assert_eq!(http_get(mport, "/nope").await.0, 404);
+    topo.primary().stop().expect("stop the primary");
+    eventually(
+        "/health to report the dead primary",
+        Duration::from_secs(10),
+        || async {
+            let (status, _, body) = http_get(mport, "/health").await;
+            status == 503 && body.contains("\"database\":\"app\"") && body.contains("\"shard\":0")
+        },
+    )
+    .await;
+    let m3 = parse_openmetrics(&http_get(mport, "/metrics").await.2);
+    assert_eq!(
+        value(
+            &m3,
+            "pgdog_host_banned",
+            &[("database", "app"), ("shard", "0")]
+        ),
+        Some(1.0)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_show_commands_have_pgbouncer_columns_and_live_values() {
+    let (_topo, proxy) = pgdog(
+        &format!("admin_password = \"{ADMIN_PASSWORD}\"\nstats_period = 1000"),
+        4,
+    );
+    let app = connect_as(&proxy, USER, PASSWORD, DB).await.unwrap();
+    app.batch_execute("SET application_name = 'ops-test'")
+        .await
+        .unwrap();
+    for _ in 0..20 {
+        one(&app, "SELECT 1").await;
+    }
+    let a = admin(&proxy).await;
+
+    let cols = columns(&a, "SHOW CLIENTS").await;
+    assert_eq!(
+        cols[..12],
+        [
+            "type",
+            "user",
+            "database",
+            "replication",
+            "state",
+            "addr",
+            "port",
+            "local_addr",
+            "local_port",
+            "connect_time",
+            "request_time",
+            "wait"
+        ]
+    );
+    let clients = table(&a, "show clients;").await;
+    assert!(
+        clients.iter().any(|c| c["user"] == "app"
+            && c["database"] == "app"
+            && c["state"] == "idle"
+            && c["addr"] == "127.0.0.1"),
+        "{clients:?}"
+    );
+    assert!(
+        clients.iter().any(|c| c["database"] == "admin"),
+        "{clients:?}"
+    );
+
+    let servers = table(&a, "SHOW SERVERS").await;
+    assert!(
+        servers
+            .iter()
+            .any(|s| s["database"] == "app" && s["state"] == "idle" && s["remote_pid"] != "0"),
+        "{servers:?}"
+    );
+    let pid = one(&app, "SELECT pg_backend_pid()").await;
+    let servers = table(&a, "SHOW SERVERS").await;
+    assert!(
+        servers.iter().any(|s| s["remote_pid"] == pid),
+        "{pid} {servers:?}"
+    );
+
+    let pools_cols = columns(&a, "SHOW POOLS").await;
+    assert_eq!(
+        pools_cols[..16],
+        [
+            "database",
+            "user",
+            "cl_active",
+            "cl_waiting",
+            "cl_active_cancel_req",
+            "cl_waiting_cancel_req",
+            "sv_active",
+            "sv_active_cancel",
+            "sv_being_canceled",
+            "sv_idle",
+            "sv_used",
+            "sv_tested",
+            "sv_login",
+            "maxwait",
+            "maxwait_us",
+            "pool_mode"
+        ]
+    );
+
+    let stats_cols = columns(&a, "SHOW STATS").await;
+    assert_eq!(
+        stats_cols,
+        [
+            "database",
+            "total_xact_count",
+            "total_query_count",
+            "total_received",
+            "total_sent",
+            "total_xact_time",
+            "total_query_time",
+            "total_wait_time",
+            "avg_xact_count",
+            "avg_query_count",
+            "avg_recv",
+            "avg_sent",
+            "avg_xact_time",
+            "avg_query_time",
+            "avg_wait_time"
+        ]
+    );
+    let stats = table(&a, "SHOW STATS").await;
+    let app_stats = stats
+        .iter()
+        .find(|r| r["database"] == "app")
+        .expect("app stats");
+    let q: u64 = app_stats["total_query_count"].parse().unwrap();
+    assert!(q >= 21, "{app_stats:?}");
+    let totals = table(&a, "SHOW STATS_TOTALS").await;
+    let t = totals.iter().find(|r| r["database"] == "app").unwrap();
+    assert!(t["query_count"].parse::<u64>().unwrap() >= q);
+    assert!(t["bytes_received"].parse::<u64>().unwrap() > 0);
+    // Averages cover the last full stats period (1 s here): traffic now shows up there.
+    for _ in 0..50 {
+        one(&app, "SELECT 1").await;
+    }
+    eventually(
+        "SHOW STATS_AVERAGES to show the traffic",
+        Duration::from_secs(5),
+        || async {
+            let avg = table(&a, "SHOW STATS_AVERAGES").await;
+            avg.iter()
+                .any(|r| r["database"] == "app" && r["query_count"].parse::<u64>().unwrap_or(0) > 0)
+        },
+    )
+    .await;
+
+    let config = table(&a, "SHOW CONFIG").await;
+    let row = |k: &str| {
+        config
+            .iter()
+            .find(|r| r["key"] == k)
+            .cloned()
+            .unwrap_or_else(|| panic!("SHOW CONFIG has no {k}"))
+    };
+    assert_eq!(row("query_timeout")["value"], "0");
+    assert_eq!(row("query_timeout")["changeable"], "yes");
+    assert_eq!(row("port")["changeable"], "no");
+    assert_eq!(row("admin_password")["value"], "****");
+
+    let lists = table(&a, "SHOW LISTS").await;
+    let item = |k: &str| lists.iter().find(|r| r["list"] == k).unwrap()["items"].clone();
+    assert_eq!(item("databases"), "1");
+    assert!(item("used_clients").parse::<u64>().unwrap() >= 2);
+
+    let users = table(&a, "SHOW USERS").await;
+    assert_eq!(users[0]["name"], "app");
+    assert_eq!(users[0]["pool_mode"], "transaction");
+
+    let stmt = app
+        .prepare("SELECT $1::text || 'ops-prepared'")
+        .await
+        .unwrap();
+    app.query_one(&stmt, &[&"x"]).await.unwrap();
+    let prepared = table(&a, "SHOW PREPARED_STATEMENTS").await;
+    assert!(
+        prepared
+            .iter()
+            .any(|r| r["statement"].contains("ops-prepared")),
+        "{prepared:?}"
+    );
+    let cache = table(&a, "SHOW QUERY_CACHE").await;
+    assert_eq!(cache[0]["capacity"], "4096");
+
+    // SET changes a run-time setting; a fixed or unknown one is refused and the session goes on.
+    a.simple_query("SET query_timeout = 250").await.unwrap();
+    let config = table(&a, "SHOW CONFIG").await;
+    assert_eq!(
+        config.iter().find(|r| r["key"] == "query_timeout").unwrap()["value"],
+        "250"
+    );
+    let err = app.simple_query("SELECT pg_sleep(3)").await.unwrap_err();
+    assert_eq!(
+        sqlstate(&err).as_deref(),
+        Some("57014"),
+        "{}",
+        err_text(&err)
+    );
+    for bad in ["SET port = 1", "SET nope = 1", "SET query_timeout = 'abc'"] {
+        let err = a.simple_query(bad).await.unwrap_err();
+        assert_eq!(
+            sqlstate(&err).as_deref(),
+            Some("22023"),
+            "{bad}: {}",
+            err_text(&err)
+        );
+    }
+    let err = a.simple_query("SHOW NOTHING").await.unwrap_err();
+    assert!(
+        err_text(&err).contains("SHOW CLIENTS"),
+        "{}",
+        err_text(&err)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_ends_clients_and_reconnect_replaces_servers() {
+    let (_topo, proxy) = pgdog(
+        &format!("admin_password = \"{ADMIN_PASSWORD}\"\npooler_mode = \"session\""),
+        4,
+    );
+    let app = connect(&proxy).await;
+    let before = one(&app, "SELECT pg_backend_pid()").await;
+    let a = admin(&proxy).await;
+
+    a.simple_query("RECONNECT app").await.unwrap();
+    // Session mode: the connection comes back (and is then replaced) when the client leaves.
+    drop(app);
+    let app = connect(&proxy).await;
+    eventually(
+        "a new server connection after RECONNECT",
+        Duration::from_secs(5),
+        || async { one(&app, "SELECT pg_backend_pid()").await != before },
+    )
+    .await;
+
+    let err = a.simple_query("KILL nosuchdb").await.unwrap_err();
+    assert_eq!(sqlstate(&err).as_deref(), Some("3D000"));
+    a.simple_query("KILL app").await.unwrap();
+    eventually(
+        "the killed client's session to end",
+        Duration::from_secs(5),
+        || async { app.is_closed() || app.simple_query("SELECT 1").await.is_err() },
+    )
+    .await;
+    // The admin session itself goes on; a new client is served.
+    assert_eq!(table(&a, "SHOW VERSION").await.len(), 1);
+    let again = connect(&proxy).await;
+    assert_eq!(one(&again, "SELECT 5").await, "5");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_always_requires_a_password() {
+    let (_topo, proxy) = pgdog(
+        &format!("admin_password = \"{ADMIN_PASSWORD}\"\nauth_type = \"trust\""),
+        2,
+    );
+    // trust: the application user gets in with any password ...
+    let app = connect_as(&proxy, USER, "whatever", DB).await.unwrap();
+    assert_eq!(one(&app, "SELECT 1").await, "1");
+    // ... the admin user does not.
+    let err = connect_as(&proxy, "admin", "wrong", "admin")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        sqlstate(&err).as_deref(),
+        Some("28P01"),
+        "{}",
+        err_text(&err)
+    );
+    let err = connect_as(&proxy, "admin", "", "admin").await.unwrap_err();
+    assert!(sqlstate(&err).as_deref() == Some("28P01") || err.as_db_error().is_none());
+    let a = admin(&proxy).await;
+    assert_eq!(table(&a, "SHOW VERSION").await.len(), 1);
+}
