@@ -8,6 +8,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PORT="${PGDOG_PORT:-6432}"
+METRICS_PORT="${PGDOG_METRICS_PORT:-9930}"
 CONF="$PGDOG_TOPOLOGY_DIR/pgdog"
 mkdir -p "$CONF"
 cat > "$CONF/pgdog.toml" <<TOML
@@ -17,6 +18,8 @@ port = $PORT
 default_pool_size = 10
 # The admin database: psql -h 127.0.0.1 -p $PORT -U admin admin (SHOW POOLS, PAUSE, RESHARD, ...).
 admin_password = "admin"
+# OpenMetrics and health: curl http://127.0.0.1:$METRICS_PORT/metrics (and /health).
+openmetrics_port = $METRICS_PORT
 
 # One database "pgdog" over both shards, each a primary (writes, transactions) and a streaming
 # replica (reads: SELECTs the parser proves read-only; see SHOW POOLS for roles and bans).
@@ -141,7 +144,8 @@ over 2 shards: users by id, pgbench_accounts and pgbench_history by aid):
   PGPASSWORD=pgdog $PG_BIN/pgbench -h 127.0.0.1 -p $PORT -U pgdog -i pgdog
   PGPASSWORD=pgdog $PG_BIN/pgbench -h 127.0.0.1 -p $PORT -U pgdog -c 8 -T 10 -M extended pgdog
   PGPASSWORD=pgdog $ROOT/target/release/pgdog route --config $CONF/pgdog.toml --users $CONF/users.toml --database pgdog "SELECT * FROM users WHERE id = 42"
-  PGPASSWORD=admin $PG_BIN/psql -h 127.0.0.1 -p $PORT -U admin admin -c "SHOW POOLS"
+  PGPASSWORD=admin $PG_BIN/psql -h 127.0.0.1 -p $PORT -U admin admin -c "SHOW POOLS" -c "SHOW STATS" -c "SHOW CLIENTS"
+  curl -s http://127.0.0.1:$METRICS_PORT/metrics ; curl -s http://127.0.0.1:$METRICS_PORT/health
 PostgreSQL 18 shards behind it (user postgres, trust auth, sslmode=disable):
   shard 0: $PG_BIN/psql -h 127.0.0.1 -p $PG_SHARD0_PORT -U postgres postgres
   shard 1: $PG_BIN/psql -h 127.0.0.1 -p $PG_SHARD1_PORT -U postgres postgres

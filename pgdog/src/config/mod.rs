@@ -704,6 +704,19 @@ mod tests {
         );
         Settings::load(&example, &users).unwrap();
         let text = std::fs::read_to_string(&example).unwrap();
+        // Every [general] key (options unset by default included).
+        let general = toml::Value::try_from(General::default()).unwrap();
+        let mut keys: Vec<String> = general.as_table().unwrap().keys().cloned().collect();
+        keys.extend(
+            ["tls_certificate", "tls_private_key", "admin_password", "openmetrics_port"]
+                .map(String::from),
+        );
+        for key in &keys {
+            assert!(
+                text.contains(&format!("{key} =")),
+                "pgdog.toml.example does not document general.{key}"
+            );
+        }
         for key in [
             "host",
             "port",
