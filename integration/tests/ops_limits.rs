@@ -286,3 +286,39 @@ async fn sigint_and_admin_shutdown() {
         .expect("pgdog exits");
     assert!(status.success(), "{status}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn query_timeout_on_a_sharded_database() {
+    let topo = topology::Topology::shards(2).expect("shards");
+    let mut config = String::from("query_timeout = 300\n");
+    for (i, node) in topo.nodes().iter().enumerate() {
+        config.push_str(&format!(
+            "\n[[databases]]\nname = \"{DB}\"\nhost = \"127.0.0.1\"\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\nshard = {i}\n",
+            node.port
+        ));
+    }
+    config.push_str("\n[[sharded_tables]]\ndatabase = \"app\"\nname = \"t\"\ncolumn = \"id\"\n");
+    let proxy = start_with(&config, &users(""));
+    let app = connect(&proxy).await;
+    app.batch_execute("CREATE TABLE t (id bigint); INSERT INTO t VALUES (1), (2), (3), (4)")
+        .await
+        .unwrap();
+    let start = Instant::now();
+    // Runs on both shards (no key): both are cancelled.
+    let err = app
+        .simple_query("SELECT pg_sleep(10) FROM t")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        sqlstate(&err).as_deref(),
+        Some("57014"),
+        "{}",
+        err_text(&err)
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(one(&app, "SELECT 8").await, "8");
+}

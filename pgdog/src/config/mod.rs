@@ -708,8 +708,13 @@ mod tests {
         let general = toml::Value::try_from(General::default()).unwrap();
         let mut keys: Vec<String> = general.as_table().unwrap().keys().cloned().collect();
         keys.extend(
-            ["tls_certificate", "tls_private_key", "admin_password", "openmetrics_port"]
-                .map(String::from),
+            [
+                "tls_certificate",
+                "tls_private_key",
+                "admin_password",
+                "openmetrics_port",
+            ]
+            .map(String::from),
         );
         for key in &keys {
             assert!(

@@ -271,6 +271,33 @@ impl ShardedSession {
         outcome
     }
 
+    /// When the request in flight reaches `query_timeout` (none when it is off).
+    fn query_deadline(&self) -> Option<tokio::time::Instant> {
+        let ms = crate::backend::Registry::current()
+            .settings
+            .config
+            .general
+            .query_timeout;
+        let start = self.meter.request_started()?;
+        (ms > 0)
+            .then(|| tokio::time::Instant::from_std(start + std::time::Duration::from_millis(ms)))
+    }
+
+    /// Sends a CancelRequest to the servers of `shards` still answering.
+    fn cancel_running(&self, shards: &[usize], pending: &[bool]) {
+        tracing::info!(
+            "client {}@{}: query_timeout, cancelling the query on its shards",
+            self.user,
+            self.database
+        );
+        for (shard, _) in shards.iter().zip(pending).filter(|(_, p)| **p) {
+            if let Some(server) = self.servers[*shard].as_ref() {
+                let key = server.cancel_key.clone();
+                tokio::spawn(async move { crate::frontend::cancel::cancel_server(&key).await });
+            }
+        }
+    }
+
     /// Reads every shard's answer up to ReadyForQuery and relays the combined result.
     async fn collect(
         &mut self,
@@ -298,8 +325,23 @@ impl ShardedSession {
         let mut described = false;
         let mut empty_query = false;
         let mut ready_rows: Vec<Message> = Vec::new();
+        let mut deadline = self.query_deadline();
         while pending.iter().any(|p| *p) {
-            let idx = match self.wait_any(shards, &pending).await {
+            let waited = match deadline {
+                Some(at) => {
+                    match tokio::time::timeout_at(at, self.wait_any(shards, &pending)).await {
+                        Ok(r) => r,
+                        Err(_) => {
+                            // query_timeout: cancel what still runs; the shards answer 57014.
+                            deadline = None;
+                            self.cancel_running(shards, &pending);
+                            continue;
+                        }
+                    }
+                }
+                None => self.wait_any(shards, &pending).await,
+            };
+            let idx = match waited {
                 Ok(i) => i,
                 Err((i, e)) => {
                     pending[i] = false;
