@@ -409,6 +409,9 @@ async fn admin_show_commands_have_pgbouncer_columns_and_live_values() {
     );
     let cache = table(&a, "SHOW QUERY_CACHE").await;
     assert_eq!(cache[0]["capacity"], "4096");
+    a.simple_query("SET query_cache_limit = 100").await.unwrap();
+    let cache = table(&a, "SHOW QUERY_CACHE").await;
+    assert_eq!(cache[0]["capacity"], "100");
 
     // SET changes a run-time setting; a fixed or unknown one is refused and the session goes on.
     a.simple_query("SET query_timeout = 250").await.unwrap();

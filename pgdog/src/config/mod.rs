@@ -827,6 +827,14 @@ mod tests {
         assert_eq!(s.config.general.admin_database, "admin");
         assert_eq!(s.config.general.admin_user, "admin");
         assert_eq!(s.config.general.pause_timeout, 30_000);
+        // An admin database always has a password: an empty one is refused.
+        let c = write(
+            &dir,
+            "f.toml",
+            "[general]\nadmin_password = \"\"\n\n[[databases]]\nname = \"db\"\n",
+        );
+        let err = Settings::load(&c, &u).unwrap_err().to_string();
+        assert!(err.contains("admin_password is empty"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
