@@ -9,14 +9,18 @@ step() { echo "==> $* ($(( $(date +%s) - start ))s)"; }
 
 step provision
 source scripts/provision.sh
+# Test builds carry the failpoints (fail crate) the crash tests drive through FAILPOINTS; release
+# builds (scripts/run.sh) do not.
+FEATURES=(--features pgdog/failpoints)
 step build
-cargo build --workspace --all-targets --locked
+cargo build --workspace --all-targets --locked "${FEATURES[@]}"
 step "cargo fmt --check"
 cargo fmt --all -- --check
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy --workspace --all-targets --locked "${FEATURES[@]}" -- -D warnings
 step "unit and integration tests"
-cargo test --workspace --locked
+cargo test --workspace --locked "${FEATURES[@]}"
 step "leak check (valgrind over the parser corpus)"
 bash scripts/leak-check.sh
 step "all passed"

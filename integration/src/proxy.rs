@@ -28,6 +28,12 @@ pub struct Proxy {
 impl Proxy {
     /// Starts pgdog with `config` (pgdog.toml without host/port, which are added) and `users`.
     pub fn start(config: &str, users: &str) -> Result<Proxy> {
+        Proxy::start_with_env(config, users, &[])
+    }
+
+    /// [`Proxy::start`] with extra environment variables for pgdog (e.g. `FAILPOINTS` for a
+    /// binary built with the `failpoints` feature).
+    pub fn start_with_env(config: &str, users: &str, env: &[(&str, &str)]) -> Result<Proxy> {
         let base = base_dir()?;
         let lease = lease_port(&base)?;
         let port = lease.port;
@@ -56,6 +62,7 @@ impl Proxy {
                 "RUST_LOG",
                 std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
             )
+            .envs(env.iter().copied())
             .stdout(Stdio::from(log))
             .stderr(Stdio::from(log2))
             .spawn()

@@ -1,11 +1,17 @@
-//! Two-phase commit across shards: a transaction that wrote on two shards commits on both; and a
-//! pgdog killed between PREPARE TRANSACTION and COMMIT PREPARED leaves prepared transactions that
-//! the next pgdog to start commits (every PREPARE had succeeded), so nothing is lost or half-done.
+//! Two-phase commit across three shards, all-or-nothing across crashes: pgdog (built with the
+//! `failpoints` feature, as `scripts/test.sh` builds it) is stopped by a failpoint at each step of
+//! the commit (before PREPARE, between PREPAREs, after the decision, between COMMIT PREPAREDs)
+//! and with a PREPARE reply lost on a participant other than the first; then the next pgdog of
+//! the same `instance_id` resolves what was left, and every transaction's rows are on all shards
+//! or on none. A pgdog of another instance leaves those transactions alone; a running pgdog
+//! resolves them on its timer too.
 use std::time::Duration;
 use topology::{wait_until, Proxy, Topology};
 
-fn config(topo: &Topology) -> String {
-    let mut c = String::from("auth_type = \"trust\"\ntwo_phase_commit = true\n");
+fn config(topo: &Topology, instance: &str) -> String {
+    let mut c = format!(
+        "auth_type = \"trust\"\ntwo_phase_commit = true\ninstance_id = \"{instance}\"\ntwo_phase_recovery_interval = 200\n"
+    );
     for (i, node) in topo.nodes().iter().enumerate() {
         c.push_str(&format!(
             "\n[[databases]]\nname = \"app\"\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\nshard = {i}\n",
@@ -18,64 +24,32 @@ fn config(topo: &Topology) -> String {
 
 const USERS: &str = "[[users]]\nname = \"app\"\ndatabase = \"app\"\n";
 
+fn count_each(topo: &Topology, sql: &str) -> Vec<usize> {
+    topo.nodes()
+        .iter()
+        .map(|n| n.psql(sql).expect("psql").trim().parse().expect("count"))
+        .collect()
+}
+
 fn prepared(topo: &Topology) -> Vec<usize> {
-    topo.nodes()
-        .iter()
-        .map(|n| {
-            n.psql("SELECT count(*) FROM pg_prepared_xacts")
-                .expect("psql")
-                .trim()
-                .parse()
-                .expect("count")
-        })
-        .collect()
+    count_each(topo, "SELECT count(*) FROM pg_prepared_xacts")
 }
 
-fn rows(topo: &Topology) -> Vec<usize> {
-    topo.nodes()
-        .iter()
-        .map(|n| {
-            n.psql("SELECT count(*) FROM t")
-                .expect("psql")
-                .trim()
-                .parse()
-                .expect("count")
-        })
-        .collect()
+/// Rows of batch `b` (ids b*100+1 ..= b*100+30) on each shard.
+fn batch_rows(topo: &Topology, b: usize) -> Vec<usize> {
+    let (lo, hi) = (b * 100 + 1, b * 100 + 30);
+    count_each(
+        topo,
+        &format!("SELECT count(*) FROM t WHERE id BETWEEN {lo} AND {hi}"),
+    )
 }
 
-#[test]
-fn two_phase_commit_and_in_doubt_recovery() {
-    let topo = Topology::shards(2).expect("topology");
-    let proxy = Proxy::start(&config(&topo), USERS).expect("pgdog");
-    proxy
-        .psql("app", "", "app", "CREATE TABLE t (id bigint PRIMARY KEY)")
-        .expect("ddl");
-    // Ids 1..=20 land on both shards of 2.
-    let values: Vec<String> = (1..=20).map(|i| format!("({i})")).collect();
-    proxy
-        .psql(
-            "app",
-            "",
-            "app",
-            &format!(
-                "BEGIN; INSERT INTO t (id) VALUES {}; COMMIT;",
-                values.join(",")
-            ),
-        )
-        .expect("2pc commit");
-    let r = rows(&topo);
-    assert!(r.iter().all(|n| *n > 0), "rows on every shard: {r:?}");
-    assert_eq!(r.iter().sum::<usize>(), 20);
-    assert_eq!(prepared(&topo), vec![0, 0], "nothing left prepared");
-    drop(proxy);
-
-    // A pgdog that dies right after every shard prepared.
-    std::env::set_var("PGDOG_TEST_CRASH_AFTER_PREPARE", "1");
-    let crashing = Proxy::start(&config(&topo), USERS).expect("pgdog");
-    std::env::remove_var("PGDOG_TEST_CRASH_AFTER_PREPARE");
-    let values: Vec<String> = (21..=40).map(|i| format!("({i})")).collect();
-    let result = crashing.psql(
+/// Inserts batch `b` in one transaction through `proxy`.
+fn insert_batch(proxy: &Proxy, b: usize) -> topology::Result<String> {
+    let values: Vec<String> = (b * 100 + 1..=b * 100 + 30)
+        .map(|i| format!("({i})"))
+        .collect();
+    proxy.psql(
         "app",
         "",
         "app",
@@ -83,23 +57,111 @@ fn two_phase_commit_and_in_doubt_recovery() {
             "BEGIN; INSERT INTO t (id) VALUES {}; COMMIT;",
             values.join(",")
         ),
-    );
-    assert!(result.is_err(), "the crashing pgdog cannot answer COMMIT");
-    assert_eq!(prepared(&topo), vec![1, 1], "in doubt on both shards");
-    drop(crashing);
+    )
+}
 
-    // The next pgdog commits them.
-    let _proxy = Proxy::start(&config(&topo), USERS).expect("pgdog");
+fn wait_resolved(topo: &Topology) {
     wait_until(
         "in-doubt transactions to be resolved",
         Duration::from_secs(30),
         Duration::from_millis(50),
-        || Ok(prepared(&topo) == vec![0, 0]),
+        || Ok(prepared(topo).iter().all(|n| *n == 0)),
     )
     .expect("recovered");
-    assert_eq!(
-        rows(&topo).iter().sum::<usize>(),
-        40,
-        "the in-doubt rows were committed"
-    );
+}
+
+#[test]
+fn two_phase_commit_is_all_or_nothing_across_crashes() {
+    let topo = Topology::shards(3).expect("topology");
+    let proxy = Proxy::start(&config(&topo, "itest"), USERS).expect("pgdog");
+    proxy
+        .psql("app", "", "app", "CREATE TABLE t (id bigint PRIMARY KEY)")
+        .expect("ddl");
+    insert_batch(&proxy, 0).expect("2pc commit");
+    let r = batch_rows(&topo, 0);
+    assert!(r.iter().all(|n| *n > 0), "rows on every shard: {r:?}");
+    assert_eq!(r.iter().sum::<usize>(), 30);
+    assert_eq!(prepared(&topo), vec![0, 0, 0], "nothing left prepared");
+    drop(proxy);
+
+    // (failpoint, whether the transaction must end up committed)
+    let cases = [
+        ("2pc-before-prepare", false),
+        ("2pc-between-prepares", false),
+        ("2pc-prepare-reply-lost", false),
+        ("2pc-after-decision", true),
+        ("2pc-between-commits", true),
+    ];
+    for (b, (failpoint, committed)) in cases.iter().enumerate() {
+        let b = b + 1;
+        let crashing = Proxy::start_with_env(
+            &config(&topo, "itest"),
+            USERS,
+            &[("FAILPOINTS", &format!("{failpoint}=return"))],
+        )
+        .expect("pgdog");
+        let result = insert_batch(&crashing, b);
+        assert!(
+            result.is_err(),
+            "{failpoint}: COMMIT should fail (is pgdog built with --features pgdog/failpoints?)"
+        );
+        drop(crashing);
+        if *failpoint == "2pc-prepare-reply-lost" {
+            // The branch whose reply was lost stays prepared after the coordinator's rollback.
+            assert_eq!(prepared(&topo).iter().sum::<usize>(), 1, "{failpoint}");
+        }
+        // Another instance does not touch this instance's transactions.
+        let other = Proxy::start(&config(&topo, "other"), USERS).expect("pgdog");
+        let before = prepared(&topo);
+        std::thread::sleep(Duration::from_millis(600));
+        assert_eq!(
+            prepared(&topo),
+            before,
+            "{failpoint}: another instance resolved them"
+        );
+        drop(other);
+        // The same instance resolves them.
+        let proxy = Proxy::start(&config(&topo, "itest"), USERS).expect("pgdog");
+        wait_resolved(&topo);
+        drop(proxy);
+        let rows = batch_rows(&topo, b);
+        let want: usize = if *committed { 30 } else { 0 };
+        assert_eq!(
+            rows.iter().sum::<usize>(),
+            want,
+            "{failpoint}: rows per shard {rows:?}"
+        );
+        if *committed {
+            assert!(rows.iter().all(|n| *n > 0), "{failpoint}: {rows:?}");
+        }
+    }
+
+    // A running pgdog resolves what a crashed one of its instance left, on its timer.
+    let running = Proxy::start(&config(&topo, "itest"), USERS).expect("pgdog");
+    let crashing = Proxy::start_with_env(
+        &config(&topo, "itest"),
+        USERS,
+        &[("FAILPOINTS", "2pc-between-commits=return")],
+    )
+    .expect("pgdog");
+    assert!(insert_batch(&crashing, 9).is_err());
+    drop(crashing);
+    wait_resolved(&topo);
+    assert_eq!(batch_rows(&topo, 9).iter().sum::<usize>(), 30);
+    // The decisions of resolved transactions are forgotten.
+    wait_until(
+        "decisions to be forgotten",
+        Duration::from_secs(10),
+        Duration::from_millis(50),
+        || {
+            Ok(count_each(&topo, "SELECT count(*) FROM pgdog_twophase")
+                .iter()
+                .sum::<usize>()
+                == 0)
+        },
+    )
+    .expect("decision rows deleted");
+    // Normal commits still work.
+    insert_batch(&running, 10).expect("2pc commit");
+    assert_eq!(batch_rows(&topo, 10).iter().sum::<usize>(), 30);
 }

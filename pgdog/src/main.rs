@@ -472,6 +472,15 @@ fn run(args: Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    match instance_id(&settings, &args.config) {
+        Ok(id) => pgdog::backend::twophase::set_instance(&id),
+        Err(e) => {
+            eprintln!("pgdog: instance id: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    #[cfg(feature = "failpoints")]
+    let _failpoints = fail::FailScenario::setup();
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if settings.config.general.workers > 0 {
         builder.worker_threads(settings.config.general.workers);
@@ -506,7 +515,7 @@ fn run(args: Args) -> ExitCode {
         .await;
         tracing::info!("pgdog listening on {addr}");
         tokio::spawn(maintenance());
-        tokio::spawn(recover_in_doubt());
+        tokio::spawn(two_phase_upkeep());
         // SIGHUP and the admin database's RELOAD share the same reload code and file paths.
         pgdog::admin::set_config_paths(args.config.clone(), args.users.clone());
         tokio::spawn(pgdog::admin::reload_on_sighup());
@@ -531,22 +540,70 @@ fn run(args: Args) -> ExitCode {
     })
 }
 
-/// Two-phase transactions left prepared by a pgdog that died are committed or rolled back.
-async fn recover_in_doubt() {
+/// Two-phase commit upkeep: this instance's id, the decision tables, and recovery of the
+/// in-doubt transactions this instance left (at start, then every
+/// `two_phase_recovery_interval`).
+async fn two_phase_upkeep() {
     let registry = Registry::current();
+    if !registry.settings.config.general.two_phase_commit {
+        return;
+    }
+    let databases = two_phase_databases(&registry);
+    for (database, pools) in &databases {
+        pgdog::backend::twophase::prepare_tables(database, pools).await;
+    }
+    let every = registry.settings.config.general.two_phase_recovery_interval;
+    drop(registry);
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(every));
+    loop {
+        tick.tick().await;
+        let registry = Registry::current();
+        for (database, pools) in two_phase_databases(&registry) {
+            let (c, r) = pgdog::backend::twophase::recover(&database, &pools).await;
+            if c + r > 0 {
+                tracing::info!(
+                    "database {database}: resolved in-doubt transactions: {c} branch(es) committed, {r} rolled back"
+                );
+            }
+        }
+    }
+}
+
+/// Each sharded database once, with its primary pools in shard order.
+fn two_phase_databases(registry: &Registry) -> Vec<(String, Vec<pgdog::backend::Pool>)> {
     let mut done = std::collections::HashSet::new();
+    let mut out = Vec::new();
     for user in &registry.settings.users.users {
         if registry.settings.shards(&user.database) < 2 || !done.insert(user.database.clone()) {
             continue;
         }
         if let Some(pools) = registry.primary_pools(&user.name, &user.database) {
-            let (c, r) = pgdog::backend::twophase::recover(&user.database, &pools).await;
-            if c + r > 0 {
-                tracing::info!(
-                    "database {}: resolved in-doubt transactions: {c} committed, {r} rolled back",
-                    user.database
-                );
-            }
+            out.push((user.database.clone(), pools));
+        }
+    }
+    out
+}
+
+/// `instance_id`, else the one kept next to pgdog.toml (generated at first start).
+fn instance_id(settings: &Settings, config: &std::path::Path) -> Result<String, String> {
+    if let Some(id) = &settings.config.general.instance_id {
+        return Ok(id.clone());
+    }
+    let path = config
+        .parent()
+        .unwrap_or(std::path::Path::new("."))
+        .join("pgdog.instance_id");
+    match std::fs::read_to_string(&path) {
+        Ok(id) if !id.trim().is_empty() => Ok(id.trim().to_string()),
+        _ => {
+            let id = format!("{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff);
+            std::fs::write(&path, format!("{id}\n")).map_err(|e| {
+                format!(
+                    "writing {}: {e} (or set general.instance_id)",
+                    path.display()
+                )
+            })?;
+            Ok(id)
         }
     }
 }

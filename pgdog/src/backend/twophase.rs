@@ -1,34 +1,61 @@
-//! Two-phase commit across shards: transaction ids (gids) that say who prepared them and which
-//! shards take part, and the recovery of in-doubt transactions left by a pgdog that died between
-//! PREPARE TRANSACTION and COMMIT PREPARED.
+//! Two-phase commit across shards, all-or-nothing across crashes.
 //!
-//! The coordinator prepares on the participants in shard order, and only once every PREPARE
-//! succeeded commits them in shard order; after a failed PREPARE it rolls back the prepared ones
-//! in reverse order. So the shards still holding a prepared transaction are either a prefix of the
-//! participants (prepares incomplete, or a rollback under way: roll back) or a proper suffix with
-//! the first participant gone (commits under way: commit), or all of them (every PREPARE
-//! succeeded: commit).
+//! The coordinator (a sharded session's COMMIT) prepares every participant but the first
+//! (`PREPARE TRANSACTION`), then records the decision in the first participant's own
+//! transaction (`INSERT INTO public.pgdog_twophase ... 'commit'`) and commits it there in one phase:
+//! the first participant's writes and the decision commit together or not at all. Only then
+//! does it `COMMIT PREPARED` the others. Recovery of a prepared branch asks the first
+//! participant: it inserts an `'abort'` row for the transaction (`ON CONFLICT DO NOTHING`: it
+//! waits for a decision being written, and loses to one that committed) and reads the outcome,
+//! so a transaction without a recorded decision is rolled back everywhere, never half-committed.
+//!
+//! Transaction ids carry the pgdog instance (`instance_id`, or one generated at first start and
+//! kept next to pgdog.toml), not a PID: recovery touches only this instance's transactions,
+//! skips the ones this process is still committing, and runs at start and on a timer.
 use super::Pool;
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::LazyLock;
 
-/// The gid of a transaction's branch on `shard`: `pgdog_<pid>_<n>_<shard>_<participants>`.
-pub fn gid(pid: u32, n: u64, shard: usize, participants: &[usize]) -> String {
-    let list: Vec<String> = participants.iter().map(|s| s.to_string()).collect();
-    format!("pgdog_{pid}_{n}_{shard}_{}", list.join("."))
+/// The decision table, created on every shard of a database with `two_phase_commit`.
+pub const DDL: &str = "CREATE TABLE IF NOT EXISTS public.pgdog_twophase (txn text PRIMARY KEY, \
+    outcome text NOT NULL, at timestamptz NOT NULL DEFAULT now())";
+
+const PREFIX: &str = "pgdogtx_";
+
+/// One cross-shard transaction of this instance: `<instance>_<n>`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Txn {
+    pub instance: String,
+    pub n: u64,
+}
+
+impl Txn {
+    /// Its key in `pgdog_twophase`.
+    pub fn key(&self) -> String {
+        format!("{}_{}", self.instance, self.n)
+    }
+
+    /// The gid of its branch on `shard`: `pgdogtx_<instance>_<n>_<shard>_<participants>`.
+    pub fn gid(&self, shard: usize, participants: &[usize]) -> String {
+        let list: Vec<String> = participants.iter().map(|s| s.to_string()).collect();
+        format!("{PREFIX}{}_{shard}_{}", self.key(), list.join("."))
+    }
 }
 
 /// A parsed gid.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Gid {
-    pub pid: u32,
-    pub n: u64,
+    pub txn: Txn,
     pub shard: usize,
     pub participants: Vec<usize>,
 }
 
 pub fn parse_gid(gid: &str) -> Option<Gid> {
-    let rest = gid.strip_prefix("pgdog_")?;
+    let rest = gid.strip_prefix(PREFIX)?;
     let mut parts = rest.splitn(4, '_');
-    let pid = parts.next()?.parse().ok()?;
+    let instance = parts.next()?.to_string();
     let n = parts.next()?.parse().ok()?;
     let shard = parts.next()?.parse().ok()?;
     let participants = parts
@@ -37,87 +64,220 @@ pub fn parse_gid(gid: &str) -> Option<Gid> {
         .map(|s| s.parse().ok())
         .collect::<Option<Vec<usize>>>()?;
     Some(Gid {
-        pid,
-        n,
+        txn: Txn { instance, n },
         shard,
         participants,
     })
 }
 
-/// Commit (true) or roll back an in-doubt transaction, given the shards where it is prepared.
-pub fn decide(participants: &[usize], prepared_on: &[usize]) -> bool {
-    match participants.first() {
-        None => false,
-        Some(first) => prepared_on.len() == participants.len() || !prepared_on.contains(first),
+static INSTANCE: Mutex<String> = Mutex::new(String::new());
+/// Unique across restarts: the start time in milliseconds times a million, plus a counter.
+static NEXT: LazyLock<AtomicU64> = LazyLock::new(|| {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    AtomicU64::new(ms.saturating_mul(1_000_000))
+});
+static IN_FLIGHT: LazyLock<Mutex<HashSet<u64>>> = LazyLock::new(Default::default);
+
+/// Sets this instance's id (letters and digits).
+pub fn set_instance(id: &str) {
+    *INSTANCE.lock() = id.to_string();
+}
+
+pub fn instance() -> String {
+    let id = INSTANCE.lock().clone();
+    if id.is_empty() {
+        "pgdog".into()
+    } else {
+        id
     }
 }
 
-fn process_alive(pid: u32) -> bool {
-    // SAFETY: kill with signal 0 sends nothing; it only checks that the process exists.
-    pid == std::process::id() || unsafe { libc::kill(pid as i32, 0) == 0 }
+/// A transaction being committed by this process (recovery leaves it alone until dropped).
+pub struct InFlight(pub Txn);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        IN_FLIGHT.lock().remove(&self.0.n);
+    }
 }
 
-/// Resolves the in-doubt transactions of dead pgdog processes on the shards of one database
-/// (`pools`, in shard order). Returns how many branches were committed and rolled back.
-pub async fn recover(database: &str, pools: &[Pool]) -> (usize, usize) {
-    let mut found: Vec<(usize, Gid, String)> = Vec::new();
+/// A new transaction id, marked in flight.
+pub fn begin() -> InFlight {
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    IN_FLIGHT.lock().insert(n);
+    InFlight(Txn {
+        instance: instance(),
+        n,
+    })
+}
+
+/// The statement recording the commit decision (run inside the first participant's transaction).
+pub fn decision_sql(txn: &Txn) -> String {
+    format!(
+        "INSERT INTO public.pgdog_twophase (txn, outcome) VALUES ('{}', 'commit')",
+        txn.key()
+    )
+}
+
+/// Creates the decision table on every shard (`pools` in shard order).
+pub async fn prepare_tables(database: &str, pools: &[Pool]) {
     for (shard, pool) in pools.iter().enumerate() {
-        let mut server = match pool.get().await {
-            Ok(s) => s,
+        let created = match pool.get().await {
+            Ok(mut server) => server.execute(DDL).await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(e) = created {
+            tracing::warn!(
+                "two-phase commit: {database} shard {shard}: creating pgdog_twophase: {e}"
+            );
+        }
+    }
+}
+
+/// This instance's prepared branches on each shard, by transaction (in-flight ones skipped).
+async fn prepared_branches(
+    database: &str,
+    pools: &[Pool],
+) -> BTreeMap<Txn, Vec<(usize, Gid, String)>> {
+    let me = instance();
+    let in_flight = IN_FLIGHT.lock().clone();
+    let mut by_txn: BTreeMap<Txn, Vec<(usize, Gid, String)>> = BTreeMap::new();
+    for (shard, pool) in pools.iter().enumerate() {
+        let row = match pool.get().await {
+            Ok(mut server) => server
+                .query_row(&format!(
+                    "SELECT string_agg(gid, ' ') FROM pg_catalog.pg_prepared_xacts WHERE gid LIKE '{}%' AND database = current_database()",
+                    PREFIX.replace('_', "\\_")
+                ))
+                .await
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        let row = match row {
+            Ok(r) => r,
             Err(e) => {
                 tracing::warn!("two-phase recovery: {database} shard {shard}: {e}");
                 continue;
             }
         };
-        let rows = server
-            .query_row(
-                "SELECT string_agg(gid, ' ') FROM pg_catalog.pg_prepared_xacts WHERE gid LIKE 'pgdog\\_%' AND database = current_database()",
-            )
-            .await;
-        if let Ok(row) = rows {
-            for g in row
-                .into_iter()
-                .flatten()
-                .flat_map(|s| s.split(' ').map(|x| x.to_string()).collect::<Vec<_>>())
-            {
-                if let Some(parsed) = parse_gid(&g) {
-                    if !process_alive(parsed.pid) && parsed.shard == shard {
-                        found.push((shard, parsed, g));
-                    }
+        for text in row.into_iter().flatten() {
+            for g in text.split(' ') {
+                let Some(parsed) = parse_gid(g) else { continue };
+                if parsed.txn.instance != me
+                    || parsed.shard != shard
+                    || in_flight.contains(&parsed.txn.n)
+                {
+                    continue;
                 }
+                by_txn
+                    .entry(parsed.txn.clone())
+                    .or_default()
+                    .push((shard, parsed, g.to_string()));
             }
         }
     }
+    by_txn
+}
+
+/// The outcome of `txn` as recorded on its first participant, recording `'abort'` when nothing
+/// is (waiting for a decision being written). `None`: the first participant cannot be asked.
+async fn outcome(pool: &Pool, txn: &Txn) -> Option<bool> {
+    let mut server = pool.get().await.ok()?;
+    let key = txn.key();
+    let sql = format!(
+        "INSERT INTO public.pgdog_twophase (txn, outcome) VALUES ('{key}', 'abort') ON CONFLICT (txn) DO NOTHING; \
+         SELECT outcome FROM public.pgdog_twophase WHERE txn = '{key}'"
+    );
+    match server.query_row(&sql).await {
+        Ok(row) => Some(row.first().cloned().flatten().as_deref() == Some("commit")),
+        Err(e) => {
+            tracing::warn!("two-phase recovery: reading the decision of {key}: {e}");
+            None
+        }
+    }
+}
+
+/// Resolves this instance's in-doubt transactions on the shards of one database (`pools`, in
+/// shard order), then forgets decisions no branch needs. Returns (committed, rolled back)
+/// branches.
+pub async fn recover(database: &str, pools: &[Pool]) -> (usize, usize) {
+    let found = prepared_branches(database, pools).await;
     let (mut committed, mut rolled_back) = (0, 0);
-    for (shard, g, text) in &found {
-        let prepared_on: Vec<usize> = found
-            .iter()
-            .filter(|(_, o, _)| o.pid == g.pid && o.n == g.n)
-            .map(|(s, _, _)| *s)
-            .collect();
-        let commit = decide(&g.participants, &prepared_on);
-        let verb = if commit { "COMMIT" } else { "ROLLBACK" };
-        let Some(pool) = pools.get(*shard) else {
+    let mut unresolved: HashSet<String> = HashSet::new();
+    for (txn, branches) in &found {
+        let first = branches[0].1.participants.first().copied().unwrap_or(0);
+        let Some(commit) = (match pools.get(first) {
+            Some(pool) => outcome(pool, txn).await,
+            None => None,
+        }) else {
+            unresolved.insert(txn.key());
             continue;
         };
-        match pool.get().await {
-            Ok(mut server) => {
-                match server.execute(&format!("{verb} PREPARED '{text}'")).await {
-                    Ok(()) => {
-                        tracing::info!("two-phase recovery: {verb} PREPARED '{text}' on {database} shard {shard}");
-                        if commit {
-                            committed += 1;
-                        } else {
-                            rolled_back += 1;
-                        }
+        let verb = if commit { "COMMIT" } else { "ROLLBACK" };
+        for (shard, _, gid) in branches {
+            let Some(pool) = pools.get(*shard) else {
+                continue;
+            };
+            let done = match pool.get().await {
+                Ok(mut server) => server
+                    .execute(&format!("{verb} PREPARED '{gid}'"))
+                    .await
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            match done {
+                Ok(()) => {
+                    tracing::info!(
+                        "two-phase recovery: {verb} PREPARED '{gid}' on {database} shard {shard}"
+                    );
+                    if commit {
+                        committed += 1;
+                    } else {
+                        rolled_back += 1;
                     }
-                    Err(e) => tracing::error!("two-phase recovery: {verb} PREPARED '{text}': {e}"),
+                }
+                Err(e) => {
+                    unresolved.insert(txn.key());
+                    tracing::error!("two-phase recovery: {verb} PREPARED '{gid}': {e}");
                 }
             }
-            Err(e) => tracing::error!("two-phase recovery: {database} shard {shard}: {e}"),
         }
     }
+    forget_decisions(pools, &unresolved).await;
     (committed, rolled_back)
+}
+
+/// Deletes this instance's decisions that no prepared branch needs any more (not those of
+/// transactions in flight or left unresolved).
+async fn forget_decisions(pools: &[Pool], keep: &HashSet<String>) {
+    let me = instance();
+    let mut keep: Vec<String> = keep.iter().cloned().collect();
+    keep.extend(IN_FLIGHT.lock().iter().map(|n| {
+        Txn {
+            instance: me.clone(),
+            n: *n,
+        }
+        .key()
+    }));
+    let list: Vec<String> = keep.iter().map(|k| format!("'{k}'")).collect();
+    let keep_clause = if list.is_empty() {
+        String::new()
+    } else {
+        format!(" AND txn NOT IN ({})", list.join(", "))
+    };
+    // Every branch of this instance still prepared was resolved or is listed above (the scan
+    // saw all shards): the other decisions are history.
+    let sql = format!(
+        "DELETE FROM public.pgdog_twophase WHERE txn LIKE '{}\\_%'{keep_clause}",
+        me.replace('_', "\\_")
+    );
+    for pool in pools {
+        if let Ok(mut server) = pool.get().await {
+            let _ = server.execute(&sql).await;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -125,24 +285,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn gids_and_decisions() {
-        let g = gid(42, 7, 1, &[0, 1, 2]);
-        assert_eq!(g, "pgdog_42_7_1_0.1.2");
+    fn gids_round_trip() {
+        let txn = Txn {
+            instance: "a1b2".into(),
+            n: 7,
+        };
+        let g = txn.gid(1, &[0, 1, 2]);
+        assert_eq!(g, "pgdogtx_a1b2_7_1_0.1.2");
         assert_eq!(
             parse_gid(&g),
             Some(Gid {
-                pid: 42,
-                n: 7,
+                txn: txn.clone(),
                 shard: 1,
                 participants: vec![0, 1, 2]
             })
         );
-        assert_eq!(parse_gid("pgdog_x"), None);
-        // All prepared: commit. Prefix: prepares incomplete, roll back. First gone: commit.
-        assert!(decide(&[0, 1, 2], &[0, 1, 2]));
-        assert!(!decide(&[0, 1, 2], &[0, 1]));
-        assert!(!decide(&[0, 1, 2], &[0]));
-        assert!(decide(&[0, 1, 2], &[1, 2]));
-        assert!(decide(&[0, 1, 2], &[2]));
+        assert_eq!(parse_gid("pgdog_42_7_1_0.1"), None);
+        assert_eq!(txn.key(), "a1b2_7");
+    }
+
+    #[test]
+    fn transaction_ids_are_unique_and_in_flight() {
+        let a = begin();
+        let b = begin();
+        assert_ne!(a.0.n, b.0.n);
+        assert!(IN_FLIGHT.lock().contains(&a.0.n));
+        let n = a.0.n;
+        drop(a);
+        assert!(!IN_FLIGHT.lock().contains(&n));
     }
 }

@@ -118,6 +118,11 @@ pub struct General {
     pub workers: usize,
     /// Cross-shard writes in a transaction commit with two-phase commit.
     pub two_phase_commit: bool,
+    /// This pgdog's name in two-phase transaction ids (letters and digits); unset: one is
+    /// generated at first start and kept in `pgdog.instance_id` next to pgdog.toml.
+    pub instance_id: Option<String>,
+    /// Milliseconds between two-phase recovery passes (in-doubt transactions of this instance).
+    pub two_phase_recovery_interval: u64,
     /// Name clients connect to for the admin database (PAUSE, RESUME, RELOAD, SHOW ...).
     pub admin_database: String,
     /// User name of the admin database.
@@ -199,6 +204,8 @@ impl Default for General {
             query_parser: true,
             workers: 2,
             two_phase_commit: false,
+            instance_id: None,
+            two_phase_recovery_interval: 10_000,
             admin_database: "admin".into(),
             admin_user: "admin".into(),
             admin_password: None,
@@ -443,10 +450,22 @@ impl Settings {
                 "general.admin_password is empty: the admin database always requires a password (set one, or remove the key to disable the admin database)".into(),
             ));
         }
-        if g.stats_period == 0 || g.prepared_statements_limit == 0 || g.query_cache_limit == 0 {
+        if let Some(id) = &g.instance_id {
+            if id.is_empty() || id.len() > 32 || !id.chars().all(|c| c.is_ascii_alphanumeric()) {
+                return Err(bad(
+                    &self.config_path,
+                    format!("general.instance_id `{id}` must be 1 to 32 letters and digits"),
+                ));
+            }
+        }
+        if g.stats_period == 0
+            || g.two_phase_recovery_interval == 0
+            || g.prepared_statements_limit == 0
+            || g.query_cache_limit == 0
+        {
             return Err(bad(
                 &self.config_path,
-                "general.stats_period, general.prepared_statements_limit and general.query_cache_limit must be at least 1".into(),
+                "general.stats_period, general.two_phase_recovery_interval, general.prepared_statements_limit and general.query_cache_limit must be at least 1".into(),
             ));
         }
         if g.admin_password.is_some() {

@@ -7,7 +7,6 @@ use super::{ClientError, ShardedSession};
 use crate::backend::twophase;
 use crate::frontend::statements::{self, SetChange};
 use pg_query_raw::router::{Const, Statement, StatementKind, Transaction};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// An open transaction.
 #[derive(Debug, Clone)]
@@ -58,8 +57,6 @@ pub fn aborted() -> ClientError {
         "current transaction is aborted, commands ignored until end of transaction block",
     )
 }
-
-static NEXT_GID: AtomicU64 = AtomicU64::new(1);
 
 impl ShardedSession {
     /// Transaction control; returns the CommandComplete tag.
@@ -231,14 +228,24 @@ impl ShardedSession {
         result
     }
 
+    /// Two-phase commit (see `backend::twophase`): prepare every participant but the first,
+    /// record the decision in the first one's transaction and commit it, then commit the
+    /// prepared ones. Failpoints (feature `failpoints`) stop the process at each step.
     async fn commit_two_phase(&mut self, shards: &[usize]) -> Result<(), ClientError> {
-        let id = NEXT_GID.fetch_add(1, Ordering::Relaxed);
-        let pid = std::process::id();
-        let gid = |shard: usize| twophase::gid(pid, id, shard, shards);
-        // Phase one, in shard order (recovery relies on the order: see backend::twophase).
+        let in_flight = twophase::begin();
+        let txn = &in_flight.0;
+        let gid = |shard: usize| txn.gid(shard, shards);
+        let Some((&first, rest)) = shards.split_first() else {
+            return Ok(());
+        };
+        fail::fail_point!("2pc-before-prepare", |_| std::process::abort());
+        // Phase one.
         let mut prepared = Vec::new();
         let mut failure = None;
-        for &shard in shards {
+        for &shard in rest {
+            if !prepared.is_empty() {
+                fail::fail_point!("2pc-between-prepares", |_| std::process::abort());
+            }
             let Some(server) = self.servers[shard].as_mut() else {
                 failure = Some(ClientError::new(
                     "08006",
@@ -256,20 +263,65 @@ impl ShardedSession {
                     break;
                 }
             }
+            // Test hook: the second PREPARE succeeded but its reply is taken as lost.
+            #[cfg(feature = "failpoints")]
+            if prepared.len() == 2 && fail::eval("2pc-prepare-reply-lost", |_| ()).is_some() {
+                prepared.pop();
+                failure = Some(ClientError::new("08006", "PREPARE reply lost (failpoint)"));
+                break;
+            }
         }
-        if failure.is_none() && std::env::var_os("PGDOG_TEST_CRASH_AFTER_PREPARE").is_some() {
-            // Fault injection for the in-doubt recovery test: die between the two phases.
-            std::process::abort();
+        // The decision, atomically with the first participant's writes.
+        let mut decided = false;
+        if failure.is_none() {
+            match self.servers[first].as_mut() {
+                Some(server) => {
+                    let sql = format!("{}; COMMIT", twophase::decision_sql(txn));
+                    match server.execute(&sql).await {
+                        Ok(()) if server.status == b'I' => decided = true,
+                        Ok(()) => {
+                            failure = Some(ClientError::new(
+                                "40000",
+                                format!("shard {first}: the commit decision was not recorded"),
+                            ))
+                        }
+                        Err(crate::backend::ServerError::Postgres(fields, _)) => {
+                            failure = Some(ClientError::new(&fields.code, fields.message));
+                        }
+                        Err(e) => {
+                            // Unknown whether the first participant committed: the recorded
+                            // decision (or its absence) settles it in recovery.
+                            tracing::error!("two-phase commit {}: decision outcome unknown on shard {first}: {e}", txn.key());
+                            return Err(ClientError::new(
+                                "08006",
+                                format!("shard {first}: connection lost while committing; the transaction's outcome is decided by pgdog's two-phase recovery ({})", txn.key()),
+                            ));
+                        }
+                    }
+                }
+                None => {
+                    failure = Some(ClientError::new(
+                        "08006",
+                        format!("shard {first}: server connection lost before commit"),
+                    ))
+                }
+            }
         }
-        // Phase two: commit in shard order, or roll back in reverse order.
-        let commit = failure.is_none();
-        let order: Vec<usize> = if commit {
-            shards.to_vec()
+        if decided {
+            fail::fail_point!("2pc-after-decision", |_| std::process::abort());
+        }
+        // Phase two: commit the prepared ones, or roll everything back.
+        let verb = if decided { "COMMIT" } else { "ROLLBACK" };
+        let order: Vec<usize> = if decided {
+            rest.to_vec()
         } else {
             shards.iter().rev().copied().collect()
         };
-        let verb = if commit { "COMMIT" } else { "ROLLBACK" };
+        let mut committed = 0;
         for shard in order {
+            if decided && committed > 0 {
+                fail::fail_point!("2pc-between-commits", |_| std::process::abort());
+            }
             let Some(server) = self.servers[shard].as_mut() else {
                 continue;
             };
@@ -282,14 +334,23 @@ impl ShardedSession {
             } else {
                 Ok(())
             };
-            if let Err(e) = r {
-                tracing::error!(
-                    "two-phase {verb} on shard {shard} failed (pgdog resolves it at its next start): {e}"
-                );
-                failure.get_or_insert(ClientError::from(e));
+            match r {
+                Ok(()) => committed += 1,
+                // Decided: recovery finishes the commit; the client's transaction committed.
+                Err(e) if decided => tracing::error!(
+                    "two-phase COMMIT PREPARED on shard {shard} failed (pgdog's recovery finishes it): {e}"
+                ),
+                Err(e) => {
+                    tracing::error!("two-phase ROLLBACK on shard {shard} failed (pgdog's recovery finishes it): {e}");
+                    failure.get_or_insert(ClientError::from(e));
+                }
             }
         }
-        failure.map_or(Ok(()), Err)
+        if decided {
+            Ok(())
+        } else {
+            Err(failure.unwrap_or_else(|| ClientError::new("40000", "transaction rolled back")))
+        }
     }
 
     /// Rolls back on every shard the transaction touched.
