@@ -589,6 +589,10 @@ fn instance_id(settings: &Settings, config: &std::path::Path) -> Result<String, 
     if let Some(id) = &settings.config.general.instance_id {
         return Ok(id.clone());
     }
+    if !settings.config.general.two_phase_commit {
+        // Only two-phase transaction ids carry it: no file to keep.
+        return Ok("pgdog".into());
+    }
     let path = config
         .parent()
         .unwrap_or(std::path::Path::new("."))
