@@ -62,6 +62,8 @@ port = $SINGLE_PORT
 default_pool_size = $POOL
 auth_type = "trust"
 query_parser = false
+# The raw pooling baseline: no reset between transactions either.
+server_reset_query = ""
 
 [[databases]]
 name = "bench"

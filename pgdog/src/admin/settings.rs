@@ -33,6 +33,9 @@ pub const CHANGEABLE: &[&str] = &[
     "prepared_statements_limit",
     "query_cache_limit",
     "shutdown_timeout",
+    "unknown_functions",
+    "server_reset_query",
+    "two_phase_recovery_interval",
 ];
 
 /// The settings as a TOML table (keys sorted; unset options absent).

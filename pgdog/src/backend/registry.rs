@@ -136,6 +136,9 @@ impl Registry {
         let g = &registry.settings.config.general;
         crate::router::QueryCache::global().resize(g.query_cache_limit);
         crate::frontend::prepared::set_limit(g.prepared_statements_limit);
+        crate::frontend::statements::set_pin_unknown_functions(
+            g.unknown_functions == crate::config::UnknownFunctions::Pin,
+        );
         let new = Arc::new(registry);
         let old = CURRENT.write().replace(new.clone());
         GENERATION.fetch_add(1, std::sync::atomic::Ordering::Release);

@@ -90,6 +90,16 @@ pub enum ReadWriteStrategy {
     Aggressive,
 }
 
+/// Calls of functions pgdog does not know, in transaction mode: pin the client to its server
+/// (they may leave session state) or trust them to leave none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum UnknownFunctions {
+    #[default]
+    Pin,
+    Trust,
+}
+
 /// `[general]`
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -114,6 +124,11 @@ pub struct General {
     pub max_message_size: usize,
     /// Parse every query (pooler-level statement checks: temp tables, LISTEN, advisory locks).
     pub query_parser: bool,
+    /// Statement run on a server before it goes back to the pool when `query_parser` is off in
+    /// transaction mode (pgdog then cannot see session state); empty: none (state may leak).
+    pub server_reset_query: String,
+    /// Transaction mode: what a call of a function pgdog does not know does.
+    pub unknown_functions: UnknownFunctions,
     /// Threads serving clients (0: one per core).
     pub workers: usize,
     /// Cross-shard writes in a transaction commit with two-phase commit.
@@ -202,6 +217,8 @@ impl Default for General {
             tls_private_key: None,
             max_message_size: 256 << 20,
             query_parser: true,
+            server_reset_query: "DISCARD ALL".into(),
+            unknown_functions: UnknownFunctions::Pin,
             workers: 2,
             two_phase_commit: false,
             instance_id: None,

@@ -191,6 +191,12 @@ async fn login(
         }
     };
     let client_params = Params::from_startup(&params);
+    if let Err(refusal) = check_startup_settings(&shard, &client_params, &params).await {
+        let _ = stream
+            .write_all(message::fatal(refusal.0, &refusal.1).bytes())
+            .await;
+        return Err(refusal);
+    }
     let registration = cancel::register();
     login_info.pid = registration.pid;
     client.set_login(login_info);
@@ -246,6 +252,65 @@ async fn login(
     .run()
     .await;
     Ok(())
+}
+
+/// Startup parameters are applied at login, so a bad one fails the login as on Postgres (an
+/// invalid `options` word 42601, an unknown parameter 42704, a bad value 22023) instead of
+/// every query after it. The server keeps the settings (tracked) when they are fine.
+async fn check_startup_settings(
+    shard: &crate::backend::Shard,
+    client: &Params,
+    params: &[(String, String)],
+) -> Result<(), Refusal> {
+    let options = params.iter().find(|(k, _)| k == "options");
+    if let Some(word) = options.and_then(|(_, v)| super::params::invalid_option(v)) {
+        return Err(Refusal(
+            "42601",
+            format!("invalid command-line argument for server process: {word}"),
+        ));
+    }
+    // What every driver sends needs no server round trip.
+    let plain = params.iter().all(|(k, _)| {
+        matches!(
+            k.as_str(),
+            "user" | "database" | "application_name" | "client_encoding" | "replication"
+        ) || k.starts_with("_pq_.")
+    });
+    if plain {
+        return Ok(());
+    }
+    // No free server now: the settings are checked when the first query applies them.
+    let wait = std::time::Duration::from_millis(100);
+    let Ok(Ok(mut server)) = tokio::time::timeout(wait, shard.any().get()).await else {
+        return Ok(());
+    };
+    let Some((sql, after)) = client.sync(&server.settings) else {
+        return Ok(());
+    };
+    match server.execute(&sql).await {
+        Ok(()) => {
+            server.set_settings(after);
+            Ok(())
+        }
+        Err(crate::backend::ServerError::Postgres(fields, _)) => {
+            // One Query: the failed settings rolled back together, the server's are unchanged.
+            Err(Refusal(static_code(&fields.code), fields.message))
+        }
+        Err(e) => {
+            server.discard();
+            Err(Refusal("08006", e.to_string()))
+        }
+    }
+}
+
+/// A server's SQLSTATE as the `'static` code a refusal carries (the common ones; else 22023).
+fn static_code(code: &str) -> &'static str {
+    [
+        "42704", "22023", "42501", "55P02", "42601", "22P02", "3F000",
+    ]
+    .into_iter()
+    .find(|c| *c == code)
+    .unwrap_or("22023")
 }
 
 /// The greeting of an admin client, then its session.

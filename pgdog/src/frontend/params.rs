@@ -168,6 +168,26 @@ fn ident(name: &str) -> String {
 
 /// `-c name=value`, `-cname=value` and `--name=value` items of the `options` startup parameter
 /// (backslash escapes a space).
+/// The first word of an `options` startup value that is not a `-c name=value` or
+/// `--name=value` setting (Postgres refuses those at login).
+pub fn invalid_option(options: &str) -> Option<String> {
+    let mut it = options.split_whitespace();
+    while let Some(w) = it.next() {
+        let item = if w == "-c" {
+            it.next().map(str::to_string)
+        } else if let Some(rest) = w.strip_prefix("-c") {
+            Some(rest.to_string())
+        } else {
+            w.strip_prefix("--").map(str::to_string)
+        };
+        match item {
+            Some(i) if i.contains('=') && !i.starts_with('=') => {}
+            _ => return Some(w.to_string()),
+        }
+    }
+    None
+}
+
 fn parse_options(options: &str) -> Vec<(String, String)> {
     let mut words = Vec::new();
     let mut cur = String::new();

@@ -131,6 +131,10 @@ pub struct Session {
     meter: crate::stats::Meter,
     /// query_timeout fired: the running query was cancelled.
     cancel_sent: bool,
+    /// `server_reset_query` is to run before the server goes back (query_parser off).
+    reset_due: bool,
+    /// It ran for this transaction: the server may go.
+    reset_done: bool,
 }
 
 impl Session {
@@ -187,6 +191,8 @@ impl Session {
             retry_header_sent: false,
             meter,
             cancel_sent: false,
+            reset_due: false,
+            reset_done: false,
         }
     }
 
@@ -269,6 +275,9 @@ impl Session {
                                 }
                                 if self.fetch_lsn {
                                     self.record_write_lsn().await;
+                                }
+                                if self.reset_due {
+                                    self.reset_server().await;
                                 }
                             }
                             Err(e) => self.server_lost(e).await?,
@@ -888,7 +897,13 @@ impl Session {
             self.fetch_lsn = true;
             return;
         }
+        if releasing && !self.query_parser && !self.reset_done {
+            // pgdog saw nothing of the session state: reset the server before it goes back.
+            self.reset_due = true;
+            return;
+        }
         if releasing {
+            self.reset_done = false;
             self.detach();
         }
     }

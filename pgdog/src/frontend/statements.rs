@@ -1,8 +1,12 @@
 //! What the pooler must know about a client's statements: session-level SET/RESET to track and
 //! replay on other server connections, and statements that create session state (temporary
-//! objects, LISTEN, session advisory locks, SQL PREPARE, WITH HOLD cursors) which pin the client
-//! to its server connection until it disconnects, so that state never reaches another client.
+//! objects, `SELECT ... INTO TEMP`, objects in `pg_temp`, LISTEN, session advisory locks, SQL
+//! PREPARE, WITH HOLD cursors, SET SESSION CHARACTERISTICS, DO blocks, and with
+//! `unknown_functions = "pin"` calls of functions pgdog does not know) which pin the client to
+//! its server connection until it disconnects, so that state never reaches another client.
+use crate::router::{Parsed, QueryCache};
 use pg_query_raw::router::{self, Const, Expr, StatementKind};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A change to a session parameter.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,7 +41,38 @@ const KEYWORDS: &[&[u8]] = &[
     b"prepare",
     b"hold",
     b"discard",
+    b"do",
+    b"into",
+    b"characteristics",
+    b"pg_temp",
 ];
+
+/// `unknown_functions = "pin"` (the default): a call of a function pgdog does not know pins.
+static PIN_UNKNOWN_FUNCTIONS: AtomicBool = AtomicBool::new(true);
+
+/// Sets the `unknown_functions` policy (on configuration install).
+pub fn set_pin_unknown_functions(pin: bool) {
+    PIN_UNKNOWN_FUNCTIONS.store(pin, Ordering::Relaxed);
+}
+
+/// A call pgdog cannot prove leaves no session state (a user function may SET, create
+/// temporary tables or take advisory locks), when the policy is to pin for it.
+pub fn unknown_call(parsed: &Parsed, sql: &str) -> Option<&'static str> {
+    if !PIN_UNKNOWN_FUNCTIONS.load(Ordering::Relaxed) || !sql.contains('(') {
+        return None;
+    }
+    let known = |f: &String| {
+        crate::router::read_write::is_known_function(f)
+            || SESSION_ADVISORY.contains(&f.as_str())
+            || matches!(
+                f.as_str(),
+                "set_config" | "pg_advisory_xact_lock" | "pg_advisory_xact_lock_shared"
+            )
+    };
+    (!parsed.calls(sql).iter().all(known)).then_some(
+        "a function call pgdog cannot prove leaves no session state (unknown_functions = \"pin\")",
+    )
+}
 
 /// One pass over the text: at each byte that starts a keyword, compare that keyword.
 fn mentions_keyword(sql: &str) -> bool {
@@ -81,13 +116,19 @@ const SESSION_ADVISORY: &[&str] = &[
 /// Classifies the statements of `sql`. SQL that does not parse is left to the server (which
 /// reports the error) and classifies as nothing.
 pub fn classify(sql: &str) -> Classified {
-    if !mentions_keyword(sql) {
+    let keyword = mentions_keyword(sql);
+    let calls = sql.contains('(') && PIN_UNKNOWN_FUNCTIONS.load(Ordering::Relaxed);
+    if !keyword && !calls {
         return Classified::default();
     }
-    let Ok(statements) = router::parse(sql) else {
+    let Ok(parsed) = QueryCache::global().get(sql) else {
         return Classified::default();
     };
-    classify_parsed(sql, &statements)
+    let mut out = classify_parsed(sql, &parsed.statements);
+    if let Some(reason) = unknown_call(&parsed, sql) {
+        out.pin = out.pin.or(Some(reason));
+    }
+    out
 }
 
 /// The same for statements already parsed (the sharded session has them from its query cache):
@@ -103,6 +144,16 @@ pub fn classify_parsed(sql: &str, statements: &[router::Statement]) -> Classifie
         match &st.kind {
             StatementKind::Set => {
                 let Some(set) = &st.set else { continue };
+                if set.multi
+                    && set
+                        .name
+                        .as_deref()
+                        .is_some_and(|n| n.eq_ignore_ascii_case("session characteristics"))
+                {
+                    // default_transaction_isolation / _read_only / _deferrable of the session.
+                    out.pin = Some("SET SESSION CHARACTERISTICS");
+                    continue;
+                }
                 if set.local || set.multi {
                     continue;
                 }
@@ -127,6 +178,11 @@ pub fn classify_parsed(sql: &str, statements: &[router::Statement]) -> Classifie
             ) if contains_word(sql, "temp") => {
                 out.pin = Some("temporary objects");
             }
+            StatementKind::Select if contains_word(sql, "into") && contains_word(sql, "temp") => {
+                out.pin = Some("temporary objects");
+            }
+            _ if contains_word(sql, "pg_temp") => out.pin = Some("temporary objects"),
+            StatementKind::Utility("DoStmt") => out.pin = Some("DO block"),
             StatementKind::Utility("ListenStmt") => out.pin = Some("LISTEN"),
             StatementKind::Utility("DeclareCursorStmt") if contains_word(sql, "hold") => {
                 out.pin = Some("WITH HOLD cursors")
@@ -268,6 +324,35 @@ mod tests {
             Some("set_config with computed arguments")
         );
         assert_eq!(classify("SET a = 1; SET b = 2").statements, 2);
+        assert_eq!(
+            classify("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL SERIALIZABLE").pin,
+            Some("SET SESSION CHARACTERISTICS")
+        );
+        assert_eq!(
+            classify("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE").pin,
+            None
+        );
+        assert_eq!(
+            classify("SELECT 1 AS x INTO TEMP t9").pin,
+            Some("temporary objects")
+        );
+        assert_eq!(
+            classify("CREATE FUNCTION pg_temp.f() RETURNS int AS 'SELECT 1' LANGUAGE sql").pin,
+            Some("temporary objects")
+        );
+        assert_eq!(classify("DO $$ BEGIN NULL; END $$").pin, Some("DO block"));
+        assert!(classify("SELECT my_setter()").pin.is_some());
+        assert!(classify("SELECT * FROM my_srf()").pin.is_some());
+        assert!(classify("INSERT INTO t (a) VALUES (my_fn(1))")
+            .pin
+            .is_some());
+        assert!(classify("CALL my_proc()").pin.is_some());
+        assert_eq!(classify("INSERT INTO t (a, b) VALUES (1, now())").pin, None);
+        assert_eq!(
+            classify("SELECT count(*), lower(name) FROM t WHERE id IN (1, 2)").pin,
+            None
+        );
+
         assert_eq!(classify("SELECT 1"), Classified::default());
         assert_eq!(deallocate("DEALLOCATE ALL"), Some(None));
         assert_eq!(

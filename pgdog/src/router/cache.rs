@@ -18,6 +18,8 @@ pub struct Parsed {
     pub shard_comment: Option<usize>,
     /// `/* pgdog_sharding_key: V */` in the text.
     pub key_comment: Option<String>,
+    /// Every function the text calls (names lower case, without schema), made on first need.
+    calls: OnceLock<Vec<String>>,
 }
 
 impl Parsed {
@@ -29,6 +31,30 @@ impl Parsed {
             plans,
             shard_comment: comment_value(sql, "pgdog_shard").and_then(|v| v.parse().ok()),
             key_comment: comment_value(sql, "pgdog_sharding_key"),
+            calls: OnceLock::new(),
+        })
+    }
+
+    /// The functions `sql` (this entry's text) calls anywhere: targets, WHERE, FROM, VALUES,
+    /// CALL, nested queries (libpg_query's own walk over the whole tree).
+    pub fn calls(&self, sql: &str) -> &[String] {
+        self.calls.get_or_init(|| {
+            let mut names: Vec<String> = pg_query_raw::parse(sql)
+                .map(|r| r.call_functions())
+                .unwrap_or_default();
+            // libpg_query's walk skips INSERT ... VALUES rows.
+            for st in &self.statements {
+                let mut funcs = Vec::new();
+                st.values
+                    .iter()
+                    .flatten()
+                    .for_each(|e| e.functions(&mut funcs));
+                names.extend(funcs.iter().map(|f| f.name.clone()));
+            }
+            names
+                .iter()
+                .map(|f| f.rsplit('.').next().unwrap_or(f).to_ascii_lowercase())
+                .collect()
         })
     }
 

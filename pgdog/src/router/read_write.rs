@@ -375,6 +375,11 @@ const READ_ONLY_CALLS: &[&str] = &[
     "ts_headline",
 ];
 
+/// A built-in function known not to write or leave session state.
+pub(crate) fn is_known_function(name: &str) -> bool {
+    READ_ONLY_CALLS.contains(&name)
+}
+
 /// Every `name(` in the text (outside literals and comments) is a known read-only call.
 fn calls_only_read_functions(text: &str) -> bool {
     !words_outside_literals(text, |word, before_paren| {

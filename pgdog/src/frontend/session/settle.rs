@@ -99,4 +99,27 @@ impl Session {
         }
         self.release_if_idle();
     }
+
+    /// Runs `server_reset_query` on the server (query_parser off in transaction mode) and
+    /// lets it go back to the pool; a failure closes it instead.
+    pub(super) async fn reset_server(&mut self) {
+        self.reset_due = false;
+        let query = crate::backend::Registry::current()
+            .settings
+            .config
+            .general
+            .server_reset_query
+            .clone();
+        if let Some(server) = self.server.as_mut() {
+            if !query.trim().is_empty() && server.execute(&query).await.is_err() {
+                server.discard();
+            }
+            // Whatever the query reset, pgdog no longer vouches for the server's statements
+            // and settings.
+            server.prepared.clear();
+            server.set_settings(Default::default());
+        }
+        self.reset_done = true;
+        self.release_if_idle();
+    }
 }

@@ -430,6 +430,9 @@ impl ShardedSession {
         }
         let route = self.route(parsed, i, sql, None).await?;
         self.note_pin(sql, st);
+        if let Some(reason) = statements::unknown_call(parsed, sql) {
+            self.pinned = self.pinned.or(Some(reason));
+        }
         self.read_intent = self.reads(parsed, i, sql);
         let result = self.run_route(&route, exec::Request::Simple(sql)).await;
         self.read_intent = false;
