@@ -83,7 +83,7 @@ async fn login_show_commands_and_errors() {
     let err = connect_as(&proxy, USER, PASSWORD, ADMIN).await.unwrap_err();
     assert_eq!(
         sqlstate(&err).as_deref(),
-        Some("28000"),
+        Some("28P01"),
         "{}",
         err_text(&err)
     );
@@ -198,7 +198,7 @@ async fn login_show_commands_and_errors() {
         .unwrap_err();
     assert_eq!(
         sqlstate(&err).as_deref(),
-        Some("3D000"),
+        Some("28P01"),
         "{}",
         err_text(&err)
     );

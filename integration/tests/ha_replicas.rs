@@ -63,13 +63,16 @@ async fn reads_go_to_replicas_and_writes_to_the_primary() {
     let p = primary.port;
     for sql in [
         "INSERT INTO t VALUES (1) RETURNING inet_server_port()",
-        "SELECT inet_server_port() FROM (SELECT nextval('s')) x",
         "SELECT inet_server_port() FROM t FOR UPDATE",
         "WITH d AS (DELETE FROM t WHERE id = -1 RETURNING id) SELECT inet_server_port()",
         "/* pgdog_role: primary */ SELECT inet_server_port()",
     ] {
         assert_eq!(port_of(&client, sql).await, p, "{sql}");
     }
+    // nextval writes (and leaves lastval behind: the client is pinned to that server).
+    let pinned = connect(&proxy).await;
+    let sql = "SELECT inet_server_port() FROM (SELECT nextval('s')) x";
+    assert_eq!(port_of(&pinned, sql).await, p, "{sql}");
     // An explicit transaction runs on the primary from BEGIN to COMMIT.
     client.batch_execute("BEGIN").await.unwrap();
     assert_eq!(port_of(&client, "SELECT inet_server_port()").await, p);

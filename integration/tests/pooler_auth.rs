@@ -17,6 +17,17 @@ async fn login_error(proxy: &topology::Proxy, user: &str, password: &str, db: &s
     }
 }
 
+/// The message of a failed login.
+async fn login_message(proxy: &topology::Proxy, user: &str, password: &str, db: &str) -> String {
+    match connect_as(proxy, user, password, db).await {
+        Ok(_) => panic!("login as {user} on {db} should fail"),
+        Err(e) => e
+            .as_db_error()
+            .map(|d| d.message().to_string())
+            .unwrap_or_default(),
+    }
+}
+
 async fn check_auth_type(auth_type: &str) {
     let (_topo, proxy) = pgdog(&format!("auth_type = \"{auth_type}\""), 2);
     let client = connect_as(&proxy, USER, PASSWORD, DB)
@@ -29,16 +40,23 @@ async fn check_auth_type(auth_type: &str) {
         SqlState::INVALID_PASSWORD,
         "{auth_type}: wrong password"
     );
-    assert_eq!(
-        login_error(&proxy, "nobody", PASSWORD, DB).await,
-        SqlState::INVALID_AUTHORIZATION_SPECIFICATION,
-        "{auth_type}: unknown user"
-    );
-    assert_eq!(
-        login_error(&proxy, USER, PASSWORD, "nodb").await,
-        SqlState::INVALID_CATALOG_NAME,
-        "{auth_type}: unknown database"
-    );
+    // Unknown users and databases answer exactly as a wrong password (no enumeration).
+    let wrong = login_message(&proxy, USER, "wrong", DB).await;
+    for (user, db, what) in [
+        ("nobody", DB, "unknown user"),
+        (USER, "nodb", "unknown database"),
+    ] {
+        assert_eq!(
+            login_error(&proxy, user, PASSWORD, db).await,
+            SqlState::INVALID_PASSWORD,
+            "{auth_type}: {what}"
+        );
+        assert_eq!(
+            login_message(&proxy, user, PASSWORD, db).await,
+            wrong.replace(USER, user),
+            "{auth_type}: {what}"
+        );
+    }
     // libpq (psql) logs in with the same method.
     assert_eq!(
         proxy.psql(USER, PASSWORD, DB, "SELECT 'libpq'").unwrap(),
@@ -156,13 +174,59 @@ async fn trust_needs_no_password() {
         "psql without password: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // Users and databases are still checked.
+    // Users and databases are still checked, with one answer for both.
     assert_eq!(
         login_error(&proxy, "nobody", "x", DB).await,
         SqlState::INVALID_AUTHORIZATION_SPECIFICATION
     );
     assert_eq!(
         login_error(&proxy, USER, "x", "nodb").await,
-        SqlState::INVALID_CATALOG_NAME
+        SqlState::INVALID_AUTHORIZATION_SPECIFICATION
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cleartext_to_servers_only_when_allowed() {
+    let topo = topology::Topology::single().unwrap();
+    let node = topo.primary();
+    node.psql("CREATE ROLE clear_user LOGIN PASSWORD 'clear-pw'")
+        .unwrap();
+    // This role must send its password in cleartext (first matching pg_hba line).
+    let hba = node.data_dir().join("pg_hba.conf");
+    let old = std::fs::read_to_string(&hba).unwrap();
+    std::fs::write(
+        &hba,
+        format!("host all clear_user 127.0.0.1/32 password\n{old}"),
+    )
+    .unwrap();
+    node.psql("SELECT pg_reload_conf()").unwrap();
+    let config = |extra: &str| {
+        format!(
+            "auth_type = \"trust\"\n{extra}\n\n[[databases]]\nname = \"{DB}\"\nport = {}\ndatabase_name = \"postgres\"\nuser = \"clear_user\"\npassword = \"clear-pw\"\n",
+            node.port
+        )
+    };
+    let refused = start_with(&config(""), &users(""));
+    let err = connect_as(&refused, USER, "x", DB).await.err();
+    let text = match &err {
+        Some(e) => {
+            e.to_string()
+                + &e.as_db_error()
+                    .map(|d| d.message().to_string())
+                    .unwrap_or_default()
+        }
+        None => {
+            // Logins need no server; the first query does.
+            let c = connect_as(&refused, USER, "x", DB).await.unwrap();
+            let e = c.simple_query("SELECT 1").await.unwrap_err();
+            e.as_db_error()
+                .map(|d| d.message().to_string())
+                .unwrap_or_default()
+        }
+    };
+    assert!(text.contains("server_allow_cleartext"), "{text}");
+    drop(refused);
+    let allowed = start_with(&config("server_allow_cleartext = true"), &users(""));
+    let c = connect_as(&allowed, USER, "x", DB).await.unwrap();
+    assert_eq!(one(&c, "SELECT current_user").await, "clear_user");
 }

@@ -108,6 +108,20 @@ fn tls_session_when_configured_and_plain_otherwise() {
     assert!(out.contains("value 42"), "{out}");
     drop(proxy);
 
+    // tls_mode = "required": TLS clients in, plaintext ones refused with 28000.
+    let required = common::start(&topo, &format!("{general}\ntls_mode = \"required\""), 2);
+    assert!(run_client(required.port).contains("value 42"));
+    let plain_client = required
+        .psql_command(common::USER, "", common::DB)
+        .env("PGSSLMODE", "disable")
+        .args(["-c", "SELECT 1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&plain_client.stderr);
+    assert!(!plain_client.status.success(), "plaintext accepted");
+    assert!(err.contains("TLS connections only"), "{err}");
+    drop(required);
+
     let plain = common::start(&topo, "auth_type = \"trust\"", 2);
     let out = run_client(plain.port);
     assert!(

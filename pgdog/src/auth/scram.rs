@@ -525,6 +525,9 @@ impl ClientState {
 /// [`server_first`](Self::server_first) and send the result in `SASLResponse`; pass the
 /// `AuthenticationSASLFinal` data to [`server_final`](Self::server_final), which checks that the
 /// server knew the password too. `Debug` hides the password.
+/// Most PBKDF2 rounds pgdog computes for a server's SCRAM challenge (Postgres uses 4096).
+pub const MAX_SERVER_ITERATIONS: u32 = 1_000_000;
+
 pub struct ScramClient {
     password: String,
     user: String,
@@ -657,6 +660,12 @@ fn parse_server_first<'a>(
         Ok(n) if n > 0 && iterations.bytes().all(|b| b.is_ascii_digit()) => n,
         _ => return Err(AuthError::Malformed("invalid iteration count")),
     };
+    if iterations > MAX_SERVER_ITERATIONS {
+        // A server (or a man in the middle) asking for billions of rounds would pin a core.
+        return Err(AuthError::Malformed(
+            "iteration count above 1,000,000 (the most pgdog computes for a server)",
+        ));
+    }
     if parts.next().is_some() {
         return Err(AuthError::Malformed(
             "garbage at end of server-first-message",

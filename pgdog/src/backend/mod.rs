@@ -9,6 +9,9 @@ pub mod server;
 pub mod shard;
 pub mod twophase;
 
+#[cfg(test)]
+mod server_auth_tests;
+
 pub use pool::{Pool, PoolError, PooledServer};
 pub use registry::Registry;
 pub use server::{CancelKey, Server, ServerError, ServerTarget};

@@ -227,6 +227,13 @@ impl Server {
 
     async fn authenticate(&mut self, target: &ServerTarget) -> Result<(), ServerError> {
         let mut scram: Option<auth::scram::ScramClient> = None;
+        // The server proved it knows the password (SCRAM's final signature checked).
+        let mut verified = false;
+        let allow_cleartext = super::Registry::current()
+            .settings
+            .config
+            .general
+            .server_allow_cleartext;
         loop {
             let m = self.read().await?;
             if m.tag() == b'E' {
@@ -244,7 +251,19 @@ impl Server {
                     .ok_or_else(|| ServerError::NoPassword(self.addr.clone()))
             };
             match kind {
+                0 if scram.is_some() && !verified => {
+                    return Err(ServerError::Auth(
+                        self.addr.clone(),
+                        "AuthenticationOk before SCRAM's server signature: the server's identity was not proven".into(),
+                    ))
+                }
                 0 => return Ok(()),
+                3 if !allow_cleartext => {
+                    return Err(ServerError::Auth(
+                        self.addr.clone(),
+                        "the server asks for the password in cleartext; pgdog does not send it (set server_allow_cleartext = true to allow, or use scram-sha-256 on the server)".into(),
+                    ))
+                }
                 3 => {
                     let mut pw = password()?.into_bytes();
                     pw.push(0);
@@ -273,12 +292,20 @@ impl Server {
                     scram = Some(client);
                 }
                 11 => {
-                    let client = scram
-                        .as_mut()
+                    let mut client = scram
+                        .take()
                         .ok_or_else(|| self.proto(ProtocolError::Malformed("SASL")))?;
-                    let reply = client
-                        .server_first(r.rest())
-                        .map_err(|e| ServerError::Auth(self.addr.clone(), e.to_string()))?;
+                    // PBKDF2 off the async worker threads.
+                    let data = r.rest().to_vec();
+                    let (client, reply) = tokio::task::spawn_blocking(move || {
+                        let reply = client.server_first(&data);
+                        (client, reply)
+                    })
+                    .await
+                    .map_err(|e| ServerError::Auth(self.addr.clone(), e.to_string()))?;
+                    let reply =
+                        reply.map_err(|e| ServerError::Auth(self.addr.clone(), e.to_string()))?;
+                    scram = Some(client);
                     self.write(&message::password(&reply)).await?;
                 }
                 12 => {
@@ -288,6 +315,7 @@ impl Server {
                     client
                         .server_final(r.rest())
                         .map_err(|e| ServerError::Auth(self.addr.clone(), e.to_string()))?;
+                    verified = true;
                 }
                 other => return Err(ServerError::UnsupportedAuth(self.addr.clone(), other)),
             }

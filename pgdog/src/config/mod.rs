@@ -90,6 +90,15 @@ pub enum ReadWriteStrategy {
     Aggressive,
 }
 
+/// Whether clients may connect without TLS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum TlsMode {
+    #[default]
+    Optional,
+    Required,
+}
+
 /// Calls of functions pgdog does not know, in transaction mode: pin the client to its server
 /// (they may leave session state) or trust them to leave none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
@@ -118,6 +127,10 @@ pub struct General {
     pub server_lifetime: u64,
     /// Milliseconds allowed to open a server connection (TCP and authentication).
     pub connect_timeout: u64,
+    /// A server asking for a cleartext password gets it (else the connection fails).
+    pub server_allow_cleartext: bool,
+    /// Clients must use TLS: `"required"`; `"optional"` accepts plaintext too.
+    pub tls_mode: TlsMode,
     pub tls_certificate: Option<PathBuf>,
     pub tls_private_key: Option<PathBuf>,
     /// Largest protocol message accepted from a client, in bytes.
@@ -213,6 +226,8 @@ impl Default for General {
             idle_timeout: 60_000,
             server_lifetime: 86_400_000,
             connect_timeout: 5_000,
+            server_allow_cleartext: false,
+            tls_mode: TlsMode::Optional,
             tls_certificate: None,
             tls_private_key: None,
             max_message_size: 256 << 20,
@@ -453,6 +468,12 @@ impl Settings {
             return Err(bad(
                 &self.config_path,
                 "general.default_pool_size must be at least 1".into(),
+            ));
+        }
+        if g.tls_mode == TlsMode::Required && g.tls_certificate.is_none() {
+            return Err(bad(
+                &self.config_path,
+                "general.tls_mode = \"required\" needs tls_certificate and tls_private_key".into(),
             ));
         }
         if g.tls_certificate.is_some() != g.tls_private_key.is_some() {

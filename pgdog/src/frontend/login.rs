@@ -49,6 +49,13 @@ pub async fn serve(socket: TcpStream, tls: Option<tokio_rustls::TlsAcceptor>) {
     else {
         return;
     };
+    if general.tls_mode == crate::config::TlsMode::Required && !matches!(stream, Stream::Tls(_)) {
+        let refusal = Refusal(
+            "28000",
+            "pgdog accepts TLS connections only (tls_mode = \"required\"): connect with sslmode=require".into(),
+        );
+        return refuse(&mut stream, refusal).await;
+    }
     if stats::clients::count() > general.max_client_connections {
         let refusal = Refusal(
             "53300",
@@ -407,22 +414,22 @@ async fn authenticate(
     }
     let settings = &registry.settings;
     let admin = admin_entry(registry, &database);
-    if admin.is_none() && !settings.has_database(&database) {
-        return Err(Refusal(
-            "3D000",
-            format!("database \"{database}\" does not exist"),
-        ));
-    }
     let entry = match &admin {
         Some(a) => (a.name == user).then_some(a),
         None => settings.user(&user, &database),
     };
-    let Some(entry) = entry else {
-        return Err(Refusal(
-            "28000",
-            format!("role \"{user}\" does not exist for database \"{database}\""),
-        ));
+    // An unknown user or database goes through the same password exchange (against a
+    // password nobody has) and gets the same answer as a wrong password: no enumeration.
+    let unknown = entry.is_none();
+    let stand_in = User {
+        name: user.clone(),
+        database: database.clone(),
+        password: Some(format!("{:032x}", rand::random::<u128>())),
+        password_hash: None,
+        pool_size: None,
+        pooler_mode: None,
     };
+    let entry = entry.unwrap_or(&stand_in);
     let failed = || {
         Refusal(
             "28P01",
@@ -465,6 +472,15 @@ async fn authenticate(
             Some(refusal) => refusal,
             None => failed(),
         })?,
+    }
+    if unknown {
+        return Err(match method {
+            AuthType::Trust => Refusal(
+                "28000",
+                format!("user \"{user}\" may not connect to database \"{database}\" through pgdog"),
+            ),
+            _ => failed(),
+        });
     }
     let is_admin = admin.is_some();
     Ok((user, database, is_admin))
