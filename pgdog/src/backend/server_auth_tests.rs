@@ -62,8 +62,7 @@ async fn authentication_ok_without_the_server_signature_fails() {
     let port = fake_server(4096).await;
     let err = Server::connect(&target(port), Duration::from_secs(5))
         .await
-        .err()
-        .expect("must not authenticate");
+        .expect_err("must not authenticate");
     assert!(
         matches!(&err, ServerError::Auth(_, m) if m.contains("server's identity was not proven")),
         "{err}"
@@ -76,8 +75,7 @@ async fn absurd_iteration_counts_are_refused_at_once() {
     let start = Instant::now();
     let err = Server::connect(&target(port), Duration::from_secs(5))
         .await
-        .err()
-        .expect("must not authenticate");
+        .expect_err("must not authenticate");
     assert!(err.to_string().contains("iteration count"), "{err}");
     assert!(start.elapsed() < Duration::from_secs(2));
 }
