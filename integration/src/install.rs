@@ -63,6 +63,11 @@ impl Install {
                 })?
             }
         };
+        Install::at(bin)
+    }
+
+    /// The PostgreSQL binaries in `bin` (e.g. Debian's `/usr/lib/postgresql/15/bin`).
+    pub fn at(bin: PathBuf) -> Result<Install> {
         if !bin.join("postgres").is_file() {
             return Err(Error::InstallNotFound(format!(
                 "{} has no postgres",

@@ -221,13 +221,21 @@ fn transactions_across_shards() {
                 "shard {i}: prepared transactions left behind"
             );
         }
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-        for i in 0..2 {
+        // The first participant records the decision with its own commit; the other one is
+        // prepared, then committed (the server logs show it once flushed).
+        let logged = |i: usize, words: &[&str]| {
             let log = shards.shard(i).log();
+            words.iter().all(|w| log.contains(w))
+        };
+        let start = std::time::Instant::now();
+        while !(logged(0, &["pgdog_twophase"])
+            && logged(1, &["PREPARE TRANSACTION", "COMMIT PREPARED"]))
+        {
             assert!(
-                log.contains("PREPARE TRANSACTION") && log.contains("COMMIT PREPARED"),
-                "shard {i}: no PREPARE TRANSACTION / COMMIT PREPARED in the server log"
+                start.elapsed() < std::time::Duration::from_secs(5),
+                "no decision on shard 0 / PREPARE TRANSACTION + COMMIT PREPARED on shard 1 in the server logs"
             );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
         // 2PC ROLLBACK.
         tp.batch_execute(&format!(

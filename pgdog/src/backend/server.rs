@@ -1,10 +1,11 @@
 //! One connection to a Postgres server.
 use crate::auth;
 use crate::net::message::{self, read_error};
+use crate::net::stream::Stream;
 use crate::net::{Message, MessageReader, ProtocolError};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +29,9 @@ pub enum ServerError {
     UnsupportedAuth(String, i32),
     #[error("server {0}: {1}")]
     Auth(String, String),
+    /// TLS to the server failed or is not offered while `server_tls` requires it.
+    #[error("server {0}: TLS: {1}")]
+    Tls(String, String),
     /// pgdog's own statement outlived `server_query_timeout`; the connection is closed.
     #[error("server {0}: \"{1}\" did not finish within server_query_timeout ({2} ms)")]
     Timeout(String, String, u64),
@@ -86,7 +90,7 @@ static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new
 /// A live server connection.
 pub struct Server {
     pub id: u64,
-    stream: TcpStream,
+    stream: Stream,
     reader: MessageReader,
     addr: String,
     /// ParameterStatus values the server reported.
@@ -159,7 +163,11 @@ impl Server {
                 source,
             })?;
         let _ = stream.set_nodelay(true);
-        crate::net::keepalive::apply(&stream, &super::Registry::current().settings.config.general);
+        let registry = super::Registry::current();
+        let general = &registry.settings.config.general;
+        crate::net::keepalive::apply(&stream, general);
+        let stream = negotiate_tls(stream, target, general).await?;
+        drop(registry);
         let mut server = Server {
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             stream,
@@ -477,12 +485,67 @@ impl Server {
         if !self.healthy || self.reader.buffered() > 0 {
             return true;
         }
+        let Stream::Plain(tcp) = &self.stream else {
+            // Under TLS a raw read would take bytes of the TLS stream: errors show on use.
+            return false;
+        };
         let mut buf = [0u8; 1];
-        !matches!(self.stream.try_read(&mut buf), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+        !matches!(tcp.try_read(&mut buf), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
     }
 
     /// Ends the session politely.
     pub async fn terminate(mut self) {
         let _ = self.stream.write_all(message::terminate().bytes()).await;
     }
+}
+
+/// SSLRequest and the TLS handshake as `server_tls` asks (libpq's sslmode semantics).
+async fn negotiate_tls(
+    mut tcp: TcpStream,
+    target: &ServerTarget,
+    general: &crate::config::General,
+) -> Result<Stream, ServerError> {
+    use crate::config::ServerTls;
+    let mode = general.server_tls;
+    if mode == ServerTls::Disable {
+        return Ok(Stream::Plain(tcp));
+    }
+    let addr = target.addr();
+    let failed = |why: String| ServerError::Tls(addr.clone(), why);
+    let mut request = Vec::with_capacity(8);
+    request.extend_from_slice(&8i32.to_be_bytes());
+    request.extend_from_slice(&80877103i32.to_be_bytes());
+    tcp.write_all(&request)
+        .await
+        .map_err(|e| failed(e.to_string()))?;
+    let mut answer = [0u8; 1];
+    tcp.read_exact(&mut answer)
+        .await
+        .map_err(|e| failed(e.to_string()))?;
+    match answer[0] {
+        b'S' => {}
+        b'N' if mode == ServerTls::Prefer => return Ok(Stream::Plain(tcp)),
+        b'N' => {
+            return Err(failed(format!(
+                "the server does not accept TLS (server_tls = {})",
+                serde_name(mode)
+            )))
+        }
+        other => return Err(failed(format!("unexpected answer {other} to SSLRequest"))),
+    }
+    let connector = crate::net::tls_client::connector(mode, general.server_tls_ca.as_deref())
+        .map_err(failed)?;
+    let name = crate::net::tls_client::server_name(&target.host).map_err(failed)?;
+    let tls = connector
+        .connect(name, tcp)
+        .await
+        .map_err(|e| failed(e.to_string()))?;
+    Ok(Stream::TlsClient(Box::new(tls)))
+}
+
+fn serde_name(mode: crate::config::ServerTls) -> String {
+    toml::Value::try_from(mode)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }

@@ -90,6 +90,18 @@ pub enum ReadWriteStrategy {
     Aggressive,
 }
 
+/// TLS towards servers, as libpq's sslmode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServerTls {
+    Disable,
+    #[default]
+    Prefer,
+    Require,
+    VerifyCa,
+    VerifyFull,
+}
+
 /// Whether clients may connect without TLS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -129,6 +141,10 @@ pub struct General {
     pub connect_timeout: u64,
     /// A server asking for a cleartext password gets it (else the connection fails).
     pub server_allow_cleartext: bool,
+    /// TLS to servers: disable, prefer, require, verify-ca, verify-full.
+    pub server_tls: ServerTls,
+    /// PEM file of the CA that signed the servers' certificates (verify-ca, verify-full).
+    pub server_tls_ca: Option<PathBuf>,
     /// Clients must use TLS: `"required"`; `"optional"` accepts plaintext too.
     pub tls_mode: TlsMode,
     pub tls_certificate: Option<PathBuf>,
@@ -227,6 +243,8 @@ impl Default for General {
             server_lifetime: 86_400_000,
             connect_timeout: 5_000,
             server_allow_cleartext: false,
+            server_tls: ServerTls::Prefer,
+            server_tls_ca: None,
             tls_mode: TlsMode::Optional,
             tls_certificate: None,
             tls_private_key: None,
@@ -468,6 +486,14 @@ impl Settings {
             return Err(bad(
                 &self.config_path,
                 "general.default_pool_size must be at least 1".into(),
+            ));
+        }
+        if matches!(g.server_tls, ServerTls::VerifyCa | ServerTls::VerifyFull)
+            && g.server_tls_ca.is_none()
+        {
+            return Err(bad(
+                &self.config_path,
+                "general.server_tls = verify-ca / verify-full needs general.server_tls_ca".into(),
             ));
         }
         if g.tls_mode == TlsMode::Required && g.tls_certificate.is_none() {

@@ -9,6 +9,7 @@ pub mod message;
 pub mod rows;
 pub mod startup;
 pub mod stream;
+pub mod tls_client;
 
 pub use codec::{MessageReader, MAX_STARTUP_PACKET};
 pub use error::ProtocolError;

@@ -1,4 +1,5 @@
-//! A client connection: plain TCP or TLS (rustls), behind one type.
+//! A connection: plain TCP, TLS as the server (clients of pgdog) or TLS as the client (pgdog
+//! to Postgres), behind one type.
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -7,6 +8,18 @@ use tokio::net::TcpStream;
 pub enum Stream {
     Plain(TcpStream),
     Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
+    TlsClient(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl Stream {
+    /// The TCP socket underneath.
+    pub fn tcp(&self) -> &TcpStream {
+        match self {
+            Stream::Plain(s) => s,
+            Stream::Tls(s) => s.get_ref().0,
+            Stream::TlsClient(s) => s.get_ref().0,
+        }
+    }
 }
 
 impl AsyncRead for Stream {
@@ -18,6 +31,7 @@ impl AsyncRead for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            Stream::TlsClient(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
         }
     }
 }
@@ -31,6 +45,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+            Stream::TlsClient(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
         }
     }
 
@@ -38,6 +53,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_flush(cx),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            Stream::TlsClient(s) => Pin::new(s.as_mut()).poll_flush(cx),
         }
     }
 
@@ -45,6 +61,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            Stream::TlsClient(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }
 
@@ -56,6 +73,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+            Stream::TlsClient(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
         }
     }
 
@@ -63,6 +81,7 @@ impl AsyncWrite for Stream {
         match self {
             Stream::Plain(s) => s.is_write_vectored(),
             Stream::Tls(s) => s.is_write_vectored(),
+            Stream::TlsClient(s) => s.is_write_vectored(),
         }
     }
 }

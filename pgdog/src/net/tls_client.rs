@@ -1,0 +1,173 @@
+//! TLS towards Postgres servers (`server_tls`, `server_tls_ca`), as libpq's sslmode: `disable`,
+//! `prefer` (TLS when the server offers it), `require` (TLS, any certificate), `verify-ca`
+//! (the chain must lead to `server_tls_ca`), `verify-full` (and name the host). Used by every
+//! server connection: pools, health checks, replication and resharding.
+use crate::config::ServerTls;
+use parking_lot::Mutex;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{CertificateError, DigitallySignedStruct, Error, SignatureScheme};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock};
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Checks the handshake signatures only (`require`: encryption without authentication).
+#[derive(Debug)]
+struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// `verify-ca`: the chain is checked, the host name is not.
+#[derive(Debug)]
+struct ChainOnly(Arc<WebPkiServerVerifier>);
+
+impl ServerCertVerifier for ChainOnly {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, Error> {
+        match self
+            .0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+        {
+            Err(Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+fn roots(ca: &Path) -> Result<rustls::RootCertStore, String> {
+    let f = std::fs::File::open(ca).map_err(|e| format!("{}: {e}", ca.display()))?;
+    let mut store = rustls::RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut std::io::BufReader::new(f)) {
+        let cert = cert.map_err(|e| format!("{}: {e}", ca.display()))?;
+        store
+            .add(cert)
+            .map_err(|e| format!("{}: {e}", ca.display()))?;
+    }
+    if store.is_empty() {
+        return Err(format!("{}: no certificate", ca.display()));
+    }
+    Ok(store)
+}
+
+fn build(mode: ServerTls, ca: Option<&Path>) -> Result<tokio_rustls::TlsConnector, String> {
+    let verifier: Arc<dyn ServerCertVerifier> = match mode {
+        ServerTls::VerifyCa | ServerTls::VerifyFull => {
+            let ca = ca.ok_or("server_tls = verify-ca / verify-full needs server_tls_ca")?;
+            let webpki =
+                WebPkiServerVerifier::builder_with_provider(Arc::new(roots(ca)?), provider())
+                    .build()
+                    .map_err(|e| e.to_string())?;
+            if mode == ServerTls::VerifyCa {
+                Arc::new(ChainOnly(webpki))
+            } else {
+                webpki
+            }
+        }
+        _ => Arc::new(AnyCertificate(provider())),
+    };
+    let config = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
+    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+}
+
+type Cached = Option<(ServerTls, Option<PathBuf>, tokio_rustls::TlsConnector)>;
+static CACHE: LazyLock<Mutex<Cached>> = LazyLock::new(|| Mutex::new(None));
+
+/// The connector for `mode` (built once per mode and CA file).
+pub fn connector(mode: ServerTls, ca: Option<&Path>) -> Result<tokio_rustls::TlsConnector, String> {
+    let mut cache = CACHE.lock();
+    if let Some((m, c, connector)) = cache.as_ref() {
+        if *m == mode && c.as_deref() == ca {
+            return Ok(connector.clone());
+        }
+    }
+    let built = build(mode, ca)?;
+    *cache = Some((mode, ca.map(Path::to_path_buf), built.clone()));
+    Ok(built)
+}
+
+/// The name the certificate must carry: the host as configured (an IP address or a DNS name).
+pub fn server_name(host: &str) -> Result<ServerName<'static>, String> {
+    ServerName::try_from(host.to_string()).map_err(|e| format!("server name {host}: {e}"))
+}
