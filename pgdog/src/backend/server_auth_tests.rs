@@ -25,7 +25,11 @@ async fn fake_server(iterations: u32) -> u16 {
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(async move {
         let (mut s, _) = listener.accept().await.unwrap();
-        packet(&mut s, false).await;
+        // SSLRequest (server_tls = prefer): no TLS here; then the startup packet.
+        if packet(&mut s, false).await == 80877103i32.to_be_bytes() {
+            s.write_all(b"N").await.unwrap();
+            packet(&mut s, false).await;
+        }
         s.write_all(message::auth_sasl().bytes()).await.unwrap();
         let initial = packet(&mut s, true).await;
         let text = String::from_utf8_lossy(&initial).to_string();
