@@ -5,6 +5,7 @@
 //! the same `instance_id` resolves what was left, and every transaction's rows are on all shards
 //! or on none. A pgdog of another instance leaves those transactions alone; a running pgdog
 //! resolves them on its timer too.
+mod common;
 use std::time::Duration;
 use topology::{wait_until, Proxy, Topology};
 
@@ -164,4 +165,6 @@ fn two_phase_commit_is_all_or_nothing_across_crashes() {
     // Normal commits still work.
     insert_batch(&running, 10).expect("2pc commit");
     assert_eq!(batch_rows(&topo, 10).iter().sum::<usize>(), 30);
+    common::report("two_phase_crash_points_survived", cases.len() + 1);
+    common::report("two_phase_half_commits", 0);
 }

@@ -481,6 +481,7 @@ fn run(args: Args) -> ExitCode {
     }
     #[cfg(feature = "failpoints")]
     let _failpoints = fail::FailScenario::setup();
+    raise_fd_limit();
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if settings.config.general.workers > 0 {
         builder.worker_threads(settings.config.general.workers);
@@ -608,6 +609,25 @@ fn instance_id(settings: &Settings, config: &std::path::Path) -> Result<String, 
                 )
             })?;
             Ok(id)
+        }
+    }
+}
+
+/// Each client and server connection is a file descriptor: the soft limit (often 1024) goes up
+/// to the hard one, so thousands of clients fit.
+fn raise_fd_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit write and read the struct passed; no other memory.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                tracing::warn!("could not raise the open files limit");
+            }
         }
     }
 }

@@ -394,3 +394,18 @@ pub fn err_text(err: &tokio_postgres::Error) -> String {
         None => format!("{err} ({err:?})"),
     }
 }
+
+/// A figure for `benchmarks/faults.sh`: printed, and appended as `key<TAB>value` to the file
+/// named by `FAULTS_REPORT` when it is set.
+pub fn report(key: &str, value: impl std::fmt::Display) {
+    eprintln!("figure {key} = {value}");
+    if let Some(path) = std::env::var_os("FAULTS_REPORT") {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .expect("FAULTS_REPORT file");
+        writeln!(f, "{key}\t{value}").expect("FAULTS_REPORT write");
+    }
+}

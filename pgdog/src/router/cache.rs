@@ -80,6 +80,20 @@ impl Parsed {
     }
 }
 
+/// Statements this long are parsed with the worker thread handed over
+/// (`block_in_place`): other clients' tasks move to another worker meanwhile.
+const LARGE_SQL: usize = 64 * 1024;
+
+fn parse_off_the_workers(sql: &str) -> Result<Parsed, RouterError> {
+    let multi_thread = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if sql.len() >= LARGE_SQL && multi_thread {
+        tokio::task::block_in_place(|| Parsed::new(sql))
+    } else {
+        Parsed::new(sql)
+    }
+}
+
 /// `/* name: value */` anywhere in a comment of `sql`.
 fn comment_value(sql: &str, name: &str) -> Option<String> {
     let at = sql.find(name)?;
@@ -126,7 +140,7 @@ impl QueryCache {
             return Ok(p.clone());
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
-        let parsed = Arc::new(Parsed::new(sql)?);
+        let parsed = Arc::new(parse_off_the_workers(sql)?);
         self.lru.lock().put(Arc::from(sql), parsed.clone());
         Ok(parsed)
     }
