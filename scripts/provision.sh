@@ -80,5 +80,20 @@ if [ "$(id -u)" = 0 ] && ! id -u postgres >/dev/null 2>&1; then
   useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin postgres
 fi
 
+# As root the servers run as `postgres`, which must be able to execute the binaries: a clone in a
+# folder others cannot enter (root's home) gets them copied to /opt/pgdog (readable by all).
+if [ "$(id -u)" = 0 ] && ! runuser -u postgres -- test -x "$PG_BIN/postgres" 2>/dev/null; then
+  PUBLIC="/opt/pgdog/${PG_WHEEL//[^A-Za-z0-9.]/-}"
+  if [ ! -x "$PUBLIC/bin/postgres" ]; then
+    say "copying PostgreSQL to $PUBLIC (the postgres user cannot enter $ROOT)"
+    rm -rf "$PUBLIC.tmp" && mkdir -p "$PUBLIC.tmp"
+    cp -a "$(dirname "$PG_BIN")/." "$PUBLIC.tmp/"
+    chmod -R a+rX "$PUBLIC.tmp" && rm -rf "$PUBLIC" && mv "$PUBLIC.tmp" "$PUBLIC"
+    chmod a+rx /opt/pgdog
+  fi
+  PG_BIN="$PUBLIC/bin"
+  runuser -u postgres -- test -x "$PG_BIN/postgres" || die "user postgres cannot run $PG_BIN/postgres"
+fi
+
 export PGDOG_PG_BIN="$PG_BIN"
 say "PostgreSQL: $("$PG_BIN/postgres" --version)"
