@@ -461,8 +461,7 @@ async fn bad_inputs_get_clear_errors_and_nothing_else_breaks() {
     for (user, pw) in [(USER, "wrong"), ("nobody", "x")] {
         let e = connect_as(&proxy, user, pw, DB)
             .await
-            .err()
-            .expect("refused");
+            .expect_err("refused");
         assert_eq!(sqlstate(&e).as_deref(), Some("28P01"));
     }
     // Everyone else is unaffected.
