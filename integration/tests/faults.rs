@@ -459,9 +459,7 @@ async fn bad_inputs_get_clear_errors_and_nothing_else_breaks() {
     }
     // Wrong password, unknown user.
     for (user, pw) in [(USER, "wrong"), ("nobody", "x")] {
-        let e = connect_as(&proxy, user, pw, DB)
-            .await
-            .expect_err("refused");
+        let e = connect_as(&proxy, user, pw, DB).await.expect_err("refused");
         assert_eq!(sqlstate(&e).as_deref(), Some("28P01"));
     }
     // Everyone else is unaffected.
