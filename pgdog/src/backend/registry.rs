@@ -134,6 +134,7 @@ impl Registry {
     /// Installs `registry` as the current one; pools no longer used are shut down.
     pub fn install(registry: Registry) {
         let g = &registry.settings.config.general;
+        crate::config::set_active(g);
         crate::router::QueryCache::global().resize(g.query_cache_limit);
         crate::frontend::prepared::set_limit(g.prepared_statements_limit);
         crate::frontend::statements::set_pin_unknown_functions(

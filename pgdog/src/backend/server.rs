@@ -163,11 +163,9 @@ impl Server {
                 source,
             })?;
         let _ = stream.set_nodelay(true);
-        let registry = super::Registry::current();
-        let general = &registry.settings.config.general;
-        crate::net::keepalive::apply(&stream, general);
-        let stream = negotiate_tls(stream, target, general).await?;
-        drop(registry);
+        let general = crate::config::active();
+        crate::net::keepalive::apply(&stream, &general);
+        let stream = negotiate_tls(stream, target, &general).await?;
         let mut server = Server {
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             stream,
@@ -237,11 +235,7 @@ impl Server {
         let mut scram: Option<auth::scram::ScramClient> = None;
         // The server proved it knows the password (SCRAM's final signature checked).
         let mut verified = false;
-        let allow_cleartext = super::Registry::current()
-            .settings
-            .config
-            .general
-            .server_allow_cleartext;
+        let allow_cleartext = crate::config::active().server_allow_cleartext;
         loop {
             let m = self.read().await?;
             if m.tag() == b'E' {
@@ -400,11 +394,7 @@ impl Server {
 
     /// Runs a simple query and drains its results; the server's error if it fails.
     pub async fn execute(&mut self, sql: &str) -> Result<(), ServerError> {
-        let ms = super::Registry::current()
-            .settings
-            .config
-            .general
-            .server_query_timeout;
+        let ms = crate::config::active().server_query_timeout;
         if ms == 0 {
             return self.execute_now(sql).await;
         }

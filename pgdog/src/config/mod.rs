@@ -452,6 +452,23 @@ fn describe_toml_error(text: &str, e: &toml::de::Error) -> String {
     }
 }
 
+static ACTIVE: parking_lot::RwLock<Option<std::sync::Arc<General>>> =
+    parking_lot::RwLock::new(None);
+
+/// The `[general]` settings in force (the last loaded or installed; defaults before that):
+/// what server connections read (TLS, keepalive, timeouts), also in the command-line tools.
+pub fn active() -> std::sync::Arc<General> {
+    ACTIVE
+        .read()
+        .clone()
+        .unwrap_or_else(|| std::sync::Arc::new(General::default()))
+}
+
+/// Makes `general` the settings in force (configuration load, reload, SET).
+pub fn set_active(general: &General) {
+    *ACTIVE.write() = Some(std::sync::Arc::new(general.clone()));
+}
+
 impl Settings {
     /// Reads and validates both files.
     pub fn load(config_path: &Path, users_path: &Path) -> Result<Settings, ConfigError> {
@@ -468,6 +485,7 @@ impl Settings {
             users_path: users_path.to_path_buf(),
         };
         settings.validate()?;
+        set_active(&settings.config.general);
         Ok(settings)
     }
 

@@ -2,7 +2,6 @@
 //! answers 57014), `idle_in_transaction_timeout` (FATAL 25P03; the server is rolled back and
 //! goes back to its pool) and `client_idle_timeout` (FATAL 57P05).
 use super::{Session, SessionError};
-use crate::backend::Registry;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -51,8 +50,7 @@ pub(crate) fn next_deadline(
     in_transaction: bool,
     last_message: std::time::Instant,
 ) -> Deadline {
-    let registry = Registry::current();
-    let g = &registry.settings.config.general;
+    let g = crate::config::active();
     let at =
         |from: std::time::Instant, ms: u64| Instant::from_std(from + Duration::from_millis(ms));
     match busy_since {

@@ -273,11 +273,7 @@ impl ShardedSession {
 
     /// When the request in flight reaches `query_timeout` (none when it is off).
     fn query_deadline(&self) -> Option<tokio::time::Instant> {
-        let ms = crate::backend::Registry::current()
-            .settings
-            .config
-            .general
-            .query_timeout;
+        let ms = crate::config::active().query_timeout;
         let start = self.meter.request_started()?;
         (ms > 0)
             .then(|| tokio::time::Instant::from_std(start + std::time::Duration::from_millis(ms)))
