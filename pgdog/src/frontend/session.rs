@@ -12,6 +12,11 @@ pub(crate) mod timeouts;
 
 use timeouts::{far_future, stopped};
 
+/// Whether `server_reset_query` is set (query_parser off: run before a server goes back).
+fn reset_query_set() -> bool {
+    !crate::config::active().server_reset_query.trim().is_empty()
+}
+
 use super::aborted::{self, Aborted};
 use super::cancel::Registration;
 use super::params::Params;
@@ -897,7 +902,7 @@ impl Session {
             self.fetch_lsn = true;
             return;
         }
-        if releasing && !self.query_parser && !self.reset_done {
+        if releasing && !self.query_parser && !self.reset_done && reset_query_set() {
             // pgdog saw nothing of the session state: reset the server before it goes back.
             self.reset_due = true;
             return;

@@ -74,16 +74,32 @@ pub fn unknown_call(parsed: &Parsed, sql: &str) -> Option<&'static str> {
     )
 }
 
-/// One pass over the text: at each byte that starts a keyword, compare that keyword.
+/// Bytes (either case) that start a keyword.
+const FIRST_BYTES: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < KEYWORDS.len() {
+        let b = KEYWORDS[i][0];
+        t[b as usize] = true;
+        t[b.to_ascii_uppercase() as usize] = true;
+        i += 1;
+    }
+    t
+};
+
+/// One pass over the text: at each byte that starts a keyword (a table lookup), compare the
+/// keywords starting with it.
 fn mentions_keyword(sql: &str) -> bool {
     let bytes = sql.as_bytes();
-    bytes.iter().enumerate().any(|(i, b)| {
-        let first = b.to_ascii_lowercase();
-        KEYWORDS.iter().any(|k| {
-            k[0] == first
-                && bytes.len() - i >= k.len()
-                && bytes[i..i + k.len()].eq_ignore_ascii_case(k)
-        })
+    bytes.iter().enumerate().any(|(i, &b)| {
+        FIRST_BYTES[b as usize] && {
+            let first = b.to_ascii_lowercase();
+            KEYWORDS.iter().any(|k| {
+                k[0] == first
+                    && bytes.len() - i >= k.len()
+                    && bytes[i..i + k.len()].eq_ignore_ascii_case(k)
+            })
+        }
     })
 }
 
