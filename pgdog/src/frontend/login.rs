@@ -42,7 +42,7 @@ pub async fn serve(socket: TcpStream, tls: Option<tokio_rustls::TlsAcceptor>) {
     crate::net::keepalive::apply(&socket, general);
     let deadline = tokio::time::Instant::now()
         + std::time::Duration::from_millis(general.client_login_timeout);
-    let mut reader = MessageReader::new(general.max_message_size);
+    let mut reader = MessageReader::for_client(general.max_message_size);
     let startup = startup(Stream::Plain(socket), &mut reader, tls, &peer);
     // Past the deadline before the StartupMessage: closed without a word, as Postgres does.
     let Ok(Some((mut stream, minor, params))) = tokio::time::timeout_at(deadline, startup).await

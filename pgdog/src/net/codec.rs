@@ -20,6 +20,8 @@ const GROW_AHEAD: usize = 64 * 1024;
 pub struct MessageReader {
     buf: BytesMut,
     max_size: usize,
+    /// Bytes reserved when the buffer runs low.
+    chunk: usize,
 }
 
 impl MessageReader {
@@ -27,6 +29,17 @@ impl MessageReader {
         MessageReader {
             buf: BytesMut::with_capacity(16 * 1024),
             max_size,
+            chunk: 16 * 1024,
+        }
+    }
+
+    /// A reader for a client connection: small until the client sends more (thousands of idle
+    /// clients each keep one).
+    pub fn for_client(max_size: usize) -> MessageReader {
+        MessageReader {
+            buf: BytesMut::with_capacity(1024),
+            max_size,
+            chunk: 4 * 1024,
         }
     }
 
@@ -84,8 +97,8 @@ impl MessageReader {
 
     /// Reads more bytes into the buffer.
     pub async fn fill<R: AsyncRead + Unpin>(&mut self, io: &mut R) -> Result<(), ProtocolError> {
-        if self.buf.capacity() - self.buf.len() < 4096 {
-            self.buf.reserve(16 * 1024);
+        if self.buf.capacity() - self.buf.len() < self.chunk / 4 {
+            self.buf.reserve(self.chunk);
         }
         let n = io.read_buf(&mut self.buf).await?;
         if n == 0 {

@@ -179,7 +179,7 @@ impl ShardedSession {
             read_intent: false,
             write_lsns: Vec::new(),
             role_hint: None,
-            out: BytesMut::with_capacity(16 * 1024),
+            out: BytesMut::with_capacity(1024),
             status: b'I',
             tx: None,
             overrides: Overrides::default(),
