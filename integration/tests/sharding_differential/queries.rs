@@ -375,6 +375,10 @@ pub(crate) fn reads(k: &Ids) -> Qs {
     q.e("SELECT sum(amount) / count(*) FROM orders").refuse_ok();
     q.e("SELECT max(age) - min(age) FROM users").refuse_ok();
     q.e("SELECT count(*) FILTER (WHERE active), count(*) FILTER (WHERE NOT active) FROM users");
+    // bit_and / bit_or / bit_xor over integers (values differ per shard).
+    q.e("SELECT bit_and(age), bit_or(age), bit_xor(age), bit_or(id) FROM users");
+    q.e("SELECT tenant, bit_or(id), bit_and(age | 1), bit_xor(age::smallint) FROM users GROUP BY tenant ORDER BY 1 NULLS FIRST");
+    q.e("SELECT bit_or(DISTINCT age), bit_and(DISTINCT age) FROM users WHERE age > 30");
     // FILTER on every mergeable aggregate, with and without GROUP BY (issue 13).
     q.e("SELECT sum(score) FILTER (WHERE age > 40), min(age) FILTER (WHERE active), max(score) FILTER (WHERE tenant = 'globex'), avg(age) FILTER (WHERE score > 50) FROM users");
     q.e("SELECT tenant, count(*) FILTER (WHERE age < 30) AS young, avg(score) FILTER (WHERE active) AS a FROM users GROUP BY tenant ORDER BY tenant NULLS FIRST");

@@ -25,6 +25,8 @@ enum Acc {
     Min(Option<Bytes>),
     Max(Option<Bytes>),
     Bool(Option<bool>),
+    /// bit_and / bit_or / bit_xor so far.
+    Bits(Option<i128>),
     /// avg: Σ avg_i × count_i, used when the shards' sums are `real` (imprecise).
     Avg(f64),
 }
@@ -69,6 +71,10 @@ impl Groups {
                 AggFn::Min | AggFn::Max => return Err(unsupported("min/max", ty)),
                 AggFn::BoolAnd | AggFn::BoolOr if ty.kind == Kind::Bool => Acc::Bool(None),
                 AggFn::BoolAnd | AggFn::BoolOr => return Err(unsupported("bool_and/bool_or", ty)),
+                AggFn::BitAnd | AggFn::BitOr | AggFn::BitXor if ty.kind.is_int() => Acc::Bits(None),
+                AggFn::BitAnd | AggFn::BitOr | AggFn::BitXor => {
+                    return Err(unsupported("bit_and/bit_or/bit_xor", ty))
+                }
                 AggFn::Avg { sum, count } => {
                     let ok_avg = matches!(ty.kind, Kind::Numeric | Kind::Float8);
                     let sum_ty = types.get(*sum).ok_or(MergeError::State("avg sum column"))?;
@@ -194,6 +200,16 @@ impl Groups {
                         });
                     }
                 }
+                Acc::Bits(b) => {
+                    if let Some(Number::Int(x)) = v.and_then(|v| ty.number(v)) {
+                        *b = Some(match (*b, self.roles[i]) {
+                            (None, _) => x,
+                            (Some(cur), AggFn::BitAnd) => cur & x,
+                            (Some(cur), AggFn::BitOr) => cur | x,
+                            (Some(cur), _) => cur ^ x,
+                        });
+                    }
+                }
                 Acc::Avg(w) => {
                     if let AggFn::Avg { count, .. } = self.roles[i] {
                         let avg = v.and_then(|v| ty.number(v));
@@ -257,6 +273,10 @@ impl Groups {
                     (false, true) => &[0],
                 })
             }),
+            Acc::Bits(b) => match b {
+                Some(b) => enc(Number::Int(*b))?,
+                None => None,
+            },
             Acc::Avg(weighted) => {
                 let AggFn::Avg { sum, count } = self.roles[i] else {
                     return Err(MergeError::State("avg role"));

@@ -43,6 +43,10 @@ pub enum AggFn {
     Max,
     BoolAnd,
     BoolOr,
+    /// `bit_and` / `bit_or` / `bit_xor` of integers: the same operation over the shards'.
+    BitAnd,
+    BitOr,
+    BitXor,
     /// `avg`: recomputed from the `sum` and `count` columns (absolute indexes).
     Avg {
         sum: usize,
@@ -239,7 +243,8 @@ impl CrossShardPlan {
 
 /// Aggregates the merger combines from partial results.
 const MERGEABLE: &[&str] = &[
-    "count", "sum", "min", "max", "avg", "bool_and", "bool_or", "every",
+    "count", "sum", "min", "max", "avg", "bool_and", "bool_or", "every", "bit_and", "bit_or",
+    "bit_xor",
 ];
 
 /// Aggregates whose partial results cannot be combined.
@@ -265,9 +270,6 @@ const UNMERGEABLE: &[&str] = &[
     "regr_sxx",
     "regr_sxy",
     "regr_syy",
-    "bit_and",
-    "bit_or",
-    "bit_xor",
     "any_value",
     "xmlagg",
     "json_objectagg",
@@ -587,10 +589,18 @@ impl Planner {
             "max" => AggFn::Max,
             "bool_and" | "every" => AggFn::BoolAnd,
             "bool_or" => AggFn::BoolOr,
+            "bit_and" => AggFn::BitAnd,
+            "bit_or" => AggFn::BitOr,
+            "bit_xor" => AggFn::BitXor,
             // Placeholder: `avg_parts` fills in the columns.
             _ => AggFn::Avg { sum: 0, count: 0 },
         };
-        if fc.agg_distinct && matches!(role, AggFn::Count | AggFn::Sum | AggFn::Avg { .. }) {
+        if fc.agg_distinct
+            && matches!(
+                role,
+                AggFn::Count | AggFn::Sum | AggFn::Avg { .. } | AggFn::BitXor
+            )
+        {
             return Err(MergeError::unsupported(format!("{name}(DISTINCT ...)")));
         }
         Ok(Some(role))

@@ -55,7 +55,7 @@ impl Kind {
         }
     }
 
-    fn is_int(self) -> bool {
+    pub fn is_int(self) -> bool {
         matches!(self, Kind::Int2 | Kind::Int4 | Kind::Int8 | Kind::Oid)
     }
 }
@@ -248,6 +248,10 @@ impl ColType {
     pub fn encode(&self, n: &Number) -> Option<Vec<u8>> {
         use Kind::*;
         match (self.kind, n, self.binary) {
+            (Int2, Number::Int(i), false) => Some(i16::try_from(*i).ok()?.to_string().into_bytes()),
+            (Int2, Number::Int(i), true) => Some(i16::try_from(*i).ok()?.to_be_bytes().to_vec()),
+            (Int4, Number::Int(i), false) => Some(i32::try_from(*i).ok()?.to_string().into_bytes()),
+            (Int4, Number::Int(i), true) => Some(i32::try_from(*i).ok()?.to_be_bytes().to_vec()),
             (Int8, Number::Int(i), false) => Some(i64::try_from(*i).ok()?.to_string().into_bytes()),
             (Int8, Number::Int(i), true) => Some(i64::try_from(*i).ok()?.to_be_bytes().to_vec()),
             (Float8, Number::Float(f), false) => Some(float::format_f64(*f).into_bytes()),

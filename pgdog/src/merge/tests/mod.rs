@@ -873,3 +873,18 @@ fn binary_sum_and_avg_merge_like_text() {
         "100000000000000000000"
     );
 }
+
+#[test]
+fn bit_aggregates_merge() {
+    let p = plan("SELECT bit_and(a), bit_or(a), bit_xor(a) FROM t").unwrap();
+    let desc = rd(&[("bit_and", 23), ("bit_or", 23), ("bit_xor", 23)]);
+    // Shard 0 saw 12 and 10, shard 1 saw 6 (and nothing on shard 2).
+    let shards = [
+        vec![vec![Some("8"), Some("14"), Some("6")]],
+        vec![vec![Some("6"), Some("6"), Some("6")]],
+        vec![vec![None, None, None]],
+    ];
+    assert_eq!(run(&p.merge, &desc, &shards), vec![one(&["0", "14", "0"])]);
+    assert!(plan("SELECT bit_xor(DISTINCT a) FROM t").is_err());
+    assert!(plan("SELECT bit_or(DISTINCT a) FROM t").is_ok());
+}
