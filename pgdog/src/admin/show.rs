@@ -55,6 +55,33 @@ fn mode_name(m: PoolerMode) -> &'static str {
     }
 }
 
+/// PgBouncer's leading columns of SHOW CLIENTS and SHOW SERVERS.
+const CONNECTION_COLUMNS: [&str; 19] = [
+    "type",
+    "user",
+    "database",
+    "replication",
+    "state",
+    "addr",
+    "port",
+    "local_addr",
+    "local_port",
+    "connect_time",
+    "request_time",
+    "wait",
+    "wait_us",
+    "close_needed",
+    "ptr",
+    "link",
+    "remote_pid",
+    "tls",
+    "application_name",
+];
+
+fn connection_columns(more: &[&'static str]) -> Vec<&'static str> {
+    CONNECTION_COLUMNS.iter().chain(more).copied().collect()
+}
+
 pub fn clients() -> Reply {
     let now = clients::now_us();
     let rows = clients::list()
@@ -91,31 +118,7 @@ pub fn clients() -> Reply {
             ]
         })
         .collect();
-    reply(
-        &[
-            "type",
-            "user",
-            "database",
-            "replication",
-            "state",
-            "addr",
-            "port",
-            "local_addr",
-            "local_port",
-            "connect_time",
-            "request_time",
-            "wait",
-            "wait_us",
-            "close_needed",
-            "ptr",
-            "link",
-            "remote_pid",
-            "tls",
-            "application_name",
-            "id",
-        ],
-        rows,
-    )
+    reply(&connection_columns(&["id"]), rows)
 }
 
 pub fn servers() -> Reply {
@@ -154,31 +157,7 @@ pub fn servers() -> Reply {
         }
     }
     reply(
-        &[
-            "type",
-            "user",
-            "database",
-            "replication",
-            "state",
-            "addr",
-            "port",
-            "local_addr",
-            "local_port",
-            "connect_time",
-            "request_time",
-            "wait",
-            "wait_us",
-            "close_needed",
-            "ptr",
-            "link",
-            "remote_pid",
-            "tls",
-            "application_name",
-            "prepared_statements",
-            "id",
-            "shard",
-            "role",
-        ],
+        &connection_columns(&["prepared_statements", "id", "shard", "role"]),
         rows,
     )
 }

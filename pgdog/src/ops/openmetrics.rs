@@ -113,25 +113,53 @@ fn client_metrics(out: &mut Out) {
     }
 }
 
+/// One server of one pool, with its labels.
+struct HostRow {
+    database: String,
+    user: String,
+    shard: String,
+    role: &'static str,
+    host: String,
+    idle: usize,
+    active: usize,
+    waiting: usize,
+    banned: bool,
+    lag: Option<u64>,
+}
+
+impl HostRow {
+    fn labels(&self) -> [(&str, &str); 5] {
+        [
+            ("database", self.database.as_str()),
+            ("user", self.user.as_str()),
+            ("shard", self.shard.as_str()),
+            ("role", self.role),
+            ("host", self.host.as_str()),
+        ]
+    }
+}
+
 fn server_metrics(out: &mut Out) {
     let registry = Registry::current();
     let mut entries: Vec<_> = registry.shard_entries().collect();
     entries.sort_by(|a, b| (&a.0, a.1.index()).cmp(&(&b.0, b.1.index())));
     let mut rows = Vec::new();
-    for ((user, db), shard) in entries {
+    for ((user, database), shard) in entries {
         for host in shard.hosts() {
             let (idle, active) = host.pool.counts();
             let t = host.pool.target();
-            rows.push((
-                db.clone(),
-                user.clone(),
-                shard.index().to_string(),
-                host.state.role().name(),
-                format!("{}:{}", t.host, t.port),
-                (idle, active, host.pool.waiting()),
-                host.state.is_banned(),
-                host.state.status().lag_bytes,
-            ));
+            rows.push(HostRow {
+                database: database.clone(),
+                user: user.clone(),
+                shard: shard.index().to_string(),
+                role: host.state.role().name(),
+                host: format!("{}:{}", t.host, t.port),
+                idle,
+                active,
+                waiting: host.pool.waiting(),
+                banned: host.state.is_banned(),
+                lag: host.state.status().lag_bytes,
+            });
         }
     }
     out.family(
@@ -139,16 +167,10 @@ fn server_metrics(out: &mut Out) {
         "gauge",
         "Server connections by state.",
     );
-    for (db, user, shard, role, host, (idle, active, _), _, _) in &rows {
-        for (state, n) in [("idle", idle), ("active", active)] {
-            let l = [
-                ("database", db.as_str()),
-                ("user", user.as_str()),
-                ("shard", shard.as_str()),
-                ("role", role),
-                ("host", host.as_str()),
-                ("state", state),
-            ];
+    for r in &rows {
+        for (state, n) in [("idle", r.idle), ("active", r.active)] {
+            let mut l = r.labels().to_vec();
+            l.push(("state", state));
             out.sample("server_connections", &l, n);
         }
     }
@@ -157,42 +179,21 @@ fn server_metrics(out: &mut Out) {
         "gauge",
         "Clients waiting for a connection of the pool.",
     );
-    for (db, user, shard, role, host, (_, _, waiting), _, _) in &rows {
-        let l = [
-            ("database", db.as_str()),
-            ("user", user.as_str()),
-            ("shard", shard.as_str()),
-            ("role", role),
-            ("host", host.as_str()),
-        ];
-        out.sample("pool_waiting_clients", &l, waiting);
+    for r in &rows {
+        out.sample("pool_waiting_clients", &r.labels(), r.waiting);
     }
     out.family("host_banned", "gauge", "1 when the server is banned.");
-    for (db, user, shard, role, host, _, banned, _) in &rows {
-        let l = [
-            ("database", db.as_str()),
-            ("user", user.as_str()),
-            ("shard", shard.as_str()),
-            ("role", role),
-            ("host", host.as_str()),
-        ];
-        out.sample("host_banned", &l, u8::from(*banned));
+    for r in &rows {
+        out.sample("host_banned", &r.labels(), u8::from(r.banned));
     }
     out.family(
         "replica_lag_bytes",
         "gauge",
         "Bytes of WAL the replica has not replayed yet.",
     );
-    for (db, user, shard, role, host, _, _, lag) in &rows {
-        if let Some(lag) = lag {
-            let l = [
-                ("database", db.as_str()),
-                ("user", user.as_str()),
-                ("shard", shard.as_str()),
-                ("role", role),
-                ("host", host.as_str()),
-            ];
-            out.sample("replica_lag_bytes", &l, lag);
+    for r in &rows {
+        if let Some(lag) = r.lag {
+            out.sample("replica_lag_bytes", &r.labels(), lag);
         }
     }
 }
