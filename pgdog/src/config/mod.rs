@@ -466,7 +466,21 @@ pub fn active() -> std::sync::Arc<General> {
 
 /// Makes `general` the settings in force (configuration load, reload, SET).
 pub fn set_active(general: &General) {
+    CLIENT_CLOCKS.store(
+        general.query_timeout > 0
+            || general.client_idle_timeout > 0
+            || general.idle_in_transaction_timeout > 0,
+        std::sync::atomic::Ordering::Relaxed,
+    );
     *ACTIVE.write() = Some(std::sync::Arc::new(general.clone()));
+}
+
+static CLIENT_CLOCKS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether any per-client timeout (query, idle, idle in transaction) is on: sessions skip their
+/// clocks entirely otherwise (one atomic load per loop instead of a settings lookup).
+pub fn client_clocks() -> bool {
+    CLIENT_CLOCKS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 impl Settings {

@@ -50,6 +50,9 @@ pub(crate) fn next_deadline(
     in_transaction: bool,
     last_message: std::time::Instant,
 ) -> Deadline {
+    if !crate::config::client_clocks() {
+        return None;
+    }
     let g = crate::config::active();
     let at =
         |from: std::time::Instant, ms: u64| Instant::from_std(from + Duration::from_millis(ms));

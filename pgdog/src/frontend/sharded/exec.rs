@@ -273,6 +273,9 @@ impl ShardedSession {
 
     /// When the request in flight reaches `query_timeout` (none when it is off).
     fn query_deadline(&self) -> Option<tokio::time::Instant> {
+        if !crate::config::client_clocks() {
+            return None;
+        }
         let ms = crate::config::active().query_timeout;
         let start = self.meter.request_started()?;
         (ms > 0)
