@@ -8,7 +8,7 @@
 //! multisets, and with ORDER BY key columns in the same order when there are ties), or the same
 //! SQLSTATE when both fail. Row placement is checked on every shard against Postgres' own hash
 //! partitioning (`satisfies_hash_partition`), COPY TO STDOUT output is compared as row multisets,
-//! and what pgdog must refuse (cross-shard window functions, string_agg/array_agg,
+//! and what pgdog must refuse (cross-shard window functions, string_agg/array_agg with DISTINCT,
 //! percentile_cont, joins not on the sharding keys, UPDATE of a sharding key) must fail with
 //! SQLSTATE 0A000.
 //!

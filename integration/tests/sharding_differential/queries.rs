@@ -379,6 +379,25 @@ pub(crate) fn reads(k: &Ids) -> Qs {
     q.e("SELECT bit_and(age), bit_or(age), bit_xor(age), bit_or(id) FROM users");
     q.e("SELECT tenant, bit_or(id), bit_and(age | 1), bit_xor(age::smallint) FROM users GROUP BY tenant ORDER BY 1 NULLS FIRST");
     q.e("SELECT bit_or(DISTINCT age), bit_and(DISTINCT age) FROM users WHERE age > 30");
+    // stddev / variance exact from per-shard sums (issue 17): int, bigint, numeric inputs.
+    q.e("SELECT stddev(age), variance(age), stddev_pop(score), var_pop(score), stddev_samp(id), var_samp(id) FROM users");
+    q.e("SELECT tenant, stddev(score), variance(age), var_pop(age) FILTER (WHERE active) FROM users GROUP BY tenant ORDER BY 1 NULLS FIRST");
+    q.e("SELECT status, var_samp(amount), stddev_pop(amount) FILTER (WHERE amount > 100) FROM orders GROUP BY status ORDER BY 1 NULLS FIRST");
+    q.e("SELECT stddev(age) FROM users WHERE id < 0");
+    q.e("SELECT tenant, avg(age) AS a, stddev(age) FROM users GROUP BY tenant HAVING stddev(age) > 10 ORDER BY 1 NULLS FIRST");
+    // count(DISTINCT key): each value lives on one shard.
+    q.e("SELECT count(DISTINCT id), count(*) FROM users");
+    q.e("SELECT tenant, count(DISTINCT id) FROM users GROUP BY tenant ORDER BY 1 NULLS FIRST");
+    q.e("SELECT count(DISTINCT o.user_id) FROM orders o WHERE o.amount > 500");
+    q.e("SELECT count(DISTINCT u.id) FROM users u JOIN orders o ON o.user_id = u.id WHERE o.amount > 900");
+    // array_agg / string_agg, ordered inside the call (the keys are unique, so the order is
+    // total); every shard's elements merged.
+    q.e("SELECT tenant, array_agg(id ORDER BY id) FROM users GROUP BY tenant ORDER BY 1 NULLS FIRST");
+    q.e("SELECT string_agg(name, ',' ORDER BY id DESC) FROM users WHERE age > 60");
+    q.e("SELECT tenant, string_agg(email, '|' ORDER BY created_at, id) FILTER (WHERE active), array_agg(score ORDER BY score DESC NULLS LAST, id) FROM users GROUP BY tenant ORDER BY 1 NULLS FIRST");
+    q.e("SELECT status, array_agg(user_id ORDER BY amount, user_id, id), array_agg(created_at ORDER BY id, user_id) FROM orders GROUP BY status ORDER BY 1 NULLS FIRST");
+    q.e("SELECT array_agg(name ORDER BY id), string_agg(name, NULL ORDER BY id) FROM users WHERE id < 0");
+    q.e("SELECT count(*) FROM (SELECT 1) x, LATERAL (SELECT array_agg(id ORDER BY id) AS a FROM users) y WHERE cardinality(y.a) > 0").refuse_ok();
     // FILTER on every mergeable aggregate, with and without GROUP BY (issue 13).
     q.e("SELECT sum(score) FILTER (WHERE age > 40), min(age) FILTER (WHERE active), max(score) FILTER (WHERE tenant = 'globex'), avg(age) FILTER (WHERE score > 50) FROM users");
     q.e("SELECT tenant, count(*) FILTER (WHERE age < 30) AS young, avg(score) FILTER (WHERE active) AS a FROM users GROUP BY tenant ORDER BY tenant NULLS FIRST");

@@ -4,7 +4,9 @@
 use super::datetime::DateStyle;
 use super::decimal::Decimal;
 use super::error::MergeError;
-use super::plan::{AggFn, Constant, Grouping, HavingCond};
+use super::having::{Constant, HavingCond};
+use super::list::{self, ListAgg};
+use super::plan::{AggFn, Grouping};
 use super::value::{ColType, Kind, Number};
 use crate::net::rows::DataRow;
 use bytes::Bytes;
@@ -29,12 +31,19 @@ enum Acc {
     Bits(Option<i128>),
     /// avg: Σ avg_i × count_i, used when the shards' sums are `real` (imprecise).
     Avg(f64),
+    /// stddev / variance: computed from other columns' totals.
+    Spread,
+    /// array_agg / string_agg: every shard's elements.
+    List(list::ListState),
+    /// A helper column only other columns read.
+    Ignored,
 }
 
 /// The groups of an aggregate query being merged.
 #[derive(Debug)]
 pub struct Groups {
     roles: Vec<AggFn>,
+    lists: Vec<ListAgg>,
     types: Vec<ColType>,
     keys: Vec<usize>,
     having: Vec<HavingCond>,
@@ -64,8 +73,32 @@ impl Groups {
         for (role, ty) in g.columns.iter().zip(types) {
             fresh.push(match role {
                 AggFn::First => Acc::First(None),
-                AggFn::Count if ty.numeric() => Acc::Count(0),
-                AggFn::Sum | AggFn::Count => sum_acc(ty).ok_or_else(|| unsupported("sum", ty))?,
+                AggFn::Count | AggFn::CountDistinct if ty.numeric() => Acc::Count(0),
+                AggFn::Sum | AggFn::Count | AggFn::CountDistinct => {
+                    sum_acc(ty).ok_or_else(|| unsupported("sum", ty))?
+                }
+                &AggFn::Spread {
+                    count, sum, sumsq, ..
+                } => {
+                    // Integer and numeric inputs give numeric; float inputs (double precision
+                    // results) are not computed exactly by Postgres either: refused.
+                    let numeric = |c: usize| types.get(c).is_some_and(|t| t.kind == Kind::Numeric);
+                    let counted = types.get(count).is_some_and(|t| t.numeric());
+                    if ty.kind != Kind::Numeric || !numeric(sum) || !numeric(sumsq) || !counted {
+                        return Err(unsupported(
+                            "stddev/variance (integer and numeric inputs only)",
+                            ty,
+                        ));
+                    }
+                    Acc::Spread
+                }
+                AggFn::List(l) => {
+                    let i = fresh.len();
+                    let list = g.lists.get(*l).ok_or(MergeError::State("list aggregate"))?;
+                    list::check_types(list, i, types)?;
+                    Acc::List(list::ListState::default())
+                }
+                AggFn::ListPart => Acc::Ignored,
                 AggFn::Min if ty.ordered() => Acc::Min(None),
                 AggFn::Max if ty.ordered() => Acc::Max(None),
                 AggFn::Min | AggFn::Max => return Err(unsupported("min/max", ty)),
@@ -90,6 +123,7 @@ impl Groups {
         }
         Ok(Groups {
             roles: g.columns.clone(),
+            lists: g.lists.clone(),
             types: types.to_vec(),
             keys: g.keys.clone(),
             having: g.having.clone(),
@@ -210,6 +244,13 @@ impl Groups {
                         });
                     }
                 }
+                Acc::Spread | Acc::Ignored => {}
+                Acc::List(items) => {
+                    if let AggFn::List(l) = self.roles[i] {
+                        let list = self.lists.get(l).ok_or(MergeError::State("list"))?;
+                        list::add(list, i, row, &self.types, items)?;
+                    }
+                }
                 Acc::Avg(w) => {
                     if let AggFn::Avg { count, .. } = self.roles[i] {
                         let avg = v.and_then(|v| ty.number(v));
@@ -277,6 +318,37 @@ impl Groups {
                 Some(b) => enc(Number::Int(*b))?,
                 None => None,
             },
+            Acc::Ignored => None,
+            Acc::List(items) => {
+                let AggFn::List(l) = self.roles[i] else {
+                    return Err(MergeError::State("list role"));
+                };
+                let list = self.lists.get(l).ok_or(MergeError::State("list"))?;
+                list::finish(list, i, items, &self.types)?.map(Bytes::from)
+            }
+            Acc::Spread => {
+                let AggFn::Spread {
+                    kind,
+                    count,
+                    sum,
+                    sumsq,
+                } = self.roles[i]
+                else {
+                    return Err(MergeError::State("stddev/variance role"));
+                };
+                let n = match accs.get(count) {
+                    Some(Acc::Count(n)) => *n,
+                    _ => return Err(MergeError::State("stddev/variance count")),
+                };
+                let total = |c: usize| match accs.get(c) {
+                    Some(Acc::SumDec(d)) => d.as_ref(),
+                    _ => None,
+                };
+                match kind.finish(n, total(sum), total(sumsq)) {
+                    Some(d) => enc(Number::Dec(d))?,
+                    None => None,
+                }
+            }
             Acc::Avg(weighted) => {
                 let AggFn::Avg { sum, count } = self.roles[i] else {
                     return Err(MergeError::State("avg role"));

@@ -1,6 +1,8 @@
 //! Arbitrary-precision decimals for `numeric` values: parse Postgres' text form, compare, add
 //! exactly, divide by a row count with Postgres' result scale and rounding (`avg`), and print
 //! the way Postgres prints (display scale kept: `1.50 + 1 = 2.50`).
+use num_bigint::{BigInt, BigUint, Sign};
+use num_traits::Zero;
 use std::cmp::Ordering;
 
 /// Sign words of Postgres' binary `numeric`.
@@ -119,14 +121,7 @@ impl Decimal {
             other => return other.clone(),
         };
         let count_dec = Finite::new(false, Decimal::digits_of(count as u128), 0);
-        let (w1, d1) = f.nbase_head();
-        let (w2, d2) = count_dec.nbase_head();
-        let mut qweight = w1 - w2;
-        if d1 <= d2 {
-            qweight -= 1;
-        }
-        // NUMERIC_MIN_SIG_DIGITS 16, DEC_DIGITS 4, display scale within [0, 1000].
-        let rscale = (16 - qweight * 4).max(f.scale as i64).clamp(0, 1000) as u32;
+        let rscale = f.div_scale(&count_dec);
         // mag × 10^(rscale - scale) / count, rounded.
         let shift = (rscale - f.scale) as usize;
         let divisor = count as u128;
@@ -150,6 +145,35 @@ impl Decimal {
         }
         q.normalize();
         Decimal::Finite(q)
+    }
+
+    /// A finite value as `(v, scale)` with `self = v × 10^-scale` (`None`: NaN, ±Infinity).
+    pub fn to_scaled(&self) -> Option<(BigInt, u32)> {
+        let Decimal::Finite(f) = self else {
+            return None;
+        };
+        let mag = BigUint::from_radix_le(&f.mag, 10).unwrap_or_default();
+        let sign = if f.neg { Sign::Minus } else { Sign::Plus };
+        Some((BigInt::from_biguint(sign, mag), f.scale))
+    }
+
+    /// `v × 10^-scale`, printed with `scale` digits after the point.
+    pub fn from_scaled(v: &BigInt, scale: u32) -> Decimal {
+        let (sign, mag) = v.clone().into_parts();
+        let digits = if mag.is_zero() {
+            Vec::new()
+        } else {
+            mag.to_radix_le(10)
+        };
+        Decimal::Finite(Finite::new(sign == Sign::Minus, digits, scale))
+    }
+
+    /// Postgres' `select_div_scale(self, divisor)` for two finite values (else 0).
+    pub fn div_scale(&self, divisor: &Decimal) -> u32 {
+        match (self, divisor) {
+            (Decimal::Finite(a), Decimal::Finite(b)) => a.div_scale(b),
+            _ => 0,
+        }
     }
 
     /// Reads Postgres' binary `numeric` (what `numeric_send` writes): `ndigits`, `weight`,
@@ -413,6 +437,22 @@ impl Finite {
             Ordering::Greater => Finite::new(self.neg, sub_mag(&a, &b), scale),
             Ordering::Less => Finite::new(other.neg, sub_mag(&b, &a), scale),
         }
+    }
+
+    /// The result scale Postgres' `select_div_scale` picks for `self / divisor`: at least 16
+    /// significant digits (NUMERIC_MIN_SIG_DIGITS, DEC_DIGITS 4), not below either display
+    /// scale, within [0, 1000].
+    fn div_scale(&self, divisor: &Finite) -> u32 {
+        let (w1, d1) = self.nbase_head();
+        let (w2, d2) = divisor.nbase_head();
+        let mut qweight = w1 - w2;
+        if d1 <= d2 {
+            qweight -= 1;
+        }
+        (16 - qweight * 4)
+            .max(self.scale as i64)
+            .max(divisor.scale as i64)
+            .clamp(0, 1000) as u32
     }
 
     /// Weight and first digit in Postgres' base-10000 representation (zero: `(0, 0)`).

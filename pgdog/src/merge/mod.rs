@@ -6,27 +6,32 @@
 //! the client's text) to every shard, bind `$n` LIMIT/OFFSET values with [`MergePlan::bind`],
 //! then push each shard's RowDescription, DataRows and completion into a [`Merger`] and forward
 //! what [`Merger::take_ready`] and [`Merger::finish`] return. This module never does I/O.
+mod aggfn;
 mod aggregate;
 mod datetime;
 mod decimal;
 mod error;
 mod float;
+mod having;
+mod list;
 mod merger;
 mod plan;
 mod rewrite;
 mod setop;
 mod sort;
+mod spread;
 mod value;
 
 #[cfg(test)]
 mod tests;
 
+pub(crate) use aggfn::is_aggregate;
 pub use decimal::Decimal;
 pub use error::MergeError;
+pub use having::{CmpOp, Constant, HavingCond};
 pub use merger::Merger;
-pub(crate) use plan::is_aggregate;
 pub use plan::{
-    plan, AggFn, Bound, CmpOp, ColumnRef, Constant, CrossShardPlan, DistinctPlan, Grouping,
-    HavingCond, MergePlan, OrderKey,
+    plan, AggFn, Bound, ColumnRef, CrossShardPlan, DistinctPlan, Grouping, KeyColumn, MergePlan,
+    OrderKey,
 };
 pub use setop::{SetOp, SetOpPlan, SetTree};

@@ -1,10 +1,13 @@
 //! The plan of a cross-shard SELECT: which SQL each shard gets and how the merger combines the
 //! shards' rows. [`plan`] reads the query (lean router view for the checks, full tree for the
 //! rewrite) and refuses, with SQLSTATE 0A000, what cannot be merged correctly.
-use super::decimal::Decimal;
+use super::aggfn::{distinct_key, is_aggregate};
 use super::error::MergeError;
+use super::having::HavingCond;
+use super::list::ListAgg;
 use super::rewrite::{self, node};
 use super::setop::{self, SetOpPlan};
+use super::spread::Spread;
 use pg_query_raw::protobuf::{self as pb, node::Node as N};
 use pg_query_raw::router::{self, StatementKind};
 
@@ -52,69 +55,21 @@ pub enum AggFn {
         sum: usize,
         count: usize,
     },
-}
-
-/// Comparison operator of a HAVING condition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CmpOp {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
-
-impl CmpOp {
-    fn parse(op: &str) -> Option<CmpOp> {
-        Some(match op {
-            "=" => CmpOp::Eq,
-            "<>" | "!=" => CmpOp::Ne,
-            "<" => CmpOp::Lt,
-            "<=" => CmpOp::Le,
-            ">" => CmpOp::Gt,
-            ">=" => CmpOp::Ge,
-            _ => return None,
-        })
-    }
-
-    /// The operator with its operands swapped (`5 < x` is `x > 5`).
-    fn flipped(self) -> CmpOp {
-        match self {
-            CmpOp::Lt => CmpOp::Gt,
-            CmpOp::Le => CmpOp::Ge,
-            CmpOp::Gt => CmpOp::Lt,
-            CmpOp::Ge => CmpOp::Le,
-            other => other,
-        }
-    }
-
-    pub fn holds(self, o: std::cmp::Ordering) -> bool {
-        use std::cmp::Ordering::*;
-        match self {
-            CmpOp::Eq => o == Equal,
-            CmpOp::Ne => o != Equal,
-            CmpOp::Lt => o == Less,
-            CmpOp::Le => o != Greater,
-            CmpOp::Gt => o == Greater,
-            CmpOp::Ge => o != Less,
-        }
-    }
-}
-
-/// The constant side of a HAVING condition.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Constant {
-    Number(Decimal),
-    Text(String),
-}
-
-/// `HAVING <aggregate column> <op> <constant>`, applied to merged groups.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HavingCond {
-    pub column: usize,
-    pub op: CmpOp,
-    pub value: Constant,
+    /// `stddev` / `variance` forms: from `count(x)`, `sum(x::numeric)` and
+    /// `sum(x::numeric * x::numeric)` (absolute indexes).
+    Spread {
+        kind: Spread,
+        count: usize,
+        sum: usize,
+        sumsq: usize,
+    },
+    /// `array_agg` / `string_agg`: entry `i` of [`Grouping::lists`].
+    List(usize),
+    /// A helper column of a list aggregate (its values' or an ORDER BY key's array).
+    ListPart,
+    /// `count(DISTINCT key)`: exact as a sum of the shards' counts when `key` is the sharding
+    /// key (the router checks that), since each value lives on one shard.
+    CountDistinct,
 }
 
 /// GROUP BY / aggregate merging: every shard column has a role.
@@ -125,6 +80,8 @@ pub struct Grouping {
     /// One role per shard column, hidden ones included.
     pub columns: Vec<AggFn>,
     pub having: Vec<HavingCond>,
+    /// The `array_agg` / `string_agg` calls.
+    pub lists: Vec<ListAgg>,
 }
 
 /// DISTINCT handling.
@@ -150,6 +107,16 @@ pub struct MergePlan {
     pub grouping: Option<Grouping>,
     /// UNION / INTERSECT / EXCEPT: the branches' combination.
     pub set_op: Option<SetOpPlan>,
+    /// The columns of `count(DISTINCT ...)` calls: right across shards only when each is the
+    /// sharding key of the table it names (the router checks).
+    pub distinct_keys: Vec<KeyColumn>,
+}
+
+/// A column reference `[qualifier.]name`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyColumn {
+    pub qualifier: Option<String>,
+    pub name: String,
 }
 
 impl MergePlan {
@@ -241,49 +208,6 @@ impl CrossShardPlan {
     }
 }
 
-/// Aggregates the merger combines from partial results.
-const MERGEABLE: &[&str] = &[
-    "count", "sum", "min", "max", "avg", "bool_and", "bool_or", "every", "bit_and", "bit_or",
-    "bit_xor",
-];
-
-/// Aggregates whose partial results cannot be combined.
-const UNMERGEABLE: &[&str] = &[
-    "percentile_cont",
-    "percentile_disc",
-    "mode",
-    "stddev",
-    "stddev_pop",
-    "stddev_samp",
-    "variance",
-    "var_pop",
-    "var_samp",
-    "corr",
-    "covar_pop",
-    "covar_samp",
-    "regr_avgx",
-    "regr_avgy",
-    "regr_count",
-    "regr_intercept",
-    "regr_r2",
-    "regr_slope",
-    "regr_sxx",
-    "regr_sxy",
-    "regr_syy",
-    "any_value",
-    "xmlagg",
-    "json_objectagg",
-    "json_arrayagg",
-    "rank",
-    "dense_rank",
-    "percent_rank",
-    "cume_dist",
-];
-
-pub(crate) fn is_aggregate(name: &str) -> bool {
-    MERGEABLE.contains(&name) || UNMERGEABLE.contains(&name) || name.ends_with("_agg")
-}
-
 /// Plans one SELECT sent to every shard. Other statements get a passthrough plan.
 pub fn plan(sql: &str) -> Result<CrossShardPlan, MergeError> {
     let parse_err = |e: pg_query_raw::Error| MergeError::Parse(e.to_string());
@@ -345,31 +269,33 @@ fn check_subqueries(subs: &[router::Statement]) -> Result<(), MergeError> {
 }
 
 /// One entry of the client's target list.
-struct Target {
-    star: bool,
+pub(super) struct Target {
+    pub(super) star: bool,
     /// Canonical SQL of the expression.
-    key: String,
+    pub(super) key: String,
     /// Output column name (alias, or the name Postgres derives).
-    name: Option<String>,
+    pub(super) name: Option<String>,
     /// `name` is an explicit `AS` alias.
-    alias: bool,
-    expr: Option<pb::Node>,
+    pub(super) alias: bool,
+    pub(super) expr: Option<pb::Node>,
 }
 
 /// A column added for the merger.
-struct Hidden {
-    expr: pb::Node,
-    key: String,
-    role: AggFn,
+pub(super) struct Hidden {
+    pub(super) expr: pb::Node,
+    pub(super) key: String,
+    pub(super) role: AggFn,
 }
 
-struct Planner {
-    targets: Vec<Target>,
+pub(super) struct Planner {
+    pub(super) targets: Vec<Target>,
     /// Index of the first `*` target.
-    star_at: Option<usize>,
-    hidden: Vec<Hidden>,
-    grouping: bool,
-    changed: bool,
+    pub(super) star_at: Option<usize>,
+    pub(super) hidden: Vec<Hidden>,
+    pub(super) grouping: bool,
+    pub(super) changed: bool,
+    /// `array_agg` / `string_agg` calls planned so far.
+    pub(super) lists: Vec<ListAgg>,
 }
 
 impl Planner {
@@ -408,6 +334,7 @@ impl Planner {
             star_at,
             hidden: Vec::new(),
             grouping: false,
+            lists: Vec::new(),
             changed: false,
         })
     }
@@ -459,12 +386,13 @@ impl Planner {
                 keys: Vec::new(),
                 columns,
                 having: Vec::new(),
+                lists: Vec::new(),
             };
-            // avg(x): sum(x) and count(x) beside it.
+            // avg(x), stddev(x), ...: the partial sums and counts beside them.
             for i in 0..self.targets.len() {
                 if let Some(e) = self.targets[i].expr.clone() {
-                    if let Some((sum, count)) = self.avg_parts(&e)? {
-                        g.columns[i] = AggFn::Avg { sum, count };
+                    if let Some(role) = self.composite(&e, g.columns[i])? {
+                        g.columns[i] = role;
                     }
                 }
             }
@@ -544,92 +472,21 @@ impl Planner {
         }
         if let Some(mut g) = grouping {
             g.columns.extend(self.hidden.iter().map(|h| h.role));
+            g.lists = std::mem::take(&mut self.lists);
+            let exprs = self.targets.iter().map(|t| t.expr.as_ref());
+            let exprs = exprs.chain(self.hidden.iter().map(|h| Some(&h.expr)));
+            for (role, expr) in g.columns.iter().zip(exprs) {
+                if *role == AggFn::CountDistinct {
+                    plan.distinct_keys.push(distinct_key(expr)?);
+                }
+            }
             plan.grouping = Some(g);
         }
         Ok(plan)
     }
 
-    /// The merge role of an expression that is an aggregate call; `None` for expressions
-    /// without aggregates; an error for aggregates that cannot be merged or that sit inside a
-    /// larger expression.
-    fn aggregate_of(&self, e: &pb::Node, key: &str) -> Result<Option<AggFn>, MergeError> {
-        let calls = rewrite::calls(key)?;
-        let aggs: Vec<&String> = calls.names.iter().filter(|n| is_aggregate(n)).collect();
-        if aggs.is_empty() {
-            return Ok(None);
-        }
-        let Some(N::FuncCall(fc)) = e.node.as_ref() else {
-            return Err(MergeError::unsupported(format!(
-                "an aggregate inside an expression ({key})"
-            )));
-        };
-        let name = rewrite::last_name(&fc.funcname);
-        if !is_aggregate(&name) || aggs.len() > 1 {
-            return Err(MergeError::unsupported(format!(
-                "an aggregate inside an expression ({key})"
-            )));
-        }
-        if !MERGEABLE.contains(&name.as_str()) {
-            return Err(MergeError::unsupported(format!("the aggregate {name}")));
-        }
-        if fc.agg_within_group {
-            return Err(MergeError::unsupported(format!("{name}(...) WITHIN GROUP")));
-        }
-        // FILTER (WHERE ...) stays in the shards' query: each shard's partial result is over
-        // its filtered rows, which merge like unfiltered ones (avg's sum and count carry it).
-        if !fc.agg_order.is_empty() {
-            return Err(MergeError::unsupported(format!(
-                "ORDER BY inside {name}(...)"
-            )));
-        }
-        let role = match name.as_str() {
-            "count" => AggFn::Count,
-            "sum" => AggFn::Sum,
-            "min" => AggFn::Min,
-            "max" => AggFn::Max,
-            "bool_and" | "every" => AggFn::BoolAnd,
-            "bool_or" => AggFn::BoolOr,
-            "bit_and" => AggFn::BitAnd,
-            "bit_or" => AggFn::BitOr,
-            "bit_xor" => AggFn::BitXor,
-            // Placeholder: `avg_parts` fills in the columns.
-            _ => AggFn::Avg { sum: 0, count: 0 },
-        };
-        if fc.agg_distinct
-            && matches!(
-                role,
-                AggFn::Count | AggFn::Sum | AggFn::Avg { .. } | AggFn::BitXor
-            )
-        {
-            return Err(MergeError::unsupported(format!("{name}(DISTINCT ...)")));
-        }
-        Ok(Some(role))
-    }
-
-    /// For `avg(x)`: the columns of `sum(x)` and `count(x)` (added hidden unless present).
-    fn avg_parts(&mut self, e: &pb::Node) -> Result<Option<(usize, usize)>, MergeError> {
-        let Some(N::FuncCall(fc)) = e.node.as_ref() else {
-            return Ok(None);
-        };
-        if rewrite::last_name(&fc.funcname) != "avg" {
-            return Ok(None);
-        }
-        let filtered = |name: &str| {
-            let mut call = rewrite::func_call(name, fc.args.clone(), false);
-            if let Some(N::FuncCall(f)) = call.node.as_mut() {
-                f.agg_filter = fc.agg_filter.clone();
-            }
-            call
-        };
-        let sum = filtered("sum");
-        let count = filtered("count");
-        let s = self.resolve(&sum, false)?;
-        let c = self.resolve(&count, false)?;
-        Ok(Some((self.absolute(s), self.absolute(c))))
-    }
-
     /// Absolute index of a column in grouping mode (no `*`, so every position is known).
-    fn absolute(&self, c: ColumnRef) -> usize {
+    pub(super) fn absolute(&self, c: ColumnRef) -> usize {
         match c {
             ColumnRef::Index(i) => i,
             ColumnRef::Hidden(j) => self.targets.len() + j,
@@ -638,7 +495,7 @@ impl Planner {
 
     /// The column holding `e`: by position or output name (ORDER BY / DISTINCT ON rules, when
     /// `sql92`), else by equal expression, else a new hidden column.
-    fn resolve(&mut self, e: &pb::Node, sql92: bool) -> Result<ColumnRef, MergeError> {
+    pub(super) fn resolve(&mut self, e: &pb::Node, sql92: bool) -> Result<ColumnRef, MergeError> {
         let visible = self.star_at.unwrap_or(self.targets.len());
         match e.node.as_ref() {
             Some(N::AConst(c)) => {
@@ -680,7 +537,7 @@ impl Planner {
     /// A GROUP BY item. Postgres reads a bare name as an input column first, else as an output
     /// alias; the input columns are unknown here, so: a target with that very expression, else
     /// the target aliased so (the shard resolves the name itself), else a hidden column.
-    fn resolve_group(&mut self, e: &pb::Node) -> Result<ColumnRef, MergeError> {
+    pub(super) fn resolve_group(&mut self, e: &pb::Node) -> Result<ColumnRef, MergeError> {
         if let Some(N::ColumnRef(c)) = e.node.as_ref() {
             if c.fields.len() == 1 {
                 let key = rewrite::expr_text(e)?;
@@ -700,7 +557,11 @@ impl Planner {
         self.resolve(e, false)
     }
 
-    fn hidden_column(&mut self, expr: pb::Node, key: String) -> Result<ColumnRef, MergeError> {
+    pub(super) fn hidden_column(
+        &mut self,
+        expr: pb::Node,
+        key: String,
+    ) -> Result<ColumnRef, MergeError> {
         if let Some(j) = self.hidden.iter().position(|h| h.key == key) {
             return Ok(ColumnRef::Hidden(j));
         }
@@ -715,78 +576,11 @@ impl Planner {
             role,
         });
         let j = self.hidden.len() - 1;
-        if let AggFn::Avg { .. } = role {
-            if let Some((sum, count)) = self.avg_parts(&expr)? {
-                self.hidden[j].role = AggFn::Avg { sum, count };
-            }
+        if let Some(role) = self.composite(&expr, role)? {
+            self.hidden[j].role = role;
         }
         Ok(ColumnRef::Hidden(j))
     }
-
-    /// `aggregate <op> constant` (either way round).
-    fn having_condition(&mut self, c: &pb::Node, key: &str) -> Result<HavingCond, MergeError> {
-        let unsupported = || {
-            MergeError::unsupported(format!("this HAVING condition ({key}); supported: aggregate <op> constant, joined with AND"))
-        };
-        let Some(N::AExpr(a)) = c.node.as_ref() else {
-            return Err(unsupported());
-        };
-        if a.kind != pb::AExprKind::AexprOp as i32 {
-            return Err(unsupported());
-        }
-        let op = CmpOp::parse(&rewrite::last_name(&a.name)).ok_or_else(unsupported)?;
-        let (l, r) = (
-            a.lexpr.as_deref().ok_or_else(unsupported)?,
-            a.rexpr.as_deref().ok_or_else(unsupported)?,
-        );
-        let (agg, value, op) = match (constant(l), constant(r)) {
-            (None, Some(v)) => (l, v, op),
-            (Some(v), None) => (r, v, op.flipped()),
-            _ => return Err(unsupported()),
-        };
-        let agg_key = rewrite::expr_text(agg)?;
-        if self.aggregate_of(agg, &agg_key)?.is_none() {
-            return Err(unsupported());
-        }
-        let col = self.resolve(agg, false)?;
-        Ok(HavingCond {
-            column: self.absolute(col),
-            op,
-            value,
-        })
-    }
-}
-
-/// A constant of a HAVING condition: number, string, `-number`, or a cast of one.
-fn constant(e: &pb::Node) -> Option<Constant> {
-    match e.node.as_ref()? {
-        N::AConst(c) => match c.val.as_ref()? {
-            pb::a_const::Val::Ival(i) => Some(Constant::Number(Decimal::from_i128(i.ival as i128))),
-            pb::a_const::Val::Fval(f) => Decimal::parse(&f.fval).map(Constant::Number),
-            pb::a_const::Val::Sval(s) => Some(Constant::Text(s.sval.clone())),
-            pb::a_const::Val::Boolval(b) => {
-                Some(Constant::Text(if b.boolval { "t" } else { "f" }.into()))
-            }
-            _ => None,
-        },
-        N::TypeCast(tc) => constant(tc.arg.as_deref()?),
-        N::AExpr(a) if a.lexpr.is_none() && rewrite::last_name(&a.name) == "-" => {
-            match constant(a.rexpr.as_deref()?)? {
-                Constant::Number(d) => Some(Constant::Number(negate(&d))),
-                Constant::Text(_) => None,
-            }
-        }
-        _ => None,
-    }
-}
-
-fn negate(d: &Decimal) -> Decimal {
-    let s = d.to_string();
-    let neg = match s.strip_prefix('-') {
-        Some(rest) => rest.to_string(),
-        None => format!("-{s}"),
-    };
-    Decimal::parse(&neg).unwrap_or(Decimal::NaN)
 }
 
 fn sort_expr(s: &pb::Node) -> Option<&pb::Node> {

@@ -79,13 +79,21 @@ pub fn int_const(v: i64) -> pb::Node {
 
 /// `$n::bigint`
 pub fn bigint_param(n: u32) -> pb::Node {
-    node(N::TypeCast(Box::new(pb::TypeCast {
-        arg: Some(Box::new(node(N::ParamRef(pb::ParamRef {
+    cast(
+        node(N::ParamRef(pb::ParamRef {
             number: n as i32,
             location: -1,
-        })))),
+        })),
+        "int8",
+    )
+}
+
+/// `arg::pg_catalog.<type_name>`
+pub fn cast(arg: pb::Node, type_name: &str) -> pb::Node {
+    node(N::TypeCast(Box::new(pb::TypeCast {
+        arg: Some(Box::new(arg)),
         type_name: Some(pb::TypeName {
-            names: vec![string("pg_catalog"), string("int8")],
+            names: vec![string("pg_catalog"), string(type_name)],
             typemod: -1,
             location: -1,
             ..Default::default()
@@ -96,9 +104,14 @@ pub fn bigint_param(n: u32) -> pb::Node {
 
 /// `a + b`
 pub fn plus(a: pb::Node, b: pb::Node) -> pb::Node {
+    op("+", a, b)
+}
+
+/// `a <op> b`
+pub fn op(name: &str, a: pb::Node, b: pb::Node) -> pb::Node {
     node(N::AExpr(Box::new(pb::AExpr {
         kind: pb::AExprKind::AexprOp as i32,
-        name: vec![string("+")],
+        name: vec![string(name)],
         lexpr: Some(Box::new(a)),
         rexpr: Some(Box::new(b)),
         location: -1,

@@ -7,7 +7,7 @@ use super::keys::{shard_of, value_of, Params, Predicates, Value};
 use super::schema::{Schema, TableSharding};
 use super::subquery::Scope;
 use super::RouterError;
-use crate::merge::CrossShardPlan;
+use crate::merge::{CrossShardPlan, KeyColumn};
 use pg_query_raw::router::{Expr, Relation, Statement, StatementKind};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -284,7 +284,35 @@ impl Router {
         }
         self.check_nested(stmt, Scope::All, params)?;
         let plan = parsed.plan(i, sql)?;
+        for key in &plan.merge.distinct_keys {
+            self.check_distinct_key(stmt, key)?;
+        }
         Ok(self.multi(shards, Some(plan), true))
+    }
+
+    /// `count(DISTINCT c)` across shards adds the shards' counts: right only when `c` is the
+    /// sharding key of the table it comes from (each value then lives on one shard).
+    fn check_distinct_key(&self, stmt: &Statement, key: &KeyColumn) -> Result<(), RouterError> {
+        let table = match &key.qualifier {
+            Some(q) => stmt
+                .relations
+                .iter()
+                .find(|r| r.alias.as_deref().unwrap_or(&r.name) == q),
+            None => match stmt.relations.as_slice() {
+                [only] => Some(only),
+                _ => None,
+            },
+        };
+        let on_key = table
+            .and_then(|r| self.sharding_of(r, &[]))
+            .is_some_and(|ts| ts.column() == key.name);
+        if on_key {
+            return Ok(());
+        }
+        Err(RouterError::Unsupported(format!(
+            "count(DISTINCT {}) across shards: the same value can be on several shards; it is exact only on a table's sharding key (qualify the column when the query reads several tables)",
+            key.name
+        )))
     }
 
     /// A cross-shard join is right only when the tables are joined on their sharding keys.
