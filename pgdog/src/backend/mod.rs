@@ -8,6 +8,7 @@ pub mod registry;
 pub mod server;
 pub mod shard;
 pub mod twophase;
+pub mod unique_id;
 
 #[cfg(test)]
 mod server_auth_tests;

@@ -3,6 +3,9 @@
 //! their files. Owns parsing and checking only; applying a reload is the pools' business.
 //! `[general] admin_*` and `pause_timeout` configure the admin database (see `crate::admin`).
 use serde::{Deserialize, Serialize};
+
+mod sharding;
+pub use sharding::{DataType, Mapping, MappingValue, OmnishardedTables, PrimaryKey, ShardedTable};
 use std::path::{Path, PathBuf};
 
 /// What went wrong reading the configuration; the message names the file, key and line.
@@ -323,64 +326,6 @@ impl Database {
     pub fn database_name(&self) -> &str {
         self.database_name.as_deref().unwrap_or(&self.name)
     }
-}
-
-/// The type of a sharding key column: decides how its values are parsed and hashed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, Hash)]
-#[serde(rename_all = "lowercase")]
-pub enum DataType {
-    #[default]
-    Bigint,
-    Integer,
-    Smallint,
-    Uuid,
-    #[serde(alias = "text")]
-    Varchar,
-}
-
-/// A value in a list mapping or a range bound: an integer or a string (text, uuid).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Hash)]
-#[serde(untagged)]
-pub enum MappingValue {
-    Integer(i64),
-    Text(String),
-}
-
-/// `[[sharded_tables.mapping]]`: list (`values`) or range (`start` inclusive, `end` exclusive;
-/// either may be left out for an open end) placement of key values on a shard.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Mapping {
-    #[serde(default)]
-    pub values: Vec<MappingValue>,
-    pub start: Option<MappingValue>,
-    pub end: Option<MappingValue>,
-    pub shard: usize,
-}
-
-/// `[[sharded_tables]]`: which column shards a table (or, without `name`, any table that has
-/// that column).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ShardedTable {
-    pub database: String,
-    pub name: Option<String>,
-    pub column: String,
-    #[serde(default)]
-    pub data_type: DataType,
-    /// List or range mappings; empty means hash sharding (Postgres `PARTITION BY HASH`).
-    #[serde(default)]
-    pub mapping: Vec<Mapping>,
-    /// Where a key that no mapping matches goes (without it such a key is an error).
-    pub default_shard: Option<usize>,
-}
-
-/// `[[omnisharded_tables]]`: tables copied on every shard of `database`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OmnishardedTables {
-    pub database: String,
-    pub tables: Vec<String>,
 }
 
 /// `pgdog.toml`

@@ -220,6 +220,16 @@ pub fn parse_complete() -> Message {
     build(b'1', |_| {})
 }
 
+/// ParameterDescription with these type OIDs.
+pub fn parameter_description(types: &[i32]) -> Message {
+    build(b't', |b| {
+        b.put_i16(types.len() as i16);
+        for t in types {
+            b.put_i32(*t);
+        }
+    })
+}
+
 pub fn close_complete() -> Message {
     build(b'3', |_| {})
 }

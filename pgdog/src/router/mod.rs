@@ -4,6 +4,7 @@
 pub mod cache;
 pub mod copy;
 pub mod explain;
+pub mod generate;
 pub mod insert;
 pub mod keys;
 pub mod read_write;

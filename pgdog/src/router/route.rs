@@ -441,7 +441,7 @@ impl Router {
         };
         let Some(position) = position else {
             return Err(RouterError::Unsupported(format!(
-                "INSERT into sharded table \"{}\" must give a value for the sharding key \"{}\"",
+                "INSERT into sharded table \"{}\" must give a value for the sharding key \"{}\": the shards' own defaults would collide (primary_key = \"unique_id\" lets pgdog supply one)",
                 target.name,
                 ts.column()
             )));

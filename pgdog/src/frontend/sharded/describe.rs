@@ -49,7 +49,9 @@ impl ShardedSession {
                     let mut r = m.reader();
                     let n = r.i16().unwrap_or(0).max(0);
                     types = (0..n).map_while(|_| r.i32().ok()).collect();
-                    self.send(&m);
+                    // The parameters pgdog added for generated ids are not the client's.
+                    types.truncate(types.len().saturating_sub(st.generated));
+                    self.send(&message::parameter_description(&types));
                 }
                 b'T' | b'n' | b'N' => self.send(&m),
                 b'E' => {

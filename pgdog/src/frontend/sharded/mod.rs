@@ -10,6 +10,8 @@
 mod copy;
 mod describe;
 mod exec;
+mod ids;
+mod reload;
 mod tx;
 
 use super::cancel::Registration;
@@ -40,6 +42,8 @@ struct Statement {
     param_types: Vec<i32>,
     /// Parameter types the server inferred (from a Describe), for reading binary values.
     inferred: Vec<i32>,
+    /// Trailing parameters pgdog added for generated ids (filled at each Execute).
+    generated: usize,
 }
 
 /// A bound portal: the statement and the client's Bind.
@@ -428,6 +432,12 @@ impl ShardedSession {
         if let StatementKind::Copy { from } = st.kind {
             return self.copy(sql, from).await;
         }
+        let with_ids = self.with_ids(parsed, i, sql).await?;
+        let (parsed, i, sql) = match &with_ids {
+            Some((p, text)) => (p, 0, text.as_str()),
+            None => (parsed, i, sql),
+        };
+        let st = &parsed.statements[i];
         let route = self.route(parsed, i, sql, None).await?;
         self.note_pin(sql, st);
         if let Some(reason) = statements::unknown_call(parsed, sql) {
@@ -500,14 +510,8 @@ impl ShardedSession {
             self.fail_extended(e.into());
             return Ok(());
         }
-        self.statements.insert(
-            fields.name.to_string(),
-            Statement {
-                sql: Arc::from(fields.query),
-                param_types: fields.param_types.clone(),
-                inferred: Vec::new(),
-            },
-        );
+        let statement = self.prepared_with_ids(fields.query, &fields.param_types);
+        self.statements.insert(fields.name.to_string(), statement);
         self.send(&message::parse_complete());
         Ok(())
     }
@@ -627,7 +631,21 @@ impl ShardedSession {
             // Its Sync right after Execute is ignored during COPY FROM, as Postgres does.
             return self.copy(&sql, from).await;
         }
-        let bind = read_bind(&portal.bind).map_err(|e| ClientError::new("08P01", e.to_string()))?;
+        let ids = self.id_values(portal.statement.generated).await?;
+        let mut bind =
+            read_bind(&portal.bind).map_err(|e| ClientError::new("08P01", e.to_string()))?;
+        if !ids.is_empty() {
+            // The client's parameters keep their formats; the ids go as text.
+            let n = bind.values.len();
+            let mut formats = match bind.param_formats.as_slice() {
+                [] => vec![0; n],
+                [f] => vec![*f; n],
+                many => many.to_vec(),
+            };
+            formats.extend(std::iter::repeat_n(0, ids.len()));
+            bind.param_formats = formats;
+            bind.values.extend(ids.iter().map(|v| Some(v.as_slice())));
+        }
         let st_types = &portal.statement;
         let params = crate::router::Params {
             values: bind.values.clone(),
@@ -775,91 +793,6 @@ impl ShardedSession {
         self.servers[shard]
             .as_mut()
             .ok_or_else(|| ClientError::new("08006", "server connection lost"))
-    }
-
-    /// Waits while the database is paused (unless this session already holds a pass: its
-    /// transaction or servers), then takes a reloaded configuration. Called before routing.
-    async fn pass_gate(&mut self) -> Result<(), ClientError> {
-        if self.ticket.is_some() {
-            return Ok(());
-        }
-        let ticket = crate::admin::pause::enter(&self.gate).await;
-        self.refresh_after_reload()?;
-        self.ticket = Some(ticket);
-        Ok(())
-    }
-
-    /// Gives the pass back once no server is attached and no transaction is open.
-    fn release_ticket(&mut self) {
-        if self.tx.is_none() && self.servers.iter().all(|s| s.is_none()) {
-            self.ticket = None;
-        }
-    }
-
-    /// Marks the session for FATAL 57P01 if a reload made its database unsharded.
-    fn check_still_sharded(&mut self) {
-        let current = crate::backend::Registry::generation();
-        if current == self.checked_generation {
-            return;
-        }
-        self.checked_generation = current;
-        let registry = crate::backend::Registry::current();
-        if registry.router(&self.database).is_none()
-            && registry.shard(&self.user, &self.database).is_some()
-        {
-            let _ = self.reconfigure_error();
-        }
-    }
-
-    /// The FATAL that ends a session whose database changed under it.
-    fn reconfigure_error(&mut self) -> ClientError {
-        let why = format!(
-            "database {} was reconfigured (resharded): reconnect",
-            self.database
-        );
-        self.reconfigured = Some(why.clone());
-        ClientError::new("57P01", why)
-    }
-
-    /// A reload may have replaced the pools and the router: take the current ones while no
-    /// server is attached (a transaction in progress finishes on the ones it has). A new
-    /// number of shards is taken in place outside a transaction block; a database that is no
-    /// longer sharded ends the session.
-    fn refresh_after_reload(&mut self) -> Result<(), ClientError> {
-        let current = crate::backend::Registry::generation();
-        if current == self.generation || self.servers.iter().any(|s| s.is_some()) {
-            return Ok(());
-        }
-        let registry = crate::backend::Registry::current();
-        if registry.router(&self.database).is_none()
-            && registry.shard(&self.user, &self.database).is_some()
-        {
-            return Err(self.reconfigure_error());
-        }
-        self.generation = current;
-        let (Some(shards), Some(router)) = (
-            registry.shards(&self.user, &self.database),
-            registry.router(&self.database),
-        ) else {
-            return Err(ClientError::new(
-                "28000",
-                format!(
-                    "user \"{}\" is no longer configured for sharded database \"{}\"",
-                    self.user, self.database
-                ),
-            ));
-        };
-        if shards.len() != self.shards.len() {
-            if self.tx.is_some() {
-                return Err(self.reconfigure_error());
-            }
-            self.servers = shards.iter().map(|_| None).collect();
-            self.on_replica = shards.iter().map(|_| false).collect();
-        }
-        self.mode = shards.first().map(|s| s.mode()).unwrap_or(self.mode);
-        self.shards = shards;
-        self.router = router;
-        Ok(())
     }
 
     /// After a request (Query or Sync): outside a transaction, servers go back to their pools.

@@ -11,6 +11,7 @@ fn table(data_type: DataType, mapping: Vec<Mapping>, default_shard: Option<usize
         data_type,
         mapping,
         default_shard,
+        primary_key: None,
     }
 }
 

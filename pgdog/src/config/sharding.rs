@@ -1,0 +1,84 @@
+//! `[[sharded_tables]]` and `[[omnisharded_tables]]`: which tables are split by which key
+//! column (hash, list or range placement), who supplies missing keys, and which tables are
+//! copied on every shard.
+use serde::Deserialize;
+
+/// The type of a sharding key column: decides how its values are parsed and hashed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum DataType {
+    #[default]
+    Bigint,
+    Integer,
+    Smallint,
+    Uuid,
+    #[serde(alias = "text")]
+    Varchar,
+}
+
+/// A value in a list mapping or a range bound: an integer or a string (text, uuid).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Hash)]
+#[serde(untagged)]
+pub enum MappingValue {
+    Integer(i64),
+    Text(String),
+}
+
+/// `[[sharded_tables.mapping]]`: list (`values`) or range (`start` inclusive, `end` exclusive;
+/// either may be left out for an open end) placement of key values on a shard.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mapping {
+    #[serde(default)]
+    pub values: Vec<MappingValue>,
+    pub start: Option<MappingValue>,
+    pub end: Option<MappingValue>,
+    pub shard: usize,
+}
+
+/// `[[sharded_tables]]`: which column shards a table (or, without `name`, any table that has
+/// that column).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardedTable {
+    pub database: String,
+    pub name: Option<String>,
+    pub column: String,
+    #[serde(default)]
+    pub data_type: DataType,
+    /// List or range mappings; empty means hash sharding (Postgres `PARTITION BY HASH`).
+    #[serde(default)]
+    pub mapping: Vec<Mapping>,
+    /// Where a key that no mapping matches goes (without it such a key is an error).
+    pub default_shard: Option<usize>,
+    /// Who supplies the key when an INSERT leaves it out (or gives `DEFAULT`): `unique_id`
+    /// (pgdog, with `pgdog.unique_id()`; the default for bigint keys) or `database` (the
+    /// shards' own default, which pgdog cannot route: such INSERTs are refused).
+    pub primary_key: Option<PrimaryKey>,
+}
+
+/// `primary_key` of a sharded table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum PrimaryKey {
+    UniqueId,
+    Database,
+}
+
+impl ShardedTable {
+    /// Whether pgdog fills in a missing key with `pgdog.unique_id()`.
+    pub fn generates_key(&self) -> bool {
+        match self.primary_key {
+            Some(p) => p == PrimaryKey::UniqueId,
+            None => self.data_type == DataType::Bigint,
+        }
+    }
+}
+
+/// `[[omnisharded_tables]]`: tables copied on every shard of `database`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OmnishardedTables {
+    pub database: String,
+    pub tables: Vec<String>,
+}

@@ -1,0 +1,92 @@
+//! The pause gate and configuration reloads for a sharded session: before routing, a session
+//! without servers waits while its database is paused, then takes the current pools and router
+//! (a new shard count is taken outside a transaction; a database that is no longer sharded ends
+//! the session with FATAL 57P01).
+use super::{ClientError, ShardedSession};
+
+impl ShardedSession {
+    /// Waits while the database is paused (unless this session already holds a pass: its
+    /// transaction or servers), then takes a reloaded configuration. Called before routing.
+    pub(super) async fn pass_gate(&mut self) -> Result<(), ClientError> {
+        if self.ticket.is_some() {
+            return Ok(());
+        }
+        let ticket = crate::admin::pause::enter(&self.gate).await;
+        self.refresh_after_reload()?;
+        self.ticket = Some(ticket);
+        Ok(())
+    }
+
+    /// Gives the pass back once no server is attached and no transaction is open.
+    pub(super) fn release_ticket(&mut self) {
+        if self.tx.is_none() && self.servers.iter().all(|s| s.is_none()) {
+            self.ticket = None;
+        }
+    }
+
+    /// Marks the session for FATAL 57P01 if a reload made its database unsharded.
+    pub(super) fn check_still_sharded(&mut self) {
+        let current = crate::backend::Registry::generation();
+        if current == self.checked_generation {
+            return;
+        }
+        self.checked_generation = current;
+        let registry = crate::backend::Registry::current();
+        if registry.router(&self.database).is_none()
+            && registry.shard(&self.user, &self.database).is_some()
+        {
+            let _ = self.reconfigure_error();
+        }
+    }
+
+    /// The FATAL that ends a session whose database changed under it.
+    pub(super) fn reconfigure_error(&mut self) -> ClientError {
+        let why = format!(
+            "database {} was reconfigured (resharded): reconnect",
+            self.database
+        );
+        self.reconfigured = Some(why.clone());
+        ClientError::new("57P01", why)
+    }
+
+    /// A reload may have replaced the pools and the router: take the current ones while no
+    /// server is attached (a transaction in progress finishes on the ones it has). A new
+    /// number of shards is taken in place outside a transaction block; a database that is no
+    /// longer sharded ends the session.
+    pub(super) fn refresh_after_reload(&mut self) -> Result<(), ClientError> {
+        let current = crate::backend::Registry::generation();
+        if current == self.generation || self.servers.iter().any(|s| s.is_some()) {
+            return Ok(());
+        }
+        let registry = crate::backend::Registry::current();
+        if registry.router(&self.database).is_none()
+            && registry.shard(&self.user, &self.database).is_some()
+        {
+            return Err(self.reconfigure_error());
+        }
+        self.generation = current;
+        let (Some(shards), Some(router)) = (
+            registry.shards(&self.user, &self.database),
+            registry.router(&self.database),
+        ) else {
+            return Err(ClientError::new(
+                "28000",
+                format!(
+                    "user \"{}\" is no longer configured for sharded database \"{}\"",
+                    self.user, self.database
+                ),
+            ));
+        };
+        if shards.len() != self.shards.len() {
+            if self.tx.is_some() {
+                return Err(self.reconfigure_error());
+            }
+            self.servers = shards.iter().map(|_| None).collect();
+            self.on_replica = shards.iter().map(|_| false).collect();
+        }
+        self.mode = shards.first().map(|s| s.mode()).unwrap_or(self.mode);
+        self.shards = shards;
+        self.router = router;
+        Ok(())
+    }
+}
