@@ -121,6 +121,20 @@ async fn ids_pgdog_supplies_are_unique_placed_and_returned() {
         .expect("insert DEFAULT");
     assert!(r.get::<_, i64>(0) > y);
 
+    // INSERT ... SELECT without the key: ids supplied per row.
+    let msgs = setup
+        .simple_query("INSERT INTO users (name) SELECT 'sel-' || g FROM generate_series(1, 100) g RETURNING id")
+        .await
+        .expect("insert select");
+    let ids: HashSet<String> = msgs
+        .iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::Row(r) => r.get(0).map(str::to_string),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids.len(), 100);
+
     let (ca, cb) = (connect_proxy(&a).await, connect_proxy(&a).await);
     let (cc, cd) = (connect_proxy(&b).await, connect_proxy(&b).await);
     let (ra, rb, rc, rd) = tokio::join!(

@@ -146,11 +146,44 @@ pub(crate) fn writes(k: &Ids) -> Qs {
     q.s("INSERT INTO users (id, name, created_at) VALUES (5000021, 'sp', '2024-01-01+00'), (5000022, 'sp', '2024-01-01+00')", Exact);
     q.s("COMMIT", Exact);
     q.s("SELECT id FROM users WHERE name = 'sp' ORDER BY id", Exact);
+    // INSERT ... SELECT (issue 17): the SELECT routed like any query, its rows placed by key.
     q.s(
         format!("INSERT INTO orders (id, user_id, amount) SELECT id + 1000000, user_id, amount FROM orders WHERE user_id = {w}"),
         Exact,
-    )
-    .refuse_ok();
+    );
+    q.s(
+        "INSERT INTO users (id, name, created_at, tenant) SELECT id + 7000000, 'copy ' || name, created_at, tenant FROM users WHERE age > 80 RETURNING id, name",
+        Multiset,
+    );
+    q.s(
+        "INSERT INTO users (id, name, created_at) SELECT g, 'gen', '2024-01-01+00' FROM generate_series(8000000, 8000050) g",
+        Exact,
+    );
+    q.s(
+        "INSERT INTO users (id, name, created_at) SELECT id, 'conflict', created_at FROM users WHERE tenant = 'acme' AND age < 30 ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name || '!' RETURNING id, name",
+        Multiset,
+    );
+    q.s(
+        "INSERT INTO counters (id, n) SELECT age + 100000, count(*) FROM users WHERE age IS NOT NULL GROUP BY age",
+        Exact,
+    );
+    q.s(
+        "INSERT INTO users (id, name, created_at) SELECT id, name, created_at FROM users WHERE false RETURNING id",
+        Exact,
+    );
+    q.s(
+        format!("INSERT INTO users (id, name, created_at) SELECT id + 7100000, name, created_at FROM users WHERE tenant = 'globex' UNION ALL SELECT {a}, 'dup', '2024-01-01+00'::timestamptz"),
+        Exact,
+    );
+    q.s(
+        "SELECT count(*) FROM users WHERE id > 7100000 AND id < 7200000",
+        Exact,
+    );
+    q.p(
+        "INSERT INTO orders (id, user_id, amount) SELECT id + 2000000, user_id, amount FROM orders WHERE amount > 990",
+        vec![],
+        Exact,
+    );
     q.s(
         "DELETE FROM orders o USING users u WHERE o.user_id = u.id AND u.tenant = 'umbrella' AND u.age > 88",
         Exact,
@@ -206,6 +239,7 @@ pub(crate) fn refusals(k: &Ids) -> Vec<String> {
         format!("UPDATE users SET id = id + 1 WHERE id = {a}"),
         "UPDATE orders SET user_id = 5 WHERE id = 7".into(),
         format!("UPDATE users SET (id, name) = (1, 'x') WHERE id = {a}"),
+        "WITH x AS (SELECT 1) INSERT INTO users (id, name, created_at) SELECT id + 1, name, created_at FROM users".into(),
         // Subqueries each shard would answer with its own rows only (issue 13).
         "SELECT count(*) FROM (SELECT DISTINCT tenant FROM users) s".into(),
         "SELECT max(n) FROM (SELECT status, count(*) AS n FROM orders GROUP BY status) s".into(),

@@ -454,9 +454,7 @@ impl ShardedSession {
             }
             if let Some(mg) = merger.as_mut() {
                 mg.take_ready(&mut ready_rows);
-                for r in ready_rows.drain(..) {
-                    self.out.extend_from_slice(r.bytes());
-                }
+                self.send_rows(&mut ready_rows);
             }
             if self.out.len() > 64 * 1024 && self.flush().await.is_err() {
                 // The client is gone; finish reading the servers anyway.
@@ -472,9 +470,7 @@ impl ShardedSession {
         if let Some(mg) = merger.as_mut() {
             mg.finish(&mut ready_rows)
                 .map_err(|e| ClientError::new(e.code(), e.to_string()))?;
-            for r in ready_rows.drain(..) {
-                self.out.extend_from_slice(r.bytes());
-            }
+            self.send_rows(&mut ready_rows);
             if tag_parts.iter().all(|t| t.starts_with("SELECT")) {
                 self.send(&message::command_complete(&format!(
                     "SELECT {}",

@@ -13,7 +13,7 @@ const INT8: i32 = 20;
 
 impl ShardedSession {
     /// This instance's unique-id node in the session's database (claimed on first use).
-    async fn id_node(&mut self) -> Result<u16, ClientError> {
+    pub(super) async fn id_node(&mut self) -> Result<u16, ClientError> {
         if let Some(n) = unique_id::node(&self.database) {
             return Ok(n);
         }

@@ -11,6 +11,7 @@ mod copy;
 mod describe;
 mod exec;
 mod ids;
+mod insert_select;
 mod reload;
 mod tx;
 
@@ -126,6 +127,9 @@ pub struct ShardedSession {
     /// `SET pgdog.role`: where the client's statements go.
     role_hint: Option<RoleHint>,
     out: BytesMut,
+    /// While set, what would be sent to the client is kept here (INSERT ... SELECT reads its
+    /// SELECT's rows so).
+    captured: Option<Vec<Message>>,
     /// Transaction status the client sees.
     status: u8,
     tx: Option<Tx>,
@@ -184,6 +188,7 @@ impl ShardedSession {
             write_lsns: Vec::new(),
             role_hint: None,
             out: BytesMut::with_capacity(1024),
+            captured: None,
             status: b'I',
             tx: None,
             overrides: Overrides::default(),
@@ -288,10 +293,24 @@ impl ShardedSession {
     }
 
     fn send(&mut self, m: &Message) {
+        if let Some(kept) = self.captured.as_mut() {
+            kept.push(m.clone());
+            return;
+        }
         if m.tag() == b'E' {
             crate::stats::error_response(m);
         }
         self.out.extend_from_slice(m.bytes());
+    }
+
+    /// Sends merged rows (taken out of `rows`).
+    fn send_rows(&mut self, rows: &mut Vec<Message>) {
+        match self.captured.as_mut() {
+            Some(kept) => kept.append(rows),
+            None => rows
+                .drain(..)
+                .for_each(|r| self.out.extend_from_slice(r.bytes())),
+        }
     }
 
     fn ready(&mut self) {
@@ -431,6 +450,9 @@ impl ShardedSession {
         }
         if let StatementKind::Copy { from } = st.kind {
             return self.copy(sql, from).await;
+        }
+        if self.insert_select(st, sql, None).await? {
+            return Ok(());
         }
         let with_ids = self.with_ids(parsed, i, sql).await?;
         let (parsed, i, sql) = match &with_ids {
@@ -630,6 +652,13 @@ impl ShardedSession {
             // The shards run it as a simple query; the client sees the same COPY messages.
             // Its Sync right after Execute is ignored during COPY FROM, as Postgres does.
             return self.copy(&sql, from).await;
+        }
+        let binary_results = read_bind(&portal.bind)
+            .map(|b| b.result_formats.contains(&1))
+            .unwrap_or(false);
+        let extended = Some((portal.describe, binary_results));
+        if self.insert_select(st, &sql, extended).await? {
+            return Ok(());
         }
         let ids = self.id_values(portal.statement.generated).await?;
         let mut bind =

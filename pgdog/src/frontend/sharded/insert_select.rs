@@ -1,0 +1,332 @@
+//! `INSERT INTO <sharded table> ... SELECT ...`: the SELECT is routed like any query (one shard,
+//! every shard with a merge, or no table at all) and its rows are read by pgdog; each row goes to
+//! the shard its key hashes to, as `INSERT ... VALUES` statements (up to 1,000 rows each) that
+//! keep the column list, `ON CONFLICT` and `RETURNING`. The SELECT and the inserts run in one
+//! transaction across the shards (two-phase commit when enabled) unless the client has one open;
+//! the command tag is `INSERT 0 n`. A key the SELECT leaves out is supplied with
+//! `pgdog.unique_id()` when the table's `primary_key` says so.
+use super::{exec, ClientError, ShardedSession};
+use crate::backend::unique_id;
+use crate::net::message;
+use crate::net::rows::DataRow;
+use crate::net::Message;
+use crate::router::insert::InsertPart;
+use crate::router::{Parsed, Route, RouterError};
+use pg_query_raw::protobuf::{self as pb, node::Node as N, ParseResult, RawStmt};
+use pg_query_raw::router::{Statement as Parsed1, StatementKind};
+
+/// Rows per generated INSERT.
+const CHUNK: usize = 1000;
+
+type Rows = Vec<Vec<Option<String>>>;
+
+impl ShardedSession {
+    /// Runs `sql` if it is an INSERT ... SELECT into a sharded table (`Ok(true)`). `extended`:
+    /// for the extended protocol, whether the portal was described (RowDescription or NoData
+    /// expected) and whether it asks for binary results; `None` for a simple query.
+    pub(super) async fn insert_select(
+        &mut self,
+        st: &Parsed1,
+        sql: &str,
+        extended: Option<(bool, bool)>,
+    ) -> Result<bool, ClientError> {
+        let describe = extended.map(|(d, _)| d);
+        if st.kind != StatementKind::Insert || !st.values.is_empty() {
+            return Ok(false);
+        }
+        let Some(target) = st.relations.first() else {
+            return Ok(false);
+        };
+        let schema = self.router.schema.clone();
+        if schema.table(&target.name).is_none() {
+            return Ok(false);
+        }
+        let mut tree = pg_query_raw::parse_protobuf(sql).map_err(RouterError::Syntax)?;
+        let Some(N::InsertStmt(insert)) = tree
+            .stmts
+            .first_mut()
+            .and_then(|s| s.stmt.as_mut())
+            .and_then(|s| s.node.as_mut())
+        else {
+            return Ok(false);
+        };
+        let Some(select) = insert.select_stmt.take() else {
+            return Ok(false); // DEFAULT VALUES: the router answers
+        };
+        let unsupported = |what: &str| {
+            Err(ClientError::from(RouterError::Unsupported(format!(
+                "INSERT ... SELECT into sharded table \"{}\" {what}",
+                target.name
+            ))))
+        };
+        if st.max_param > 0 {
+            return unsupported("with parameters (use a simple query, or INSERT ... VALUES)");
+        }
+        if extended.is_some_and(|(_, binary)| binary) && !st.returning.is_empty() {
+            return unsupported("with RETURNING in binary format (use text results)");
+        }
+        if insert.with_clause.is_some() {
+            return unsupported("with WITH (move the WITH into the SELECT)");
+        }
+        let select_sql = deparse_one(tree.version, *select)?;
+        let mut columns: Vec<String> = insert
+            .cols
+            .iter()
+            .filter_map(|c| match c.node.as_ref() {
+                Some(N::ResTarget(rt)) if rt.indirection.is_empty() => Some(rt.name.clone()),
+                _ => None,
+            })
+            .collect();
+        if columns.len() != insert.cols.len() {
+            return unsupported("into array elements or fields");
+        }
+        let implicit = self.tx.is_none();
+        if implicit {
+            self.tx = Some(super::tx::Tx::new("BEGIN", true, self.shards.len()));
+        }
+        let result = async {
+            let rows = self.select_rows(&select_sql).await?;
+            if columns.is_empty() {
+                let table = self
+                    .table_columns(target.schema.as_deref(), &target.name)
+                    .await?;
+                let width = rows.first().map_or(table.len(), Vec::len);
+                columns = table.into_iter().take(width).collect();
+            }
+            self.insert_rows(&tree, &target.name, columns, rows, describe)
+                .await
+        }
+        .await;
+        if implicit {
+            let end = if result.is_ok() {
+                self.commit().await
+            } else {
+                self.rollback().await
+            };
+            self.status = b'I';
+            result?;
+            end?;
+            return Ok(true);
+        }
+        result.map(|()| true)
+    }
+
+    /// The rows of a SELECT routed and merged as the client's own would be, as text.
+    async fn select_rows(&mut self, sql: &str) -> Result<Rows, ClientError> {
+        let parsed = Parsed::new(sql)?;
+        let route = self.route(&parsed, 0, sql, None).await?;
+        let messages = self.captured(&route, sql).await?;
+        let mut rows = Vec::new();
+        for m in messages {
+            match m.tag() {
+                b'D' => {
+                    let r =
+                        DataRow::parse(m).map_err(|e| ClientError::new("08P01", e.to_string()))?;
+                    rows.push(
+                        (0..r.len())
+                            .map(|i| r.get(i).map(|v| String::from_utf8_lossy(v).into_owned()))
+                            .collect(),
+                    );
+                }
+                b'N' => self.send(&m),
+                _ => {}
+            }
+        }
+        Ok(rows)
+    }
+
+    /// What `route` sends the client for `sql`, kept instead of sent.
+    async fn captured(&mut self, route: &Route, sql: &str) -> Result<Vec<Message>, ClientError> {
+        self.captured = Some(Vec::new());
+        let result = self.run_route(route, exec::Request::Simple(sql)).await;
+        let messages = self.captured.take().unwrap_or_default();
+        result.map(|()| messages)
+    }
+
+    /// Inserts `rows` (values of `columns`) on their shards with the INSERT of `tree` (its
+    /// SELECT taken out), and answers the client.
+    async fn insert_rows(
+        &mut self,
+        tree: &ParseResult,
+        table: &str,
+        mut columns: Vec<String>,
+        mut rows: Rows,
+        describe: Option<bool>,
+    ) -> Result<(), ClientError> {
+        let target = self.router.schema.clone();
+        let ts = target
+            .table(table)
+            .ok_or_else(|| ClientError::new("XX000", "INSERT ... SELECT lost its table"))?;
+        if let Some(r) = rows.iter().find(|r| r.len() != columns.len()) {
+            return Err(ClientError::new(
+                "42601",
+                format!(
+                    "INSERT has {} target columns but the SELECT returns {} expressions",
+                    columns.len(),
+                    r.len()
+                ),
+            ));
+        }
+        let key = match columns.iter().position(|c| c == ts.column()) {
+            Some(k) => k,
+            None if ts.config.generates_key() => {
+                let node = self.id_node().await?;
+                for r in &mut rows {
+                    r.push(Some(unique_id::next(node).to_string()));
+                }
+                columns.push(ts.column().to_string());
+                columns.len() - 1
+            }
+            None => {
+                return Err(RouterError::Unsupported(format!(
+                    "INSERT ... SELECT into sharded table \"{table}\" must give the sharding key \"{}\" (primary_key = \"database\")",
+                    ts.column()
+                ))
+                .into())
+            }
+        };
+        let mut by_shard: Vec<Rows> = vec![Vec::new(); target.shards];
+        for r in rows {
+            let shard = ts
+                .shard_of_text(r[key].as_deref())
+                .map_err(RouterError::from)?;
+            by_shard[shard].push(r);
+        }
+        let mut parts = Vec::new();
+        for (shard, rows) in by_shard.iter().enumerate() {
+            for chunk in rows.chunks(CHUNK) {
+                parts.push(InsertPart {
+                    shard,
+                    sql: insert_sql(tree, &columns, Some(chunk))?,
+                    params: Vec::new(),
+                });
+            }
+        }
+        if parts.is_empty() {
+            // No rows: one shard runs the INSERT over nothing, for its tag and RowDescription.
+            parts.push(InsertPart {
+                shard: 0,
+                sql: insert_sql(tree, &columns, None)?,
+                params: Vec::new(),
+            });
+        }
+        let route = Route::Split(parts);
+        let messages = self.captured(&route, "").await?;
+        let mut described = false;
+        for m in messages {
+            match (m.tag(), describe) {
+                (b'T', Some(false)) => {}
+                (b'T', _) => {
+                    described = true;
+                    self.send(&m);
+                }
+                (b'C', Some(true)) if !described => {
+                    self.send(&message::empty(b'n'));
+                    self.send(&m);
+                }
+                _ => self.send(&m),
+            }
+        }
+        Ok(())
+    }
+}
+
+fn deparse_one(version: i32, stmt: pb::Node) -> Result<String, ClientError> {
+    let one = ParseResult {
+        version,
+        stmts: vec![RawStmt {
+            stmt: Some(Box::new(stmt)),
+            stmt_location: 0,
+            stmt_len: 0,
+        }],
+    };
+    Ok(pg_query_raw::deparse(&one).map_err(RouterError::Syntax)?)
+}
+
+/// The client's INSERT with `columns` and these rows as VALUES (`None`: a SELECT of no rows).
+fn insert_sql(
+    tree: &ParseResult,
+    columns: &[String],
+    rows: Option<&[Vec<Option<String>>]>,
+) -> Result<String, ClientError> {
+    let mut stmt = tree
+        .stmts
+        .first()
+        .and_then(|s| s.stmt.as_deref())
+        .cloned()
+        .ok_or_else(|| ClientError::new("XX000", "INSERT ... SELECT lost its statement"))?;
+    let Some(N::InsertStmt(insert)) = stmt.node.as_mut() else {
+        return Err(ClientError::new(
+            "XX000",
+            "INSERT ... SELECT is not an INSERT",
+        ));
+    };
+    insert.cols = columns
+        .iter()
+        .map(|c| {
+            node(N::ResTarget(Box::new(pb::ResTarget {
+                name: c.clone(),
+                location: -1,
+                ..Default::default()
+            })))
+        })
+        .collect();
+    let select = match rows {
+        Some(rows) => pb::SelectStmt {
+            values_lists: rows
+                .iter()
+                .map(|r| {
+                    node(N::List(pb::List {
+                        items: r.iter().map(|v| literal(v.as_deref())).collect(),
+                    }))
+                })
+                .collect(),
+            limit_option: pb::LimitOption::Default as i32,
+            op: pb::SetOperation::SetopNone as i32,
+            ..Default::default()
+        },
+        None => pb::SelectStmt {
+            target_list: columns
+                .iter()
+                .map(|_| {
+                    node(N::ResTarget(Box::new(pb::ResTarget {
+                        val: Some(Box::new(literal(None))),
+                        location: -1,
+                        ..Default::default()
+                    })))
+                })
+                .collect(),
+            where_clause: Some(Box::new(node(N::AConst(pb::AConst {
+                val: Some(pb::a_const::Val::Boolval(pb::Boolean { boolval: false })),
+                ..Default::default()
+            })))),
+            limit_option: pb::LimitOption::Default as i32,
+            op: pb::SetOperation::SetopNone as i32,
+            ..Default::default()
+        },
+    };
+    insert.select_stmt = Some(Box::new(node(N::SelectStmt(Box::new(select)))));
+    deparse_one(tree.version, stmt)
+}
+
+fn node(n: N) -> pb::Node {
+    pb::Node { node: Some(n) }
+}
+
+/// A value as an untyped string literal (its type comes from the target column), or NULL.
+fn literal(v: Option<&str>) -> pb::Node {
+    node(N::AConst(match v {
+        Some(s) => pb::AConst {
+            val: Some(pb::a_const::Val::Sval(pb::String {
+                sval: s.to_string(),
+            })),
+            location: -1,
+            ..Default::default()
+        },
+        None => pb::AConst {
+            isnull: true,
+            location: -1,
+            ..Default::default()
+        },
+    }))
+}
