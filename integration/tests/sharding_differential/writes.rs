@@ -198,6 +198,30 @@ pub(crate) fn writes(k: &Ids) -> Qs {
         format!("INSERT INTO users (id, name, created_at) VALUES ({a}, 'up a', '2024-01-01+00'), ({b}, 'up b', '2024-01-01+00'), (5000023, 'up new', '2024-01-01+00') ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name RETURNING id, name"),
         Multiset,
     );
+    // UPDATE of the sharding key (issue 17): rows move to the shard of their new key.
+    q.s(
+        format!("UPDATE users SET id = id + 10000000, name = name || ' moved' WHERE id = {a} RETURNING id, name, age"),
+        Exact,
+    );
+    q.s(
+        format!("UPDATE users SET id = -id WHERE id IN ({b}, {c}, 5000001, 5000002, 5000003) RETURNING *"),
+        Multiset,
+    );
+    q.s(
+        format!("UPDATE orders SET user_id = {w2} WHERE user_id = {w}"),
+        Exact,
+    );
+    q.p(
+        "UPDATE users SET id = $1, age = age + 1 WHERE id = $2",
+        vec![I64(12345678), I64(5000004)],
+        Exact,
+    );
+    q.s(
+        format!("UPDATE users SET (id, name) = (5000001, 'taken') WHERE id = {neg}"),
+        Exact,
+    );
+    q.s("UPDATE users SET id = 5000006 WHERE id = 5000007", Exact);
+    q.s("SELECT count(*) FROM orders WHERE user_id = 0", Exact);
     q
 }
 
@@ -236,9 +260,9 @@ pub(crate) fn refusals(k: &Ids) -> Vec<String> {
         "SELECT u.id, o.id FROM users u JOIN orders o ON u.name = o.status".into(),
         "SELECT u.id FROM users u JOIN orders o ON u.id = o.id".into(),
         "SELECT u.id FROM users u, orders o WHERE u.age = o.id".into(),
-        format!("UPDATE users SET id = id + 1 WHERE id = {a}"),
         "UPDATE orders SET user_id = 5 WHERE id = 7".into(),
-        format!("UPDATE users SET (id, name) = (1, 'x') WHERE id = {a}"),
+        "UPDATE users SET id = id + 1 WHERE tenant = 'acme'".into(),
+        "UPDATE users u SET id = u.id + 1 FROM orders o WHERE o.user_id = u.id AND u.id = 5".into(),
         "WITH x AS (SELECT 1) INSERT INTO users (id, name, created_at) SELECT id + 1, name, created_at FROM users".into(),
         // Subqueries each shard would answer with its own rows only (issue 13).
         "SELECT count(*) FROM (SELECT DISTINCT tenant FROM users) s".into(),

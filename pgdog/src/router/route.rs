@@ -374,6 +374,45 @@ impl Router {
         )))
     }
 
+    /// An UPDATE that assigns the sharding key of its table: the table and the shards holding
+    /// the rows it picks (by its key conditions), in shard order. `None` for other statements.
+    /// Rows picked by anything but the key are refused: pgdog could not tell where they are
+    /// without reading every shard, and moving them is a cross-shard write it cannot bound.
+    pub fn key_update(
+        &self,
+        stmt: &Statement,
+        params: Option<&Params<'_>>,
+    ) -> Result<Option<(TableSharding, Vec<usize>)>, RouterError> {
+        if stmt.kind != StatementKind::Update || self.schema.shards < 2 {
+            return Ok(None);
+        }
+        let sharded = self.sharded_relations(stmt);
+        let Some((target, ts)) = sharded.first().cloned() else {
+            return Ok(None);
+        };
+        if stmt.relations.first() != Some(target)
+            || !stmt
+                .update_set
+                .iter()
+                .any(|t| t.name.as_deref() == Some(ts.column()))
+        {
+            return Ok(None);
+        }
+        if sharded.len() > 1 || stmt.relations.len() > 1 {
+            return Err(RouterError::Unsupported(format!(
+                "UPDATE of sharding key column \"{}\" with other tables in FROM: update the rows by their key alone",
+                ts.column()
+            )));
+        }
+        match self.predicate_shards(stmt, sharded, params)? {
+            Some(set) => Ok(Some((ts.clone(), set.into_iter().collect()))),
+            None => Err(RouterError::Unsupported(format!(
+                "UPDATE of sharding key column \"{}\" on rows not picked by their key: pgdog moves rows to their new shard only when the WHERE clause gives their current key (= or IN)",
+                ts.column()
+            ))),
+        }
+    }
+
     fn write(&self, stmt: &Statement, params: Option<&Params<'_>>) -> Result<Route, RouterError> {
         let Some(target) = stmt.relations.first() else {
             return Ok(self.multi_write(self.all(), true));

@@ -115,7 +115,7 @@ impl ShardedSession {
     async fn select_rows(&mut self, sql: &str) -> Result<Rows, ClientError> {
         let parsed = Parsed::new(sql)?;
         let route = self.route(&parsed, 0, sql, None).await?;
-        let messages = self.captured(&route, sql).await?;
+        let messages = self.capture(&route, exec::Request::Simple(sql)).await?;
         let mut rows = Vec::new();
         for m in messages {
             match m.tag() {
@@ -135,10 +135,14 @@ impl ShardedSession {
         Ok(rows)
     }
 
-    /// What `route` sends the client for `sql`, kept instead of sent.
-    async fn captured(&mut self, route: &Route, sql: &str) -> Result<Vec<Message>, ClientError> {
+    /// What `route` sends the client for `req`, kept instead of sent.
+    pub(super) async fn capture(
+        &mut self,
+        route: &Route,
+        req: exec::Request<'_>,
+    ) -> Result<Vec<Message>, ClientError> {
         self.captured = Some(Vec::new());
-        let result = self.run_route(route, exec::Request::Simple(sql)).await;
+        let result = self.run_route(route, req).await;
         let messages = self.captured.take().unwrap_or_default();
         result.map(|()| messages)
     }
@@ -211,7 +215,7 @@ impl ShardedSession {
             });
         }
         let route = Route::Split(parts);
-        let messages = self.captured(&route, "").await?;
+        let messages = self.capture(&route, exec::Request::Simple("")).await?;
         let mut described = false;
         for m in messages {
             match (m.tag(), describe) {

@@ -12,6 +12,7 @@ mod describe;
 mod exec;
 mod ids;
 mod insert_select;
+mod key_update;
 mod reload;
 mod tx;
 
@@ -451,7 +452,9 @@ impl ShardedSession {
         if let StatementKind::Copy { from } = st.kind {
             return self.copy(sql, from).await;
         }
-        if self.insert_select(st, sql, None).await? {
+        if self.insert_select(st, sql, None).await?
+            || self.key_update(st, sql, key_update::Origin::Simple).await?
+        {
             return Ok(());
         }
         let with_ids = self.with_ids(parsed, i, sql).await?;
@@ -691,6 +694,15 @@ impl ShardedSession {
                 })
                 .collect(),
         };
+        let origin = key_update::Origin::Extended {
+            statement: &portal.statement,
+            bind: &bind,
+            params: &params,
+            describe: portal.describe,
+        };
+        if self.key_update(st, &sql, origin).await? {
+            return Ok(());
+        }
         let route: Route = self.route(&parsed, 0, &sql, Some(&params)).await?;
         self.note_pin(&sql, st);
         self.read_intent = self.reads(&parsed, 0, &sql);

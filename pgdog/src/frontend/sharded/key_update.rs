@@ -1,0 +1,356 @@
+//! UPDATE of a sharding key: rows move to the shard of their new key. The rows are picked by
+//! their current key (the router refuses anything else); on each shard holding them, the
+//! client's UPDATE runs as written, so Postgres computes every new value (SET expressions,
+//! defaults, generated columns, triggers) and locks the rows, with `RETURNING` extended by the
+//! whole new row. Rows whose new key belongs elsewhere are then deleted there and inserted on
+//! their new shard (generated columns left for Postgres to compute again, identity values kept),
+//! all in one transaction across the shards (two-phase commit when enabled). The client gets
+//! its own RETURNING columns and `UPDATE n`.
+use super::{exec, ClientError, ShardedSession, Statement};
+use crate::net::bind::Bind;
+use crate::net::message;
+use crate::net::rows::{read_row_description, row_description, DataRow, Field};
+use crate::net::Message;
+use crate::router::schema::TableSharding;
+use crate::router::{Params, Route, RouterError};
+use pg_query_raw::protobuf::{self as pb, node::Node as N, ParseResult};
+use pg_query_raw::router::Statement as Parsed1;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Marks where the client's RETURNING columns end and the whole row begins.
+const SPLIT: &str = "__pgdog_row";
+
+/// One shard's answer to the rewritten UPDATE.
+struct Updated {
+    client_fields: Vec<Field>,
+    /// The columns of the whole new row.
+    table_fields: Vec<Field>,
+    /// (client's columns, whole row) per row.
+    rows: Vec<(Message, Vec<Option<String>>)>,
+    count: u64,
+}
+
+/// The client's request: a simple query, or a prepared statement with its Bind.
+pub(super) enum Origin<'a> {
+    Simple,
+    Extended {
+        statement: &'a Statement,
+        bind: &'a Bind<'a>,
+        params: &'a Params<'a>,
+        describe: bool,
+    },
+}
+
+impl ShardedSession {
+    /// Runs `sql` if it is an UPDATE of a sharding key (`Ok(true)`).
+    pub(super) async fn key_update(
+        &mut self,
+        st: &Parsed1,
+        sql: &str,
+        origin: Origin<'_>,
+    ) -> Result<bool, ClientError> {
+        let params = match &origin {
+            Origin::Extended { params, .. } => Some(*params),
+            Origin::Simple => None,
+        };
+        let Some((ts, shards)) = self.router.key_update(st, params)? else {
+            return Ok(false);
+        };
+        if let Origin::Extended { bind, .. } = &origin {
+            if bind.result_formats.contains(&1) && !st.returning.is_empty() {
+                return Err(RouterError::Unsupported(
+                    "UPDATE of a sharding key with RETURNING in binary format (use text results)"
+                        .into(),
+                )
+                .into());
+            }
+        }
+        let table = st
+            .relations
+            .first()
+            .map(|r| match &r.schema {
+                Some(s) => format!("{}.{}", quote_ident(s), quote_ident(&r.name)),
+                None => quote_ident(&r.name),
+            })
+            .ok_or_else(|| ClientError::new("XX000", "UPDATE without a table"))?;
+        let source = with_whole_row(sql)?;
+        let implicit = self.tx.is_none();
+        if implicit {
+            self.tx = Some(super::tx::Tx::new("BEGIN", true, self.shards.len()));
+        }
+        let result = self
+            .move_rows(
+                &ts,
+                &table,
+                &shards,
+                &source,
+                &origin,
+                !st.returning.is_empty(),
+            )
+            .await;
+        if implicit {
+            let end = if result.is_ok() {
+                self.commit().await
+            } else {
+                self.rollback().await
+            };
+            self.status = b'I';
+            result?;
+            end?;
+            return Ok(true);
+        }
+        result.map(|()| true)
+    }
+
+    async fn move_rows(
+        &mut self,
+        ts: &TableSharding,
+        table: &str,
+        shards: &[usize],
+        source: &str,
+        origin: &Origin<'_>,
+        returning: bool,
+    ) -> Result<(), ClientError> {
+        let mut out_fields = None;
+        let mut out_rows = Vec::new();
+        let mut count = 0;
+        for &shard in shards {
+            let updated = self.update_on(shard, source, origin).await?;
+            count += updated.count;
+            let key = updated
+                .table_fields
+                .iter()
+                .position(|f| f.name == ts.column())
+                .ok_or_else(|| ClientError::new("XX000", "the new row has no sharding key"))?;
+            let mut moved: BTreeMap<usize, Vec<Vec<Option<String>>>> = BTreeMap::new();
+            for (client, row) in updated.rows {
+                let to = ts
+                    .shard_of_text(row[key].as_deref())
+                    .map_err(RouterError::from)?;
+                if to != shard {
+                    moved.entry(to).or_default().push(row);
+                }
+                if returning {
+                    out_rows.push(client);
+                }
+            }
+            if !moved.is_empty() {
+                self.relocate(table, shard, key, &updated.table_fields, moved)
+                    .await?;
+            }
+            out_fields.get_or_insert(updated.client_fields);
+        }
+        let describe = match origin {
+            Origin::Simple => true,
+            Origin::Extended { describe, .. } => *describe,
+        };
+        if describe {
+            match (&out_fields, returning) {
+                (Some(f), true) => self.send(&row_description(f)),
+                _ if matches!(origin, Origin::Extended { .. }) => self.send(&message::empty(b'n')),
+                _ => {}
+            }
+        }
+        for r in &out_rows {
+            self.send(r);
+        }
+        self.send(&message::command_complete(&format!("UPDATE {count}")));
+        Ok(())
+    }
+
+    /// The client's UPDATE on one shard, RETURNING its own columns and the whole new row.
+    async fn update_on(
+        &mut self,
+        shard: usize,
+        source: &str,
+        origin: &Origin<'_>,
+    ) -> Result<Updated, ClientError> {
+        let route = Route::Shard(shard);
+        let messages = match origin {
+            Origin::Simple => self.capture(&route, exec::Request::Simple(source)).await?,
+            Origin::Extended {
+                statement, bind, ..
+            } => {
+                let statement = Statement {
+                    sql: Arc::from(source),
+                    ..(*statement).clone()
+                };
+                let mut bind = (*bind).clone();
+                bind.result_formats = Vec::new(); // text: pgdog reads the rows
+                let req = exec::Request::Extended {
+                    statement: &statement,
+                    bind: &bind,
+                    describe: true,
+                };
+                self.capture(&route, req).await?
+            }
+        };
+        let mut updated = Updated {
+            client_fields: Vec::new(),
+            table_fields: Vec::new(),
+            rows: Vec::new(),
+            count: 0,
+        };
+        let mut split = 0;
+        let bad = |e: crate::net::ProtocolError| ClientError::new("08P01", e.to_string());
+        for m in messages {
+            match m.tag() {
+                b'T' => {
+                    let mut fields = read_row_description(&m).map_err(bad)?;
+                    split = fields.iter().position(|f| f.name == SPLIT).unwrap_or(0);
+                    updated.table_fields = fields.split_off(split + 1);
+                    fields.pop();
+                    updated.client_fields = fields;
+                }
+                b'D' => {
+                    let row = DataRow::parse(m).map_err(bad)?;
+                    let whole = (split + 1..row.len())
+                        .map(|i| row.get(i).map(|v| String::from_utf8_lossy(v).into_owned()))
+                        .collect();
+                    updated.rows.push((row.truncated(split), whole));
+                }
+                b'C' => {
+                    let tag = m.reader().cstr().map_err(bad)?.to_string();
+                    updated.count += tag
+                        .rsplit(' ')
+                        .next()
+                        .and_then(|n| n.parse::<u64>().ok())
+                        .unwrap_or(0);
+                }
+                b'N' => self.send(&m),
+                _ => {}
+            }
+        }
+        Ok(updated)
+    }
+
+    /// Deletes the moved rows on `from` and inserts them on their new shards.
+    async fn relocate(
+        &mut self,
+        table: &str,
+        from: usize,
+        key: usize,
+        fields: &[Field],
+        moved: BTreeMap<usize, Vec<Vec<Option<String>>>>,
+    ) -> Result<(), ClientError> {
+        let generated = self.generated_columns(from, table).await?;
+        let keys: Vec<String> = moved
+            .values()
+            .flatten()
+            .map(|r| literal(r[key].as_deref()))
+            .collect();
+        let delete = format!(
+            "DELETE FROM {table} WHERE {} IN ({})",
+            quote_ident(&fields[key].name),
+            keys.join(", ")
+        );
+        self.capture(&Route::Shard(from), exec::Request::Simple(&delete))
+            .await?;
+        let keep: Vec<usize> = (0..fields.len())
+            .filter(|i| !generated.contains(&fields[*i].name))
+            .collect();
+        let columns: Vec<String> = keep.iter().map(|i| quote_ident(&fields[*i].name)).collect();
+        for (to, rows) in moved {
+            let values: Vec<String> = rows
+                .iter()
+                .map(|r| {
+                    let v: Vec<String> = keep.iter().map(|i| literal(r[*i].as_deref())).collect();
+                    format!("({})", v.join(", "))
+                })
+                .collect();
+            let insert = format!(
+                "INSERT INTO {table} ({}) OVERRIDING SYSTEM VALUE VALUES {}",
+                columns.join(", "),
+                values.join(", ")
+            );
+            self.capture(&Route::Shard(to), exec::Request::Simple(&insert))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Generated columns of `table` (Postgres computes them again on insert).
+    async fn generated_columns(
+        &mut self,
+        shard: usize,
+        table: &str,
+    ) -> Result<Vec<String>, ClientError> {
+        let sql = format!(
+            "SELECT string_agg(attname, ',') FROM pg_catalog.pg_attribute WHERE attrelid = {}::regclass AND attnum > 0 AND NOT attisdropped AND attgenerated <> ''",
+            crate::frontend::params::quote(table)
+        );
+        let server = self.server(shard).await?;
+        let row = server.query_row(&sql).await?;
+        Ok(row
+            .into_iter()
+            .next()
+            .flatten()
+            .map(|s| s.split(',').map(str::to_string).collect())
+            .unwrap_or_default())
+    }
+}
+
+/// The UPDATE with `RETURNING <client's list>, NULL AS __pgdog_row, *`.
+fn with_whole_row(sql: &str) -> Result<String, ClientError> {
+    let mut tree: ParseResult = pg_query_raw::parse_protobuf(sql).map_err(RouterError::Syntax)?;
+    let Some(N::UpdateStmt(update)) = tree
+        .stmts
+        .first_mut()
+        .and_then(|s| s.stmt.as_mut())
+        .and_then(|s| s.node.as_mut())
+    else {
+        return Err(ClientError::new("XX000", "not an UPDATE"));
+    };
+    let target = |val: pb::Node, name: &str| pb::Node {
+        node: Some(N::ResTarget(Box::new(pb::ResTarget {
+            name: name.to_string(),
+            val: Some(Box::new(val)),
+            location: -1,
+            ..Default::default()
+        }))),
+    };
+    let null = pb::Node {
+        node: Some(N::AConst(pb::AConst {
+            isnull: true,
+            location: -1,
+            ..Default::default()
+        })),
+    };
+    let star = pb::Node {
+        node: Some(N::ColumnRef(pb::ColumnRef {
+            fields: vec![pb::Node {
+                node: Some(N::AStar(pb::AStar {})),
+            }],
+            location: -1,
+        })),
+    };
+    let list = match update.returning_clause.as_mut() {
+        Some(r) => &mut r.exprs,
+        None => {
+            update.returning_clause = Some(Default::default());
+            &mut update
+                .returning_clause
+                .as_mut()
+                .ok_or_else(|| ClientError::new("XX000", "RETURNING"))?
+                .exprs
+        }
+    };
+    list.push(target(null, SPLIT));
+    list.push(target(star, ""));
+    tree.stmts.truncate(1);
+    if let Some(s) = tree.stmts.first_mut() {
+        s.stmt_location = 0;
+        s.stmt_len = 0;
+    }
+    Ok(pg_query_raw::deparse(&tree).map_err(RouterError::Syntax)?)
+}
+
+fn quote_ident(s: &str) -> String {
+    format!("\"{}\"", s.replace('"', "\"\""))
+}
+
+/// A text value as an untyped literal (its type comes from the column), or NULL.
+fn literal(v: Option<&str>) -> String {
+    v.map_or_else(|| "NULL".to_string(), crate::frontend::params::quote)
+}
