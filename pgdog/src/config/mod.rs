@@ -5,7 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 mod sharding;
-pub use sharding::{DataType, Mapping, MappingValue, OmnishardedTables, PrimaryKey, ShardedTable};
+pub use sharding::{
+    DataType, Mapping, MappingValue, OmnishardedTables, PrimaryKey, ShardedSchema, ShardedTable,
+};
 use std::path::{Path, PathBuf};
 
 /// What went wrong reading the configuration; the message names the file, key and line.
@@ -340,6 +342,8 @@ pub struct Config {
     pub sharded_tables: Vec<ShardedTable>,
     #[serde(default)]
     pub omnisharded_tables: Vec<OmnishardedTables>,
+    #[serde(default)]
+    pub sharded_schemas: Vec<ShardedSchema>,
 }
 
 /// `[[users]]` in `users.toml`.
@@ -633,6 +637,15 @@ impl Settings {
                 return Err(bad(&self.config_path, format!("sharded_tables[{i}]: {e}")));
             }
         }
+        let shards_of = |db: &str| {
+            if self.has_database(db) {
+                self.shards(db).max(1)
+            } else {
+                0
+            }
+        };
+        sharding::check_schemas(&self.config.sharded_schemas, shards_of)
+            .map_err(|e| bad(&self.config_path, e))?;
         for (i, o) in self.config.omnisharded_tables.iter().enumerate() {
             if !self.has_database(&o.database) {
                 return Err(bad(

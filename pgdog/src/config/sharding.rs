@@ -3,6 +3,51 @@
 //! copied on every shard.
 use serde::Deserialize;
 
+/// `[[sharded_schemas]]`: schema-based sharding. Every table of schema `name` lives on `shard`;
+/// an entry without `name` is the shard of schemas not listed (without one, a query naming an
+/// unlisted schema is refused).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardedSchema {
+    pub database: String,
+    pub name: Option<String>,
+    pub shard: usize,
+}
+
+/// Checks the `[[sharded_schemas]]` entries: known database, shard in range, each name (and
+/// the default) once per database.
+pub fn check_schemas(
+    schemas: &[ShardedSchema],
+    shards: impl Fn(&str) -> usize,
+) -> Result<(), String> {
+    let mut seen = std::collections::HashSet::new();
+    for (i, s) in schemas.iter().enumerate() {
+        let n = shards(&s.database);
+        if n == 0 {
+            return Err(format!(
+                "sharded_schemas[{i}]: database `{}` is not configured",
+                s.database
+            ));
+        }
+        if s.shard >= n {
+            return Err(format!(
+                "sharded_schemas[{i}]: shard {} does not exist (database `{}` has {n})",
+                s.shard, s.database
+            ));
+        }
+        if !seen.insert((s.database.clone(), s.name.clone())) {
+            return Err(format!(
+                "sharded_schemas[{i}]: {} of database `{}` is listed twice",
+                s.name
+                    .as_deref()
+                    .map_or("the default entry".to_string(), |n| format!("schema `{n}`")),
+                s.database
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The type of a sharding key column: decides how its values are parsed and hashed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, Hash)]
 #[serde(rename_all = "lowercase")]

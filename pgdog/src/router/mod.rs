@@ -10,6 +10,7 @@ pub mod keys;
 pub mod read_write;
 pub mod route;
 pub mod schema;
+pub mod schemas;
 mod setop;
 mod subquery;
 

@@ -48,6 +48,8 @@ impl Route {
 pub struct Overrides {
     pub shard: Option<usize>,
     pub sharding_key: Option<String>,
+    /// The schemas of the client's `search_path` (schema-based sharding).
+    pub search_path: Vec<String>,
 }
 
 /// Routes statements of one database.
@@ -110,6 +112,12 @@ impl Router {
         }
         if self.schema.shards == 1 {
             return Ok(Route::Shard(0));
+        }
+        if !self.schema.schemas.is_empty() {
+            let search_path = &overrides.search_path;
+            if let Some(shard) = super::schemas::shard(&self.schema, stmt, sql, search_path)? {
+                return Ok(Route::Shard(self.check_shard(shard)?));
+            }
         }
         match &stmt.kind {
             StatementKind::Select => self.select(parsed, i, sql, stmt, params),

@@ -44,6 +44,8 @@ pub struct Schema {
     /// Entries without a table name: any table with that column.
     pub any_table: Vec<TableSharding>,
     pub omnisharded: HashSet<String>,
+    /// `[[sharded_schemas]]`: the shard of each schema.
+    pub schemas: super::schemas::SchemaShards,
     /// Column order of tables, read from a shard for INSERTs without a column list (cleared
     /// by any DDL that passes through pgdog).
     pub columns: Arc<RwLock<HashMap<String, Arc<Vec<String>>>>>,
@@ -71,6 +73,19 @@ impl Schema {
                 schema.tables.push(entry);
             } else {
                 schema.any_table.push(entry);
+            }
+        }
+        for s in settings
+            .config
+            .sharded_schemas
+            .iter()
+            .filter(|s| s.database == database)
+        {
+            match &s.name {
+                Some(n) => {
+                    schema.schemas.named.insert(n.clone(), s.shard);
+                }
+                None => schema.schemas.default = Some(s.shard),
             }
         }
         for o in settings

@@ -7,12 +7,26 @@ use crate::net::message;
 use bytes::BytesMut;
 
 impl ShardedSession {
+    /// With schema-based sharding: the shard of the schemas `sql` names (tables of a schema
+    /// exist only there).
+    fn schema_shard(&self, sql: &str) -> Option<usize> {
+        let schema = &self.router.schema;
+        if schema.schemas.is_empty() {
+            return None;
+        }
+        let parsed = crate::router::QueryCache::global().get(sql).ok()?;
+        let st = parsed.statements.first()?;
+        crate::router::schemas::shard(schema, st, sql, &self.overrides.search_path)
+            .ok()
+            .flatten()
+    }
+
     /// Relays the statement's description; returns the parameter types the server inferred.
     pub(super) async fn describe_statement(
         &mut self,
         st: &Statement,
     ) -> Result<Vec<i32>, ClientError> {
-        let shard = match self.overrides.shard {
+        let shard = match self.overrides.shard.or(self.schema_shard(&st.sql)) {
             Some(s) => s,
             None => self
                 .tx

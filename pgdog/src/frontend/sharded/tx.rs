@@ -468,6 +468,20 @@ impl ShardedSession {
             None if set.reset => {
                 self.overrides = Default::default();
             }
+            Some("search_path") => {
+                // Schema-based sharding routes unqualified names by it.
+                self.overrides.search_path = match set.reset {
+                    true => Vec::new(),
+                    false => set
+                        .values
+                        .iter()
+                        .filter_map(|v| match v {
+                            Const::String(s) => Some(s.clone()),
+                            _ => None,
+                        })
+                        .collect(),
+                };
+            }
             _ => {}
         }
         let classified = statements::classify(sql);
