@@ -223,6 +223,8 @@ pub(crate) enum Destination {
     Everywhere,
     /// Each row to the shard of its key (field index in the column list).
     ByKey(Box<TableSharding>, usize),
+    /// Every row to this shard: the table's schema is there (`[[sharded_schemas]]`).
+    OneShard(usize),
 }
 
 /// One table to copy from one source shard.
@@ -320,10 +322,13 @@ pub(crate) fn destination(
     if schema.is_omnisharded(table) || schema.is_omnisharded(&qualified) {
         return Ok(Destination::Everywhere);
     }
-    let sharding = schema
-        .table(&qualified)
-        .or_else(|| schema.table(table))
-        .or_else(|| columns.iter().find_map(|c| schema.by_column(c)));
+    let entry = schema.table(&qualified).or_else(|| schema.table(table));
+    if entry.is_none() {
+        if let Some(shard) = schema.schemas.shard_of_listed(table_schema) {
+            return Ok(Destination::OneShard(shard));
+        }
+    }
+    let sharding = entry.or_else(|| columns.iter().find_map(|c| schema.by_column(c)));
     let Some(sharding) = sharding else {
         return Err(CopyDataError::NotSharded {
             table: qualified,

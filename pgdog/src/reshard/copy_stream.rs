@@ -215,7 +215,9 @@ impl Reader {
                 Some((**t).clone()),
                 shards,
             ),
-            Destination::Everywhere => (CopySplitter::new(&options, 0, 1), None, 1),
+            Destination::Everywhere | Destination::OneShard(_) => {
+                (CopySplitter::new(&options, 0, 1), None, 1)
+            }
         };
         let mut place = |field: KeyField<'_>| -> Result<usize, KeyError> {
             let Some(t) = sharding.as_ref() else {
@@ -319,14 +321,18 @@ impl Reader {
 
     /// Hands every buffer of at least `min` bytes (and non-empty) to its writer(s).
     async fn flush(&self, buffers: &mut [BytesMut], min: usize) -> Result<(), CopyDataError> {
-        if let Destination::Everywhere = self.dest {
+        if let Destination::Everywhere | Destination::OneShard(_) = self.dest {
             let buf = &mut buffers[0];
             if buf.is_empty() || buf.len() < min {
                 return Ok(());
             }
             let data = buf.split().freeze();
             for (shard, tx) in self.senders.iter().enumerate() {
-                if let Some(tx) = tx {
+                let wanted = match self.dest {
+                    Destination::OneShard(s) => s == shard,
+                    _ => true,
+                };
+                if let (Some(tx), true) = (tx, wanted) {
                     self.send(shard, tx, data.clone()).await?;
                 }
             }

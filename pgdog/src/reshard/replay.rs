@@ -398,6 +398,7 @@ impl Table {
     fn shards_of(&self, tuple: &TupleData, n: usize) -> Result<Vec<usize>, ReplayError> {
         match &self.dest {
             Destination::Everywhere => Ok((0..n).collect()),
+            Destination::OneShard(s) => Ok(vec![*s]),
             Destination::ByKey(t, index) => {
                 let shard = match tuple.columns.get(*index) {
                     Some(ColumnValue::Text(b)) => {

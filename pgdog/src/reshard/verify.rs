@@ -343,7 +343,8 @@ async fn source_tables(source: &mut Shard) -> Result<Vec<TableName>, VerifyError
             // pgdog's own bookkeeping (reshard progress) is not user data.
             "SELECT schemaname::text, tablename::text FROM pg_tables \
              WHERE schemaname NOT IN ('pg_catalog', 'information_schema') \
-             AND tablename NOT IN ('pgdog_reshard_progress', 'pgdog_reshard_position') \
+             AND tablename NOT IN ('pgdog_reshard_progress', 'pgdog_reshard_position', \
+             'pgdog_twophase', 'pgdog_unique_id_nodes') \
              ORDER BY 1, 2",
             "listing tables",
         )
@@ -477,7 +478,20 @@ async fn verify_table(
     }
 
     if dest.len() > 1 {
-        if let Some(sharding) = sharding_of(dest_schema, table, &columns) {
+        let entry = sharding_of(dest_schema, table, &columns);
+        let schema_shard = dest_schema.schemas.shard_of_listed(&table.schema);
+        if let (None, Some(home)) = (entry, schema_shard) {
+            // Schema-based sharding: every row on the shard of its schema.
+            for (shard, (c, _)) in per_shard.iter().enumerate() {
+                if shard != home && *c > 0 {
+                    report.problems.push(format!(
+                        "{c} rows on shard {shard}; schema {} lives on shard {home}",
+                        table.schema
+                    ));
+                }
+            }
+        }
+        if let Some(sharding) = entry {
             for s in dest.iter_mut() {
                 let p = s.misplaced(table, sharding).await?;
                 if p.misplaced > 0 {

@@ -6,7 +6,7 @@
 use super::schema::Schema;
 use super::RouterError;
 use pg_query_raw::protobuf::{self as pb, node::Node as N, Token};
-use pg_query_raw::router::{Statement, StatementKind};
+use pg_query_raw::router::{Expr, Statement, StatementKind};
 
 /// How generated ids appear in the rewritten text.
 pub enum Ids<'a> {
@@ -51,7 +51,15 @@ fn missing_key<'a>(stmt: &Statement, schema: &'a Schema) -> Option<&'a str> {
     if !ts.config.generates_key() || stmt.insert_columns.is_empty() {
         return None;
     }
-    Some(ts.column())
+    let key = ts.column();
+    match stmt.insert_columns.iter().position(|c| c == key) {
+        None => Some(key),
+        Some(p) => stmt
+            .values
+            .iter()
+            .any(|row| matches!(row.get(p), Some(Expr::Other("SetToDefault"))))
+            .then_some(key),
+    }
 }
 
 /// Fills in the ids statement `stmt` (text `sql`) needs; `None` when it needs none.
@@ -294,6 +302,14 @@ mod tests {
         assert!(run("INSERT INTO users (id, name) VALUES (1, 'a')")
             .unwrap()
             .is_none());
+        let st = pg_query_raw::router::parse("INSERT INTO users (id, name) VALUES ($1, 'a')")
+            .unwrap()
+            .remove(0);
+        assert!(!needed(
+            "INSERT INTO users (id, name) VALUES ($1, 'a')",
+            &st,
+            &schema()
+        ));
         assert!(run("INSERT INTO other (name) VALUES ('a')")
             .unwrap()
             .is_none());

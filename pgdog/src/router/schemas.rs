@@ -22,6 +22,11 @@ impl SchemaShards {
         self.named.is_empty() && self.default.is_none()
     }
 
+    /// The shard of a schema by its entry or the default one (`None`: neither).
+    pub fn shard_of_listed(&self, schema: &str) -> Option<usize> {
+        self.named.get(schema).copied().or(self.default)
+    }
+
     fn shard_of(&self, schema: &str) -> Result<usize, RouterError> {
         self.named
             .get(schema)

@@ -48,12 +48,34 @@ impl ShardedSession {
             }
             result
         } else {
-            let shards = match self.overrides.shard {
+            let shards = match self.overrides.shard.or(self.schema_copy_shard(&stmt)) {
                 Some(s) => vec![s],
                 None if !stmt.query && self.router.schema.is_omnisharded(&stmt.table) => vec![0],
                 None => (0..self.shards.len()).collect(),
             };
             self.copy_out(sql, &stmt, &shards).await
+        }
+    }
+
+    /// Schema-based sharding: the shard of a COPY's table, by its schema or the search_path's
+    /// (`None`: the table has its own entry, or schemas are not sharded).
+    fn schema_copy_shard(&self, stmt: &CopyStatement) -> Option<usize> {
+        let schema = &self.router.schema;
+        if schema.schemas.is_empty() || schema.table(&stmt.table).is_some() {
+            return None;
+        }
+        let named = match &stmt.schema {
+            Some(s) => Some(s.clone()),
+            None => self
+                .overrides
+                .search_path
+                .iter()
+                .find(|s| schema.schemas.named.contains_key(s.as_str()))
+                .cloned(),
+        };
+        match named {
+            Some(n) => schema.schemas.shard_of_listed(&n),
+            None => schema.schemas.default,
         }
     }
 
@@ -64,6 +86,9 @@ impl ShardedSession {
         let schema = self.router.schema.clone();
         if schema.is_omnisharded(&stmt.table) {
             return Ok(Destination::Everywhere((0..self.shards.len()).collect()));
+        }
+        if let Some(s) = self.schema_copy_shard(stmt) {
+            return Ok(Destination::Everywhere(vec![s]));
         }
         let columns: Vec<&str> = stmt.columns.iter().map(|c| c.as_str()).collect();
         let table = schema
