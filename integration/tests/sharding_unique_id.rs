@@ -78,7 +78,7 @@ async fn ids_pgdog_supplies_are_unique_placed_and_returned() {
     let setup = connect_proxy(&a).await;
     setup
         .batch_execute(
-            "CREATE TABLE users (id bigserial PRIMARY KEY, name text NOT NULL UNIQUE); \
+            "CREATE TABLE users (id bigserial PRIMARY KEY, name text NOT NULL UNIQUE, seq bigserial); \
              CREATE TABLE legacy (id bigserial PRIMARY KEY, name text)",
         )
         .await
@@ -91,6 +91,23 @@ async fn ids_pgdog_supplies_are_unique_placed_and_returned() {
             .expect("helper table");
         direct.push(c);
     }
+
+    // configcheck warns about the per-shard sequence of users.seq, not about the key.
+    let out = std::process::Command::new(topology::proxy::binary())
+        .arg("configcheck")
+        .arg("--config")
+        .arg(a.dir.join("pgdog.toml"))
+        .arg("--users")
+        .arg(a.dir.join("users.toml"))
+        .output()
+        .expect("configcheck");
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("warning: database app: users.seq takes values from a sequence"),
+        "{said}"
+    );
+    assert!(!said.contains("users.id "), "{said}");
 
     // pgdog.unique_id() alone, and where it would repeat per row.
     let row = setup

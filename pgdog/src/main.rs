@@ -205,6 +205,15 @@ fn main() -> ExitCode {
                     s.config.databases.len(),
                     s.users.users.len()
                 );
+                // Best effort: sharded tables' columns fed by per-shard sequences.
+                let warnings = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map(|rt| rt.block_on(pgdog::ops::sequences::warnings(&s)))
+                    .unwrap_or_default();
+                for w in warnings {
+                    println!("warning: {w}");
+                }
                 ExitCode::SUCCESS
             }
             Err(e) => {

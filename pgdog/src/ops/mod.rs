@@ -2,4 +2,5 @@
 //! load balancers) and graceful shutdown (SIGTERM, SIGINT, the admin database's SHUTDOWN).
 pub mod http;
 pub mod openmetrics;
+pub mod sequences;
 pub mod shutdown;
