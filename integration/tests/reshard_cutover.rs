@@ -5,6 +5,7 @@
 //! and `pgdog verify` reports no difference between the old and the new shards.
 mod reshard_common;
 
+use reshard_common::load::{config, load, wait_for_statements, ADMIN_PASSWORD, USERS};
 use reshard_common::{
     command, database, omnisharded, sharded_table, shards, text, wait_for, write_files,
 };
@@ -14,82 +15,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use topology::proxy::Proxy;
 use topology::Topology;
-
-const ADMIN_PASSWORD: &str = "admin_pw";
-
-fn config(source: &Topology, dest: &Topology) -> String {
-    let mut c = format!("admin_password = \"{ADMIN_PASSWORD}\"\n");
-    for (name, topo, shards) in [("app", source, 2), ("app_new", dest, 4)] {
-        for shard in 0..shards {
-            c.push_str(&format!(
-                "\n[[databases]]\nname = \"{name}\"\nshard = {shard}\nport = {}\n\
-                 database_name = \"postgres\"\nuser = \"postgres\"\n",
-                topo.shard(shard).port
-            ));
-        }
-        c.push_str(&format!(
-            "\n[[sharded_tables]]\ndatabase = \"{name}\"\nname = \"items\"\ncolumn = \"id\"\n\
-             data_type = \"bigint\"\n"
-        ));
-    }
-    c
-}
-
-const USERS: &str = "[[users]]\nname = \"app\"\ndatabase = \"app\"\npassword = \"secret\"\n\n\
-                     [[users]]\nname = \"app\"\ndatabase = \"app_new\"\npassword = \"secret\"\n";
-
-/// Writes through pgdog until `stop`: inserts (ids from `base`), updates and deletes of its own
-/// earlier rows. Returns (statements done, errors seen, highest id inserted).
-async fn load(
-    url: String,
-    base: i64,
-    stop: Arc<AtomicBool>,
-    done: Arc<AtomicU64>,
-) -> (u64, Vec<String>, i64) {
-    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .expect("load client connects");
-    tokio::spawn(conn);
-    let mut errors = Vec::new();
-    let mut id = base;
-    let mut n = 0u64;
-    while !stop.load(Ordering::SeqCst) {
-        id += 1;
-        let r = client
-            .execute(
-                "INSERT INTO items (id, v) VALUES ($1, $2)",
-                &[&id, &format!("load {id}")],
-            )
-            .await;
-        if let Err(e) = r {
-            errors.push(format!("insert {id}: {e}"));
-        }
-        if id % 3 == 0 {
-            let target = id - 2;
-            if let Err(e) = client
-                .execute(
-                    "UPDATE items SET v = v || ' updated' WHERE id = $1",
-                    &[&target],
-                )
-                .await
-            {
-                errors.push(format!("update {target}: {e}"));
-            }
-        }
-        if id % 7 == 0 {
-            let target = id - 5;
-            if let Err(e) = client
-                .execute("DELETE FROM items WHERE id = $1", &[&target])
-                .await
-            {
-                errors.push(format!("delete {target}: {e}"));
-            }
-        }
-        n += 1;
-        done.fetch_add(1, Ordering::SeqCst);
-    }
-    (n, errors, id)
-}
 
 #[test]
 fn reshard_two_to_four_under_load_with_cutover() {
@@ -441,16 +366,6 @@ fn assert_no_progress_tables(dest: &Topology, shards: usize) {
                 .unwrap(),
             "t"
         );
-    }
-}
-
-/// Waits until the load clients did `more` statements beyond now.
-fn wait_for_statements(done: &AtomicU64, more: u64) {
-    let target = done.load(Ordering::SeqCst) + more;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while done.load(Ordering::SeqCst) < target {
-        assert!(Instant::now() < deadline, "the load made no progress");
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

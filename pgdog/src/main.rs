@@ -80,7 +80,8 @@ struct Args {
     abort: bool,
     /// `pgdog replay --atomic`: two-phase commit across shards.
     atomic: bool,
-    admin_url: Option<String>,
+    /// `--admin-url`, once per pgdog of the fleet.
+    admin_urls: Vec<String>,
     max_lag_bytes: Option<String>,
 }
 
@@ -117,7 +118,7 @@ fn parse_args() -> Result<Args, String> {
         reverse: false,
         abort: false,
         atomic: false,
-        admin_url: None,
+        admin_urls: Vec::new(),
         max_lag_bytes: None,
     };
     let mut it = std::env::args().skip(1);
@@ -140,7 +141,9 @@ fn parse_args() -> Result<Args, String> {
             "--reverse" => args.reverse = true,
             "--abort" => args.abort = true,
             "--atomic" => args.atomic = true,
-            "--admin-url" => args.admin_url = Some(it.next().ok_or("--admin-url needs a URL")?),
+            "--admin-url" => args
+                .admin_urls
+                .push(it.next().ok_or("--admin-url needs a URL")?),
             "--max-lag-bytes" => {
                 args.max_lag_bytes = Some(it.next().ok_or("--max-lag-bytes needs a number")?)
             }
@@ -270,14 +273,14 @@ fn main() -> ExitCode {
                 &args.config,
                 &args.users,
                 options,
-                args.admin_url.clone(),
+                &args.admin_urls,
                 args.abort,
             ),
             Ok(options) => pgdog::reshard::cli::cutover_main(
                 &args.config,
                 &args.users,
                 options,
-                args.admin_url.clone(),
+                &args.admin_urls,
             ),
             Err(e) => {
                 eprintln!("pgdog: {cmd}: {e}\n{USAGE}");

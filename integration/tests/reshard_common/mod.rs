@@ -1,6 +1,7 @@
 //! Shared helpers of the resharding tests: configuration blocks, running the `pgdog` binary on a
 //! configuration folder, its output as text, and waiting for a condition with a deadline.
 #![allow(dead_code)]
+pub mod load;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};

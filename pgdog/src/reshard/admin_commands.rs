@@ -49,6 +49,8 @@ enum Command {
     Cutover,
     Stop,
     Abort(ReshardOptions),
+    /// `SWITCH <from> <to>`: this proxy's part of a fleet cutover.
+    Switch(String, String),
 }
 
 fn words(statement: &str) -> Vec<String> {
@@ -71,6 +73,11 @@ fn parse(statement: &str) -> Option<Result<Command, AdminError>> {
         ["SHOW", "RESHARD"] => Some(Ok(Command::Show)),
         ["CUTOVER"] => Some(Ok(Command::Cutover)),
         ["STOP"] => Some(Ok(Command::Stop)),
+        ["SWITCH", _, _] => Some(Ok(Command::Switch(w[1].clone(), w[2].clone()))),
+        ["SWITCH", ..] => Some(Err(failed(
+            "42601",
+            "usage: SWITCH <from_database> <to_database>",
+        ))),
         ["ABORT", "RESHARD", ..] => Some(match w.get(2..4) {
             Some([from, to]) => {
                 let mut o = ReshardOptions::new(from, to, "");
@@ -218,6 +225,14 @@ async fn execute(command: Command) -> Result<Reply, AdminError> {
                 Step::Done | Step::Reverse => Ok(Reply::Tag("CUTOVER".into())),
                 other => Err(failed("55000", format!("cutover: {other}"))),
             }
+        }
+        Command::Switch(from, to) => {
+            let settings = Registry::current().settings.clone();
+            let path = settings.config_path.clone();
+            crate::reshard::config_swap::switch_file(&path, &from, &to, &settings)
+                .map_err(|e| failed("58030", e.to_string()))?;
+            crate::admin::reload().map_err(|e| failed("F0000", format!("RELOAD: {e}")))?;
+            Ok(Reply::Tag("SWITCH".into()))
         }
         Command::Stop => {
             let c = running()

@@ -15,18 +15,28 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// How the command line reaches the running proxy for a cutover.
-fn traffic(admin_url: Option<&str>) -> Result<Traffic, String> {
-    match admin_url {
-        Some(url) => parse_url(url)
-            .map(Traffic::Admin)
-            .map_err(|e| format!("--admin-url: {e}")),
-        None => Err(
+/// How the command line reaches the running proxies for a cutover: one `--admin-url` per
+/// pgdog serving the source (all of them are switched together).
+fn traffic(admin_urls: &[String]) -> Result<Traffic, String> {
+    if admin_urls.is_empty() {
+        return Err(
             "a cutover needs --admin-url postgres://admin:PASSWORD@HOST:PORT/admin \
-                     (the admin database of the pgdog serving the source)"
+             (the admin database of each pgdog serving the source; repeat it per pgdog)"
                 .into(),
-        ),
+        );
     }
+    let mut peers = Vec::with_capacity(admin_urls.len());
+    for url in admin_urls {
+        let t = parse_url(url).map_err(|e| format!("--admin-url {url}: {e}"))?;
+        if peers
+            .iter()
+            .any(|p: &crate::backend::server::ServerTarget| p.addr() == t.addr())
+        {
+            return Err(format!("--admin-url {url}: this pgdog is given twice"));
+        }
+        peers.push(t);
+    }
+    Ok(Traffic::Admin(peers))
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
@@ -66,7 +76,7 @@ pub fn reshard_main(
     config: &Path,
     users: &Path,
     options: ReshardOptions,
-    admin_url: Option<String>,
+    admin_urls: &[String],
     abort_it: bool,
 ) -> ExitCode {
     let settings = match Settings::load(config, users) {
@@ -77,7 +87,7 @@ pub fn reshard_main(
         }
     };
     let traffic = if options.cutover {
-        match traffic(admin_url.as_deref()) {
+        match traffic(admin_urls) {
             Ok(t) => t,
             Err(e) => {
                 eprintln!("pgdog: reshard: {e}");
@@ -158,7 +168,7 @@ pub fn cutover_main(
     config: &Path,
     users: &Path,
     options: ReshardOptions,
-    admin_url: Option<String>,
+    admin_urls: &[String],
 ) -> ExitCode {
     let settings = match Settings::load(config, users) {
         Ok(s) => s,
@@ -167,7 +177,7 @@ pub fn cutover_main(
             return ExitCode::FAILURE;
         }
     };
-    let traffic = match traffic(admin_url.as_deref()) {
+    let traffic = match traffic(admin_urls) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("pgdog: cutover: {e}");

@@ -82,6 +82,64 @@ pub fn swap_databases(text: &str, a: &str, b: &str) -> Result<String, String> {
     toml::to_string(&doc).map_err(|e| e.to_string())
 }
 
+/// The servers (host, port, database) of database `name`'s `[[databases]]` entries in a
+/// pgdog.toml text, sorted.
+fn servers_in(text: &str, name: &str) -> Result<Vec<(String, i64, String)>, String> {
+    let doc: Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
+    let mut out = Vec::new();
+    if let Some(Value::Array(dbs)) = doc.get("databases") {
+        for t in dbs.iter().filter_map(Value::as_table) {
+            if t.get("name").and_then(Value::as_str) != Some(name) {
+                continue;
+            }
+            out.push((
+                t.get("host")
+                    .and_then(Value::as_str)
+                    .unwrap_or("127.0.0.1")
+                    .to_string(),
+                t.get("port").and_then(Value::as_integer).unwrap_or(5432),
+                t.get("database_name")
+                    .and_then(Value::as_str)
+                    .unwrap_or(name)
+                    .to_string(),
+            ));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// A fleet cutover's step on one proxy: makes `from` serve the servers `to` has in the running
+/// configuration `running`. Proxies may share one file, so a file already switched (its `from`
+/// entries are `to`'s servers) is left as it is; `None` then, else the backup's path.
+pub fn switch_file(
+    config: &Path,
+    from: &str,
+    to: &str,
+    running: &crate::config::Settings,
+) -> Result<Option<PathBuf>, SwapError> {
+    let text = std::fs::read_to_string(config).map_err(|source| SwapError::Read {
+        path: config.to_path_buf(),
+        source,
+    })?;
+    let mut target: Vec<(String, i64, String)> = running
+        .config
+        .databases
+        .iter()
+        .filter(|d| d.name == to)
+        .map(|d| (d.host.clone(), d.port as i64, d.database_name().to_string()))
+        .collect();
+    target.sort();
+    let parse = |reason| SwapError::Parse {
+        path: config.to_path_buf(),
+        reason,
+    };
+    if !target.is_empty() && servers_in(&text, from).map_err(parse)? == target {
+        return Ok(None);
+    }
+    swap_file(config, from, to).map(Some)
+}
+
 /// The file the configuration had before a cutover rewrote it.
 pub fn backup_path(config: &Path) -> PathBuf {
     let mut name = config
@@ -221,6 +279,32 @@ tables = ["countries"]
         assert_eq!(std::fs::read_to_string(&backup).unwrap(), TEXT);
         let config: Config = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(config.sharded_tables[0].database, "app");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_shared_file_is_switched_once() {
+        let dir = std::env::temp_dir().join(format!("pgdog-switch-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("pgdog.toml");
+        std::fs::write(&path, TEXT).unwrap();
+        let users = dir.join("users.toml");
+        std::fs::write(
+            &users,
+            "[[users]]\nname = \"u\"\ndatabase = \"app\"\npassword = \"p\"\n",
+        )
+        .unwrap();
+        // Two proxies loaded the same file before the switch.
+        let running = crate::config::Settings::load(&path, &users).unwrap();
+        assert!(switch_file(&path, "app", "app_new", &running)
+            .unwrap()
+            .is_some());
+        let once = std::fs::read_to_string(&path).unwrap();
+        // The second proxy finds it switched already: no second swap (which would undo it).
+        assert!(switch_file(&path, "app", "app_new", &running)
+            .unwrap()
+            .is_none());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), once);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -74,8 +74,9 @@ fn server_err(addr: &str, context: &str) -> impl FnOnce(ServerError) -> CutoverE
 pub enum Traffic {
     /// This process is the proxy.
     InProcess,
-    /// A running pgdog, through its admin database.
-    Admin(ServerTarget),
+    /// Running pgdogs (one or a fleet serving the same databases), through their admin
+    /// databases: every one is paused, switched and resumed.
+    Admin(Vec<ServerTarget>),
     /// No proxy to switch (tests of the data path only): pause/resume/reload do nothing.
     Detached,
 }
@@ -90,23 +91,45 @@ impl Traffic {
         result.map_err(|e| CutoverError::Traffic(format!("{sql}: {e}")))
     }
 
+    /// Pauses `database` everywhere; if one proxy fails, the others are resumed.
     pub async fn pause(&self, database: &str) -> Result<(), CutoverError> {
         match self {
             Traffic::InProcess => crate::admin::pause(Some(database))
                 .await
                 .map_err(|e| CutoverError::Traffic(format!("PAUSE {database}: {e}"))),
-            Traffic::Admin(t) => Self::admin_command(t, &format!("PAUSE {database}")).await,
+            Traffic::Admin(peers) => {
+                for (i, t) in peers.iter().enumerate() {
+                    if let Err(e) = Self::admin_command(t, &format!("PAUSE {database}")).await {
+                        for p in &peers[..i] {
+                            let _ = Self::admin_command(p, &format!("RESUME {database}")).await;
+                        }
+                        return Err(CutoverError::Traffic(format!("{}: {e}", t.addr())));
+                    }
+                }
+                Ok(())
+            }
             Traffic::Detached => Ok(()),
         }
     }
 
+    /// Resumes `database` on every proxy (all are tried; the first failure is returned).
     pub async fn resume(&self, database: &str) -> Result<(), CutoverError> {
         match self {
             Traffic::InProcess => {
                 crate::admin::resume(Some(database));
                 Ok(())
             }
-            Traffic::Admin(t) => Self::admin_command(t, &format!("RESUME {database}")).await,
+            Traffic::Admin(peers) => {
+                let mut first = Ok(());
+                for t in peers {
+                    if let Err(e) = Self::admin_command(t, &format!("RESUME {database}")).await {
+                        if first.is_ok() {
+                            first = Err(CutoverError::Traffic(format!("{}: {e}", t.addr())));
+                        }
+                    }
+                }
+                first
+            }
             Traffic::Detached => Ok(()),
         }
     }
@@ -116,7 +139,12 @@ impl Traffic {
             Traffic::InProcess => {
                 crate::admin::reload().map_err(|e| CutoverError::Traffic(format!("RELOAD: {e}")))
             }
-            Traffic::Admin(t) => Self::admin_command(t, "RELOAD").await,
+            Traffic::Admin(peers) => {
+                for t in peers {
+                    Self::admin_command(t, "RELOAD").await?;
+                }
+                Ok(())
+            }
             Traffic::Detached => Ok(()),
         }
     }
@@ -536,6 +564,32 @@ pub async fn cleanup(settings: &Settings, from: &str, to: &str, slot: &str) -> V
     problems
 }
 
+/// The switch of this process's configuration (or none, detached): the file rewritten, the
+/// proxy reloaded, traffic resumed; on failure the old file is put back and traffic resumes
+/// on the source.
+async fn switch_here(options: &CutoverOptions, traffic: &Traffic) -> Result<PathBuf, CutoverError> {
+    let backup = match swap_file(
+        &options.config,
+        &options.from_database,
+        &options.to_database,
+    ) {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = traffic.resume(&options.from_database).await;
+            return Err(e.into());
+        }
+    };
+    if let Err(e) = traffic.reload().await {
+        // Put the old file back so the proxy and the file agree, and let clients continue on
+        // the source (nothing was written to the destination by clients yet).
+        let _ = std::fs::copy(&backup, &options.config);
+        let _ = traffic.resume(&options.from_database).await;
+        return Err(e);
+    }
+    traffic.resume(&options.from_database).await?;
+    Ok(backup)
+}
+
 /// Runs the cutover with `replay` running (it is consumed: it ends at the source's position).
 pub async fn cutover(
     settings: &Settings,
@@ -601,25 +655,14 @@ pub async fn cutover(
             return Err(e);
         }
     };
-    let backup = match swap_file(
-        &options.config,
-        &options.from_database,
-        &options.to_database,
-    ) {
-        Ok(b) => b,
-        Err(e) => {
-            let _ = traffic.resume(&options.from_database).await;
-            return Err(e.into());
+    let backup = match traffic {
+        // Every proxy switches its own file and is checked; they resume as they switched.
+        Traffic::Admin(peers) => {
+            super::fleet::switch(settings, options, peers).await?;
+            crate::reshard::config_swap::backup_path(&options.config)
         }
+        _ => switch_here(options, traffic).await?,
     };
-    if let Err(e) = traffic.reload().await {
-        // Put the old file back so the proxy and the file agree, and let clients continue on
-        // the source (nothing was written to the destination by clients yet).
-        let _ = std::fs::copy(&backup, &options.config);
-        let _ = traffic.resume(&options.from_database).await;
-        return Err(e);
-    }
-    traffic.resume(&options.from_database).await?;
     let paused = paused_at.elapsed();
     for p in cleanup(
         settings,

@@ -7,6 +7,7 @@ pub mod copy;
 mod copy_stream;
 pub mod cutover;
 pub mod display;
+mod fleet;
 pub mod orchestrate;
 pub mod progress;
 pub mod replay;

@@ -1,0 +1,193 @@
+//! A fleet cutover: two pgdog instances serve the same 2-shard database (each with its own
+//! pgdog.toml, same databases), clients write through both while `pgdog reshard --cutover
+//! --reverse --admin-url A --admin-url B` moves it to 4 shards. Both proxies are paused,
+//! switched and resumed together: the clients see no error, both configuration files and both
+//! proxies' `SHOW DATABASES` name the new shards, writes through either land there, and
+//! `pgdog verify` finds the old shards (kept in sync by reverse replication) equal to the new.
+mod reshard_common;
+
+use reshard_common::load::{config, load, wait_for_statements, ADMIN_PASSWORD, USERS};
+use reshard_common::{command, text};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use topology::proxy::Proxy;
+use topology::Topology;
+
+fn app_ports(dir: &std::path::Path) -> Vec<u16> {
+    let toml = std::fs::read_to_string(dir.join("pgdog.toml")).unwrap();
+    toml.split("[[databases]]")
+        .filter(|s| s.contains("name = \"app\""))
+        .filter_map(|s| {
+            s.lines()
+                .find_map(|l| l.trim().strip_prefix("port = "))
+                .and_then(|p| p.trim().parse().ok())
+        })
+        .collect()
+}
+
+#[test]
+fn two_proxies_cut_over_together() {
+    let source = Topology::shards(2).expect("source shards");
+    let dest = Topology::shards(4).expect("destination shards");
+    for s in 0..2 {
+        source
+            .shard(s)
+            .psql(
+                "CREATE TABLE items (id bigint PRIMARY KEY, v text, n bigserial);
+                 CREATE PUBLICATION pub FOR TABLE items;",
+            )
+            .expect("source schema");
+    }
+    let a = Proxy::start(&config(&source, &dest), USERS).expect("pgdog A");
+    let b = Proxy::start(&config(&source, &dest), USERS).expect("pgdog B");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    let loads: Vec<_> = [&a, &b, &a, &b]
+        .iter()
+        .enumerate()
+        .map(|(k, p)| {
+            let url = p.url("app", "secret", "app");
+            rt.spawn(load(
+                url,
+                (k as i64 + 1) * 1_000_000,
+                stop.clone(),
+                done.clone(),
+            ))
+        })
+        .collect();
+    wait_for_statements(&done, 200);
+
+    let admin = |p: &Proxy| {
+        format!(
+            "postgres://admin:{ADMIN_PASSWORD}@127.0.0.1:{}/admin",
+            p.port
+        )
+    };
+    let (admin_a, admin_b) = (admin(&a), admin(&b));
+    let mut child = command(
+        &a.dir,
+        &source,
+        "reshard",
+        &[
+            "--from-database",
+            "app",
+            "--to-database",
+            "app_new",
+            "--publication",
+            "pub",
+            "--slot",
+            "fleet",
+            "--cutover",
+            "--reverse",
+            "--admin-url",
+            &admin_a,
+            "--admin-url",
+            &admin_b,
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("pgdog reshard starts");
+    let dest_ports: Vec<u16> = (0..4).map(|s| dest.shard(s).port).collect();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let out = child.wait_with_output().unwrap();
+            panic!("pgdog reshard ended early ({status}): {}", text(&out));
+        }
+        // Both files switched and reverse replication reading its slot on the new shards.
+        let switched = [&a, &b].iter().all(|p| {
+            app_ports(&p.dir)
+                .iter()
+                .all(|port| dest_ports.contains(port))
+        });
+        let reverse = (0..4).all(|s| {
+            dest.shard(s)
+                .psql("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'fleet_reverse' AND active")
+                .map(|n| n == "1")
+                .unwrap_or(false)
+        });
+        if switched && reverse {
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "the fleet did not cut over: {}\nA: {}\nB: {}",
+                text(&out),
+                a.log(),
+                b.log()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // Clients of both proxies go on writing, now to the new shards, without an error.
+    wait_for_statements(&done, 200);
+    stop.store(true, Ordering::SeqCst);
+    for l in loads {
+        let (n, errors, last) = rt.block_on(l).unwrap();
+        assert!(n > 0);
+        assert!(
+            errors.is_empty(),
+            "clients saw errors: {errors:?}\nA: {}\nB: {}",
+            a.log(),
+            b.log()
+        );
+        let on_dest: i64 = (0..4)
+            .map(|s| {
+                dest.shard(s)
+                    .psql(&format!(
+                        "SELECT count(*) FROM items WHERE id = {}",
+                        last - 1
+                    ))
+                    .unwrap()
+                    .parse::<i64>()
+                    .unwrap()
+            })
+            .sum();
+        assert_eq!(on_dest, 1, "row {} on the new shards", last - 1);
+    }
+    // Each proxy's admin database shows the new shards under `app`.
+    for p in [&a, &b] {
+        let shown = p
+            .psql("admin", ADMIN_PASSWORD, "admin", "SHOW DATABASES")
+            .expect("SHOW DATABASES");
+        let ports: Vec<u16> = shown
+            .lines()
+            .filter(|l| l.starts_with("app|"))
+            .filter_map(|l| l.split('|').nth(2)?.parse().ok())
+            .collect();
+        assert_eq!(ports.len(), 4, "{shown}");
+        assert!(ports.iter().all(|p| dest_ports.contains(p)), "{shown}");
+    }
+
+    // Old (now app_new, fed by reverse replication) equals new (now app).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = command(
+            &a.dir,
+            &source,
+            "verify",
+            &["--from-database", "app_new", "--to-database", "app"],
+        )
+        .output()
+        .unwrap();
+        if out.status.success() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "verify: {}", text(&out));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
