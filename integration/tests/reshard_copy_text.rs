@@ -1,15 +1,15 @@
-//! `pgdog copy-data` in text COPY format (`PGDOG_COPY_FORMAT=text`, as it runs when the source
+//! `pgdog copy-data` in text COPY format (`[resharding] copy_format = "text"`, as it runs when the source
 //! and destination major versions differ): a table of awkward values (NULLs, empty strings,
 //! tabs, newlines, backslashes, quotes, unicode, bytea, int[], timestamptz, numeric, float8,
 //! json) sharded by a bigint id into two shards, plus an omnisharded table, read in CTID ranges
-//! (`PGDOG_COPY_SPLIT_BYTES=65536`). The source database's session defaults are changed for the
+//! (`copy_split_bytes = 65536`). The source database's session defaults are changed for the
 //! copy (DMY dates, another time zone, escaped bytea, fewer float digits) so that values only
 //! survive if both ends of the text COPY fix their session settings; `pgdog verify` must then
 //! find the destination equal to the source.
 mod reshard_common;
 
 use reshard_common::{
-    command, omnisharded, pgdog, sharded_table, shards, text, write_files, USERS,
+    command, omnisharded, pgdog, set_resharding, sharded_table, shards, text, write_files, USERS,
 };
 use std::path::PathBuf;
 use topology::Topology;
@@ -79,6 +79,7 @@ fn copy_data_in_text_format_matches_the_source() {
         + &sharded_table("dst", "awkward", "id", "bigint")
         + &omnisharded("dst", &["labels"]);
     write_files(&dir, &config, USERS);
+    set_resharding(&dir, "copy_format = \"text\"\ncopy_split_bytes = 65536");
 
     let primary = source.primary();
     primary.psql(SCHEMA).expect("source schema");
@@ -128,8 +129,6 @@ fn copy_data_in_text_format_matches_the_source() {
         "copy-data",
         &[&args[..], &["--slot", "text1", "--parallel", "3"]].concat(),
     )
-    .env("PGDOG_COPY_FORMAT", "text")
-    .env("PGDOG_COPY_SPLIT_BYTES", "65536")
     .output()
     .expect("running pgdog copy-data");
     let output = text(&out);

@@ -14,7 +14,7 @@
 mod reshard_common;
 
 use pgdog::replication::client::parse_lsn;
-use reshard_common::{shards, text, write_files, USERS};
+use reshard_common::{set_resharding, shards, text, write_files, USERS};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Output, Stdio};
@@ -71,7 +71,8 @@ impl Setup {
             .arg(self.dir.join("users.toml"))
             .args(DBS)
             .args(args)
-            .env("PGDOG_PG_BIN", self.source.install().bin_dir());
+            .arg("--pg-bin")
+            .arg(self.source.install().bin_dir());
         cmd
     }
 
@@ -440,6 +441,8 @@ fn replay_killed_mid_stream_resumes_exactly() {
 #[test]
 fn replay_aborted_after_a_commit_resumes_exactly() {
     let setup = Setup::new("abort", "INSERT INTO small VALUES (1, 1);");
+    // Batches of 4 source transactions: the 7th destination commit is mid-stream.
+    set_resharding(&setup.dir, "replay_batch = 4");
     let out = setup.copy();
     assert!(out.status.success(), "copy-data: {}", text(&out));
     run_script(setup.primary(), &event_script(&setup.dir, 0, 50));
@@ -449,10 +452,7 @@ fn replay_aborted_after_a_commit_resumes_exactly() {
         "replay",
         &["--publication", "pub", "--slot", "s1", "--until-lsn", &lsn],
         // Batches of 4 source transactions: the 7th destination commit is mid-stream.
-        &[
-            ("PGDOG_TEST_ABORT_AFTER_COMMIT", "7"),
-            ("PGDOG_REPLAY_BATCH", "4"),
-        ],
+        &[("PGDOG_TEST_ABORT_AFTER_COMMIT", "7")],
     );
     let status = replay.wait().unwrap();
     let log = setup.log("replay");
@@ -499,22 +499,15 @@ fn prepared(setup: &Setup) -> usize {
 #[test]
 fn atomic_replay_aborted_between_prepare_and_commit_resumes() {
     let setup = Setup::new("atomic", "INSERT INTO small VALUES (1, 1);");
+    // Two-phase batches of 4 source transactions, each touching both shards.
+    set_resharding(&setup.dir, "replay_batch = 4\nreplay_atomic = true");
     let out = setup.copy();
     assert!(out.status.success(), "copy-data: {}", text(&out));
     run_script(setup.primary(), &event_script(&setup.dir, 0, 50));
     let lsn = setup.current_lsn();
     let args = ["--publication", "pub", "--slot", "s1", "--until-lsn", &lsn];
     let aborted = |hook: &str| {
-        let mut replay = setup.spawn(
-            "replay",
-            &args,
-            &[
-                ("PGDOG_REPLAY_ATOMIC", "1"),
-                ("PGDOG_TEST_ABORT_IN_2PC", hook),
-                // Batches of 4 source transactions, each touching both shards.
-                ("PGDOG_REPLAY_BATCH", "4"),
-            ],
-        );
+        let mut replay = setup.spawn("replay", &args, &[("PGDOG_TEST_ABORT_IN_2PC", hook)]);
         let status = replay.wait().unwrap();
         let log = setup.log("replay");
         assert!(!status.success(), "the hook aborts: {status}: {log}");
@@ -551,18 +544,18 @@ fn atomic_replay_aborted_between_prepare_and_commit_resumes() {
     setup.drop_slot();
 }
 
-/// A table read in CTID ranges (`PGDOG_COPY_SPLIT_BYTES` lowered) killed while one range's
+/// A table read in CTID ranges (`[resharding] copy_split_bytes` lowered) killed while one range's
 /// rows block on a destination shard: nothing of it is committed, the temporary slot goes, and
 /// the rerun copies it whole again (in ranges) so that source and destination match.
 #[test]
 fn copy_killed_mid_split_table_resumes() {
-    const SPLIT: (&str, &str) = ("PGDOG_COPY_SPLIT_BYTES", "65536");
     let setup = Setup::new(
         "copy-split",
         "INSERT INTO big SELECT i, repeat('x', 50) FROM generate_series(1, 200000) i;
          INSERT INTO small SELECT i, i FROM generate_series(1, 1000) i;
          INSERT INTO events SELECT i, 'e' || i FROM generate_series(1, 100) i;",
     );
+    set_resharding(&setup.dir, "copy_split_bytes = 65536");
     // An uncommitted row with a key in the last range of `big` on both destination shards.
     let mut blockers: Vec<Session> = (0..2).map(|s| Session::open(setup.shard(s))).collect();
     for b in blockers.iter_mut() {
@@ -587,7 +580,7 @@ fn copy_killed_mid_split_table_resumes() {
     let mut copy = setup.spawn(
         "copy-data",
         &["--publication", "pub", "--slot", "s1", "--parallel", "3"],
-        &[SPLIT],
+        &[],
     );
     wait_until(
         "the copy of big to block",
@@ -646,7 +639,6 @@ fn copy_killed_mid_split_table_resumes() {
             "copy-data",
             &["--publication", "pub", "--slot", "s1", "--parallel", "4"],
         )
-        .env(SPLIT.0, SPLIT.1)
         .output()
         .unwrap();
     let output = text(&out);

@@ -97,7 +97,8 @@ impl Setup {
                 "--publication",
                 "pub",
             ])
-            .env("PGDOG_PG_BIN", self.source.install().bin_dir());
+            .arg("--pg-bin")
+            .arg(self.source.install().bin_dir());
         if let Some(phase) = phase {
             cmd.args(["--phase", phase]);
         }
@@ -289,7 +290,8 @@ fn schema_sync_both_phases_at_once_and_unknown_publication() {
             "--publication",
             "nope",
         ])
-        .env("PGDOG_PG_BIN", s.source.install().bin_dir())
+        .arg("--pg-bin")
+        .arg(s.source.install().bin_dir())
         .output()
         .unwrap();
     assert!(!out.status.success());

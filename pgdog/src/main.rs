@@ -40,7 +40,7 @@ const USAGE: &str = "usage:
                                                        until --until-lsn or Ctrl-C/SIGTERM; resumes from
                                                        the position stored on B's shards; --atomic:
                                                        two-phase commit on the shards a destination
-                                                       transaction touches (also PGDOG_REPLAY_ATOMIC=1)
+                                                       transaction touches (also [resharding] replay_atomic)
   pgdog verify [--config F] [--users F] --from-database A --to-database B [--table T ...]
                                                        compare every table of A with the union of B's shards
                                                        (row count, checksum, rows on the right shard);
@@ -141,6 +141,9 @@ fn parse_args() -> Result<Args, String> {
             "--reverse" => args.reverse = true,
             "--abort" => args.abort = true,
             "--atomic" => args.atomic = true,
+            "--pg-bin" => pgdog::reshard::schema_sync::set_pg_bin(
+                it.next().ok_or("--pg-bin needs a folder")?.into(),
+            ),
             "--admin-url" => args
                 .admin_urls
                 .push(it.next().ok_or("--admin-url needs a URL")?),
@@ -375,7 +378,12 @@ fn reshard_options(args: &Args) -> Result<pgdog::reshard::orchestrate::ReshardOp
     } else {
         one_publication(args)?
     };
-    let mut o = pgdog::reshard::orchestrate::ReshardOptions::new(&from, &to, &publication);
+    // `[resharding]` gives the defaults (a file that does not load is reported by the command).
+    let defaults = Settings::load(&args.config, &args.users)
+        .map(|s| s.config.resharding)
+        .unwrap_or_default();
+    let mut o =
+        pgdog::reshard::orchestrate::ReshardOptions::new(&from, &to, &publication, &defaults);
     if let Some(slot) = &args.dump.slot {
         o.slot = slot.clone();
     }
@@ -402,7 +410,9 @@ fn reshard_options(args: &Args) -> Result<pgdog::reshard::orchestrate::ReshardOp
 fn copy_data_options(args: &Args) -> Result<pgdog::reshard::copy::CopyDataOptions, String> {
     let publication = one_publication(args)?;
     let parallel = match args.parallel.as_deref() {
-        None => 2,
+        None => Settings::load(&args.config, &args.users)
+            .map(|s| s.config.resharding.copy_parallel)
+            .unwrap_or(2),
         Some(n) => match n.parse::<usize>() {
             Ok(v) if v >= 1 => v,
             _ => return Err(format!("--parallel {n}: use a number of at least 1")),

@@ -43,6 +43,14 @@ pub fn omnisharded(database: &str, tables: &[&str]) -> String {
     )
 }
 
+/// Adds a `[resharding]` section (TOML lines) to `dir/pgdog.toml`.
+pub fn set_resharding(dir: &Path, lines: &str) {
+    let path = dir.join("pgdog.toml");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str(&format!("\n[resharding]\n{lines}\n"));
+    std::fs::write(&path, text).unwrap();
+}
+
 /// Writes `pgdog.toml` and `users.toml` into `dir` (created if needed).
 pub fn write_files(dir: &Path, config: &str, users: &str) {
     std::fs::create_dir_all(dir).unwrap();
@@ -60,7 +68,8 @@ pub fn command(dir: &Path, source: &Topology, command: &str, args: &[&str]) -> C
         .arg("--users")
         .arg(dir.join("users.toml"))
         .args(args)
-        .env("PGDOG_PG_BIN", source.install().bin_dir());
+        .arg("--pg-bin")
+        .arg(source.install().bin_dir());
     c
 }
 

@@ -4,7 +4,9 @@
 //! `[general] admin_*` and `pause_timeout` configure the admin database (see `crate::admin`).
 use serde::{Deserialize, Serialize};
 
+mod resharding;
 mod sharding;
+pub use resharding::{CopyFormat as ReshardCopyFormat, Peer, Resharding};
 pub use sharding::{
     DataType, Mapping, MappingValue, OmnishardedTables, PrimaryKey, ShardedSchema, ShardedTable,
 };
@@ -344,6 +346,8 @@ pub struct Config {
     pub omnisharded_tables: Vec<OmnishardedTables>,
     #[serde(default)]
     pub sharded_schemas: Vec<ShardedSchema>,
+    #[serde(default)]
+    pub resharding: Resharding,
 }
 
 /// `[[users]]` in `users.toml`.
@@ -645,6 +649,10 @@ impl Settings {
             }
         };
         sharding::check_schemas(&self.config.sharded_schemas, shards_of)
+            .map_err(|e| bad(&self.config_path, e))?;
+        self.config
+            .resharding
+            .check()
             .map_err(|e| bad(&self.config_path, e))?;
         for (i, o) in self.config.omnisharded_tables.iter().enumerate() {
             if !self.has_database(&o.database) {

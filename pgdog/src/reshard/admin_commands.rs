@@ -62,6 +62,11 @@ fn words(statement: &str) -> Vec<String> {
         .collect()
 }
 
+/// `[resharding]` of the running configuration.
+fn defaults() -> crate::config::Resharding {
+    Registry::current().settings.config.resharding.clone()
+}
+
 /// `None` when the statement is not a resharding command.
 fn parse(statement: &str) -> Option<Result<Command, AdminError>> {
     let w = words(statement);
@@ -80,7 +85,7 @@ fn parse(statement: &str) -> Option<Result<Command, AdminError>> {
         ))),
         ["ABORT", "RESHARD", ..] => Some(match w.get(2..4) {
             Some([from, to]) => {
-                let mut o = ReshardOptions::new(from, to, "");
+                let mut o = ReshardOptions::new(from, to, "", &defaults());
                 match u.get(4..) {
                     Some(["SLOT", _]) => o.slot = w[5].clone(),
                     Some([]) | None => {}
@@ -105,7 +110,7 @@ fn parse(statement: &str) -> Option<Result<Command, AdminError>> {
             else {
                 return Err(failed("42601", format!("usage: {usage}")));
             };
-            let mut o = ReshardOptions::new(from, to, publication);
+            let mut o = ReshardOptions::new(from, to, publication, &defaults());
             let mut i = 4;
             while i < w.len() {
                 match u[i] {

@@ -16,8 +16,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// How the command line reaches the running proxies for a cutover: one `--admin-url` per
-/// pgdog serving the source (all of them are switched together).
-fn traffic(admin_urls: &[String]) -> Result<Traffic, String> {
+/// pgdog serving the source (all of them are switched together), else `[[resharding.peers]]`.
+fn traffic(admin_urls: &[String], settings: &Settings) -> Result<Traffic, String> {
+    let from_config: Vec<String> = settings
+        .config
+        .resharding
+        .peers
+        .iter()
+        .map(|p| p.admin_url.clone())
+        .collect();
+    let admin_urls = if admin_urls.is_empty() {
+        &from_config[..]
+    } else {
+        admin_urls
+    };
     if admin_urls.is_empty() {
         return Err(
             "a cutover needs --admin-url postgres://admin:PASSWORD@HOST:PORT/admin \
@@ -87,7 +99,7 @@ pub fn reshard_main(
         }
     };
     let traffic = if options.cutover {
-        match traffic(admin_urls) {
+        match traffic(admin_urls, &settings) {
             Ok(t) => t,
             Err(e) => {
                 eprintln!("pgdog: reshard: {e}");
@@ -177,7 +189,7 @@ pub fn cutover_main(
             return ExitCode::FAILURE;
         }
     };
-    let traffic = match traffic(admin_urls) {
+    let traffic = match traffic(admin_urls, &settings) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("pgdog: cutover: {e}");

@@ -17,12 +17,12 @@
 //!   is read from and every destination shard it is written to run the same PostgreSQL major
 //!   version (`server_version_num / 10000`; read once per destination shard and with each
 //!   table's size on the source), text (`FORMAT text`, default delimiter and NULL) otherwise:
-//!   binary COPY is not guaranteed to be compatible across major versions. The environment
-//!   variable `PGDOG_COPY_FORMAT` ([`COPY_FORMAT_ENV`]) set to `text` forces text for every
-//!   table; `binary` or unset means this automatic choice; anything else is refused. Text
+//!   binary COPY is not guaranteed to be compatible across major versions. `[resharding]
+//!   copy_format = "text"` forces text for every table; `"auto"` (the default) means this
+//!   automatic choice. Text
 //!   sessions fix the settings that shape values' text form on both ends (see
 //!   [`copy_stream`](super::copy_stream)).
-//! - A table larger than [`CopyTuning::split_bytes`] (64 MiB; `PGDOG_COPY_SPLIT_BYTES`) is read
+//! - A table larger than [`CopyTuning::split_bytes`] (64 MiB; `[resharding] copy_split_bytes`) is read
 //!   by several connections at once, each a CTID range (`ctid >= '(a,0)' AND ctid < '(b,0)'`,
 //!   ranges from `pg_relation_size`), all under the same exported snapshot (the replication
 //!   connection stays open until the copy ends). Each reader splits its own rows and sends them
@@ -483,28 +483,16 @@ impl Default for CopyTuning {
 /// The default [`CopyTuning::split_bytes`]: 64 MiB.
 pub const DEFAULT_SPLIT_BYTES: u64 = 64 * 1024 * 1024;
 
-/// Overrides [`CopyTuning::split_bytes`] for [`copy_data`] (bytes; 0 disables the split).
-pub const SPLIT_BYTES_ENV: &str = "PGDOG_COPY_SPLIT_BYTES";
-
 impl CopyTuning {
-    /// The defaults, with `PGDOG_COPY_SPLIT_BYTES` applied when it is set to a number.
-    pub fn from_env() -> CopyTuning {
-        let mut tuning = CopyTuning::default();
-        if let Some(bytes) = std::env::var(SPLIT_BYTES_ENV)
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-        {
-            tuning.split_bytes = bytes;
+    /// `[resharding] copy_split_bytes`.
+    pub fn from_settings(r: &crate::config::Resharding) -> CopyTuning {
+        CopyTuning {
+            split_bytes: r.copy_split_bytes,
         }
-        tuning
     }
 }
 
-/// Forces the COPY data format of [`copy_data`]: `text`; `binary` or unset = automatic
-/// ([`choose_format`]).
-pub const COPY_FORMAT_ENV: &str = "PGDOG_COPY_FORMAT";
-
-/// How the COPY data format is chosen (`PGDOG_COPY_FORMAT`).
+/// How the COPY data format is chosen (`[resharding] copy_format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FormatMode {
     /// Binary when the versions allow it, text otherwise.
@@ -515,23 +503,10 @@ pub enum FormatMode {
 }
 
 impl FormatMode {
-    /// The mode a value of `PGDOG_COPY_FORMAT` asks for (`None`: unset).
-    pub fn parse(value: Option<&str>) -> Result<FormatMode, CopyDataError> {
-        match value.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
-            None | Some("") | Some("binary") => Ok(FormatMode::Auto),
-            Some("text") => Ok(FormatMode::Text),
-            Some(other) => Err(CopyDataError::Config(format!(
-                "{COPY_FORMAT_ENV}={other:?}: expected `text`, `binary` or unset"
-            ))),
-        }
-    }
-
-    /// The mode `PGDOG_COPY_FORMAT` asks for.
-    pub fn from_env() -> Result<FormatMode, CopyDataError> {
-        match std::env::var(COPY_FORMAT_ENV) {
-            Ok(v) => FormatMode::parse(Some(&v)),
-            Err(std::env::VarError::NotPresent) => FormatMode::parse(None),
-            Err(e) => Err(CopyDataError::Config(format!("{COPY_FORMAT_ENV}: {e}"))),
+    pub fn from_settings(r: &crate::config::Resharding) -> FormatMode {
+        match r.copy_format {
+            crate::config::ReshardCopyFormat::Auto => FormatMode::Auto,
+            crate::config::ReshardCopyFormat::Text => FormatMode::Text,
         }
     }
 }
@@ -938,13 +913,14 @@ async fn copied_tables(
 /// at once. Each finished or skipped copy is passed to `report` as it completes. Dropping the
 /// returned future aborts the copies under way (their destination transactions roll back,
 /// their temporary slots go away). Tables larger than 64 MiB are read in CTID ranges
-/// ([`CopyTuning::from_env`]).
+/// (`[resharding] copy_split_bytes`).
 pub async fn copy_data(
     settings: &Settings,
     options: &CopyDataOptions,
     report: impl FnMut(&TableCopy),
 ) -> Result<(Vec<SlotReport>, Vec<TableCopy>), CopyDataError> {
-    copy_data_tuned(settings, options, CopyTuning::from_env(), report).await
+    let tuning = CopyTuning::from_settings(&settings.config.resharding);
+    copy_data_tuned(settings, options, tuning, report).await
 }
 
 /// [`copy_data`] with the large-table split tuned. `options.parallel` bounds the reader
@@ -968,7 +944,7 @@ pub async fn copy_data_tuned(
             reason: e.to_string(),
         })?;
     let dests = destination_shards(settings, &options.to_database)?;
-    let format_mode = FormatMode::from_env()?;
+    let format_mode = FormatMode::from_settings(&settings.config.resharding);
 
     // Every table's destination is checked before anything is created or copied; every source
     // shard must publish the same tables.
@@ -1323,14 +1299,7 @@ mod tests {
     }
 
     #[test]
-    fn format_mode_from_the_environment_value() {
-        assert_eq!(FormatMode::parse(None).unwrap(), FormatMode::Auto);
-        assert_eq!(FormatMode::parse(Some("")).unwrap(), FormatMode::Auto);
-        assert_eq!(FormatMode::parse(Some("binary")).unwrap(), FormatMode::Auto);
-        assert_eq!(FormatMode::parse(Some("text")).unwrap(), FormatMode::Text);
-        assert_eq!(FormatMode::parse(Some(" TEXT ")).unwrap(), FormatMode::Text);
-        let err = FormatMode::parse(Some("csv")).unwrap_err().to_string();
-        assert!(err.contains("PGDOG_COPY_FORMAT"), "{err}");
+    fn format_plan_follows_the_versions() {
         // The plan applies the versions of the targeted shards only.
         let plan = FormatPlan {
             mode: FormatMode::Auto,

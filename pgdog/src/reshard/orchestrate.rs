@@ -64,17 +64,23 @@ pub struct ReshardOptions {
 }
 
 impl ReshardOptions {
-    pub fn new(from: &str, to: &str, publication: &str) -> Self {
+    /// The options with `[resharding]`'s values (`defaults`) where no flag gives one.
+    pub fn new(
+        from: &str,
+        to: &str,
+        publication: &str,
+        defaults: &crate::config::Resharding,
+    ) -> Self {
         ReshardOptions {
             from_database: from.into(),
             to_database: to.into(),
             publication: publication.into(),
             slot: "pgdog_reshard".into(),
-            parallel: 2,
+            parallel: defaults.copy_parallel.max(1),
             cutover: false,
-            max_lag_bytes: 1 << 20,
-            lag_timeout: Duration::from_secs(600),
-            drain_timeout: Duration::from_secs(30),
+            max_lag_bytes: defaults.max_lag_bytes,
+            lag_timeout: Duration::from_millis(defaults.lag_timeout),
+            drain_timeout: Duration::from_millis(defaults.cutover_timeout),
             reverse: false,
         }
     }

