@@ -590,9 +590,11 @@ fn reshard_refuses_keyless_tables_stops_resumes_and_aborts() {
         .psql(
             "CREATE TABLE keyed (id bigint PRIMARY KEY, v text);
              CREATE TABLE nokey (v int);
+             CREATE TABLE wrongkey (id bigint PRIMARY KEY, tenant int NOT NULL, v text);
              INSERT INTO keyed SELECT i, 'k' || i FROM generate_series(1, 1000) i;
              INSERT INTO nokey SELECT i FROM generate_series(1, 50) i;
-             CREATE PUBLICATION pub FOR TABLE keyed, nokey;",
+             INSERT INTO wrongkey SELECT i, i % 7, 'w' FROM generate_series(1, 70) i;
+             CREATE PUBLICATION pub FOR TABLE keyed, nokey, wrongkey;",
         )
         .unwrap();
     let dir = std::env::temp_dir().join(format!("pgdog-reshard-cli-{}", std::process::id()));
@@ -600,6 +602,7 @@ fn reshard_refuses_keyless_tables_stops_resumes_and_aborts() {
     let config = database("app", 0, primary.port, "primary")
         + &shards("app_new", &dest, 2)
         + &sharded_table("app_new", "keyed", "id", "bigint")
+        + &sharded_table("app_new", "wrongkey", "tenant", "integer")
         + &omnisharded("app_new", &["nokey"]);
     write_files(&dir, &config, USERS);
     let args = [
@@ -626,6 +629,12 @@ fn reshard_refuses_keyless_tables_stops_resumes_and_aborts() {
         "{}",
         text(&out)
     );
+    // A replica identity without the sharding key could not route updates and deletes.
+    assert!(
+        text(&out).contains("public.wrongkey: its replica identity (id) does not contain the sharding key \"tenant\""),
+        "{}",
+        text(&out)
+    );
     assert_eq!(slots(), "0");
     assert_eq!(
         dest.shard(0)
@@ -636,7 +645,7 @@ fn reshard_refuses_keyless_tables_stops_resumes_and_aborts() {
 
     // Fixed: the reshard runs until stopped, keeping its slot; a rerun resumes.
     primary
-        .psql("ALTER TABLE nokey REPLICA IDENTITY FULL")
+        .psql("ALTER TABLE nokey REPLICA IDENTITY FULL; ALTER TABLE wrongkey REPLICA IDENTITY FULL")
         .unwrap();
     let run_until_streaming_then_stop = || {
         let child = command(&dir, &source, "reshard", &args)
@@ -650,7 +659,7 @@ fn reshard_refuses_keyless_tables_stops_resumes_and_aborts() {
             (0..2).all(|s| {
                 dest.shard(s)
                     .psql("SELECT count(*) FROM pgdog_reshard_progress WHERE slot = 'cli'")
-                    .map(|n| n == "2")
+                    .map(|n| n == "3")
                     .unwrap_or(false)
             }) && primary
                 .psql(
@@ -675,7 +684,9 @@ fn reshard_refuses_keyless_tables_stops_resumes_and_aborts() {
     primary
         .psql(
             "INSERT INTO keyed SELECT i, 'late' FROM generate_series(1001, 1100) i;
-             DELETE FROM nokey WHERE v <= 10;",
+             DELETE FROM nokey WHERE v <= 10;
+             UPDATE wrongkey SET tenant = tenant + 1 WHERE id <= 20;
+             DELETE FROM wrongkey WHERE id > 60;",
         )
         .unwrap();
     let child = run_until_streaming_then_stop();

@@ -112,3 +112,69 @@ fn toast_composite_keys_and_truncate_replay_exactly() {
         .psql("SELECT pg_drop_replication_slot('cases')")
         .expect("dropping the slot");
 }
+
+/// A destination that diverged (a row deleted there by hand): the replay reads every result of
+/// a batch before it commits, so the source transaction that updates the missing row is rolled
+/// back on every shard (its other change too), the position stays, and the replay stops naming
+/// the table, the key and the LSN; a rerun stops at the same change.
+#[test]
+fn a_diverged_destination_stops_the_replay_before_commit() {
+    let source = Topology::single().expect("source");
+    let dest = Topology::shards(2).expect("destination");
+    let dir = std::env::temp_dir().join(format!("pgdog-replay-diverged-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    write_config(&dir, &source, &dest);
+    let primary = source.primary();
+    primary
+        .psql(
+            "CREATE TABLE logs (id bigint PRIMARY KEY, msg text);
+             CREATE TABLE docs (id bigint PRIMARY KEY, body text, tag int);
+             CREATE TABLE pairs (a int, b int, v text, PRIMARY KEY (a, b));
+             CREATE PUBLICATION pub FOR TABLE docs, pairs, logs;
+             INSERT INTO logs SELECT i, 'before ' || i FROM generate_series(1, 100) i;",
+        )
+        .expect("source schema");
+    let out = pgdog(
+        &dir,
+        &source,
+        "schema-sync",
+        &[
+            ARGS[0], ARGS[1], ARGS[2], ARGS[3], ARGS[4], ARGS[5], "--phase", "pre",
+        ],
+    );
+    assert!(out.status.success(), "schema-sync: {}", text(&out));
+    let out = pgdog(&dir, &source, "copy-data", &ARGS);
+    assert!(out.status.success(), "copy-data: {}", text(&out));
+    // Row 7 disappears from the destination behind the replay's back.
+    for s in 0..2 {
+        dest.shard(s).psql("DELETE FROM logs WHERE id = 7").unwrap();
+    }
+    primary
+        .psql("BEGIN; INSERT INTO logs VALUES (500, 'same transaction'); UPDATE logs SET msg = 'changed' WHERE id = 7; COMMIT;")
+        .unwrap();
+    let lsn = primary.psql("SELECT pg_current_wal_insert_lsn()").unwrap();
+    let replay_args: Vec<&str> = ARGS.iter().copied().chain(["--until-lsn", &lsn]).collect();
+    for attempt in 0..2 {
+        let out = pgdog(&dir, &source, "replay", &replay_args);
+        let said = text(&out);
+        assert!(!out.status.success(), "attempt {attempt}: {said}");
+        assert!(said.contains("UPDATE 0"), "{said}");
+        assert!(said.contains("logs"), "{said}");
+        assert!(said.contains("'7'"), "the key is named: {said}");
+        assert!(said.contains("from the source transaction at"), "{said}");
+        // Nothing of that source transaction was committed anywhere.
+        let inserted: i64 = (0..2)
+            .map(|s| {
+                dest.shard(s)
+                    .psql("SELECT count(*) FROM logs WHERE id = 500")
+                    .unwrap()
+                    .parse::<i64>()
+                    .unwrap()
+            })
+            .sum();
+        assert_eq!(inserted, 0, "attempt {attempt}: the batch was rolled back");
+    }
+    primary
+        .psql("SELECT pg_drop_replication_slot('cases')")
+        .expect("dropping the slot");
+}

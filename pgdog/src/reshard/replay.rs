@@ -54,7 +54,7 @@ use crate::reshard::schema_sync::query_rows;
 use crate::router::schema::Schema;
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::future::try_join_all;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -180,6 +180,10 @@ struct Shard {
     queued: usize,
     /// Syncs (and simple Queries) sent whose results are not read yet.
     pending_syncs: usize,
+    /// What was sent and not answered yet, in order: each statement with its source LSN (to
+    /// name the change a result belongs to), `None` where a Sync (or simple Query) ends a
+    /// group of results.
+    in_flight: VecDeque<Option<(Stmt, u64)>>,
 }
 
 /// One statement to run with its parameters; the SQL text and parameter types are shared by
@@ -254,6 +258,7 @@ impl Shard {
         });
         self.out.extend_from_slice(bind.bytes());
         self.out.extend_from_slice(execute.bytes());
+        self.in_flight.push_back(Some((stmt.clone(), lsn)));
         self.queued += 1;
         if self.queued >= SYNC_EVERY {
             self.sync(lsn).await?;
@@ -267,6 +272,7 @@ impl Shard {
     /// ([`Shard::read_pending`]).
     async fn send_sync(&mut self) -> Result<(), ReplayError> {
         self.out.extend_from_slice(message::sync().bytes());
+        self.in_flight.push_back(None);
         self.queued = 0;
         self.pending_syncs += 1;
         self.flush().await
@@ -276,6 +282,8 @@ impl Shard {
     /// TRANSACTION with its unique gid); its results are read with the pending Syncs'.
     async fn send_query(&mut self, sql: &str) -> Result<(), ReplayError> {
         self.out.extend_from_slice(message::query(sql).bytes());
+        self.in_flight.push_back(Some((plain(sql), 0)));
+        self.in_flight.push_back(None);
         self.pending_syncs += 1;
         self.flush().await
     }
@@ -893,6 +901,7 @@ impl Applier {
                 Some(Bytes::from(format_lsn(end_lsn))),
             ],
         };
+        self.check_results(&batch).await?;
         if self.atomic.is_some() && batch.touched.len() > 1 {
             self.commit_two_phase(&batch, &position).await?;
         } else {
@@ -916,6 +925,32 @@ impl Applier {
 }
 
 impl Applier {
+    /// Reads every result of the batch's statements before anything commits: an error or a
+    /// change that found no row rolls the batch back on every shard (the position is not
+    /// written, so a rerun meets the same change) and stops the replay naming it.
+    async fn check_results(&mut self, batch: &Batch) -> Result<(), ReplayError> {
+        let end_lsn = batch.end_lsn;
+        for &s in &batch.touched {
+            self.shards[s].send_sync().await?;
+        }
+        let mut failure = None;
+        for &s in &batch.touched {
+            if let Err(e) = self.shards[s].read_pending(end_lsn, false).await {
+                failure.get_or_insert(e);
+            }
+        }
+        let Some(e) = failure else {
+            return Ok(());
+        };
+        for &s in &batch.touched {
+            let shard = &mut self.shards[s];
+            if shard.send_query("ROLLBACK").await.is_ok() {
+                let _ = shard.read_pending(end_lsn, true).await;
+            }
+        }
+        Err(e)
+    }
+
     /// Two-phase commit of a batch touching several shards: PREPARE TRANSACTION on each
     /// (the position row included), then COMMIT PREPARED on each. After a crash,
     /// [`resolve_prepared`] commits the leftovers of a transaction committed on some shard and
@@ -936,8 +971,31 @@ impl Applier {
                 .send_query(&format!("PREPARE TRANSACTION {gid}"))
                 .await?;
         }
+        // A PREPARE that failed on one shard: the others' prepared transactions are rolled
+        // back now, not left holding locks until the next start.
+        let mut failure = None;
+        let mut prepared = Vec::new();
         for &s in &batch.touched {
-            self.shards[s].read_pending(end_lsn, true).await?;
+            match self.shards[s].read_pending(end_lsn, true).await {
+                Ok(()) => prepared.push(s),
+                Err(e) => {
+                    failure.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = failure {
+            for s in prepared {
+                let gid = literal(&gid(&self.key, end_lsn, s));
+                let shard = &mut self.shards[s];
+                if shard
+                    .send_query(&format!("ROLLBACK PREPARED {gid}"))
+                    .await
+                    .is_ok()
+                {
+                    let _ = shard.read_pending(end_lsn, true).await;
+                }
+            }
+            return Err(e);
         }
         let n = ATOMIC_COMMITS.fetch_add(1, Ordering::SeqCst) + 1;
         let hook = self.atomic.and_then(|a| a.abort_in);
@@ -1026,6 +1084,28 @@ async fn resolve_prepared(shards: &mut [Shard], key: &str) -> Result<(u64, u64),
 }
 
 impl Shard {
+    /// The statement the next result answers, described: `: <SQL> with (<values>) from the
+    /// source transaction at <LSN>`.
+    fn answered(&mut self) -> String {
+        let Some(Some((stmt, lsn))) = self.in_flight.pop_front() else {
+            return String::new();
+        };
+        let values: Vec<String> = stmt
+            .params
+            .iter()
+            .map(|p| match p {
+                Some(v) => format!("'{}'", String::from_utf8_lossy(v)),
+                None => "NULL".into(),
+            })
+            .collect();
+        let at = if lsn > 0 {
+            format!(" from the source transaction at {}", format_lsn(lsn))
+        } else {
+            String::new()
+        };
+        format!(": {} with ({}){at}", stmt.sql, values.join(", "))
+    }
+
     /// Reads the results up to a Sync already sent: the first error, or an UPDATE/DELETE that
     /// matched no row (the destination diverged from the source), fails the replay.
     async fn sync_read(&mut self, lsn: u64, committed: bool) -> Result<(), ReplayError> {
@@ -1042,18 +1122,23 @@ impl Shard {
                 .map_err(|e| other(format!("{ctx}: {e}")))?;
             match m.tag() {
                 b'E' if error.is_none() => {
-                    error = Some(format!("{}", postgres_error(&self.addr, m)));
+                    let what = self.answered();
+                    error = Some(format!("{}{what}", postgres_error(&self.addr, m)));
                 }
                 b'C' if error.is_none() => {
+                    let what = self.answered();
                     let tag = m.reader().cstr().unwrap_or("").to_string();
                     if tag == "UPDATE 0" || tag == "DELETE 0" {
                         error = Some(format!(
                             "{tag}: the row is missing on this shard (the destination \
-                             diverged from the source)"
+                             diverged from the source){what}; nothing of this batch was \
+                             committed and the position was kept"
                         ));
                     }
                 }
                 b'Z' => {
+                    // The rest of this group was skipped after an error.
+                    while let Some(Some(_)) = self.in_flight.pop_front() {}
                     if committed && m.payload().first() != Some(&b'I') && error.is_none() {
                         error = Some("the transaction did not commit".into());
                     }
@@ -1126,6 +1211,7 @@ async fn open_destination(
             out: BytesMut::new(),
             queued: 0,
             pending_syncs: 0,
+            in_flight: VecDeque::new(),
         });
     }
     if watermarks.is_empty() {
