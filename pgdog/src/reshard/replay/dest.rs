@@ -1,0 +1,274 @@
+//! Destination shard connections of the replay: statements pipelined as Parse (once per
+//! shape) / Bind / Execute with intermediate Syncs, their results read back and checked (an
+//! error or a change that found no row names the statement, its values and the source LSN).
+use super::*;
+
+/// One destination shard connection.
+pub(super) struct Shard {
+    pub(super) index: usize,
+    pub(super) addr: String,
+    pub(super) server: Server,
+    /// SQL text → prepared statement name.
+    pub(super) statements: HashMap<Arc<str>, String>,
+    /// The stored position: transactions committing before it are already applied here.
+    pub(super) position: u64,
+    pub(super) out: BytesMut,
+    /// Statements queued since the last Sync.
+    pub(super) queued: usize,
+    /// Syncs (and simple Queries) sent whose results are not read yet.
+    pub(super) pending_syncs: usize,
+    /// What was sent and not answered yet, in order: each statement with its source LSN (to
+    /// name the change a result belongs to), `None` where a Sync (or simple Query) ends a
+    /// group of results.
+    pub(super) in_flight: VecDeque<Option<(Stmt, u64)>>,
+}
+
+impl Shard {
+    pub(super) fn context(&self, what: &str) -> String {
+        format!("shard {} ({}): {what}", self.index, self.addr)
+    }
+
+    pub(super) async fn flush(&mut self) -> Result<(), ReplayError> {
+        if self.out.is_empty() {
+            return Ok(());
+        }
+        let data = self.out.split();
+        let ctx = self.context("sending");
+        self.server
+            .write_raw(&data)
+            .await
+            .map_err(|e| other(format!("{ctx}: {e}")))
+    }
+
+    /// Queues Parse (first use of the SQL on this connection), Bind and Execute.
+    pub(super) async fn queue(&mut self, stmt: &Stmt, lsn: u64) -> Result<(), ReplayError> {
+        let name = match self.statements.get(&*stmt.sql) {
+            Some(n) => n.clone(),
+            None => {
+                let name = format!("pgdog_replay_{}", self.statements.len());
+                let m = message::parse(&name, &stmt.sql, &stmt.types);
+                self.out.extend_from_slice(m.bytes());
+                self.statements.insert(stmt.sql.clone(), name.clone());
+                name
+            }
+        };
+        let bind = message::build(b'B', |b| {
+            put_cstr(b, "");
+            put_cstr(b, &name);
+            b.put_i16(0);
+            b.put_i16(stmt.params.len() as i16);
+            for p in &stmt.params {
+                match p {
+                    Some(v) => {
+                        b.put_i32(v.len() as i32);
+                        b.extend_from_slice(v);
+                    }
+                    None => b.put_i32(-1),
+                }
+            }
+            b.put_i16(0);
+        });
+        let execute = message::build(b'E', |b| {
+            put_cstr(b, "");
+            b.put_i32(0);
+        });
+        self.out.extend_from_slice(bind.bytes());
+        self.out.extend_from_slice(execute.bytes());
+        self.in_flight.push_back(Some((stmt.clone(), lsn)));
+        self.queued += 1;
+        if self.queued >= SYNC_EVERY {
+            self.sync(lsn).await?;
+        } else if self.out.len() >= FLUSH_BYTES {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    /// Queues a Sync and sends everything queued; its results are read later
+    /// ([`Shard::read_pending`]).
+    pub(super) async fn send_sync(&mut self) -> Result<(), ReplayError> {
+        self.out.extend_from_slice(message::sync().bytes());
+        self.in_flight.push_back(None);
+        self.queued = 0;
+        self.pending_syncs += 1;
+        self.flush().await
+    }
+
+    /// Sends a simple Query (outside the extended-protocol statements: e.g. PREPARE
+    /// TRANSACTION with its unique gid); its results are read with the pending Syncs'.
+    pub(super) async fn send_query(&mut self, sql: &str) -> Result<(), ReplayError> {
+        self.out.extend_from_slice(message::query(sql).bytes());
+        self.in_flight.push_back(Some((plain(sql), 0)));
+        self.in_flight.push_back(None);
+        self.pending_syncs += 1;
+        self.flush().await
+    }
+
+    /// An intermediate Sync inside the open transaction; then the results of the previous
+    /// one are read (at most two Syncs' results are pending: the server keeps executing while
+    /// this side reads, and neither side's socket buffer fills up).
+    pub(super) async fn sync(&mut self, lsn: u64) -> Result<(), ReplayError> {
+        self.send_sync().await?;
+        while self.pending_syncs > 1 {
+            self.pending_syncs -= 1;
+            self.sync_read(lsn, false).await?;
+        }
+        Ok(())
+    }
+
+    /// Reads the results of every Sync sent; with `committed`, the last one must leave the
+    /// connection outside a transaction.
+    pub(super) async fn read_pending(
+        &mut self,
+        lsn: u64,
+        committed: bool,
+    ) -> Result<(), ReplayError> {
+        while self.pending_syncs > 0 {
+            self.pending_syncs -= 1;
+            self.sync_read(lsn, committed && self.pending_syncs == 0)
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+impl Shard {
+    /// The statement the next result answers, described: `: <SQL> with (<values>) from the
+    /// source transaction at <LSN>`.
+    pub(super) fn answered(&mut self) -> String {
+        let Some(Some((stmt, lsn))) = self.in_flight.pop_front() else {
+            return String::new();
+        };
+        let values: Vec<String> = stmt
+            .params
+            .iter()
+            .map(|p| match p {
+                Some(v) => format!("'{}'", String::from_utf8_lossy(v)),
+                None => "NULL".into(),
+            })
+            .collect();
+        let at = if lsn > 0 {
+            format!(" from the source transaction at {}", format_lsn(lsn))
+        } else {
+            String::new()
+        };
+        format!(": {} with ({}){at}", stmt.sql, values.join(", "))
+    }
+
+    /// Reads the results up to a Sync already sent: the first error, or an UPDATE/DELETE that
+    /// matched no row (the destination diverged from the source), fails the replay.
+    pub(super) async fn sync_read(&mut self, lsn: u64, committed: bool) -> Result<(), ReplayError> {
+        let ctx = self.context(&format!(
+            "committing the transaction at {}",
+            format_lsn(lsn)
+        ));
+        let mut error = None;
+        loop {
+            let m = self
+                .server
+                .read()
+                .await
+                .map_err(|e| other(format!("{ctx}: {e}")))?;
+            match m.tag() {
+                b'E' if error.is_none() => {
+                    let what = self.answered();
+                    error = Some(format!("{}{what}", postgres_error(&self.addr, m)));
+                }
+                b'C' if error.is_none() => {
+                    let what = self.answered();
+                    let tag = m.reader().cstr().unwrap_or("").to_string();
+                    if tag == "UPDATE 0" || tag == "DELETE 0" {
+                        error = Some(format!(
+                            "{tag}: the row is missing on this shard (the destination \
+                             diverged from the source){what}; nothing of this batch was \
+                             committed and the position was kept"
+                        ));
+                    }
+                }
+                b'Z' => {
+                    // The rest of this group was skipped after an error.
+                    while let Some(Some(_)) = self.in_flight.pop_front() {}
+                    if committed && m.payload().first() != Some(&b'I') && error.is_none() {
+                        error = Some("the transaction did not commit".into());
+                    }
+                    break;
+                }
+                _ => {}
+            }
+        }
+        match error {
+            Some(e) => Err(other(format!("{ctx}: {e}"))),
+            None => Ok(()),
+        }
+    }
+}
+
+pub(super) async fn rows(
+    server: &mut Server,
+    addr: &str,
+    sql: &str,
+) -> Result<Vec<Vec<Option<String>>>, ReplayError> {
+    query_rows(server, sql)
+        .await
+        .map_err(|e| ReplayError::Copy(server_err(addr, sql)(e)))
+}
+
+/// Reads the destination shards' progress for one source shard's key: per table, its watermark
+/// on each destination shard, and each shard's stored position.
+pub(super) async fn open_destination(
+    dests: &[ServerTarget],
+    key: &str,
+) -> Result<(Vec<Shard>, HashMap<String, Vec<Option<u64>>>), ReplayError> {
+    let key_lit = literal(key);
+    let mut shards = Vec::with_capacity(dests.len());
+    let mut watermarks: HashMap<String, Vec<Option<u64>>> = HashMap::new();
+    for (index, t) in dests.iter().enumerate() {
+        let addr = t.addr();
+        let mut server = connect(t).await?;
+        server
+            .execute(PROGRESS_DDL)
+            .await
+            .map_err(|e| ReplayError::Copy(server_err(&addr, "creating the progress tables")(e)))?;
+        let sql = format!(
+            "SELECT table_name, watermark::text FROM pgdog_reshard_progress WHERE slot = {key_lit}"
+        );
+        for r in rows(&mut server, &addr, &sql).await? {
+            if let [Some(table), Some(lsn)] = r.as_slice() {
+                let lsn = parse_lsn(lsn)
+                    .ok_or_else(|| other(format!("bad watermark {lsn} for {table}")))?;
+                watermarks
+                    .entry(table.clone())
+                    .or_insert_with(|| vec![None; dests.len()])[index] = Some(lsn);
+            }
+        }
+        let sql = format!("SELECT lsn::text FROM pgdog_reshard_position WHERE slot = {key_lit}");
+        let position = match rows(&mut server, &addr, &sql).await?.first() {
+            Some(r) => match r.first() {
+                Some(Some(lsn)) => {
+                    parse_lsn(lsn).ok_or_else(|| other(format!("bad position {lsn}")))?
+                }
+                _ => 0,
+            },
+            None => 0,
+        };
+        shards.push(Shard {
+            index,
+            addr,
+            server,
+            statements: HashMap::new(),
+            position,
+            out: BytesMut::new(),
+            queued: 0,
+            pending_syncs: 0,
+            in_flight: VecDeque::new(),
+        });
+    }
+    if watermarks.is_empty() {
+        return Err(other(format!(
+            "no copy watermarks for {key} on the destination ({}): run `pgdog copy-data --slot` \
+             first",
+            dests.first().map(|d| d.addr()).unwrap_or_default()
+        )));
+    }
+    Ok((shards, watermarks))
+}

@@ -1,0 +1,319 @@
+//! A published table as the replay applies it: where its rows go and the statements (shapes
+//! prepared once) that upsert, update and delete them by replica identity.
+use super::*;
+
+/// One statement to run with its parameters; the SQL text and parameter types are shared by
+/// every statement of the same shape ([`Table::shape`]).
+#[derive(Clone)]
+pub(super) struct Stmt {
+    pub(super) sql: Arc<str>,
+    pub(super) types: Arc<[i32]>,
+    pub(super) params: Vec<Option<Bytes>>,
+}
+
+/// The SQL text and parameter types of a statement shape.
+pub(super) type Shape = (Arc<str>, Arc<[i32]>);
+
+/// A statement shape of a table: its kind and the columns of its parameters, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum ShapeKey {
+    Upsert(Vec<usize>),
+    /// (SET columns, WHERE columns).
+    Update(Vec<usize>, Vec<usize>),
+    Delete(Vec<usize>),
+}
+
+/// A published table as the replay applies it.
+pub(super) struct Table {
+    pub(super) name: String,
+    pub(super) sql_name: String,
+    pub(super) columns: Vec<String>,
+    pub(super) types: Vec<i32>,
+    pub(super) key: Vec<usize>,
+    pub(super) full: bool,
+    pub(super) dest: Destination,
+    /// The copy watermark on each destination shard (they differ when a resumed copy wrote
+    /// some shards later than others); empty when `ignored`.
+    pub(super) watermarks: Arc<[u64]>,
+    /// The SQL text and parameter types of each statement shape seen so far.
+    pub(super) shapes: parking_lot::Mutex<HashMap<ShapeKey, Shape>>,
+    /// An omnisharded table seen on a source shard other than 0: shard 0's stream applies its
+    /// changes (every source shard carries the same writes).
+    pub(super) ignored: bool,
+}
+
+impl Table {
+    /// `watermarks`: table name → its watermark on each destination shard (None: missing).
+    pub(super) fn new(
+        rel: &Relation,
+        schema: &Schema,
+        database: &str,
+        key: &str,
+        source_shard: usize,
+        watermarks: &HashMap<String, Vec<Option<u64>>>,
+    ) -> Result<Table, ReplayError> {
+        let name = rel.qualified_name();
+        let columns: Vec<String> = rel.columns.iter().map(|c| c.name.clone()).collect();
+        let dest = destination(schema, database, &rel.namespace, &rel.name, &columns)?;
+        let ignored = source_shard > 0 && matches!(dest, Destination::Everywhere);
+        let watermarks = if ignored {
+            Vec::new()
+        } else {
+            let found = watermarks.get(&name).cloned().unwrap_or_default();
+            let mut all = Vec::with_capacity(found.len());
+            for (shard, wm) in found.iter().enumerate() {
+                all.push(wm.ok_or_else(|| {
+                    other(format!(
+                        "table {name} has no copy watermark for {key} on destination shard \
+                         {shard}: finish the copy with `pgdog copy-data --slot` first"
+                    ))
+                })?);
+            }
+            if all.is_empty() {
+                return Err(other(format!(
+                    "table {name} has no copy watermark for {key} on the destination: \
+                     copy it with `pgdog copy-data --slot` first"
+                )));
+            }
+            all
+        };
+        Ok(Table {
+            sql_name: format!("{}.{}", ident(&rel.namespace), ident(&rel.name)),
+            types: rel
+                .columns
+                .iter()
+                // User-defined types have other OIDs on the destination: let it infer them.
+                .map(|c| {
+                    if c.type_oid < 16384 {
+                        c.type_oid as i32
+                    } else {
+                        0
+                    }
+                })
+                .collect(),
+            key: (0..rel.columns.len())
+                .filter(|&i| rel.columns[i].is_key())
+                .collect(),
+            full: rel.replica_identity == b'f',
+            name,
+            columns,
+            dest,
+            watermarks: watermarks.into(),
+            ignored,
+            shapes: parking_lot::Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The sent values of a tuple: (column, value), unchanged TOAST values left out.
+    pub(super) fn values(
+        &self,
+        tuple: &TupleData,
+    ) -> Result<Vec<(usize, Option<Bytes>)>, ReplayError> {
+        let mut out = Vec::with_capacity(tuple.columns.len());
+        for (i, v) in tuple.columns.iter().enumerate() {
+            match v {
+                ColumnValue::Null => out.push((i, None)),
+                ColumnValue::Text(b) => out.push((i, Some(b.clone()))),
+                ColumnValue::Unchanged => {}
+                ColumnValue::Binary(_) => {
+                    return Err(other(format!(
+                        "table {}: binary column values are not supported",
+                        self.name
+                    )))
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The shards a tuple lives on (every shard for an omnisharded table).
+    pub(super) fn shards_of(&self, tuple: &TupleData, n: usize) -> Result<Vec<usize>, ReplayError> {
+        match &self.dest {
+            Destination::Everywhere => Ok((0..n).collect()),
+            Destination::OneShard(s) => Ok(vec![*s]),
+            Destination::ByKey(t, index) => {
+                let shard = match tuple.columns.get(*index) {
+                    Some(ColumnValue::Text(b)) => {
+                        t.shard_of_text(Some(&String::from_utf8_lossy(b)))
+                    }
+                    Some(ColumnValue::Null) => t.shard_of_text(None),
+                    _ => {
+                        return Err(other(format!(
+                            "table {}: the sharding key \"{}\" was not sent",
+                            self.name,
+                            t.column()
+                        )))
+                    }
+                };
+                shard
+                    .map(|s| vec![s])
+                    .map_err(|e| other(format!("table {}: {e}", self.name)))
+            }
+        }
+    }
+
+    /// Whether an old tuple says where the row was (it holds the sharding key).
+    pub(super) fn old_has_shard_key(&self, old: &OldTuple) -> bool {
+        match (&self.dest, old) {
+            (Destination::ByKey(_, index), OldTuple::Key(_)) => self.key.contains(index),
+            _ => true,
+        }
+    }
+
+    /// The row-matching values: the key columns (all sent columns with REPLICA IDENTITY FULL).
+    pub(super) fn match_values(
+        &self,
+        tuple: &TupleData,
+    ) -> Result<Vec<(usize, Option<Bytes>)>, ReplayError> {
+        let values = self.values(tuple)?;
+        let values: Vec<_> = if self.full {
+            values
+        } else {
+            values
+                .into_iter()
+                .filter(|(i, _)| self.key.contains(i))
+                .collect()
+        };
+        if values.is_empty() {
+            return Err(other(format!(
+                "table {}: no replica identity to find the row by: add a primary key or \
+                 REPLICA IDENTITY FULL",
+                self.name
+            )));
+        }
+        Ok(values)
+    }
+
+    /// The statement of a shape with these parameter values: its SQL text built once per
+    /// shape, by `build`.
+    pub(super) fn shape(
+        &self,
+        key: ShapeKey,
+        params: Vec<Option<Bytes>>,
+        build: impl FnOnce() -> String,
+    ) -> Stmt {
+        let mut shapes = self.shapes.lock();
+        let (sql, types) = shapes.entry(key).or_insert_with_key(|key| {
+            let columns: Vec<usize> = match key {
+                ShapeKey::Upsert(c) | ShapeKey::Delete(c) => c.clone(),
+                ShapeKey::Update(set, wh) => set.iter().chain(wh).copied().collect(),
+            };
+            let types: Vec<i32> = columns.iter().map(|&i| self.types[i]).collect();
+            (build().into(), types.into())
+        });
+        Stmt {
+            sql: sql.clone(),
+            types: types.clone(),
+            params,
+        }
+    }
+
+    /// The WHERE condition on columns `wh`, their parameters numbered from `first`.
+    pub(super) fn where_clause(&self, wh: &[usize], first: usize) -> String {
+        let mut conds = Vec::with_capacity(wh.len());
+        for (n, i) in wh.iter().enumerate() {
+            let op = if self.full {
+                "IS NOT DISTINCT FROM"
+            } else {
+                "="
+            };
+            conds.push(format!("{} {op} ${}", ident(&self.columns[*i]), first + n));
+        }
+        if self.full {
+            format!(
+                "ctid = (SELECT ctid FROM {} WHERE {} LIMIT 1)",
+                self.sql_name,
+                conds.join(" AND ")
+            )
+        } else {
+            conds.join(" AND ")
+        }
+    }
+
+    /// `INSERT ... ON CONFLICT (key) DO UPDATE`: a re-delivered row is harmless.
+    pub(super) fn upsert(&self, values: &[(usize, Option<Bytes>)]) -> Stmt {
+        let params = values.iter().map(|(_, v)| v.clone()).collect();
+        self.shape(ShapeKey::Upsert(columns(values)), params, || {
+            self.upsert_sql(&columns(values))
+        })
+    }
+
+    pub(super) fn upsert_sql(&self, columns: &[usize]) -> String {
+        let cols: Vec<String> = columns.iter().map(|i| ident(&self.columns[*i])).collect();
+        let placeholders: Vec<String> = (1..=columns.len()).map(|n| format!("${n}")).collect();
+        let conflict = if self.full || self.key.is_empty() {
+            "ON CONFLICT DO NOTHING".to_string()
+        } else {
+            let keys: Vec<String> = self.key.iter().map(|i| ident(&self.columns[*i])).collect();
+            let set: Vec<String> = columns
+                .iter()
+                .filter(|i| !self.key.contains(i))
+                .map(|i| {
+                    let c = ident(&self.columns[*i]);
+                    format!("{c} = EXCLUDED.{c}")
+                })
+                .collect();
+            if set.is_empty() {
+                format!("ON CONFLICT ({}) DO NOTHING", keys.join(", "))
+            } else {
+                format!(
+                    "ON CONFLICT ({}) DO UPDATE SET {}",
+                    keys.join(", "),
+                    set.join(", ")
+                )
+            }
+        };
+        format!(
+            "INSERT INTO {} ({}) VALUES ({}) {conflict}",
+            self.sql_name,
+            cols.join(", "),
+            placeholders.join(", ")
+        )
+    }
+
+    pub(super) fn update(
+        &self,
+        set: &[(usize, Option<Bytes>)],
+        wh: &[(usize, Option<Bytes>)],
+    ) -> Stmt {
+        let key = ShapeKey::Update(columns(set), columns(wh));
+        let params = set.iter().chain(wh).map(|(_, v)| v.clone()).collect();
+        self.shape(key, params, || {
+            let sets: Vec<String> = set
+                .iter()
+                .enumerate()
+                .map(|(n, (i, _))| format!("{} = ${}", ident(&self.columns[*i]), n + 1))
+                .collect();
+            format!(
+                "UPDATE {} SET {} WHERE {}",
+                self.sql_name,
+                sets.join(", "),
+                self.where_clause(&columns(wh), set.len() + 1)
+            )
+        })
+    }
+
+    pub(super) fn delete(&self, wh: &[(usize, Option<Bytes>)]) -> Stmt {
+        let params = wh.iter().map(|(_, v)| v.clone()).collect();
+        self.shape(ShapeKey::Delete(columns(wh)), params, || {
+            format!(
+                "DELETE FROM {} WHERE {}",
+                self.sql_name,
+                self.where_clause(&columns(wh), 1)
+            )
+        })
+    }
+}
+
+/// The columns of (column, value) pairs.
+pub(super) fn columns(values: &[(usize, Option<Bytes>)]) -> Vec<usize> {
+    values.iter().map(|(i, _)| *i).collect()
+}
+
+pub(super) fn plain(sql: &str) -> Stmt {
+    Stmt {
+        sql: sql.into(),
+        types: Arc::from([]),
+        params: Vec::new(),
+    }
+}
