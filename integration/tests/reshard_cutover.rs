@@ -5,7 +5,9 @@
 //! and `pgdog verify` reports no difference between the old and the new shards.
 mod reshard_common;
 
-use reshard_common::load::{config, load, wait_for_statements, ADMIN_PASSWORD, USERS};
+use reshard_common::load::{
+    config, load, source_and_destination, wait_for_statements, ADMIN_PASSWORD, USERS,
+};
 use reshard_common::{
     command, database, omnisharded, sharded_table, shards, text, wait_for, write_files,
 };
@@ -18,17 +20,7 @@ use topology::Topology;
 
 #[test]
 fn reshard_two_to_four_under_load_with_cutover() {
-    let source = Topology::shards(2).expect("source shards");
-    let dest = Topology::shards(4).expect("destination shards");
-    for s in 0..2 {
-        source
-            .shard(s)
-            .psql(
-                "CREATE TABLE items (id bigint PRIMARY KEY, v text, n bigserial);
-                 CREATE PUBLICATION pub FOR TABLE items;",
-            )
-            .expect("source schema");
-    }
+    let (source, dest) = source_and_destination();
     let proxy = Proxy::start(&config(&source, &dest), USERS).expect("pgdog starts");
     let dir = proxy.dir.clone();
     let url = proxy.url("app", "secret", "app");

@@ -6,14 +6,15 @@
 //! `pgdog verify` finds the old shards (kept in sync by reverse replication) equal to the new.
 mod reshard_common;
 
-use reshard_common::load::{config, load, wait_for_statements, ADMIN_PASSWORD, USERS};
+use reshard_common::load::{
+    config, load, source_and_destination, wait_for_statements, ADMIN_PASSWORD, USERS,
+};
 use reshard_common::{command, text};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use topology::proxy::Proxy;
-use topology::Topology;
 
 fn app_ports(dir: &std::path::Path) -> Vec<u16> {
     let toml = std::fs::read_to_string(dir.join("pgdog.toml")).unwrap();
@@ -29,17 +30,7 @@ fn app_ports(dir: &std::path::Path) -> Vec<u16> {
 
 #[test]
 fn two_proxies_cut_over_together() {
-    let source = Topology::shards(2).expect("source shards");
-    let dest = Topology::shards(4).expect("destination shards");
-    for s in 0..2 {
-        source
-            .shard(s)
-            .psql(
-                "CREATE TABLE items (id bigint PRIMARY KEY, v text, n bigserial);
-                 CREATE PUBLICATION pub FOR TABLE items;",
-            )
-            .expect("source schema");
-    }
+    let (source, dest) = source_and_destination();
     let a = Proxy::start(&config(&source, &dest), USERS).expect("pgdog A");
     let b = Proxy::start(&config(&source, &dest), USERS).expect("pgdog B");
     let rt = tokio::runtime::Builder::new_multi_thread()

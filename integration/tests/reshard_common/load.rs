@@ -7,6 +7,23 @@ use topology::Topology;
 
 pub const ADMIN_PASSWORD: &str = "admin_pw";
 
+/// A 2-shard source with `items (id bigint PRIMARY KEY, v text, n bigserial)` and publication
+/// `pub` on each shard, and 4 empty destination shards.
+pub fn source_and_destination() -> (Topology, Topology) {
+    let source = Topology::shards(2).expect("source shards");
+    let dest = Topology::shards(4).expect("destination shards");
+    for s in 0..2 {
+        source
+            .shard(s)
+            .psql(
+                "CREATE TABLE items (id bigint PRIMARY KEY, v text, n bigserial);
+                 CREATE PUBLICATION pub FOR TABLE items;",
+            )
+            .expect("source schema");
+    }
+    (source, dest)
+}
+
 /// pgdog.toml without `[general]` host/port: `app` on `source`'s 2 shards, `app_new` on
 /// `dest`'s 4, `items` sharded by `id` in both.
 pub fn config(source: &Topology, dest: &Topology) -> String {

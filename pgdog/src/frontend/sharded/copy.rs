@@ -31,22 +31,9 @@ impl ShardedSession {
         }
         if from {
             let dest = self.copy_destination(&stmt).await?;
-            let wrap = self.tx.is_none();
-            if wrap {
-                self.tx = Some(super::tx::Tx::new("BEGIN", true, self.shards.len()));
-            }
+            let implicit = self.begin_implicit();
             let result = self.copy_in(sql, &stmt, dest).await;
-            if wrap {
-                let end = if result.is_ok() {
-                    self.commit().await
-                } else {
-                    self.rollback().await
-                };
-                self.status = b'I';
-                result?;
-                return end;
-            }
-            result
+            self.end_implicit(implicit, result).await
         } else {
             let shards = match self.overrides.shard.or(self.schema_copy_shard(&stmt)) {
                 Some(s) => vec![s],

@@ -98,10 +98,7 @@ impl ShardedSession {
         };
         // A statement on several shards outside a transaction runs in one, so that it
         // succeeds or fails as a whole (two-phase commit when configured).
-        let wrap = work.len() > 1 && self.tx.is_none() && writes(route);
-        if wrap {
-            self.tx = Some(super::tx::Tx::new("BEGIN", true, self.shards.len()));
-        }
+        let wrap = work.len() > 1 && writes(route) && self.begin_implicit();
         let result = if writes(route) && work.len() > 1 {
             // One shard after the other, in shard order: concurrent writers then take row locks
             // in the same order everywhere, as in one database, instead of deadlocking across
@@ -141,18 +138,7 @@ impl ShardedSession {
                     }
                 })
         };
-        if wrap {
-            let end = if result.is_ok() {
-                self.commit().await
-            } else {
-                self.rollback().await
-            };
-            self.status = b'I';
-            result?;
-            end?;
-            return Ok(());
-        }
-        result
+        self.end_implicit(wrap, result).await
     }
 
     /// Sends the work to its shards at once and collects their answers; returns the

@@ -80,10 +80,7 @@ impl ShardedSession {
         if columns.len() != insert.cols.len() {
             return unsupported("into array elements or fields");
         }
-        let implicit = self.tx.is_none();
-        if implicit {
-            self.tx = Some(super::tx::Tx::new("BEGIN", true, self.shards.len()));
-        }
+        let implicit = self.begin_implicit();
         let result = async {
             let rows = self.select_rows(&select_sql).await?;
             if columns.is_empty() {
@@ -97,18 +94,7 @@ impl ShardedSession {
                 .await
         }
         .await;
-        if implicit {
-            let end = if result.is_ok() {
-                self.commit().await
-            } else {
-                self.rollback().await
-            };
-            self.status = b'I';
-            result?;
-            end?;
-            return Ok(true);
-        }
-        result.map(|()| true)
+        self.end_implicit(implicit, result).await.map(|()| true)
     }
 
     /// The rows of a SELECT routed and merged as the client's own would be, as text.

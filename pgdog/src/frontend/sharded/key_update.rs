@@ -75,10 +75,7 @@ impl ShardedSession {
             })
             .ok_or_else(|| ClientError::new("XX000", "UPDATE without a table"))?;
         let source = with_whole_row(sql)?;
-        let implicit = self.tx.is_none();
-        if implicit {
-            self.tx = Some(super::tx::Tx::new("BEGIN", true, self.shards.len()));
-        }
+        let implicit = self.begin_implicit();
         let result = self
             .move_rows(
                 &ts,
@@ -89,18 +86,7 @@ impl ShardedSession {
                 !st.returning.is_empty(),
             )
             .await;
-        if implicit {
-            let end = if result.is_ok() {
-                self.commit().await
-            } else {
-                self.rollback().await
-            };
-            self.status = b'I';
-            result?;
-            end?;
-            return Ok(true);
-        }
-        result.map(|()| true)
+        self.end_implicit(implicit, result).await.map(|()| true)
     }
 
     async fn move_rows(

@@ -190,6 +190,36 @@ impl ShardedSession {
     }
 
     /// Commits on every shard the transaction touched.
+    /// Opens the transaction pgdog runs one statement in when the client has none (`true`),
+    /// so that it succeeds or fails as a whole across shards.
+    pub(super) fn begin_implicit(&mut self) -> bool {
+        if self.tx.is_some() {
+            return false;
+        }
+        self.tx = Some(Tx::new("BEGIN", true, self.shards.len()));
+        true
+    }
+
+    /// Ends what [`Self::begin_implicit`] opened (`implicit`): COMMIT after success (two-phase
+    /// when configured), else ROLLBACK; the statement's error first, then the COMMIT's.
+    pub(super) async fn end_implicit<T>(
+        &mut self,
+        implicit: bool,
+        result: Result<T, ClientError>,
+    ) -> Result<T, ClientError> {
+        if !implicit {
+            return result;
+        }
+        let end = if result.is_ok() {
+            self.commit().await
+        } else {
+            self.rollback().await
+        };
+        self.status = b'I';
+        let value = result?;
+        end.map(|()| value)
+    }
+
     pub(super) async fn commit(&mut self) -> Result<(), ClientError> {
         let Some(tx) = self.tx.take() else {
             return Ok(());
