@@ -125,11 +125,29 @@ async fn plain() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn password_hash_from_pgdog_hash() {
-    let out = std::process::Command::new(topology::proxy::binary())
+    // The password comes on stdin (never on the command line, where ps would show it).
+    let mut child = std::process::Command::new(topology::proxy::binary())
+        .arg("hash")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        writeln!(stdin, "{PASSWORD}").unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let refused = std::process::Command::new(topology::proxy::binary())
         .args(["hash", PASSWORD])
         .output()
         .unwrap();
-    assert!(out.status.success());
+    assert_eq!(
+        refused.status.code(),
+        Some(2),
+        "a password argument is refused"
+    );
     let hash = String::from_utf8(out.stdout).unwrap().trim().to_string();
     assert!(hash.starts_with("SCRAM-SHA-256$4096:"), "{hash}");
     assert!(!hash.contains(PASSWORD));

@@ -1,0 +1,447 @@
+//! The `pgdog` command line (clap): one subcommand per job, each with its own flags; no
+//! subcommand (or `run`) runs the proxy. `--config` / `--users` apply to every subcommand (also
+//! after it) and fall back to `PGDOG_CONFIG` / `PGDOG_USERS`. Each subcommand's flags become the
+//! options struct of the library function that does the job.
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use pgdog::config::Settings;
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "pgdog",
+    version,
+    about = "PostgreSQL proxy: pooler, sharding router and resharding engine"
+)]
+pub struct Cli {
+    /// pgdog.toml
+    #[arg(
+        long,
+        short = 'c',
+        global = true,
+        env = "PGDOG_CONFIG",
+        default_value = "pgdog.toml"
+    )]
+    pub config: PathBuf,
+    /// users.toml
+    #[arg(
+        long,
+        short = 'u',
+        global = true,
+        env = "PGDOG_USERS",
+        default_value = "users.toml"
+    )]
+    pub users: PathBuf,
+    /// The folder holding pg_dump for the resharding commands (overrides `[resharding] pg_bin`).
+    #[arg(long, global = true)]
+    pub pg_bin: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run the proxy (what `pgdog` without a subcommand does).
+    Run,
+    /// Validate the configuration files (and warn about per-shard sequences).
+    Configcheck,
+    /// Print a SCRAM-SHA-256 verifier for users.toml; the password is read from stdin (a prompt
+    /// on a terminal), never from the command line.
+    Hash,
+    /// Print each statement's shards (no server needed).
+    Route(RouteArgs),
+    /// Stream a logical replication slot (pgoutput) as JSON lines until --until-lsn or Ctrl-C.
+    LogicalDump(DumpArgs),
+    /// Copy a publication's table definitions (pg_dump) to every shard of the destination.
+    SchemaSync(SchemaSyncArgs),
+    /// Create the permanent slot, then copy each table of the publication into the shards.
+    CopyData(CopyDataArgs),
+    /// Apply the slot's changes to the destination's shards, routed by sharding key.
+    Replay(ReplayArgs),
+    /// Compare every table of a database with the union of its resharded copy's shards.
+    Verify(VerifyArgs),
+    /// The whole move with live progress: schema, copy, replay, and with --cutover the switch.
+    Reshard(ReshardArgs),
+    /// Replay until the lag is small, then switch the proxies' clients to the destination.
+    Cutover(CutoverArgs),
+}
+
+/// Source and destination of a resharding command.
+#[derive(Args)]
+pub struct Databases {
+    #[arg(long)]
+    pub from_database: String,
+    #[arg(long)]
+    pub to_database: String,
+}
+
+#[derive(Args)]
+pub struct RouteArgs {
+    #[arg(long, short = 'd')]
+    pub database: String,
+    /// The SQL to route.
+    pub sql: String,
+    /// A `$n` parameter value (repeat in order).
+    #[arg(long, short = 'p')]
+    pub param: Vec<String>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum StreamingArg {
+    Off,
+    On,
+    Parallel,
+}
+
+#[derive(Args)]
+pub struct DumpArgs {
+    /// postgres://user[:pw]@host:port/db
+    #[arg(long)]
+    pub url: String,
+    #[arg(long)]
+    pub slot: String,
+    #[arg(long, required = true)]
+    pub publication: Vec<String>,
+    /// Create the slot as a temporary one (on --primary-url when reading a standby).
+    #[arg(long)]
+    pub create_temporary: bool,
+    #[arg(long)]
+    pub primary_url: Option<String>,
+    /// pgoutput protocol version.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=4))]
+    pub proto: u32,
+    #[arg(long)]
+    pub binary: bool,
+    #[arg(long, value_enum, default_value = "off")]
+    pub streaming: StreamingArg,
+    #[arg(long)]
+    pub two_phase: bool,
+    /// Stop at this LSN (X/Y).
+    #[arg(long)]
+    pub until_lsn: Option<String>,
+}
+
+#[derive(Args)]
+pub struct SchemaSyncArgs {
+    #[command(flatten)]
+    pub db: Databases,
+    #[arg(long)]
+    pub publication: String,
+    /// pre (types, tables, sequences, keys) or post (indexes, foreign keys, triggers); both
+    /// when left out.
+    #[arg(long)]
+    pub phase: Option<String>,
+}
+
+#[derive(Args)]
+pub struct CopyDataArgs {
+    #[command(flatten)]
+    pub db: Databases,
+    #[arg(long)]
+    pub publication: String,
+    #[arg(long)]
+    pub slot: Option<String>,
+    /// Tables (and ranges) copied at once (default `[resharding] copy_parallel`).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub parallel: Option<u32>,
+}
+
+#[derive(Args)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    pub db: Databases,
+    #[arg(long)]
+    pub publication: String,
+    #[arg(long)]
+    pub slot: String,
+    #[arg(long)]
+    pub until_lsn: Option<String>,
+    /// Two-phase commit on the shards a destination transaction touches.
+    #[arg(long)]
+    pub atomic: bool,
+}
+
+#[derive(Args)]
+pub struct VerifyArgs {
+    #[command(flatten)]
+    pub db: Databases,
+    /// Only these tables (repeat).
+    #[arg(long)]
+    pub table: Vec<String>,
+}
+
+/// Flags `reshard` and `cutover` share.
+#[derive(Args)]
+pub struct MoveArgs {
+    #[command(flatten)]
+    pub db: Databases,
+    #[arg(long)]
+    pub slot: Option<String>,
+    /// The admin database of each pgdog serving the source (repeat per pgdog), e.g.
+    /// postgres://admin:PASSWORD@HOST:PORT/admin; default `[[resharding.peers]]`.
+    #[arg(long)]
+    pub admin_url: Vec<String>,
+    /// Pause traffic once the replay lag is under this many bytes.
+    #[arg(long)]
+    pub max_lag_bytes: Option<u64>,
+}
+
+#[derive(Args)]
+pub struct ReshardArgs {
+    #[command(flatten)]
+    pub common: MoveArgs,
+    /// Required unless --abort.
+    #[arg(long, required_unless_present = "abort")]
+    pub publication: Option<String>,
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub parallel: Option<u32>,
+    /// Switch the clients once the replay caught up.
+    #[arg(long)]
+    pub cutover: bool,
+    /// After the cutover, replicate the new shards back to the old ones (for a rollback).
+    #[arg(long, requires = "cutover")]
+    pub reverse: bool,
+    /// Drop the slots and progress tables a stopped reshard left.
+    #[arg(long)]
+    pub abort: bool,
+}
+
+#[derive(Args)]
+pub struct CutoverArgs {
+    #[command(flatten)]
+    pub common: MoveArgs,
+    #[arg(long)]
+    pub publication: String,
+}
+
+fn fail(what: &str, e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("pgdog: {what}: {e}");
+    ExitCode::from(2)
+}
+
+fn lsn(value: Option<&str>) -> Result<Option<u64>, String> {
+    value
+        .map(|l| pgdog::replication::client::parse_lsn(l).map_err(|e| e.to_string()))
+        .transpose()
+}
+
+/// `[resharding]` of the configuration (defaults when it does not load: the command reports
+/// that itself).
+fn resharding(cli: &Cli) -> pgdog::config::Resharding {
+    Settings::load(&cli.config, &cli.users)
+        .map(|s| s.config.resharding)
+        .unwrap_or_default()
+}
+
+/// Runs a subcommand other than the proxy.
+pub fn dispatch(cli: &Cli, command: &Command) -> ExitCode {
+    if let Some(dir) = &cli.pg_bin {
+        pgdog::reshard::schema_sync::set_pg_bin(dir.clone());
+    }
+    match command {
+        Command::Run => unreachable_run(),
+        Command::Configcheck => configcheck(cli),
+        Command::Hash => hash(),
+        Command::Route(a) => route(cli, a),
+        Command::LogicalDump(a) => match dump_options(a) {
+            Ok(o) => pgdog::replication::dump::main(o),
+            Err(e) => fail("logical-dump", e),
+        },
+        Command::SchemaSync(a) => {
+            use pgdog::reshard::schema_sync::{Phase, SchemaSyncOptions};
+            let phase = match a.phase.as_deref().map(str::parse::<Phase>).transpose() {
+                Ok(p) => p.unwrap_or(Phase::Both),
+                Err(e) => return fail("schema-sync", e),
+            };
+            pgdog::reshard::schema_sync::main(SchemaSyncOptions {
+                config: cli.config.clone(),
+                users: cli.users.clone(),
+                from_database: a.db.from_database.clone(),
+                to_database: a.db.to_database.clone(),
+                publication: a.publication.clone(),
+                phase,
+            })
+        }
+        Command::CopyData(a) => {
+            let parallel = a
+                .parallel
+                .map(|n| n as usize)
+                .unwrap_or_else(|| resharding(cli).copy_parallel);
+            pgdog::reshard::copy::main(pgdog::reshard::copy::CopyDataOptions {
+                config: cli.config.clone(),
+                users: cli.users.clone(),
+                from_database: a.db.from_database.clone(),
+                to_database: a.db.to_database.clone(),
+                publication: a.publication.clone(),
+                slot: a.slot.clone(),
+                parallel,
+                progress: None,
+            })
+        }
+        Command::Replay(a) => match lsn(a.until_lsn.as_deref()) {
+            Ok(until_lsn) => pgdog::reshard::replay::main(pgdog::reshard::replay::ReplayOptions {
+                config: cli.config.clone(),
+                users: cli.users.clone(),
+                from_database: a.db.from_database.clone(),
+                to_database: a.db.to_database.clone(),
+                publication: a.publication.clone(),
+                slot: a.slot.clone(),
+                until_lsn,
+                progress: None,
+                stop_at: None,
+                atomic: a.atomic,
+            }),
+            Err(e) => fail("replay", e),
+        },
+        Command::Verify(a) => pgdog::reshard::verify::main(pgdog::reshard::verify::VerifyOptions {
+            config: cli.config.clone(),
+            users: cli.users.clone(),
+            from_database: a.db.from_database.clone(),
+            to_database: a.db.to_database.clone(),
+            tables: a.table.clone(),
+        }),
+        Command::Reshard(a) => {
+            let publication = a.publication.clone().unwrap_or_default();
+            let mut o = move_options(cli, &a.common, &publication);
+            if let Some(n) = a.parallel {
+                o.parallel = n as usize;
+            }
+            o.cutover = a.cutover;
+            o.reverse = a.reverse;
+            pgdog::reshard::cli::reshard_main(
+                &cli.config,
+                &cli.users,
+                o,
+                &a.common.admin_url,
+                a.abort,
+            )
+        }
+        Command::Cutover(a) => {
+            let o = move_options(cli, &a.common, &a.publication);
+            pgdog::reshard::cli::cutover_main(&cli.config, &cli.users, o, &a.common.admin_url)
+        }
+    }
+}
+
+fn unreachable_run() -> ExitCode {
+    eprintln!("pgdog: run is handled by main");
+    ExitCode::FAILURE
+}
+
+/// The options of `reshard` / `cutover`: `[resharding]` values where no flag gives one.
+fn move_options(
+    cli: &Cli,
+    m: &MoveArgs,
+    publication: &str,
+) -> pgdog::reshard::orchestrate::ReshardOptions {
+    let defaults = resharding(cli);
+    let mut o = pgdog::reshard::orchestrate::ReshardOptions::new(
+        &m.db.from_database,
+        &m.db.to_database,
+        publication,
+        &defaults,
+    );
+    if let Some(slot) = &m.slot {
+        o.slot = slot.clone();
+    }
+    if let Some(n) = m.max_lag_bytes {
+        o.max_lag_bytes = n;
+    }
+    o
+}
+
+fn configcheck(cli: &Cli) -> ExitCode {
+    match Settings::load(&cli.config, &cli.users) {
+        Ok(s) => {
+            println!(
+                "{} and {}: OK ({} database entries, {} users)",
+                cli.config.display(),
+                cli.users.display(),
+                s.config.databases.len(),
+                s.users.users.len()
+            );
+            // Best effort: sharded tables' columns fed by per-shard sequences.
+            let warnings = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map(|rt| rt.block_on(pgdog::ops::sequences::warnings(&s)))
+                .unwrap_or_default();
+            for w in warnings {
+                println!("warning: {w}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("pgdog: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `pgdog hash`: the password from stdin (first line), with a prompt on a terminal.
+fn hash() -> ExitCode {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        eprint!("password: ");
+        let _ = std::io::stderr().flush();
+    }
+    let mut line = String::new();
+    if let Err(e) = stdin.lock().read_line(&mut line) {
+        return fail("hash", format!("reading the password from stdin: {e}"));
+    }
+    let password = line.trim_end_matches(['\n', '\r']);
+    if password.is_empty() {
+        return fail("hash", "no password on stdin");
+    }
+    println!("{}", pgdog::auth::scram::hash_password(password));
+    ExitCode::SUCCESS
+}
+
+/// `pgdog route`: the routing decision for each statement, without connecting anywhere.
+fn route(cli: &Cli, a: &RouteArgs) -> ExitCode {
+    let settings = match Settings::load(&cli.config, &cli.users) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("pgdog: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if !settings.has_database(&a.database) {
+        eprintln!("pgdog: database `{}` is not configured", a.database);
+        return ExitCode::FAILURE;
+    }
+    match pgdog::router::explain::explain(&settings, &a.database, &a.sql, &a.param) {
+        Ok(lines) => {
+            for line in lines {
+                println!("{line}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("pgdog: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The options of `pgdog logical-dump`.
+fn dump_options(a: &DumpArgs) -> Result<pgdog::replication::dump::DumpOptions, String> {
+    use pgdog::replication::client::Streaming;
+    Ok(pgdog::replication::dump::DumpOptions {
+        url: a.url.clone(),
+        slot: a.slot.clone(),
+        publications: a.publication.clone(),
+        create_temporary: a.create_temporary,
+        primary_url: a.primary_url.clone(),
+        proto: a.proto,
+        binary: a.binary,
+        streaming: match a.streaming {
+            StreamingArg::Off => Streaming::Off,
+            StreamingArg::On => Streaming::On,
+            StreamingArg::Parallel => Streaming::Parallel,
+        },
+        two_phase: a.two_phase,
+        until_lsn: lsn(a.until_lsn.as_deref())?,
+    })
+}
