@@ -6,6 +6,7 @@ pub mod codec;
 pub mod error;
 pub mod keepalive;
 pub mod message;
+pub mod quote;
 pub mod rows;
 pub mod startup;
 pub mod stream;

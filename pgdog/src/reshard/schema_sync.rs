@@ -240,15 +240,7 @@ pub async fn query_rows(
     error.map_or(Ok(rows), Err)
 }
 
-/// `'text'` as an SQL string literal.
-fn literal(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
-}
-
-/// `"name"` as a pg_dump pattern matching exactly that name.
-fn pattern_ident(s: &str) -> String {
-    format!("\"{}\"", s.replace('"', "\"\""))
-}
+use crate::net::quote::{ident as pattern_ident, literal};
 
 /// Splits a plain pg_dump script into its objects, using the `-- Name: ...; Type: ...;` header
 /// pg_dump writes before each; the preamble (session settings) comes first with kind

@@ -126,15 +126,7 @@ impl TableName {
     }
 }
 
-/// `"name"` as an SQL identifier.
-fn ident(s: &str) -> String {
-    format!("\"{}\"", s.replace('"', "\"\""))
-}
-
-/// `'text'` as an SQL string literal.
-fn literal(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
-}
+use crate::net::quote::{ident, literal};
 
 /// One open connection to a shard.
 struct Shard {

@@ -490,6 +490,4 @@ fn skip_binary_header(data: &[u8]) -> &[u8] {
     data.get(19 + ext..).unwrap_or(&[])
 }
 
-fn quote_ident(s: &str) -> String {
-    format!("\"{}\"", s.replace('"', "\"\""))
-}
+use crate::net::quote::ident as quote_ident;

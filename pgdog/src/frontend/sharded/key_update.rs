@@ -332,9 +332,7 @@ fn with_whole_row(sql: &str) -> Result<String, ClientError> {
     Ok(pg_query_raw::deparse(&tree).map_err(RouterError::Syntax)?)
 }
 
-fn quote_ident(s: &str) -> String {
-    format!("\"{}\"", s.replace('"', "\"\""))
-}
+use crate::net::quote::ident as quote_ident;
 
 /// A text value as an untyped literal (its type comes from the column), or NULL.
 fn literal(v: Option<&str>) -> String {

@@ -204,10 +204,7 @@ pub fn drop_slot(name: &str, wait: bool) -> Result<String> {
     ))
 }
 
-/// A SQL string literal.
-pub fn literal(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
-}
+pub use crate::net::quote::literal;
 
 /// Slot and plugin names: what Postgres allows for slots (lower case, digits, underscore).
 fn check_name(what: &str, name: &str) -> Result<()> {

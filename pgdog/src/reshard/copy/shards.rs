@@ -1,0 +1,116 @@
+//! The servers of a copy and their plumbing: source shards (primary and replicas), destination
+//! shards, connecting with errors that name the server, identifier and literal quoting, and the
+//! copies already recorded on the destination.
+use super::*;
+
+pub(crate) use crate::net::quote::{ident, literal};
+
+pub(crate) fn server_err(addr: &str, context: &str) -> impl FnOnce(ServerError) -> CopyDataError {
+    let addr = addr.to_string();
+    let context = context.to_string();
+    move |source| CopyDataError::Server {
+        addr,
+        context,
+        source: Box::new(source),
+    }
+}
+
+pub(crate) async fn connect(t: &ServerTarget) -> Result<Server, CopyDataError> {
+    Server::connect(t, CONNECT_TIMEOUT)
+        .await
+        .map_err(server_err(&t.addr(), "connecting"))
+}
+
+/// An ErrorResponse as a [`ServerError`].
+pub(crate) fn postgres_error(addr: &str, m: Message) -> ServerError {
+    match read_error(&m) {
+        Ok(fields) => ServerError::Postgres(fields, m),
+        Err(error) => ServerError::Protocol {
+            addr: addr.to_string(),
+            error,
+        },
+    }
+}
+
+/// One source shard: its primary and replicas.
+pub(crate) struct SourceShard {
+    pub(crate) primary: ServerTarget,
+    pub(crate) replicas: Vec<ServerTarget>,
+}
+
+/// The source's shards (at least one).
+pub(crate) fn source_primaries(
+    settings: &Settings,
+    database: &str,
+) -> Result<Vec<ServerTarget>, CopyDataError> {
+    (0..settings.shards(database).max(1))
+        .map(|shard| {
+            settings
+                .shard_server(database, shard)
+                .map(|db| target(settings, db))
+                .ok_or_else(|| CopyDataError::MissingShard {
+                    database: database.to_string(),
+                    shard,
+                })
+        })
+        .collect()
+}
+
+/// The destination's shard primaries (at least one).
+pub(crate) fn destination_shards(
+    settings: &Settings,
+    database: &str,
+) -> Result<Vec<ServerTarget>, CopyDataError> {
+    source_primaries(settings, database)
+}
+
+pub(crate) fn source_shards(
+    settings: &Settings,
+    database: &str,
+) -> Result<Vec<SourceShard>, CopyDataError> {
+    let primaries = source_primaries(settings, database)?;
+    Ok(primaries
+        .into_iter()
+        .enumerate()
+        .map(|(shard, primary)| SourceShard {
+            primary,
+            replicas: settings
+                .config
+                .databases
+                .iter()
+                .filter(|d| d.name == database && d.shard == shard && d.role == Role::Replica)
+                .map(|d| target(settings, d))
+                .collect(),
+        })
+        .collect())
+}
+
+/// The `(progress key, table)` watermark rows on each destination shard.
+pub(crate) async fn copied_tables(
+    dests: &[ServerTarget],
+    keys: &[String],
+) -> Result<Vec<HashSet<(String, String)>>, CopyDataError> {
+    let keys = keys
+        .iter()
+        .map(|k| literal(k))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!("SELECT slot, table_name FROM pgdog_reshard_progress WHERE slot IN ({keys})");
+    let mut out = Vec::with_capacity(dests.len());
+    for t in dests {
+        let mut server = connect(t).await?;
+        let rows = query_rows(&mut server, &sql)
+            .await
+            .map_err(server_err(&t.addr(), "reading the copy progress"))?;
+        server.terminate().await;
+        out.push(
+            rows.into_iter()
+                .filter_map(|r| match r.as_slice() {
+                    [Some(k), Some(t)] => Some((k.clone(), t.clone())),
+                    _ => None,
+                })
+                .collect(),
+        );
+    }
+    Ok(out)
+}
