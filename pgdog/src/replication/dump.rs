@@ -202,42 +202,6 @@ pub async fn dump<W: Write>(
     Ok(summary)
 }
 
-/// The `pgdog logical-dump` command: stdout gets the JSON lines, stderr the summary.
-/// Exit status 0 on a clean stop, 1 on an error.
-pub fn main(options: DumpOptions) -> std::process::ExitCode {
-    use std::process::ExitCode;
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("pgdog: starting the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    runtime.block_on(async move {
-        let shutdown = crate::signals::interrupted();
-        let stdout = std::io::stdout();
-        let mut out = std::io::BufWriter::new(stdout.lock());
-        match dump(&options, &mut out, shutdown).await {
-            Ok(summary) => {
-                eprintln!(
-                    "pgdog: logical-dump stopped: {} messages, confirmed up to {}",
-                    summary.messages,
-                    format_lsn(summary.confirmed)
-                );
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                let _ = out.flush();
-                eprintln!("pgdog: logical-dump: {e}");
-                ExitCode::FAILURE
-            }
-        }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

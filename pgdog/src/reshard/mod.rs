@@ -1,7 +1,6 @@
 //! Resharding: schema sync, copy, replay, cutover, verify.
 
 pub mod admin_commands;
-pub mod cli;
 pub mod config_swap;
 pub mod copy;
 mod copy_stream;

@@ -13,7 +13,7 @@ use crate::backend::server::{Server, ServerError, ServerTarget};
 use crate::config::{Database, Settings};
 use crate::net::message::{self, read_error};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::Command;
 use std::time::Duration;
 
 /// SQLSTATEs meaning "this object is already there".
@@ -67,8 +67,6 @@ pub enum SchemaSyncError {
         #[source]
         source: Box<ServerError>,
     },
-    #[error("starting the runtime: {0}")]
-    Runtime(std::io::Error),
 }
 
 /// Which part of the schema to copy.
@@ -525,35 +523,6 @@ pub async fn sync(
         reports.push(apply(shard, t, &objects).await?);
     }
     Ok(reports)
-}
-
-/// Entry point of `pgdog schema-sync`.
-pub fn main(options: SchemaSyncOptions) -> ExitCode {
-    match run(&options) {
-        Ok(reports) => {
-            for (shard, r) in reports.iter().enumerate() {
-                println!(
-                    "{} shard {shard}: {} objects applied, {} already present",
-                    options.to_database, r.applied, r.skipped
-                );
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("pgdog: schema-sync: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn run(options: &SchemaSyncOptions) -> Result<Vec<ShardReport>, SchemaSyncError> {
-    let settings = Settings::load(&options.config, &options.users)
-        .map_err(|e| SchemaSyncError::Config(e.to_string()))?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(SchemaSyncError::Runtime)?;
-    runtime.block_on(sync(&settings, options))
 }
 
 #[cfg(test)]

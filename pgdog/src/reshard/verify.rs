@@ -20,7 +20,6 @@ use crate::config::Settings;
 use crate::reshard::schema_sync::{query_rows, target};
 use crate::router::schema::{Schema, TableSharding};
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
 
 /// Keys fetched per round trip when checking placement.
@@ -53,8 +52,6 @@ pub enum VerifyError {
         context: String,
         answer: String,
     },
-    #[error("starting the runtime: {0}")]
-    Runtime(std::io::Error),
 }
 
 /// What `pgdog verify` was asked to do.
@@ -542,40 +539,6 @@ pub async fn verify(
         s.server.terminate().await;
     }
     Ok(reports)
-}
-
-/// Entry point of `pgdog verify`: one line per table; 0 when everything matches.
-pub fn main(options: VerifyOptions) -> ExitCode {
-    let result = Settings::load(&options.config, &options.users)
-        .map_err(|e| VerifyError::Config(e.to_string()))
-        .and_then(|settings| {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(VerifyError::Runtime)?;
-            runtime.block_on(verify(&settings, &options))
-        });
-    match result {
-        Ok(reports) => {
-            let mut ok = true;
-            for r in &reports {
-                println!("{r}");
-                ok &= r.ok();
-            }
-            if reports.is_empty() {
-                println!("no tables to verify");
-            }
-            if ok {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
-        }
-        Err(e) => {
-            eprintln!("pgdog: verify: {e}");
-            ExitCode::FAILURE
-        }
-    }
 }
 
 #[cfg(test)]

@@ -66,7 +66,6 @@ use bytes::Bytes;
 use futures_util::stream::{self, StreamExt};
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, Semaphore};
@@ -115,8 +114,6 @@ pub enum CopyDataError {
     },
     #[error(transparent)]
     Replication(#[from] ReplicationError),
-    #[error("starting the runtime: {0}")]
-    Runtime(std::io::Error),
 }
 
 /// What `pgdog copy-data` was asked to do.
@@ -907,35 +904,6 @@ async fn drop_permanent_slot(primary: &ServerTarget, name: &str) {
     .await;
     if let Err(e) = result {
         eprintln!("pgdog: copy-data: dropping slot {name} after the failure: {e}");
-    }
-}
-
-/// Entry point of `pgdog copy-data`.
-pub fn main(options: CopyDataOptions) -> ExitCode {
-    let result = Settings::load(&options.config, &options.users)
-        .map_err(|e| CopyDataError::Config(e.to_string()))
-        .and_then(|settings| {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .map_err(CopyDataError::Runtime)?;
-            runtime.block_on(copy_data(&settings, &options, |t| println!("{t}")))
-        });
-    match result {
-        Ok((_, tables)) => {
-            let rows: u64 = tables.iter().map(|t| t.rows).sum();
-            let skipped = tables.iter().filter(|t| t.skipped).count();
-            println!(
-                "copied {} tables, {rows} rows, {skipped} already copied",
-                tables.len() - skipped
-            );
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("pgdog: copy-data: {e}");
-            ExitCode::FAILURE
-        }
     }
 }
 

@@ -56,7 +56,6 @@ use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::future::try_join_all;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -868,38 +867,6 @@ pub async fn replay(
     }
     total.last_lsn = total.last_lsns.first().copied().unwrap_or(0);
     Ok(total)
-}
-
-/// Entry point of `pgdog replay`.
-pub fn main(options: ReplayOptions) -> ExitCode {
-    let result = Settings::load(&options.config, &options.users)
-        .map_err(|e| ReplayError::Copy(CopyDataError::Config(e.to_string())))
-        .and_then(|settings| {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| ReplayError::Copy(CopyDataError::Runtime(e)))?;
-            runtime.block_on(async {
-                let shutdown = crate::signals::interrupted();
-                replay(&settings, &options, shutdown).await
-            })
-        });
-    match result {
-        Ok(s) => {
-            println!(
-                "replayed {} transactions, {} rows applied, {} changes skipped, last LSN {}",
-                s.transactions,
-                s.rows,
-                s.skipped,
-                format_lsn(s.last_lsn)
-            );
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("pgdog: replay: {e}");
-            ExitCode::FAILURE
-        }
-    }
 }
 
 #[cfg(test)]

@@ -2,13 +2,13 @@
 //! and a final report; Ctrl-C/SIGTERM stop it resumably; `--abort` removes what it left on the
 //! servers) and `pgdog cutover` (resumes the replay from its stored position and cuts over a
 //! running pgdog through its admin database).
-use crate::config::Settings;
-use crate::replication::client::url::parse_url;
-use crate::reshard::cutover::{cutover, CutoverOptions, RunningReplay, Traffic};
-use crate::reshard::display::render;
-use crate::reshard::orchestrate::{abort, reshard, Control, ReshardError, ReshardOptions};
-use crate::reshard::progress::Progress;
-use crate::reshard::replay::ReplayOptions;
+use pgdog::config::Settings;
+use pgdog::replication::client::url::parse_url;
+use pgdog::reshard::cutover::{cutover, CutoverOptions, RunningReplay, Traffic};
+use pgdog::reshard::display::render;
+use pgdog::reshard::orchestrate::{abort, reshard, Control, ReshardError, ReshardOptions};
+use pgdog::reshard::progress::Progress;
+use pgdog::reshard::replay::ReplayOptions;
 use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
@@ -42,7 +42,7 @@ fn traffic(admin_urls: &[String], settings: &Settings) -> Result<Traffic, String
         let t = parse_url(url).map_err(|e| format!("--admin-url {url}: {e}"))?;
         if peers
             .iter()
-            .any(|p: &crate::backend::server::ServerTarget| p.addr() == t.addr())
+            .any(|p: &pgdog::backend::server::ServerTarget| p.addr() == t.addr())
         {
             return Err(format!("--admin-url {url}: this pgdog is given twice"));
         }
@@ -52,11 +52,7 @@ fn traffic(admin_urls: &[String], settings: &Settings) -> Result<Traffic, String
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("starting the runtime: {e}"))
+    super::jobs::runtime(2)
 }
 
 /// Prints the progress every second on a terminal, every 10 s otherwise.
@@ -84,7 +80,7 @@ async fn display(control: Arc<Control>) {
 }
 
 /// Entry point of `pgdog reshard`.
-pub fn reshard_main(
+pub(super) fn reshard_main(
     config: &Path,
     users: &Path,
     options: ReshardOptions,
@@ -140,7 +136,7 @@ pub fn reshard_main(
         let stopper = {
             let control = control.clone();
             tokio::spawn(async move {
-                crate::signals::interrupted().await;
+                pgdog::signals::interrupted().await;
                 eprintln!("pgdog: reshard: stopping (the permanent slot is kept: run the same command to resume)");
                 control.stop();
             })
@@ -158,7 +154,7 @@ pub fn reshard_main(
                 if let Some(slot) = report.cutover.as_ref().and_then(|c| c.reverse_slot.as_ref()) {
                     println!(
                         "{}",
-                        crate::reshard::orchestrate::reverse_hint(&control.options, slot)
+                        pgdog::reshard::orchestrate::reverse_hint(&control.options, slot)
                     );
                 }
                 ExitCode::SUCCESS
@@ -176,7 +172,7 @@ pub fn reshard_main(
 }
 
 /// Entry point of `pgdog cutover`: replays from the stored position and cuts over.
-pub fn cutover_main(
+pub(super) fn cutover_main(
     config: &Path,
     users: &Path,
     options: ReshardOptions,

@@ -2,6 +2,9 @@
 //! subcommand (or `run`) runs the proxy. `--config` / `--users` apply to every subcommand (also
 //! after it) and fall back to `PGDOG_CONFIG` / `PGDOG_USERS`. Each subcommand's flags become the
 //! options struct of the library function that does the job.
+mod jobs;
+mod reshard;
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use pgdog::config::Settings;
 use std::io::{BufRead, IsTerminal, Write};
@@ -245,7 +248,7 @@ pub fn dispatch(cli: &Cli, command: &Command) -> ExitCode {
         Command::Hash => hash(),
         Command::Route(a) => route(cli, a),
         Command::LogicalDump(a) => match dump_options(a) {
-            Ok(o) => pgdog::replication::dump::main(o),
+            Ok(o) => jobs::logical_dump(o),
             Err(e) => fail("logical-dump", e),
         },
         Command::SchemaSync(a) => {
@@ -254,7 +257,7 @@ pub fn dispatch(cli: &Cli, command: &Command) -> ExitCode {
                 Ok(p) => p.unwrap_or(Phase::Both),
                 Err(e) => return fail("schema-sync", e),
             };
-            pgdog::reshard::schema_sync::main(SchemaSyncOptions {
+            jobs::schema_sync(SchemaSyncOptions {
                 config: cli.config.clone(),
                 users: cli.users.clone(),
                 from_database: a.db.from_database.clone(),
@@ -268,7 +271,7 @@ pub fn dispatch(cli: &Cli, command: &Command) -> ExitCode {
                 .parallel
                 .map(|n| n as usize)
                 .unwrap_or_else(|| resharding(cli).copy_parallel);
-            pgdog::reshard::copy::main(pgdog::reshard::copy::CopyDataOptions {
+            jobs::copy_data(pgdog::reshard::copy::CopyDataOptions {
                 config: cli.config.clone(),
                 users: cli.users.clone(),
                 from_database: a.db.from_database.clone(),
@@ -280,7 +283,7 @@ pub fn dispatch(cli: &Cli, command: &Command) -> ExitCode {
             })
         }
         Command::Replay(a) => match lsn(a.until_lsn.as_deref()) {
-            Ok(until_lsn) => pgdog::reshard::replay::main(pgdog::reshard::replay::ReplayOptions {
+            Ok(until_lsn) => jobs::replay(pgdog::reshard::replay::ReplayOptions {
                 config: cli.config.clone(),
                 users: cli.users.clone(),
                 from_database: a.db.from_database.clone(),
@@ -294,7 +297,7 @@ pub fn dispatch(cli: &Cli, command: &Command) -> ExitCode {
             }),
             Err(e) => fail("replay", e),
         },
-        Command::Verify(a) => pgdog::reshard::verify::main(pgdog::reshard::verify::VerifyOptions {
+        Command::Verify(a) => jobs::verify(pgdog::reshard::verify::VerifyOptions {
             config: cli.config.clone(),
             users: cli.users.clone(),
             from_database: a.db.from_database.clone(),
@@ -309,17 +312,11 @@ pub fn dispatch(cli: &Cli, command: &Command) -> ExitCode {
             }
             o.cutover = a.cutover;
             o.reverse = a.reverse;
-            pgdog::reshard::cli::reshard_main(
-                &cli.config,
-                &cli.users,
-                o,
-                &a.common.admin_url,
-                a.abort,
-            )
+            reshard::reshard_main(&cli.config, &cli.users, o, &a.common.admin_url, a.abort)
         }
         Command::Cutover(a) => {
             let o = move_options(cli, &a.common, &a.publication);
-            pgdog::reshard::cli::cutover_main(&cli.config, &cli.users, o, &a.common.admin_url)
+            reshard::cutover_main(&cli.config, &cli.users, o, &a.common.admin_url)
         }
     }
 }
@@ -362,9 +359,7 @@ fn configcheck(cli: &Cli) -> ExitCode {
                 s.users.users.len()
             );
             // Best effort: sharded tables' columns fed by per-shard sequences.
-            let warnings = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
+            let warnings = jobs::runtime(1)
                 .map(|rt| rt.block_on(pgdog::ops::sequences::warnings(&s)))
                 .unwrap_or_default();
             for w in warnings {
