@@ -108,8 +108,10 @@ fn two_phase_commit_is_all_or_nothing_across_crashes() {
         );
         drop(crashing);
         if *failpoint == "2pc-prepare-reply-lost" {
-            // The branch whose reply was lost stays prepared after the coordinator's rollback.
-            assert_eq!(prepared(&topo).iter().sum::<usize>(), 1, "{failpoint}");
+            // The branch whose reply was lost stays prepared after the coordinator's rollback,
+            // until this instance's recovery timer (every 200 ms) resolves it: 1, or already 0.
+            let left = prepared(&topo).iter().sum::<usize>();
+            assert!(left <= 1, "{failpoint}: {left} prepared");
         }
         // Another instance does not touch this instance's transactions.
         let other = Proxy::start(&config(&topo, "other"), USERS).expect("pgdog");

@@ -142,7 +142,6 @@ async fn prepared_branches(
     pools: &[Pool],
 ) -> BTreeMap<Txn, Vec<(usize, Gid, String)>> {
     let me = instance();
-    let in_flight = IN_FLIGHT.lock().clone();
     let mut by_txn: BTreeMap<Txn, Vec<(usize, Gid, String)>> = BTreeMap::new();
     for (shard, pool) in pools.iter().enumerate() {
         let row = match pool.get().await {
@@ -165,10 +164,7 @@ async fn prepared_branches(
         for text in row.into_iter().flatten() {
             for g in text.split(' ') {
                 let Some(parsed) = parse_gid(g) else { continue };
-                if parsed.txn.instance != me
-                    || parsed.shard != shard
-                    || in_flight.contains(&parsed.txn.n)
-                {
+                if parsed.txn.instance != me || parsed.shard != shard {
                     continue;
                 }
                 by_txn
@@ -178,6 +174,11 @@ async fn prepared_branches(
             }
         }
     }
+    // Transactions in flight now are skipped: read after the shards, so a transaction that
+    // began (and prepared) while they were read is known here (read before, a coordinator's
+    // live transaction could be taken for a crashed one and aborted under it).
+    let in_flight = IN_FLIGHT.lock().clone();
+    by_txn.retain(|txn, _| !in_flight.contains(&txn.n));
     by_txn
 }
 
