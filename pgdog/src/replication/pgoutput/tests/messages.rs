@@ -666,7 +666,8 @@ fn json_escapes_names_and_values() {
     let msg = d.decode(LSN, ins.bytes()).unwrap();
     assert_eq!(
         d.to_json(&msg, 1),
-        r#"{"lsn":"0/1","kind":"insert","relation":"sch\"ema.tab\\le","new":{"a\u0001b":"\t\r\u007f€","ünï":"\\x"}}"#
+        // DEL needs no escape in JSON (RFC 8259: U+0000 to U+001F only).
+        "{\"lsn\":\"0/1\",\"kind\":\"insert\",\"relation\":\"sch\\\"ema.tab\\\\le\",\"new\":{\"a\\u0001b\":\"\\t\\r\u{7f}€\",\"ünï\":\"\\\\x\"}}"
     );
     // Every message kind renders (smoke test of the JSON writer for the rest).
     let stop = LogicalMessage::StreamStop;
