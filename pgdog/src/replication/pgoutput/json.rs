@@ -8,8 +8,8 @@
 //! `{"unchanged_toast":true}`. LSNs are strings (`"0/16B3748"`), timestamps ISO 8601 UTC.
 //! Measured with `pgoutput-bench` (release, 1M synthetic messages, this 2-core machine):
 //! decoding and rendering 0.71M events/s with serde_json, 1.53M with the hand-written writer
-//! it replaced. Kept: `pgdog logical-dump` is bounded by the server (~148k events/s end to end in
-//! benchmarks/results/replication.md), and resharding never renders JSON.
+//! it replaced. Kept: `pgdog logical-dump` end to end (0.56M events/s, 1.61x pg_recvlogical in
+//! benchmarks/results/replication.md) stays under it, and resharding never renders JSON.
 
 use serde_json::{json, Map, Value};
 
