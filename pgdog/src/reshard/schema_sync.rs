@@ -12,6 +12,7 @@
 use crate::backend::server::{Server, ServerError, ServerTarget};
 use crate::config::{Database, Settings};
 use crate::net::message::{self, read_error};
+use crate::net::quote::{ident as pattern_ident, literal};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -238,8 +239,6 @@ pub async fn query_rows(
     error.map_or(Ok(rows), Err)
 }
 
-use crate::net::quote::{ident as pattern_ident, literal};
-
 /// Splits a plain pg_dump script into its objects, using the `-- Name: ...; Type: ...;` header
 /// pg_dump writes before each; the preamble (session settings) comes first with kind
 /// `PREAMBLE`. psql meta-commands (`\restrict`, `\unrestrict`) are dropped.
@@ -344,6 +343,18 @@ async fn connect(target: &ServerTarget) -> Result<Server, SchemaSyncError> {
         })
 }
 
+/// Whether `publication` exists on the server.
+pub(crate) async fn publication_exists(
+    server: &mut Server,
+    publication: &str,
+) -> Result<bool, ServerError> {
+    let sql = format!(
+        "SELECT 1 FROM pg_publication WHERE pubname = {}",
+        literal(publication)
+    );
+    Ok(!query_rows(server, &sql).await?.is_empty())
+}
+
 /// The tables of a publication on the source, as `(schema, table)`.
 async fn publication_tables(
     target: &ServerTarget,
@@ -355,16 +366,10 @@ async fn publication_tables(
         addr: target.addr(),
         reason,
     };
-    let exists = query_rows(
-        &mut server,
-        &format!(
-            "SELECT 1 FROM pg_publication WHERE pubname = {}",
-            literal(publication)
-        ),
-    )
-    .await
-    .map_err(|e| err(e.to_string()))?;
-    if exists.is_empty() {
+    if !publication_exists(&mut server, publication)
+        .await
+        .map_err(|e| err(e.to_string()))?
+    {
         return Err(err("does not exist".into()));
     }
     let rows = query_rows(

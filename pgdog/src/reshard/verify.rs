@@ -17,6 +17,7 @@
 //! compared with shard 0 and every other source shard must hold the same rows.
 use crate::backend::server::{Server, ServerError, ServerTarget};
 use crate::config::Settings;
+use crate::net::quote::{ident, literal};
 use crate::reshard::schema_sync::{query_rows, target};
 use crate::router::schema::{Schema, TableSharding};
 use std::path::PathBuf;
@@ -122,8 +123,6 @@ impl TableName {
         }
     }
 }
-
-use crate::net::quote::{ident, literal};
 
 /// One open connection to a shard.
 struct Shard {

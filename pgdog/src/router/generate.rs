@@ -153,12 +153,7 @@ fn unique_id_calls(sql: &str) -> Result<Vec<(usize, usize)>, RouterError> {
 /// list, or replacing `DEFAULT`); `None` when every row already gives it a value.
 fn add_key(sql: &str, column: &str) -> Result<Option<String>, RouterError> {
     let mut tree = pg_query_raw::parse_protobuf(sql).map_err(RouterError::Syntax)?;
-    let Some(N::InsertStmt(insert)) = tree
-        .stmts
-        .first_mut()
-        .and_then(|s| s.stmt.as_mut())
-        .and_then(|s| s.node.as_mut())
-    else {
+    let Some(insert) = tree.stmts.first_mut().and_then(super::insert::insert_of) else {
         return Ok(None);
     };
     let position = insert.cols.iter().position(|c| {

@@ -56,10 +56,16 @@ pub fn split(
     Ok(parts)
 }
 
+/// The INSERT of a parsed statement, if it is one.
+pub fn insert_of(stmt: &mut RawStmt) -> Option<&mut pg_query_raw::protobuf::InsertStmt> {
+    match stmt.stmt.as_mut()?.node.as_mut()? {
+        Node::InsertStmt(insert) => Some(insert),
+        _ => None,
+    }
+}
+
 fn values_lists(stmt: &mut RawStmt) -> Option<&mut Vec<pg_query_raw::protobuf::Node>> {
-    let Some(Node::InsertStmt(insert)) = stmt.stmt.as_mut()?.node.as_mut() else {
-        return None;
-    };
+    let insert = insert_of(stmt)?;
     let Some(Node::SelectStmt(select)) = insert.select_stmt.as_mut()?.node.as_mut() else {
         return None;
     };

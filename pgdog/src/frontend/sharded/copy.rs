@@ -5,6 +5,7 @@
 //! binary trailer, counts added up).
 use super::{ClientError, ShardedSession};
 use crate::net::message;
+use crate::net::quote::ident as quote_ident;
 use crate::net::Message;
 use crate::router::copy::{
     parse_copy, CopyFormat, CopySplitter, CopyStatement, KeyError, KeyField,
@@ -489,5 +490,3 @@ fn skip_binary_header(data: &[u8]) -> &[u8] {
     let ext = u32::from_be_bytes([data[15], data[16], data[17], data[18]]) as usize;
     data.get(19 + ext..).unwrap_or(&[])
 }
-
-use crate::net::quote::ident as quote_ident;

@@ -10,7 +10,7 @@ use crate::backend::unique_id;
 use crate::net::message;
 use crate::net::rows::DataRow;
 use crate::net::Message;
-use crate::router::insert::InsertPart;
+use crate::router::insert::{self, InsertPart};
 use crate::router::{Parsed, Route, RouterError};
 use pg_query_raw::protobuf::{self as pb, node::Node as N, ParseResult, RawStmt};
 use pg_query_raw::router::{Statement as Parsed1, StatementKind};
@@ -42,12 +42,7 @@ impl ShardedSession {
             return Ok(false);
         }
         let mut tree = pg_query_raw::parse_protobuf(sql).map_err(RouterError::Syntax)?;
-        let Some(N::InsertStmt(insert)) = tree
-            .stmts
-            .first_mut()
-            .and_then(|s| s.stmt.as_mut())
-            .and_then(|s| s.node.as_mut())
-        else {
+        let Some(insert) = tree.stmts.first_mut().and_then(insert::insert_of) else {
             return Ok(false);
         };
         let Some(select) = insert.select_stmt.take() else {

@@ -9,6 +9,7 @@
 use super::{exec, ClientError, ShardedSession, Statement};
 use crate::net::bind::Bind;
 use crate::net::message;
+use crate::net::quote::ident as quote_ident;
 use crate::net::rows::{read_row_description, row_description, DataRow, Field};
 use crate::net::Message;
 use crate::router::schema::TableSharding;
@@ -331,8 +332,6 @@ fn with_whole_row(sql: &str) -> Result<String, ClientError> {
     }
     Ok(pg_query_raw::deparse(&tree).map_err(RouterError::Syntax)?)
 }
-
-use crate::net::quote::ident as quote_ident;
 
 /// A text value as an untyped literal (its type comes from the column), or NULL.
 fn literal(v: Option<&str>) -> String {

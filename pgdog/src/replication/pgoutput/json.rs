@@ -213,9 +213,7 @@ fn transaction_fields(msg: &LogicalMessage, o: &mut Object) {
             commit_time,
         } => {
             put(o, "flags", *flags);
-            put(o, "commit_lsn", lsn(*commit_lsn));
-            put(o, "end_lsn", lsn(*end_lsn));
-            put(o, "commit_time", time(*commit_time));
+            put_commit(o, *commit_lsn, *end_lsn, *commit_time);
         }
         LogicalMessage::Origin { commit_lsn, name } => {
             put(o, "commit_lsn", lsn(*commit_lsn));
@@ -245,9 +243,7 @@ fn transaction_fields(msg: &LogicalMessage, o: &mut Object) {
         } => {
             put(o, "xid", *xid);
             put(o, "flags", *flags);
-            put(o, "commit_lsn", lsn(*commit_lsn));
-            put(o, "end_lsn", lsn(*end_lsn));
-            put(o, "commit_time", time(*commit_time));
+            put_commit(o, *commit_lsn, *end_lsn, *commit_time);
         }
         LogicalMessage::StreamAbort { xid, subxid, abort } => {
             put(o, "xid", *xid);
@@ -271,9 +267,7 @@ fn transaction_fields(msg: &LogicalMessage, o: &mut Object) {
             put(o, "xid", *xid);
             put(o, "gid", gid.as_str());
             put(o, "flags", *flags);
-            put(o, "commit_lsn", lsn(*commit_lsn));
-            put(o, "end_lsn", lsn(*end_lsn));
-            put(o, "commit_time", time(*commit_time));
+            put_commit(o, *commit_lsn, *end_lsn, *commit_time);
         }
         LogicalMessage::RollbackPrepared {
             flags,
@@ -294,6 +288,13 @@ fn transaction_fields(msg: &LogicalMessage, o: &mut Object) {
         }
         _ => {}
     }
+}
+
+/// `commit_lsn`, `end_lsn`, `commit_time` of commit-like records.
+fn put_commit(o: &mut Object, commit_lsn: u64, end_lsn: u64, commit_time: i64) {
+    put(o, "commit_lsn", lsn(commit_lsn));
+    put(o, "end_lsn", lsn(end_lsn));
+    put(o, "commit_time", time(commit_time));
 }
 
 fn prepare_fields(o: &mut Object, p: &PrepareInfo) {

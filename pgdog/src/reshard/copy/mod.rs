@@ -322,16 +322,10 @@ async fn publication_tables(
         publication: publication.to_string(),
         reason,
     };
-    let exists = query_rows(
-        &mut server,
-        &format!(
-            "SELECT 1 FROM pg_publication WHERE pubname = {}",
-            literal(publication)
-        ),
-    )
-    .await
-    .map_err(|e| err(e.to_string()))?;
-    if exists.is_empty() {
+    let exists = crate::reshard::schema_sync::publication_exists(&mut server, publication)
+        .await
+        .map_err(|e| err(e.to_string()))?;
+    if !exists {
         return Err(err(format!("does not exist on {}", primary.addr())));
     }
     let rows = query_rows(
