@@ -115,8 +115,8 @@ impl Setup {
     fn assert_clean(&self) {
         let (ok, out) = self.verify(&[]);
         assert!(ok, "verify should pass:\n{out}");
-        assert!(out.contains(&format!("items: OK ({ROWS} rows)")), "{out}");
-        assert!(out.contains("kinds: OK (3 rows)"), "{out}");
+        assert!(out.contains(&format!("items: OK ({ROWS} rows, ")), "{out}");
+        assert!(out.contains("kinds: OK (3 rows, "), "{out}");
     }
 
     /// The shard holding item `id`.
@@ -149,7 +149,21 @@ fn verify_finds_missing_changed_and_misplaced_rows() {
     s.assert_clean();
     let (ok, out) = s.verify(&["items"]);
     assert!(ok, "{out}");
-    assert_eq!(out.trim(), format!("items: OK ({ROWS} rows)"));
+    // The snapshot line (no replay runs here), then the table's rows, checksum, misplaced rows
+    // and the LSN compared at.
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(
+        lines[0]
+            .starts_with("no replay running: each shard read in one snapshot, the source at LSN "),
+        "{out}"
+    );
+    let lsn = lines[0].rsplit(' ').next().unwrap();
+    assert!(
+        lines[1].starts_with(&format!("items: OK ({ROWS} rows, checksum "))
+            && lines[1].ends_with(&format!(", 0 misplaced) at {lsn}")),
+        "{out}"
+    );
 
     // 1. A row deleted on its shard.
     let shard = s.shard_of(17);
@@ -166,7 +180,7 @@ fn verify_finds_missing_changed_and_misplaced_rows() {
         )),
         "{out}"
     );
-    assert!(out.contains("kinds: OK (3 rows)"), "{out}");
+    assert!(out.contains("kinds: OK (3 rows, "), "{out}");
     s.node(shard)
         .psql("INSERT INTO items VALUES (17, 'item 17', 17 % 7, ARRAY['a', '17'])")
         .unwrap();

@@ -137,7 +137,8 @@ pub fn verify(options: pgdog::reshard::verify::VerifyOptions) -> ExitCode {
         Err(e) => return failed("verify", e),
     };
     match rt.block_on(pgdog::reshard::verify::verify(&settings, &options)) {
-        Ok(reports) => {
+        Ok((at, reports)) => {
+            println!("{at}");
             let mut ok = true;
             for r in &reports {
                 println!("{r}");

@@ -172,6 +172,10 @@ pub struct VerifyArgs {
     /// Only these tables (repeat).
     #[arg(long)]
     pub table: Vec<String>,
+    /// The replay to hold at one LSN while the snapshots are taken; default: the one running
+    /// between the two databases, if any.
+    #[arg(long)]
+    pub slot: Option<String>,
 }
 
 /// Flags `reshard` and `cutover` share.
@@ -303,6 +307,7 @@ pub fn dispatch(cli: &Cli, command: &Command) -> ExitCode {
             from_database: a.db.from_database.clone(),
             to_database: a.db.to_database.clone(),
             tables: a.table.clone(),
+            slot: a.slot.clone(),
         }),
         Command::Reshard(a) => {
             let publication = a.publication.clone().unwrap_or_default();

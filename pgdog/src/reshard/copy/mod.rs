@@ -82,10 +82,13 @@ const STANDBY_SLOT_DEADLINE: Duration = Duration::from_secs(120);
 
 /// Replay progress on every destination shard: each copied table's watermark (written in the
 /// table's copy transaction) and the source LSN applied so far (written by `pgdog replay` in
-/// the transaction of the changes it covers).
+/// the transaction of the changes it covers), and `pgdog verify`'s requests to hold the replay
+/// at an LSN (`reshard/replay/hold.rs`).
 pub const PROGRESS_DDL: &str = "CREATE TABLE IF NOT EXISTS pgdog_reshard_progress \
     (slot text, table_name text, watermark pg_lsn, PRIMARY KEY (slot, table_name)); \
-    CREATE TABLE IF NOT EXISTS pgdog_reshard_position (slot text PRIMARY KEY, lsn pg_lsn)";
+    CREATE TABLE IF NOT EXISTS pgdog_reshard_position (slot text PRIMARY KEY, lsn pg_lsn); \
+    CREATE TABLE IF NOT EXISTS pgdog_reshard_hold \
+    (slot text PRIMARY KEY, state text NOT NULL, lsn pg_lsn, reached pg_lsn)";
 
 #[derive(Debug, thiserror::Error)]
 pub enum CopyDataError {

@@ -63,9 +63,12 @@ use tokio::sync::watch;
 
 mod commit;
 mod dest;
+mod hold;
+mod stream;
 mod table;
 use commit::*;
 use dest::*;
+use stream::{run_stream, StreamContext};
 use table::*;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -178,6 +181,16 @@ struct Txn {
     /// The destination shards this transaction sent statements to.
     touched: BTreeSet<usize>,
     rows: u64,
+}
+
+impl Txn {
+    fn new(final_lsn: u64) -> Txn {
+        Txn {
+            final_lsn,
+            touched: BTreeSet::new(),
+            rows: 0,
+        }
+    }
 }
 
 /// Consecutive source transactions applied in one destination transaction per shard (group
@@ -539,278 +552,6 @@ fn abort_in_two_phase() -> Option<(u64, usize)> {
     None
 }
 
-/// What one stream needs besides its source.
-struct StreamContext<'a> {
-    options: &'a ReplayOptions,
-    schema: &'a Schema,
-    dests: &'a [ServerTarget],
-    sharded_source: bool,
-    abort_after: Option<u64>,
-    atomic: Option<Atomic>,
-    bounds: BatchBounds,
-}
-
-/// The stop condition of a stream: `--until-lsn` and the orchestrator's [`StopAt`] target.
-fn stop_target(options: &ReplayOptions, source_shard: usize) -> Option<u64> {
-    let at = options
-        .stop_at
-        .as_ref()
-        .and_then(|s| s.target(source_shard));
-    match (options.until_lsn, at) {
-        (Some(u), Some(a)) => Some(u.min(a)),
-        (u, a) => u.or(a),
-    }
-}
-
-/// Connects and starts streaming the slot. A slot still active for the walsender of a killed
-/// previous run (it has not noticed yet) is retried for a while.
-async fn start_stream(
-    primary: &ServerTarget,
-    options: &ReplayOptions,
-    start: u64,
-) -> Result<ReplicationClient, ReplayError> {
-    let deadline = std::time::Instant::now() + SLOT_BUSY_DEADLINE;
-    let mut client = ReplicationClient::connect(primary, CONNECT_TIMEOUT).await?;
-    loop {
-        let result = client
-            .start(
-                &options.slot,
-                start,
-                &StartOptions::new(4, &[options.publication.as_str()]),
-            )
-            .await;
-        match result {
-            Ok(()) => return Ok(client),
-            Err(ReplicationError::Command { source, .. })
-                if matches!(&*source, ServerError::Postgres(f, _) if f.code == "55006")
-                    && std::time::Instant::now() < deadline =>
-            {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-}
-
-/// Updates the live progress of a stream, when there is one.
-fn report(options: &ReplayOptions, source_shard: usize, f: &dyn Fn(&mut StreamProgress)) {
-    if let Some(p) = &options.progress {
-        p.update_stream(source_shard, f);
-    }
-}
-
-/// Commits the batch on its destination shards, then confirms it on the slot and reports it.
-async fn finish_batch(
-    ctx: &StreamContext<'_>,
-    applier: &mut Applier,
-    client: &mut ReplicationClient,
-    source_shard: usize,
-    received: u64,
-) -> Result<(), ReplayError> {
-    if applier.batch.is_empty() {
-        return Ok(());
-    }
-    let b = applier.commit().await?;
-    if !b.touched.is_empty() {
-        let n = COMMITS.fetch_add(1, Ordering::SeqCst) + 1;
-        if ctx.abort_after == Some(n) {
-            eprintln!(
-                "pgdog: replay: PGDOG_TEST_ABORT_AFTER_COMMIT={n}: aborting after the commit at {}",
-                format_lsn(b.end_lsn)
-            );
-            std::process::abort();
-        }
-    }
-    client.confirm(b.end_lsn);
-    applier.summary.last_lsn = b.end_lsn;
-    report(ctx.options, source_shard, &|s| {
-        s.applied_lsn = b.end_lsn;
-        s.received_lsn = s.received_lsn.max(received);
-        s.last_commit_time = Some(commit_time(b.commit_time));
-        s.transactions += b.transactions;
-        s.rows += b.rows;
-    });
-    Ok(())
-}
-
-/// Replays one source shard's slot into the destination, until its stop target or `stop`.
-async fn run_stream(
-    ctx: &StreamContext<'_>,
-    source_shard: usize,
-    primary: ServerTarget,
-    mut stop: watch::Receiver<bool>,
-) -> Result<ReplaySummary, ReplayError> {
-    let options = ctx.options;
-    let key = progress_key(&options.slot, source_shard);
-    let (mut shards, watermarks) = open_destination(ctx.dests, &key).await?;
-    let (committed, rolled_back) = resolve_prepared(&mut shards, &key).await?;
-    if committed + rolled_back > 0 {
-        eprintln!(
-            "pgdog: replay: {key}: {committed} prepared transactions of a crashed run committed, \
-             {rolled_back} rolled back"
-        );
-    }
-    // Every shard skips what it already committed; start where the furthest-behind shard is
-    // (the server starts at the slot's confirmed point when that is later).
-    let start = shards.iter().map(|s| s.position).min().unwrap_or(0);
-
-    let mut client = start_stream(&primary, options, start).await?;
-    let mut decoder = Decoder::new(4);
-    let mut applier = Applier {
-        shards,
-        tables: HashMap::new(),
-        schema: ctx.schema.clone(),
-        database: options.to_database.clone(),
-        source_shard,
-        sharded_source: ctx.sharded_source,
-        key,
-        watermarks,
-        summary: ReplaySummary {
-            last_lsn: start,
-            ..Default::default()
-        },
-        atomic: ctx.atomic,
-        batch: Batch::default(),
-        bounds: ctx.bounds,
-    };
-    let report = |f: &dyn Fn(&mut StreamProgress)| report(options, source_shard, f);
-    report(&|s| s.applied_lsn = s.applied_lsn.max(start));
-    // With a stop target, ask the server for a keepalive now and then, so an idle stream
-    // learns quickly that it is past its target.
-    let polls = options.until_lsn.is_some() || options.stop_at.is_some();
-    let mut tick = tokio::time::interval(STOP_POLL);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut received: u64 = start;
-    let mut txn: Option<Txn> = None;
-    let mut ended = false;
-    loop {
-        // Group commit: the batch stays open only while more data is already here; never
-        // while waiting for the network.
-        if txn.is_none()
-            && !applier.batch.is_empty()
-            // A read error shows again in next_event, after the batch is committed.
-            && (applier.batch_full() || !client.message_ready().unwrap_or(false))
-        {
-            finish_batch(ctx, &mut applier, &mut client, source_shard, received).await?;
-        }
-        let event = tokio::select! {
-            event = client.next_event() => event?,
-            _ = stop.changed() => break,
-            _ = tick.tick(), if polls && txn.is_none() => {
-                let target = stop_target(options, source_shard);
-                if target.is_some_and(|t| applier.summary.last_lsn >= t) {
-                    break;
-                }
-                if target.is_some() {
-                    client.send_status(true).await?;
-                }
-                continue;
-            }
-        };
-        let Some(event) = event else {
-            ended = true;
-            break;
-        };
-        let target = stop_target(options, source_shard);
-        match event {
-            ReplicationEvent::XLogData {
-                wal_start,
-                wal_end,
-                data,
-                ..
-            } => {
-                received = received.max(wal_end).max(wal_start);
-                if txn.is_none() && target.is_some_and(|t| wal_start > t) {
-                    break;
-                }
-                match decoder.decode(wal_start, data)? {
-                    LogicalMessage::Begin { final_lsn, .. } => {
-                        if txn.is_some() {
-                            return Err(other("Begin inside a transaction"));
-                        }
-                        txn = Some(Txn {
-                            final_lsn,
-                            touched: BTreeSet::new(),
-                            rows: 0,
-                        });
-                    }
-                    LogicalMessage::Commit {
-                        end_lsn,
-                        commit_time: at,
-                        ..
-                    } => {
-                        let t = txn.take().ok_or_else(|| other("Commit without Begin"))?;
-                        applier.end_txn(t, end_lsn, at);
-                        if target.is_some_and(|t| end_lsn >= t) {
-                            finish_batch(ctx, &mut applier, &mut client, source_shard, received)
-                                .await?;
-                            break;
-                        }
-                    }
-                    LogicalMessage::Relation(rel) => {
-                        let mut dummy = Txn {
-                            final_lsn: 0,
-                            touched: BTreeSet::new(),
-                            rows: 0,
-                        };
-                        applier
-                            .message(
-                                txn.as_mut().unwrap_or(&mut dummy),
-                                LogicalMessage::Relation(rel),
-                            )
-                            .await?;
-                    }
-                    msg => {
-                        let t = txn.as_mut().ok_or_else(|| {
-                            other(format!("{} outside a transaction", msg.kind_name()))
-                        })?;
-                        applier.message(t, msg).await?;
-                    }
-                }
-            }
-            ReplicationEvent::Keepalive { wal_end, .. } => {
-                received = received.max(wal_end);
-                if txn.is_none() {
-                    finish_batch(ctx, &mut applier, &mut client, source_shard, received).await?;
-                    // Everything before wal_end was sent and applied: nothing of ours is left.
-                    client.confirm(wal_end);
-                    applier.summary.last_lsn = applier.summary.last_lsn.max(wal_end);
-                    report(&|s| {
-                        s.received_lsn = s.received_lsn.max(received);
-                        s.applied_lsn = s.applied_lsn.max(wal_end);
-                    });
-                    if target.is_some_and(|t| wal_end >= t) {
-                        break;
-                    }
-                }
-            }
-        }
-    }
-    // A batch of ended source transactions is committed; an unfinished source transaction
-    // (and the batch it shares its destination transactions with) is rolled back when its
-    // connections close (and replayed by the next run).
-    if txn.is_none() {
-        finish_batch(ctx, &mut applier, &mut client, source_shard, received).await?;
-    }
-    if ended {
-        if let Some(t) = stop_target(options, source_shard) {
-            return Err(other(format!(
-                "source shard {source_shard}: the server ended the stream before {}",
-                format_lsn(t)
-            )));
-        }
-    }
-    if !ended {
-        client.stop().await?;
-    }
-    client.close().await;
-    for s in applier.shards.drain(..) {
-        s.server.terminate().await;
-    }
-    applier.summary.last_lsns = vec![applier.summary.last_lsn];
-    Ok(applier.summary)
-}
-
 /// Runs the replay, one stream per source shard at once, until every stream reached its stop
 /// target (`until_lsn`, [`ReplayOptions::stop_at`]), one fails, or `shutdown` resolves.
 /// With [`ReplayOptions::atomic`], a destination transaction touching several shards commits
@@ -839,6 +580,7 @@ pub async fn replay(
         sharded_source: sources.len() > 1,
         abort_after: abort_after_commit(),
         bounds: BatchBounds::of(&settings.config.resharding),
+        hold_timeout: Duration::from_millis(settings.config.resharding.hold_timeout),
         atomic: (options.atomic || settings.config.resharding.replay_atomic).then(|| Atomic {
             abort_in: abort_in_two_phase(),
         }),

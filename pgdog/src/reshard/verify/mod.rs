@@ -15,13 +15,20 @@
 //! A sharded source is read as the union of its shards, except for tables omnisharded in the
 //! source or the destination: copy and replay take those from source shard 0, so they are
 //! compared with shard 0 and every other source shard must hold the same rows.
-use crate::backend::server::{Server, ServerError, ServerTarget};
+//!
+//! Under writes: every shard is read in one snapshot, and when a replay runs between the two
+//! databases it is held so both sides show one source LSN ([`snapshot`]); every report names
+//! the LSN it was compared at.
+use crate::backend::server::ServerError;
 use crate::config::Settings;
-use crate::net::quote::{ident, literal};
-use crate::reshard::schema_sync::{query_rows, target};
 use crate::router::schema::{Schema, TableSharding};
+use shard::{Shard, TableName};
 use std::path::PathBuf;
 use std::time::Duration;
+
+mod shard;
+pub mod snapshot;
+pub use snapshot::ComparedAt;
 
 /// Keys fetched per round trip when checking placement.
 const FETCH_BATCH: usize = 10_000;
@@ -46,6 +53,8 @@ pub enum VerifyError {
         #[source]
         source: Box<ServerError>,
     },
+    #[error("{0}")]
+    Hold(String),
     #[error("{database} shard {shard}: {context}: unexpected answer {answer:?}")]
     Answer {
         database: String,
@@ -64,13 +73,20 @@ pub struct VerifyOptions {
     pub to_database: String,
     /// Tables to check (`name` or `schema.name`); empty: every user table of the source.
     pub tables: Vec<String>,
+    /// The replay to hold (`--slot`); default: the one running between the two, if any.
+    pub slot: Option<String>,
 }
 
-/// The result for one table: its source row count and what differs (empty: all matches).
+/// The result for one table: its source row count and checksum, the destination rows the
+/// router places on another shard, the LSN compared at, and what differs (empty: all matches).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableReport {
     pub table: String,
     pub rows: i64,
+    pub checksum: i128,
+    pub misplaced: u64,
+    /// The source LSN (one per upstream shard) both sides were read at.
+    pub at: String,
     pub problems: Vec<String>,
 }
 
@@ -83,245 +99,21 @@ impl TableReport {
 impl std::fmt::Display for TableReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.ok() {
-            write!(f, "{}: OK ({} rows)", self.table, self.rows)
-        } else {
-            write!(f, "{}: DIFFERENT: {}", self.table, self.problems.join("; "))
-        }
-    }
-}
-
-/// A table to check.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct TableName {
-    schema: String,
-    name: String,
-}
-
-impl TableName {
-    fn parse(s: &str) -> TableName {
-        match s.split_once('.') {
-            Some((schema, name)) => TableName {
-                schema: schema.to_string(),
-                name: name.to_string(),
-            },
-            None => TableName {
-                schema: "public".into(),
-                name: s.to_string(),
-            },
-        }
-    }
-
-    fn sql(&self) -> String {
-        format!("{}.{}", ident(&self.schema), ident(&self.name))
-    }
-
-    fn display(&self) -> String {
-        if self.schema == "public" {
-            self.name.clone()
-        } else {
-            format!("{}.{}", self.schema, self.name)
-        }
-    }
-}
-
-/// One open connection to a shard.
-struct Shard {
-    database: String,
-    shard: usize,
-    addr: String,
-    server: Server,
-}
-
-impl Shard {
-    async fn connect(settings: &Settings, database: &str) -> Result<Vec<Shard>, VerifyError> {
-        let mut shards = Vec::new();
-        for shard in 0..settings.shards(database).max(1) {
-            let db = settings.shard_server(database, shard).ok_or_else(|| {
-                VerifyError::MissingShard {
-                    database: database.to_string(),
-                    shard,
-                }
-            })?;
-            let t: ServerTarget = target(settings, db);
-            let server = Server::connect(&t, CONNECT_TIMEOUT)
-                .await
-                .map_err(|source| VerifyError::Server {
-                    database: database.to_string(),
-                    shard,
-                    addr: t.addr(),
-                    context: "connecting".into(),
-                    source: Box::new(source),
-                })?;
-            shards.push(Shard {
-                database: database.to_string(),
-                shard,
-                addr: t.addr(),
-                server,
-            });
-        }
-        Ok(shards)
-    }
-
-    fn error(&self, context: &str, source: ServerError) -> VerifyError {
-        VerifyError::Server {
-            database: self.database.clone(),
-            shard: self.shard,
-            addr: self.addr.clone(),
-            context: context.to_string(),
-            source: Box::new(source),
-        }
-    }
-
-    fn answer(&self, context: &str, answer: impl std::fmt::Debug) -> VerifyError {
-        VerifyError::Answer {
-            database: self.database.clone(),
-            shard: self.shard,
-            context: context.to_string(),
-            answer: format!("{answer:?}"),
-        }
-    }
-
-    async fn rows(
-        &mut self,
-        sql: &str,
-        context: &str,
-    ) -> Result<Vec<Vec<Option<String>>>, VerifyError> {
-        query_rows(&mut self.server, sql)
-            .await
-            .map_err(|e| self.error(context, e))
-    }
-
-    /// The table's columns in order, `None` when it does not exist.
-    async fn columns(&mut self, table: &TableName) -> Result<Option<Vec<String>>, VerifyError> {
-        let context = format!("reading the columns of {}", table.display());
-        let sql = format!(
-            "SELECT to_regclass({0}) IS NOT NULL, (SELECT coalesce(array_agg(attname::text ORDER BY attnum), '{{}}') \
-             FROM pg_attribute WHERE attrelid = to_regclass({0}) AND attnum > 0 AND NOT attisdropped)::text",
-            literal(&table.sql())
-        );
-        let rows = self.rows(&sql, &context).await?;
-        let (exists, cols) = match rows.as_slice() {
-            [row] if row.len() == 2 => (row[0].as_deref(), row[1].as_deref()),
-            _ => return Err(self.answer(&context, rows)),
-        };
-        if exists != Some("t") {
-            return Ok(None);
-        }
-        let cols = cols.unwrap_or("{}");
-        // The names come back as a text array; read them with Postgres rather than parsing it.
-        let names = self
-            .rows(
-                &format!("SELECT unnest({}::text[])", literal(cols)),
-                &context,
+            write!(
+                f,
+                "{}: OK ({} rows, checksum {}, {} misplaced) at {}",
+                self.table, self.rows, self.checksum, self.misplaced, self.at
             )
-            .await?;
-        Ok(Some(
-            names
-                .into_iter()
-                .filter_map(|r| r.into_iter().next().flatten())
-                .collect(),
-        ))
-    }
-
-    /// Row count and checksum of the table's rows with these columns.
-    async fn checksum(
-        &mut self,
-        table: &TableName,
-        columns: &[String],
-    ) -> Result<(i64, i128), VerifyError> {
-        let context = format!("checksumming {}", table.display());
-        let row = if columns.is_empty() {
-            "t::text".to_string()
         } else {
-            let cols: Vec<String> = columns.iter().map(|c| format!("t.{}", ident(c))).collect();
-            format!("ROW({})::text", cols.join(", "))
-        };
-        let sql = format!(
-            "SELECT count(*), coalesce(sum(('x' || substr(md5({row}), 1, 16))::bit(64)::bigint::numeric), 0)::text \
-             FROM {} AS t",
-            table.sql()
-        );
-        let rows = self.rows(&sql, &context).await?;
-        match rows.as_slice() {
-            [row] if row.len() == 2 => {
-                let count = row[0].as_deref().and_then(|v| v.parse::<i64>().ok());
-                let sum = row[1].as_deref().and_then(|v| v.parse::<i128>().ok());
-                match (count, sum) {
-                    (Some(c), Some(s)) => Ok((c, s)),
-                    _ => Err(self.answer(&context, row)),
-                }
-            }
-            _ => Err(self.answer(&context, rows)),
+            write!(
+                f,
+                "{}: DIFFERENT: {} (at {})",
+                self.table,
+                self.problems.join("; "),
+                self.at
+            )
         }
     }
-
-    /// Reads every row's key through a cursor; the rows the router places elsewhere.
-    async fn misplaced(
-        &mut self,
-        table: &TableName,
-        sharding: &TableSharding,
-    ) -> Result<Placement, VerifyError> {
-        let context = format!("reading the keys of {}", table.display());
-        let mut result = Placement::default();
-        self.server
-            .execute(&format!(
-                "BEGIN READ ONLY; DECLARE pgdog_verify NO SCROLL CURSOR FOR SELECT {}::text FROM {}",
-                ident(sharding.column()),
-                table.sql()
-            ))
-            .await
-            .map_err(|e| self.error(&context, e))?;
-        let outcome = async {
-            loop {
-                let batch = self
-                    .rows(&format!("FETCH {FETCH_BATCH} FROM pgdog_verify"), &context)
-                    .await?;
-                for row in &batch {
-                    let key = row.first().cloned().flatten();
-                    match sharding.shard_of_text(key.as_deref()) {
-                        Ok(s) if s == self.shard => {}
-                        Ok(s) => {
-                            result.misplaced += 1;
-                            if result.example.is_none() {
-                                result.example = Some(format!(
-                                    "key {} on shard {} belongs on shard {s}",
-                                    key.as_deref().unwrap_or("NULL"),
-                                    self.shard
-                                ));
-                            }
-                        }
-                        Err(e) => {
-                            result.unplaceable += 1;
-                            if result.unplaceable_example.is_none() {
-                                result.unplaceable_example = Some(format!(
-                                    "key {} on shard {}: {e}",
-                                    key.as_deref().unwrap_or("NULL"),
-                                    self.shard
-                                ));
-                            }
-                        }
-                    }
-                }
-                if batch.len() < FETCH_BATCH {
-                    return Ok::<(), VerifyError>(());
-                }
-            }
-        }
-        .await;
-        let end = self.server.execute("ROLLBACK").await;
-        outcome?;
-        end.map_err(|e| self.error(&context, e))?;
-        Ok(result)
-    }
-}
-
-/// Placement findings on one shard.
-#[derive(Debug, Default)]
-struct Placement {
-    misplaced: u64,
-    example: Option<String>,
-    unplaceable: u64,
-    unplaceable_example: Option<String>,
 }
 
 /// The user tables of the source (its first shard).
@@ -332,7 +124,7 @@ async fn source_tables(source: &mut Shard) -> Result<Vec<TableName>, VerifyError
             "SELECT schemaname::text, tablename::text FROM pg_tables \
              WHERE schemaname NOT IN ('pg_catalog', 'information_schema') \
              AND tablename NOT IN ('pgdog_reshard_progress', 'pgdog_reshard_position', \
-             'pgdog_twophase', 'pgdog_unique_id_nodes') \
+             'pgdog_reshard_hold', 'pgdog_twophase', 'pgdog_unique_id_nodes') \
              ORDER BY 1, 2",
             "listing tables",
         )
@@ -374,10 +166,14 @@ async fn verify_table(
     dest: &mut [Shard],
     source_schema: &Schema,
     dest_schema: &Schema,
+    at: &ComparedAt,
 ) -> Result<TableReport, VerifyError> {
     let mut report = TableReport {
         table: table.display(),
         rows: 0,
+        checksum: 0,
+        misplaced: 0,
+        at: at.lsns(),
         problems: Vec::new(),
     };
     // Columns: the source's first shard decides; every other shard must have the same list.
@@ -423,6 +219,7 @@ async fn verify_table(
         }
     }
     report.rows = src.0;
+    report.checksum = src.1;
 
     let mut per_shard = Vec::with_capacity(dest.len());
     for s in dest.iter_mut() {
@@ -482,6 +279,7 @@ async fn verify_table(
         if let Some(sharding) = entry {
             for s in dest.iter_mut() {
                 let p = s.misplaced(table, sharding).await?;
+                report.misplaced += p.misplaced + p.unplaceable;
                 if p.misplaced > 0 {
                     report.problems.push(format!(
                         "{} misplaced rows on shard {} (e.g. {})",
@@ -504,11 +302,11 @@ async fn verify_table(
     Ok(report)
 }
 
-/// Compares the tables; one report per table.
+/// Compares the tables; one report per table, and where both sides were read.
 pub async fn verify(
     settings: &Settings,
     options: &VerifyOptions,
-) -> Result<Vec<TableReport>, VerifyError> {
+) -> Result<(ComparedAt, Vec<TableReport>), VerifyError> {
     for db in [&options.from_database, &options.to_database] {
         if !settings.has_database(db) {
             return Err(VerifyError::UnknownDatabase(db.clone()));
@@ -524,6 +322,7 @@ pub async fn verify(
     let dest_schema = schema(&options.to_database)?;
     let mut source = Shard::connect(settings, &options.from_database).await?;
     let mut dest = Shard::connect(settings, &options.to_database).await?;
+    let at = snapshot::take(settings, options, &mut source, &mut dest).await?;
     let tables = if options.tables.is_empty() {
         source_tables(&mut source[0]).await?
     } else {
@@ -531,13 +330,21 @@ pub async fn verify(
     };
     let mut reports = Vec::with_capacity(tables.len());
     for table in &tables {
-        reports
-            .push(verify_table(table, &mut source, &mut dest, &source_schema, &dest_schema).await?);
+        let report = verify_table(
+            table,
+            &mut source,
+            &mut dest,
+            &source_schema,
+            &dest_schema,
+            &at,
+        )
+        .await?;
+        reports.push(report);
     }
     for s in source.into_iter().chain(dest) {
         s.server.terminate().await;
     }
-    Ok(reports)
+    Ok((at, reports))
 }
 
 #[cfg(test)]
@@ -556,7 +363,6 @@ mod tests {
         let t = TableName::parse("app.Items");
         assert_eq!(t.sql(), "\"app\".\"Items\"");
         assert_eq!(t.display(), "app.Items");
-        assert_eq!(ident("a\"b"), "\"a\"\"b\"");
     }
 
     #[test]
@@ -564,14 +370,19 @@ mod tests {
         let ok = TableReport {
             table: "users".into(),
             rows: 3,
+            checksum: -42,
+            misplaced: 0,
+            at: "0/3000060".into(),
             problems: vec![],
         };
-        assert_eq!(ok.to_string(), "users: OK (3 rows)");
+        assert_eq!(
+            ok.to_string(),
+            "users: OK (3 rows, checksum -42, 0 misplaced) at 0/3000060"
+        );
         let bad = TableReport {
-            table: "users".into(),
-            rows: 3,
             problems: vec!["a".into(), "b".into()],
+            ..ok
         };
-        assert_eq!(bad.to_string(), "users: DIFFERENT: a; b");
+        assert_eq!(bad.to_string(), "users: DIFFERENT: a; b (at 0/3000060)");
     }
 }

@@ -1,0 +1,159 @@
+//! `pgdog verify` while writes go on: a 2-shard source written through pgdog, `pgdog replay`
+//! running into 4 destination shards. verify holds the replay at the LSN of its source
+//! snapshots, so it reports equal every time while the clients keep writing; a row altered
+//! directly on one destination shard is reported; the replay goes on after each verify.
+mod reshard_common;
+
+use reshard_common::load::{config, load, source_and_destination, wait_for_statements, USERS};
+use reshard_common::{command, pgdog, text, wait_for};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use topology::proxy::Proxy;
+
+const DBS: [&str; 4] = ["--from-database", "app", "--to-database", "app_new"];
+
+#[test]
+fn verify_under_writes_holds_the_replay() {
+    let (source, dest) = source_and_destination();
+    let proxy = Proxy::start(&config(&source, &dest), USERS).expect("pgdog");
+    let dir = proxy.dir.clone();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    let loads: Vec<_> = (0..2)
+        .map(|k| {
+            let url = proxy.url("app", "secret", "app");
+            rt.spawn(load(url, (k + 1) * 1_000_000, stop.clone(), done.clone()))
+        })
+        .collect();
+    wait_for_statements(&done, 200);
+
+    let publication = ["--publication", "pub"];
+    let out = pgdog(
+        &dir,
+        &source,
+        "schema-sync",
+        &[
+            DBS[0],
+            DBS[1],
+            DBS[2],
+            DBS[3],
+            publication[0],
+            publication[1],
+            "--phase",
+            "pre",
+        ],
+    );
+    assert!(out.status.success(), "schema-sync: {}", text(&out));
+    let move_args = [
+        DBS[0],
+        DBS[1],
+        DBS[2],
+        DBS[3],
+        publication[0],
+        publication[1],
+        "--slot",
+        "live",
+    ];
+    let out = pgdog(&dir, &source, "copy-data", &move_args);
+    assert!(out.status.success(), "copy-data: {}", text(&out));
+    let mut replay = command(&dir, &source, "replay", &move_args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("pgdog replay starts");
+    wait_for("the replay to read both source slots", || {
+        (0..2).all(|s| {
+            source
+                .shard(s)
+                .psql(
+                    "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'live' AND active",
+                )
+                .is_ok_and(|n| n == "1")
+        })
+    });
+
+    let verify = || {
+        let out = pgdog(&dir, &source, "verify", &DBS);
+        (out.status.success(), text(&out))
+    };
+    let dest_rows = || -> i64 {
+        (0..4)
+            .map(|s| {
+                dest.shard(s)
+                    .psql("SELECT count(*) FROM items")
+                    .unwrap()
+                    .parse::<i64>()
+                    .unwrap()
+            })
+            .sum()
+    };
+    for round in 0..3 {
+        let before = done.load(Ordering::SeqCst);
+        let (ok, out) = verify();
+        assert!(ok, "verify under writes, round {round}:\n{out}");
+        assert!(
+            out.contains("the replay of slot live held there while the snapshots were taken"),
+            "{out}"
+        );
+        let items = out
+            .lines()
+            .find(|l| l.starts_with("items: OK ("))
+            .expect(&out);
+        assert!(items.contains(", 0 misplaced) at "), "{out}");
+        // Writes went on meanwhile, and the replay goes on after the hold.
+        assert!(done.load(Ordering::SeqCst) > before, "the load stood still");
+        let rows = dest_rows();
+        wait_for("the replay to go on after verify", || dest_rows() != rows);
+        for s in 0..4 {
+            assert_eq!(
+                dest.shard(s)
+                    .psql("SELECT count(*) FROM pgdog_reshard_hold")
+                    .unwrap(),
+                "0",
+                "verify left its hold request on shard {s}"
+            );
+        }
+    }
+
+    // A row the load no longer touches (it only changes ids just below its newest), altered
+    // on its destination shard.
+    let (shard, id) = (0..4)
+        .find_map(|s| {
+            let id = dest.shard(s).psql("SELECT min(id) FROM items").unwrap();
+            (!id.is_empty()).then_some((s, id))
+        })
+        .expect("copied rows");
+    wait_for_statements(&done, 50);
+    dest.shard(shard)
+        .psql(&format!("UPDATE items SET v = 'tampered' WHERE id = {id}"))
+        .unwrap();
+    let (ok, out) = verify();
+    assert!(!ok, "an altered row must be reported:\n{out}");
+    let items = out.lines().find(|l| l.starts_with("items: ")).expect(&out);
+    assert!(
+        items.contains("DIFFERENT: checksum: source ") && items.contains("same row count"),
+        "{out}"
+    );
+
+    stop.store(true, Ordering::SeqCst);
+    for l in loads {
+        let (_, errors, _) = rt.block_on(l).unwrap();
+        assert!(errors.is_empty(), "clients saw errors: {errors:?}");
+    }
+    assert!(
+        replay.try_wait().unwrap().is_none(),
+        "the replay ended early"
+    );
+    let _ = replay.kill();
+    let out = replay.wait_with_output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("hold_timeout"),
+        "{}",
+        text(&out)
+    );
+}
