@@ -237,8 +237,12 @@ impl Topology {
 
     /// Waits until the standby has replayed everything the primary has written so far.
     pub fn wait_for_standby(&self, timeout: Duration) -> Result<()> {
+        self.wait_for_replay(self.standby(), timeout)
+    }
+
+    /// Waits until `standby` has replayed everything the primary has written so far.
+    pub fn wait_for_replay(&self, standby: &Node, timeout: Duration) -> Result<()> {
         let lsn = self.primary().psql("SELECT pg_current_wal_insert_lsn()")?;
-        let standby = self.standby();
         wait_until(
             "the standby to replay the primary's WAL",
             timeout,

@@ -381,6 +381,20 @@ async fn admin(client: &tokio_postgres::Client, sql: &str) -> Result<Vec<Vec<Str
         .collect())
 }
 
+/// The body of `GET path` on 127.0.0.1:port.
+fn http_get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("metrics endpoint");
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    body
+}
+
 #[test]
 fn reshard_one_to_three_from_the_admin_database() {
     let source = Topology::replicated().expect("source primary + standby");
@@ -398,8 +412,10 @@ fn reshard_one_to_three_from_the_admin_database() {
     source
         .wait_for_standby(Duration::from_secs(30))
         .expect("standby caught up");
+    let metrics_port = Proxy::lease_port().expect("port").port;
     let mut config = format!(
-        "admin_password = \"{ADMIN_PASSWORD}\"\n\n[[databases]]\nname = \"app\"\nport = {}\n\
+        "admin_password = \"{ADMIN_PASSWORD}\"\nopenmetrics_port = {metrics_port}\n\n\
+         [[databases]]\nname = \"app\"\nport = {}\n\
          database_name = \"postgres\"\nuser = \"postgres\"\n\n[[databases]]\nname = \"app\"\n\
          port = {}\nrole = \"replica\"\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n",
         primary.port,
@@ -487,7 +503,22 @@ fn reshard_one_to_three_from_the_admin_database() {
             .unwrap_or_default();
         assert!(!status.starts_with("failed"), "{status}\n{}", proxy.log());
         if status.starts_with("replaying") {
-            assert!(rows.iter().any(|r| r[0] == "table"), "{rows:?}");
+            // Each table names the server it is read from and its MB/s.
+            assert!(
+                rows.iter().any(|r| r[0] == "table"
+                    && r[10].starts_with("replica 127.0.0.1:")
+                    && r[11].parse::<f64>().is_ok()),
+                "{rows:?}"
+            );
+            let metrics = http_get(metrics_port, "/metrics");
+            let standby = source.standby().port;
+            assert!(
+                metrics.lines().any(|l| l.starts_with(&format!(
+                    "pgdog_reshard_copied_rows_total{{table=\"public.items\",shard=\"0\",\
+                     server=\"replica 127.0.0.1:{standby}\"}} "
+                ))),
+                "{metrics}"
+            );
             break;
         }
         assert!(Instant::now() < deadline, "still {status}");

@@ -264,26 +264,55 @@ fn cache_metrics(out: &mut Out) {
     out.sample("query_cache_misses_total", &[], misses);
 }
 
+/// `(name, value)` label pairs borrowed from owned values.
+fn borrowed<'a>(l: &'a [(&'static str, String); 3]) -> [(&'a str, &'a str); 3] {
+    l.each_ref().map(|(k, v)| (*k, v.as_str()))
+}
+
 fn reshard_metrics(out: &mut Out) {
     let Some(control) = crate::reshard::admin_commands::running() else {
         return;
     };
-    let tables = control.progress.tables();
+    let now = std::time::Instant::now();
+    let tables: Vec<(crate::reshard::display::Row, [(&str, String); 3])> = control
+        .progress
+        .tables()
+        .iter()
+        .map(|t| {
+            let row = crate::reshard::display::table_row(t, now);
+            let labels = [
+                ("table", t.table.clone()),
+                ("shard", t.source_shard.to_string()),
+                ("server", row.server.clone().unwrap_or_default()),
+            ];
+            (row, labels)
+        })
+        .collect();
     out.family("reshard_copied_rows", "counter", "Rows copied per table.");
-    for t in &tables {
-        let shard = t.source_shard.to_string();
-        let l = [("table", t.table.as_str()), ("shard", shard.as_str())];
-        out.sample("reshard_copied_rows_total", &l, t.rows);
+    for (r, l) in &tables {
+        out.sample("reshard_copied_rows_total", &borrowed(l), r.rows);
     }
     out.family(
         "reshard_copied_bytes",
         "counter",
         "COPY bytes copied per table.",
     );
-    for t in &tables {
-        let shard = t.source_shard.to_string();
-        let l = [("table", t.table.as_str()), ("shard", shard.as_str())];
-        out.sample("reshard_copied_bytes_total", &l, t.bytes);
+    for (r, l) in &tables {
+        out.sample("reshard_copied_bytes_total", &borrowed(l), r.bytes);
+    }
+    out.family(
+        "reshard_copy_eta_seconds",
+        "gauge",
+        "Estimated seconds left to copy a table (planner row estimate / rows per second).",
+    );
+    for (r, l) in &tables {
+        if let Some(eta) = r.eta_seconds {
+            out.sample(
+                "reshard_copy_eta_seconds",
+                &borrowed(l),
+                format!("{eta:.1}"),
+            );
+        }
     }
     out.family(
         "reshard_replay_lag_bytes",

@@ -211,6 +211,8 @@ async fn execute(command: Command) -> Result<Reply, AdminError> {
                         r.lag_bytes.map(|b| b.to_string()),
                         r.lag_seconds.map(|s| format!("{s:.1}")),
                         Some(r.status),
+                        r.server,
+                        r.mb_per_s.map(|m| format!("{m:.1}")),
                     ]
                 })
                 .collect();
@@ -280,6 +282,8 @@ fn columns() -> Vec<String> {
         "lag_bytes",
         "lag_s",
         "status",
+        "server",
+        "mb_s",
     ]
     .iter()
     .map(|s| s.to_string())

@@ -21,18 +21,22 @@ pub struct Row {
     pub lag_bytes: Option<u64>,
     pub lag_seconds: Option<f64>,
     pub status: String,
+    /// Tables: the server read from and the reader connections (`replica host:port x2`).
+    pub server: Option<String>,
+    /// Tables: source COPY megabytes (10^6 bytes) per second.
+    pub mb_per_s: Option<f64>,
 }
 
-fn table_row(t: &TableProgress, now: Instant) -> Row {
+pub fn table_row(t: &TableProgress, now: Instant) -> Row {
     let elapsed = match (t.started, t.finished) {
         (Some(s), Some(f)) => f.duration_since(s).as_secs_f64(),
         (Some(s), None) => now.duration_since(s).as_secs_f64(),
         _ => 0.0,
     };
-    let rate = if elapsed > 0.0 {
-        t.rows as f64 / elapsed
+    let (rate, mb_per_s) = if elapsed > 0.0 {
+        (t.rows as f64 / elapsed, t.bytes as f64 / 1e6 / elapsed)
     } else {
-        0.0
+        (0.0, 0.0)
     };
     let status = if t.skipped {
         "copied before".to_string()
@@ -59,6 +63,11 @@ fn table_row(t: &TableProgress, now: Instant) -> Row {
         lag_bytes: None,
         lag_seconds: None,
         status,
+        server: (!t.server.is_empty()).then(|| match t.readers {
+            0 | 1 => t.server.clone(),
+            n => format!("{} x{n}", t.server),
+        }),
+        mb_per_s: (!t.skipped).then_some(mb_per_s),
     }
 }
 
@@ -88,6 +97,8 @@ pub fn rows(control: &Control) -> Vec<Row> {
                 ""
             }
         ),
+        server: None,
+        mb_per_s: None,
     }];
     out.extend(control.progress.tables().iter().map(|t| table_row(t, now)));
     let lag = control.lag();
@@ -109,6 +120,8 @@ pub fn rows(control: &Control) -> Vec<Row> {
             lag_bytes: l.map(|l| l.bytes),
             lag_seconds: l.map(|l| l.seconds),
             status: format!("{} transactions", s.transactions),
+            server: None,
+            mb_per_s: None,
         });
     }
     out
@@ -137,16 +150,18 @@ pub fn render(control: &Control) -> String {
         let line = match r.kind {
             "reshard" => format!("reshard {}: {}", r.name, r.status),
             "table" => format!(
-                "  {:<32} shard {:<2} {:>12} rows {:>10} {:>10.0} rows/s  {:<14} {}",
+                "  {:<32} shard {:<2} {:>12} rows {:>10} {:>10.0} rows/s {:>7.1} MB/s  {:<14} {} from {}",
                 r.name,
                 r.shard.unwrap_or(0),
                 r.rows,
                 bytes(r.bytes),
                 r.rate,
+                r.mb_per_s.unwrap_or(0.0),
                 r.eta_seconds
                     .map(|e| format!("ETA {e:.0} s"))
                     .unwrap_or_default(),
-                r.status
+                r.status,
+                r.server.as_deref().unwrap_or("-")
             ),
             _ => format!(
                 "  replication from shard {}: {}, {}, lag {} / {:.1} s",
@@ -180,13 +195,18 @@ mod tests {
         let t = TableProgress {
             table: "public.t".into(),
             rows: 100,
+            bytes: 5_000_000,
             estimated_rows: 300,
             started: Some(start),
+            server: "replica 127.0.0.1:5433".into(),
+            readers: 2,
             ..Default::default()
         };
         let r = table_row(&t, start + std::time::Duration::from_secs(10));
         assert!((r.rate - 10.0).abs() < 1e-9);
         assert!((r.eta_seconds.unwrap() - 20.0).abs() < 1e-9);
         assert_eq!(r.status, "copying");
+        assert!((r.mb_per_s.unwrap() - 0.5).abs() < 1e-9);
+        assert_eq!(r.server.as_deref(), Some("replica 127.0.0.1:5433 x2"));
     }
 }

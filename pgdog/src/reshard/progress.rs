@@ -37,6 +37,10 @@ pub struct TableProgress {
     pub finished: Option<Instant>,
     /// Already copied by an earlier run.
     pub skipped: bool,
+    /// The server read from (`replica host:port` or `primary host:port`).
+    pub server: String,
+    /// Reader connections (CTID ranges) at once.
+    pub readers: usize,
 }
 
 /// One replication stream (one per source shard).
@@ -69,12 +73,19 @@ impl Progress {
     }
 
     /// Registers a table (or resets it when registered again); returns its index for updates.
-    pub(crate) fn add_table(&self, table: &str, source_shard: usize, estimated_rows: u64) -> usize {
+    pub(crate) fn add_table(
+        &self,
+        table: &str,
+        source_shard: usize,
+        estimated_rows: u64,
+        server: &str,
+    ) -> usize {
         let mut inner = self.inner.lock();
         let entry = TableProgress {
             table: table.to_string(),
             source_shard,
             estimated_rows,
+            server: server.to_string(),
             ..Default::default()
         };
         if let Some(i) = inner
@@ -159,14 +170,15 @@ mod tests {
     #[test]
     fn tables_and_streams() {
         let p = Progress::new();
-        let a = p.add_table("public.a", 0, 10);
-        let b = p.add_table("public.a", 1, 20);
+        let a = p.add_table("public.a", 0, 10, "replica 127.0.0.1:5433");
+        let b = p.add_table("public.a", 1, 20, "primary 127.0.0.1:5434");
         assert_ne!(a, b);
         p.update_table(b, |t| t.rows += 5);
-        assert_eq!(p.add_table("public.a", 0, 11), a);
+        assert_eq!(p.add_table("public.a", 0, 11, "replica 127.0.0.1:5435"), a);
         let t = p.tables();
         assert_eq!(t.len(), 2);
         assert_eq!((t[0].estimated_rows, t[1].rows), (11, 5));
+        assert_eq!(t[0].server, "replica 127.0.0.1:5435");
         p.update_stream(1, |s| s.applied_lsn = 7);
         p.update_stream(0, |s| s.transactions = 2);
         let s = p.streams();

@@ -9,7 +9,8 @@
 //! - Each sharded table is copied from every source shard, an omnisharded one (destination
 //!   [`Destination::Everywhere`]) from source shard 0 only (the others hold the same rows). Each
 //!   (table, source shard): a replication connection to one of that shard's replicas
-//!   (round-robin; its primary when it has none) creates a TEMPORARY slot exporting its
+//!   ([`plan`]: largest first, to the replica with the fewest bytes assigned; its primary when
+//!   it has none) creates a TEMPORARY slot exporting its
 //!   snapshot; a second connection to the same server reads the table with
 //!   `COPY ... TO STDOUT` under that snapshot. The slot's consistent point is the watermark:
 //!   the copy holds exactly the changes committed on that shard before it.
@@ -41,9 +42,9 @@
 //!   a later watermark of their own, which is why replay reads each destination shard's own
 //!   watermarks. TRUNCATE-and-recopy is not an option: with a sharded source a destination
 //!   table holds rows of several source shards, some of them already final.
-//! - `--parallel N` bounds the reader connections open at once over all copies: up to N copies
-//!   at once, each with one reader; a large table takes the free ones for its ranges (so it
-//!   may delay the next tables). When one fails, the command stops and drops the permanent
+//! - `--parallel N` bounds the reader connections open at once on each source server: up to N
+//!   copies at once per server, each with one reader; a large table takes its server's free
+//!   ones for its ranges (so it may delay that server's next tables). When one fails, the command stops and drops the permanent
 //!   slots it created in this run (reused ones stay, so the copy can be resumed). Dropping the
 //!   [`copy_data`] future aborts the copies under way: their connections close, so their
 //!   destination transactions roll back and their temporary slots go away.
@@ -72,6 +73,7 @@ use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 
 mod format;
+mod plan;
 mod shards;
 pub use format::*;
 pub(crate) use shards::*;
@@ -247,6 +249,8 @@ struct Job {
     from_replica: bool,
     /// Destination shards to write (those without this copy's watermark yet).
     targets: Vec<usize>,
+    /// The table's heap size on its source shard (`pg_relation_size`).
+    size: u64,
 }
 
 impl Job {
@@ -316,10 +320,13 @@ pub(crate) fn destination(
 }
 
 /// The publication's tables with their copyable columns (no generated ones), in order.
+/// A published table on one source shard: schema, name, column list, heap size in bytes.
+type PubTable = (String, String, Vec<String>, u64);
+
 async fn publication_tables(
     primary: &ServerTarget,
     publication: &str,
-) -> Result<Vec<(String, String, Vec<String>)>, CopyDataError> {
+) -> Result<Vec<PubTable>, CopyDataError> {
     let mut server = connect(primary).await?;
     let err = |reason: String| CopyDataError::Publication {
         publication: publication.to_string(),
@@ -338,7 +345,8 @@ async fn publication_tables(
                (SELECT string_agg(quote_ident(a.attname), ',' ORDER BY a.attnum) \
                   FROM pg_attribute a \
                  WHERE a.attrelid = format('%I.%I', t.schemaname, t.tablename)::regclass \
-                   AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '') \
+                   AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''), \
+               pg_relation_size(format('%I.%I', t.schemaname, t.tablename)::regclass) \
              FROM pg_publication_tables t WHERE t.pubname = {} ORDER BY 1, 2",
             literal(publication)
         ),
@@ -348,9 +356,10 @@ async fn publication_tables(
     server.terminate().await;
     let mut tables = Vec::new();
     for r in rows {
-        if let [Some(schema), Some(table), columns] = r.as_slice() {
+        if let [Some(schema), Some(table), columns, size] = r.as_slice() {
             let columns = columns.as_deref().map(split_idents).unwrap_or_default();
-            tables.push((schema.clone(), table.clone(), columns));
+            let size = size.as_deref().and_then(|v| v.parse().ok()).unwrap_or(0);
+            tables.push((schema.clone(), table.clone(), columns, size));
         }
     }
     if tables.is_empty() {
@@ -493,11 +502,21 @@ async fn copy_table(
     }
     let ranges = 1 + extra.as_ref().map(|p| p.num_permits()).unwrap_or(0);
 
-    let tracker = progress
-        .as_ref()
-        .map(|p| (p.clone(), p.add_table(&table, job.source_shard, estimate)));
+    let role = if job.from_replica {
+        "replica"
+    } else {
+        "primary"
+    };
+    let server_name = format!("{role} {src_addr}");
+    let tracker = progress.as_ref().map(|p| {
+        let i = p.add_table(&table, job.source_shard, estimate, &server_name);
+        (p.clone(), i)
+    });
     if let Some((p, i)) = &tracker {
-        p.update_table(*i, |t| t.started = Some(Instant::now()));
+        p.update_table(*i, |t| {
+            t.started = Some(Instant::now());
+            t.readers = ranges;
+        });
     }
 
     // The temporary slot and its exported snapshot; the replication connection stays open
@@ -653,7 +672,7 @@ enum Outcome {
     Written(Box<Sink>),
 }
 
-/// The reader connections all copies share.
+/// The reader connections the copies from one source server share.
 #[derive(Clone)]
 struct ReaderBudget {
     permits: Arc<Semaphore>,
@@ -711,11 +730,12 @@ pub async fn copy_data_tuned(
     // Every table's destination is checked before anything is created or copied; every source
     // shard must publish the same tables.
     let tables = publication_tables(&sources[0].primary, &options.publication).await?;
+    let mut sizes = vec![tables.iter().map(|t| t.3).collect::<Vec<u64>>()];
     for (shard, source) in sources.iter().enumerate().skip(1) {
         let other = publication_tables(&source.primary, &options.publication).await?;
-        let names = |t: &[(String, String, Vec<String>)]| {
+        let names = |t: &[PubTable]| {
             t.iter()
-                .map(|(s, n, _)| format!("{s}.{n}"))
+                .map(|(s, n, _, _)| format!("{s}.{n}"))
                 .collect::<Vec<_>>()
         };
         if names(&other) != names(&tables) {
@@ -728,34 +748,31 @@ pub async fn copy_data_tuned(
                 ),
             });
         }
+        sizes.push(other.iter().map(|t| t.3).collect());
     }
     let mut jobs = Vec::new();
-    for (schema, name, columns) in tables {
+    for (i, (schema, name, columns, _)) in tables.into_iter().enumerate() {
         let dest = destination(&dest_schema, &options.to_database, &schema, &name, &columns)?;
         for (shard, source) in sources.iter().enumerate() {
             // Omnisharded: every source shard holds the same rows; shard 0's are enough.
             if shard > 0 && matches!(dest, Destination::Everywhere) {
                 continue;
             }
-            let i = jobs.len();
-            let (server, from_replica) = if source.replicas.is_empty() {
-                (source.primary.clone(), false)
-            } else {
-                (source.replicas[i % source.replicas.len()].clone(), true)
-            };
             jobs.push(Job {
                 schema: schema.clone(),
                 name: name.clone(),
                 columns: columns.clone(),
                 dest: dest.clone(),
                 source_shard: shard,
-                source: server,
+                source: source.primary.clone(),
                 primary: source.primary.clone(),
-                from_replica,
+                from_replica: false,
                 targets: (0..dests.len()).collect(),
+                size: sizes[shard][i],
             });
         }
     }
+    plan::assign_servers(&mut jobs, &sources);
 
     let formats = Arc::new(FormatPlan::load(format_mode, &dests).await?);
 
@@ -829,27 +846,28 @@ pub async fn copy_data_tuned(
     let mut done = Vec::new();
     for copy in skipped {
         if let Some(p) = &options.progress {
-            let i = p.add_table(&copy.table, copy.source_shard, 0);
+            let i = p.add_table(&copy.table, copy.source_shard, 0, "");
             p.update_table(i, |t| t.skipped = true);
         }
         report(&copy);
         done.push(copy);
     }
 
+    // `parallel` reader connections per source server, so every replica works.
     let parallel = options.parallel.max(1);
-    let budget = ReaderBudget {
-        permits: Arc::new(Semaphore::new(parallel)),
-        total: parallel,
-        tuning,
-    };
+    let budgets = plan::budgets(&jobs, parallel, tuning);
     let mut copies = stream::iter(jobs.into_iter().enumerate().map(|(i, job)| {
         let dests = dests.clone();
         let slot = options.slot.clone();
         let progress = options.progress.clone();
-        let budget = budget.clone();
+        let budget = budgets.get(&job.source.addr()).cloned();
         let formats = formats.clone();
         async move {
             let table = job.display();
+            let budget = budget.ok_or_else(|| CopyDataError::Table {
+                table: table.clone(),
+                reason: "no reader budget for its server".into(),
+            })?;
             let mut handle = AbortOnDrop(tokio::spawn(copy_table(
                 job, i, dests, slot, progress, budget, formats,
             )));
@@ -862,7 +880,7 @@ pub async fn copy_data_tuned(
             }
         }
     }))
-    .buffer_unordered(parallel);
+    .buffer_unordered(parallel * budgets.len().max(1));
     while let Some(result) = copies.next().await {
         match result {
             Ok(copy) => {

@@ -29,6 +29,7 @@ fn copy_statements() {
         primary: target,
         from_replica: false,
         targets: vec![0, 1],
+        size: 0,
     };
     assert_eq!(
         copy_out_sql(

@@ -1,0 +1,90 @@
+//! `pgdog copy-data` over two replicas: a primary with two streaming standbys, both configured
+//! as `src`'s replicas, four tables of different sizes. The copies go largest first, each to
+//! the replica with the fewest bytes assigned so far, so both replicas serve two tables (and
+//! none is read from the primary); `pgdog verify` then finds the destination equal.
+mod reshard_common;
+
+use reshard_common::{pgdog, sharded_table, shards, text, write_files, USERS};
+use std::time::Duration;
+use topology::{Kind, Topology};
+
+const DBS: [&str; 4] = ["--from-database", "src", "--to-database", "dst"];
+
+#[test]
+fn copy_data_spreads_tables_over_every_replica() {
+    let source = Topology::start(Kind::Replicas(2)).expect("primary and two replicas");
+    let dest = Topology::shards(2).expect("destination topology");
+    let dir = std::env::temp_dir().join(format!("pgdog-copy-replicas-{}", std::process::id()));
+    let primary = source.primary();
+    let replica = |i: usize| source.node(&format!("replica{i}")).expect("replica");
+    let mut config = reshard_common::database("src", 0, primary.port, "primary")
+        + &reshard_common::database("src", 0, replica(1).port, "replica")
+        + &reshard_common::database("src", 0, replica(2).port, "replica")
+        + &shards("dst", &dest, 2);
+    let sizes = [("t1", 8000), ("t2", 6000), ("t3", 4000), ("t4", 2000)];
+    let mut schema = String::new();
+    for (t, rows) in sizes {
+        config += &sharded_table("dst", t, "id", "bigint");
+        schema += &format!(
+            "CREATE TABLE {t} (id bigint PRIMARY KEY, v text);
+             INSERT INTO {t} SELECT i, repeat('x', 50) || i FROM generate_series(1, {rows}) i;"
+        );
+    }
+    schema += "CREATE PUBLICATION pub FOR TABLE t1, t2, t3, t4;";
+    write_files(&dir, &config, USERS);
+    primary.psql(&schema).expect("source tables");
+    for i in 1..=2 {
+        source
+            .wait_for_replay(replica(i), Duration::from_secs(30))
+            .expect("replica caught up");
+    }
+
+    let out = pgdog(
+        &dir,
+        &source,
+        "schema-sync",
+        &[
+            DBS[0],
+            DBS[1],
+            DBS[2],
+            DBS[3],
+            "--publication",
+            "pub",
+            "--phase",
+            "pre",
+        ],
+    );
+    assert!(out.status.success(), "schema-sync: {}", text(&out));
+    let out = pgdog(
+        &dir,
+        &source,
+        "copy-data",
+        &[
+            DBS[0],
+            DBS[1],
+            DBS[2],
+            DBS[3],
+            "--publication",
+            "pub",
+            "--parallel",
+            "1",
+        ],
+    );
+    let output = text(&out);
+    assert!(out.status.success(), "copy-data: {output}");
+    let read_from = |t: &str| -> u16 {
+        let line = output
+            .lines()
+            .find(|l| l.starts_with(&format!("table public.{t}:")))
+            .unwrap_or_else(|| panic!("no line for {t}:\n{output}"));
+        let addr = line.split("(read from 127.0.0.1:").nth(1).expect(line);
+        addr.split(')').next().unwrap().parse().expect(line)
+    };
+    let (r1, r2) = (replica(1).port, replica(2).port);
+    // Largest first, each to the least loaded: t1 -> r1, t2 -> r2, t3 -> r2, t4 -> r1.
+    let got: Vec<u16> = sizes.iter().map(|(t, _)| read_from(t)).collect();
+    assert_eq!(got, vec![r1, r2, r2, r1], "{output}");
+
+    let out = pgdog(&dir, &source, "verify", &DBS);
+    assert!(out.status.success(), "verify: {}", text(&out));
+}
