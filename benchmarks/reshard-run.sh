@@ -127,7 +127,10 @@ esac
 PGDOG_T=()
 PIPE_T=()
 ORDER=()
-ROWS=0 BYTES=0 HEAP=0 SPLIT=
+ROWS=0 BYTES=0 HEAP=0 SPLIT= BYTES2=0
+ONE_T=()
+TWO_T=()
+ORDER2=()
 if [ "$PARTS" = all ]; then
 # ---------------------------------------------------------------------------------------------
 # 1. Copy: a table of >= SIZE_MB (pg_total_relation_size) on the primary, read from the standby.
@@ -215,6 +218,103 @@ for i in $(seq 1 "$RUNS"); do
     ORDER+=("pipe, pgdog")
   fi
 done
+
+# 1b. Two tables over one replica vs two: `big` and a copy of it, `big2`; a second standby
+# (pg_basebackup of the primary) next to the topology's; `copy-data --parallel 2` with one
+# replica configured, then with both (largest table first to the least-loaded replica).
+say "a second standby and a second ${SIZE_MB} MB table"
+src "CREATE TABLE big2 (LIKE big INCLUDING ALL)"
+src "INSERT INTO big2 SELECT * FROM big"
+src "VACUUM (FREEZE, ANALYZE) big2"
+src "CREATE PUBLICATION pub_copy2 FOR TABLE big, big2"
+src "CHECKPOINT"
+STANDBY2_PORT=$(python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+STANDBY2="$WORK/standby2"
+rm -rf "$STANDBY2"
+# The servers run as the owner of the topology's data directories (not root).
+SERVER_USER=$(stat -c %U "$PGDOG_TOPOLOGY_DIR/primary/data")
+as_server() { if [ "$(id -u)" = 0 ]; then runuser -u "$SERVER_USER" -- "$@"; else "$@"; fi; }
+as_server "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p "$PG_PRIMARY_PORT" -U postgres -R -X stream -C -S standby2 \
+  -c fast --no-sync -D "$STANDBY2" > "$WORK/basebackup.log" 2>&1 ||
+  die "pg_basebackup: $(cat "$WORK/basebackup.log")"
+stop_standby2() { as_server "$PG_BIN/pg_ctl" -D "$STANDBY2" -m immediate stop > /dev/null 2>&1 || true; }
+trap stop_standby2 EXIT
+as_server "$PG_BIN/pg_ctl" -D "$STANDBY2" -o "-p $STANDBY2_PORT" -l "$WORK/standby2.log" -w start > /dev/null ||
+  die "standby2: $(cat "$WORK/standby2.log")"
+stb2() { q "$STANDBY2_PORT" -c "$1"; }
+wait_for "the second standby to stream" 60 stb2 "SELECT count(*) = 1 FROM pg_stat_wal_receiver WHERE status = 'streaming'"
+standby_caught_up
+lsn=$(src "SELECT pg_current_wal_insert_lsn()")
+wait_for "the second standby to replay up to $lsn" 900 stb2 "SELECT pg_last_wal_replay_lsn() >= '$lsn'::pg_lsn"
+stb "SELECT count(*) FROM big2" > /dev/null
+stb2 "SELECT count(*) FROM big UNION ALL SELECT count(*) FROM big2" > /dev/null
+BYTES2=$(src "SELECT pg_total_relation_size('big') + pg_total_relation_size('big2')")
+cat >> "$WORK/pgdog.toml" <<TOML
+
+[[sharded_tables]]
+database = "dst"
+name = "big2"
+column = "id"
+data_type = "bigint"
+TOML
+cp "$WORK/pgdog.toml" "$WORK/pgdog2.toml"
+cat >> "$WORK/pgdog2.toml" <<TOML
+
+[[databases]]
+name = "src"
+port = $STANDBY2_PORT
+database_name = "postgres"
+user = "postgres"
+role = "replica"
+TOML
+pd schema-sync --from-database src --to-database dst --publication pub_copy2 --phase pre \
+  > "$WORK/schema-sync-copy2.log" 2>&1 || die "schema-sync (copy2): $(cat "$WORK/schema-sync-copy2.log")"
+ONE_T=()
+TWO_T=()
+ORDER2=()
+run_replicas() {
+  local n=$1 replicas=$2 config=$WORK/pgdog.toml t0 t1 log="$WORK/copy2-$1-$2.log" rows
+  [ "$replicas" = 1 ] || config=$WORK/pgdog2.toml
+  each_shard "TRUNCATE big, big2"
+  each_shard "CHECKPOINT"
+  for check in stb stb2; do
+    wait_for "the temporary slots to go" 60 "$check" \
+      "SELECT count(*) = 0 FROM pg_replication_slots WHERE slot_type = 'logical'"
+  done
+  say "run $n: copy-data of 2 tables over $replicas replica(s)"
+  t0=$(now)
+  "$PGDOG" copy-data --config "$config" --users "$WORK/users.toml" --from-database src \
+    --to-database dst --publication pub_copy2 --parallel 2 > "$log" 2>&1 ||
+    die "copy-data ($replicas replicas) run $n: $(cat "$log")"
+  t1=$(now)
+  rows=$(($(shard_rows 0) + $(shard_rows 1)))
+  [ "$rows" = "$ROWS" ] || die "copy-data ($replicas replicas) run $n: big has $rows rows, the source $ROWS"
+  rows=$(($(q "${SHARDS[0]}" -c "SELECT count(*) FROM big2") + $(q "${SHARDS[1]}" -c "SELECT count(*) FROM big2")))
+  [ "$rows" = "$ROWS" ] || die "copy-data ($replicas replicas) run $n: big2 has $rows rows, the source $ROWS"
+  if [ "$replicas" = 2 ]; then
+    grep -q "(read from 127.0.0.1:$STANDBY2_PORT)" "$log" && grep -q "(read from 127.0.0.1:$PG_STANDBY_PORT)" "$log" ||
+      die "copy-data run $n did not read from both standbys: $(cat "$log")"
+    TWO_T+=("$(elapsed "$t0" "$t1")")
+  else
+    ONE_T+=("$(elapsed "$t0" "$t1")")
+  fi
+}
+for i in $(seq 1 "$RUNS"); do
+  if [ $((i % 2)) = 1 ]; then
+    run_replicas "$i" 1
+    run_replicas "$i" 2
+    ORDER2+=("one replica, two replicas")
+  else
+    run_replicas "$i" 2
+    run_replicas "$i" 1
+    ORDER2+=("two replicas, one replica")
+  fi
+done
+stop_standby2
+trap - EXIT
+src "SELECT pg_drop_replication_slot('standby2')" > /dev/null
+src "DROP PUBLICATION pub_copy2; DROP TABLE big2"
+each_shard "DROP TABLE big2"
 src "DROP PUBLICATION pub_copy; DROP TABLE big"
 each_shard "DROP TABLE big"
 src "CHECKPOINT"
@@ -329,6 +429,7 @@ CPU=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 export PARTS REPLAY_ARGS SLOT SIZE_MB RUNS APPLY_SECONDS CLIENTS SCALE ROWS BYTES HEAP SPLIT BENCH_COPY_S BENCH_BYTES \
   H0 H1 D0 D1 T0 T1 T2 REPLAYED PGBENCH_TPS VERIFIED PG_VERSION CPU SAMPLES
 export PGDOG_T_LIST="${PGDOG_T[*]}" PIPE_T_LIST="${PIPE_T[*]}" ORDER_LIST="$(IFS=';'; echo "${ORDER[*]}")"
+export ONE_T_LIST="${ONE_T[*]}" TWO_T_LIST="${TWO_T[*]}" ORDER2_LIST="$(IFS=';'; echo "${ORDER2[*]}")" BYTES2
 case "$PGDOG_TOPOLOGY_DIR" in
   /dev/shm/*) STORAGE=tmpfs ;;
   *) STORAGE=disk ;;
@@ -419,6 +520,27 @@ for i in sorted(picked):
     prev = samples[i]
 
 
+one = [float(x) for x in e["ONE_T_LIST"].split()]
+two = [float(x) for x in e["TWO_T_LIST"].split()]
+bytes2 = int(e["BYTES2"])
+pipe_mibs = size / MIB / pipe_best
+
+
+def two_row(name, runs):
+    best = min(runs)
+    mibs = bytes2 / MIB / best
+    return (f"| {name} | {best:.2f} ({', '.join(f'{r:.2f}' for r in runs)}) | "
+            f"{mibs:,.1f} | {mibs / pipe_mibs:.2f}x |")
+
+
+two_rows = ""
+two_ratio = 0.0
+order2_text = ""
+if copied:
+    two_rows = "\n".join([two_row("pgdog copy-data, 1 replica → 2 shards", one),
+                          two_row("pgdog copy-data, 2 replicas → 2 shards", two)])
+    two_ratio = min(one) / min(two)
+    order2_text = "; ".join(f"{i + 1}: {o}" for i, o in enumerate(e["ORDER2_LIST"].split(";")))
 pg_row = copy_row("pgdog copy-data, standby → 2 shards", pg_best, pg)
 pipe_row = copy_row("COPY TO \\| COPY FROM pipe, standby → 1 server", pipe_best, pipe)
 order_text = "; ".join(f"{i + 1}: {o}" for i, o in enumerate(e["ORDER_LIST"].split(";")))
@@ -457,6 +579,25 @@ Runs in order: {order_text}.
 {pipe_row}
 
 pgdog copy-data / pipe throughput: **{copy_ratio:.2f}x**. Target ≥ 2x: {met(copy_ratio >= 2.0)}.
+
+## Copy: two tables over one replica vs two
+
+`big` and `big2` (`CREATE TABLE big2 (LIKE big INCLUDING ALL)`, the same rows):
+{f(int(e['BYTES2']))} bytes together. A second standby (`pg_basebackup` of the primary,
+streaming) joins the topology's; `pgdog copy-data --publication pub_copy2 --parallel 2` runs with
+one replica configured, then with both: the two tables then go one to each replica (largest
+first to the least-loaded one), 2 reader connections per replica. The ratio to the pipe compares
+MiB/s with the single `COPY` pipe above.
+
+Runs in order: {order2_text}.
+
+| method | seconds, best (all runs) | MiB/s (best) | × the pipe |
+|---|---|---|---|
+{two_rows}
+
+Two replicas / one replica: **{two_ratio:.2f}x**. On these 2 cores the servers, pgdog and both
+standbys share the same CPUs, so a second replica adds readers but no CPU; the ratio shows what
+is left, not what a machine with a core per server would gain.
 
 """ if copied else ""
 

@@ -3,6 +3,8 @@
 #   1. copy: `pgdog copy-data --parallel 2` of a >= SIZE_MB table from a streaming standby into
 #      2 shards vs one `psql COPY TO STDOUT | psql COPY FROM STDIN` pipe (binary) from the same
 #      standby, each RUNS times in alternating order (MB/s, rows/s, ratio);
+#   1b. two tables (big and a copy) with one replica configured vs two (a second standby made
+#      with pg_basebackup): copy-data MiB/s, ratio two / one and to the pipe;
 #   2. apply: `pgdog replay` keeping 2 shards in step with the source primary while pgbench
 #      (tpcb-like, CLIENTS clients, APPLY_SECONDS seconds, scale SCALE) writes to it: source vs
 #      applied transactions/s, replication lag over time, catch-up time.
