@@ -427,7 +427,38 @@ async fn admin_show_commands_have_pgbouncer_columns_and_live_values() {
         "{}",
         err_text(&err)
     );
-    for bad in ["SET port = 1", "SET nope = 1", "SET query_timeout = 'abc'"] {
+    // [resharding] values: shown as resharding.<key>, changed for the reshards started next.
+    let row = |config: &[std::collections::HashMap<String, String>], key: &str| {
+        config
+            .iter()
+            .find(|r| r["key"] == key)
+            .unwrap_or_else(|| panic!("no {key} in SHOW CONFIG"))
+            .clone()
+    };
+    let before = row(&config, "resharding.replay_batch");
+    assert_eq!(
+        (before["value"].as_str(), before["changeable"].as_str()),
+        ("1000", "yes")
+    );
+    a.simple_query("SET resharding.replay_batch = 10")
+        .await
+        .unwrap();
+    a.simple_query("SET resharding.copy_format = 'text'")
+        .await
+        .unwrap();
+    let config = table(&a, "SHOW CONFIG").await;
+    assert_eq!(row(&config, "resharding.replay_batch")["value"], "10");
+    assert_eq!(row(&config, "resharding.replay_batch")["default"], "1000");
+    assert_eq!(row(&config, "resharding.copy_format")["value"], "text");
+    for bad in [
+        "SET port = 1",
+        "SET nope = 1",
+        "SET query_timeout = 'abc'",
+        "SET resharding.replay_batch = 0",
+        "SET resharding.copy_format = 'csv'",
+        "SET resharding.peers = 1",
+        "SET resharding.nope = 1",
+    ] {
         let err = a.simple_query(bad).await.unwrap_err();
         assert_eq!(
             sqlstate(&err).as_deref(),

@@ -182,3 +182,81 @@ fn two_proxies_cut_over_together() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// `RESHARD ... CUTOVER` from one proxy's admin database with `[[resharding.peers]]` naming the
+/// other: both are paused, switched and resumed together, as with the command line's
+/// `--admin-url` list.
+#[test]
+fn admin_reshard_switches_its_peers() {
+    let (source, dest) = source_and_destination();
+    let b = Proxy::start(&config(&source, &dest), USERS).expect("pgdog B");
+    let peers = format!(
+        "\n[resharding]\n[[resharding.peers]]\n\
+         admin_url = \"postgres://admin:{ADMIN_PASSWORD}@127.0.0.1:{}/admin\"\n",
+        b.port
+    );
+    let a = Proxy::start(&(config(&source, &dest) + &peers), USERS).expect("pgdog A");
+    for id in 1..=10 {
+        a.psql(
+            "app",
+            "secret",
+            "app",
+            &format!("INSERT INTO items (id, v) VALUES ({id}, 'row {id}')"),
+        )
+        .expect("a row through A");
+    }
+
+    let admin = |p: &Proxy, sql: &str| p.psql("admin", ADMIN_PASSWORD, "admin", sql);
+    admin(&a, "RESHARD app app_new pub SLOT peers CUTOVER").expect("RESHARD starts");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let shown = admin(&a, "SHOW RESHARD").expect("SHOW RESHARD");
+        let status = shown
+            .lines()
+            .find(|l| l.starts_with("reshard|"))
+            .and_then(|l| l.split('|').nth(9))
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            !status.starts_with("failed"),
+            "{shown}\nA: {}\nB: {}",
+            a.log(),
+            b.log()
+        );
+        if status.starts_with("done") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still {status}\nA: {}", a.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let dest_ports: Vec<u16> = (0..4).map(|s| dest.shard(s).port).collect();
+    for p in [&a, &b] {
+        let shown = admin(p, "SHOW DATABASES").expect("SHOW DATABASES");
+        let ports: Vec<u16> = shown
+            .lines()
+            .filter(|l| l.starts_with("app|"))
+            .filter_map(|l| l.split('|').nth(2)?.parse().ok())
+            .collect();
+        assert_eq!(ports.len(), 4, "{shown}");
+        assert!(ports.iter().all(|p| dest_ports.contains(p)), "{shown}");
+        assert!(app_ports(&p.dir).iter().all(|p| dest_ports.contains(p)));
+    }
+    // A write through B lands on the new shards, with the copied rows.
+    b.psql(
+        "app",
+        "secret",
+        "app",
+        "INSERT INTO items (id, v) VALUES (1000, 'after')",
+    )
+    .expect("write through B");
+    let on_dest: i64 = (0..4)
+        .map(|s| {
+            dest.shard(s)
+                .psql("SELECT count(*) FROM items")
+                .unwrap()
+                .parse::<i64>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(on_dest, 11);
+}

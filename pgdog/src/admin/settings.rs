@@ -1,10 +1,13 @@
-//! `[general]` settings as the admin database shows them (SHOW CONFIG) and changes them at run
-//! time (`SET key = value`): the change builds a new registry from the current settings with
-//! that one key replaced, checked like a reload (pools whose settings did not change keep their
-//! connections). RELOAD goes back to the files.
+//! `[general]` and `[resharding]` settings as the admin database shows them (SHOW CONFIG) and
+//! changes them at run time (`SET key = value`, `SET resharding.key = value`): the change builds
+//! a new registry from the current settings with that one key replaced, checked like a reload
+//! (pools whose settings did not change keep their connections). RELOAD goes back to the files.
+//! A `[resharding]` change applies to the RESHARD and CUTOVER commands started afterwards; a
+//! reshard already running keeps the values it started with.
 use super::AdminError;
 use crate::backend::Registry;
-use crate::config::General;
+use crate::config::Settings;
+use serde::Serialize;
 
 /// Keys `SET` may change while pgdog runs.
 pub const CHANGEABLE: &[&str] = &[
@@ -38,21 +41,61 @@ pub const CHANGEABLE: &[&str] = &[
     "two_phase_recovery_interval",
 ];
 
-/// The settings as a TOML table (keys sorted; unset options absent).
-pub fn general_table(g: &General) -> toml::Table {
-    match toml::Value::try_from(g) {
+/// `[resharding]` keys `SET resharding.<key>` may change (every one but the peer list).
+pub const RESHARDING_CHANGEABLE: &[&str] = &[
+    "copy_split_bytes",
+    "copy_format",
+    "copy_parallel",
+    "replay_batch",
+    "replay_batch_rows",
+    "replay_batch_ms",
+    "replay_atomic",
+    "max_lag_bytes",
+    "lag_timeout",
+    "cutover_timeout",
+    "hold_timeout",
+    "pg_bin",
+];
+
+/// Whether `SET` may change `key` (`name` or `resharding.name`).
+pub fn changeable(key: &str) -> bool {
+    match key.strip_prefix("resharding.") {
+        Some(k) => RESHARDING_CHANGEABLE.contains(&k),
+        None => CHANGEABLE.contains(&key),
+    }
+}
+
+/// A settings section as a TOML table (keys sorted; unset options absent).
+pub fn section_table<T: Serialize>(section: &T) -> toml::Table {
+    match toml::Value::try_from(section) {
         Ok(toml::Value::Table(t)) => t,
         _ => toml::Table::new(),
     }
 }
 
+/// `section` with `key` replaced by `value`.
+fn replaced<T: Serialize + serde::de::DeserializeOwned>(
+    section: &T,
+    key: &str,
+    value: toml::Value,
+) -> Result<T, AdminError> {
+    let mut table = section_table(section);
+    table.insert(key.to_string(), value);
+    toml::Value::Table(table)
+        .try_into()
+        .map_err(|e: toml::de::Error| {
+            AdminError::Invalid(format!("SET {key}: {}", e.message().trim()))
+        })
+}
+
 /// `SET key = value`: `value` as TOML (a number, `true`, a quoted string) or a bare word.
 pub fn set(key: &str, value: &str) -> Result<(), AdminError> {
     let key = key.to_ascii_lowercase();
-    if !CHANGEABLE.contains(&key.as_str()) {
+    if !changeable(&key) {
         return Err(AdminError::Invalid(format!(
-            "setting \"{key}\" cannot be changed at run time (changeable: {})",
-            CHANGEABLE.join(", ")
+            "setting \"{key}\" cannot be changed at run time (changeable: {}, resharding.{})",
+            CHANGEABLE.join(", "),
+            RESHARDING_CHANGEABLE.join(", resharding.")
         )));
     }
     let parsed = format!("v = {value}")
@@ -61,15 +104,16 @@ pub fn set(key: &str, value: &str) -> Result<(), AdminError> {
         .and_then(|mut t| t.remove("v"))
         .unwrap_or_else(|| toml::Value::String(value.trim_matches('\'').to_string()));
     let current = Registry::current();
-    let mut settings = current.settings.clone();
-    let mut table = general_table(&settings.config.general);
-    table.insert(key.clone(), parsed);
-    settings.config.general =
-        toml::Value::Table(table)
-            .try_into()
-            .map_err(|e: toml::de::Error| {
-                AdminError::Invalid(format!("SET {key}: {}", e.message().trim()))
-            })?;
+    let mut settings: Settings = current.settings.clone();
+    match key.strip_prefix("resharding.") {
+        Some(k) => {
+            let r = replaced(&settings.config.resharding, k, parsed)?;
+            r.check()
+                .map_err(|e| AdminError::Invalid(format!("SET {key}: {e}")))?;
+            settings.config.resharding = r;
+        }
+        None => settings.config.general = replaced(&settings.config.general, &key, parsed)?,
+    }
     settings
         .check()
         .map_err(|e| AdminError::Invalid(format!("SET {key}: {e}")))?;

@@ -328,29 +328,39 @@ pub fn stats_averages() -> Reply {
 }
 
 pub fn config() -> Reply {
+    use super::settings::{changeable, section_table};
     let registry = Registry::current();
-    let current = super::settings::general_table(&registry.settings.config.general);
-    let defaults = super::settings::general_table(&Default::default());
-    let rows = current
-        .iter()
-        .map(|(key, value)| {
-            let secret = key == "admin_password";
-            let show = |v: &toml::Value| match v {
-                toml::Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            vec![
-                s(key),
+    let config = &registry.settings.config;
+    let sections = [
+        (
+            "",
+            section_table(&config.general),
+            section_table(&crate::config::General::default()),
+        ),
+        (
+            "resharding.",
+            section_table(&config.resharding),
+            section_table(&crate::config::Resharding::default()),
+        ),
+    ];
+    let show = |v: &toml::Value| match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let mut rows = Vec::new();
+    for (prefix, current, defaults) in &sections {
+        for (key, value) in current {
+            let name = format!("{prefix}{key}");
+            let secret = name == "admin_password";
+            let changeable = if changeable(&name) { "yes" } else { "no" };
+            rows.push(vec![
+                s(name),
                 s(if secret { "****".into() } else { show(value) }),
                 defaults.get(key).map(show),
-                s(if super::settings::CHANGEABLE.contains(&key.as_str()) {
-                    "yes"
-                } else {
-                    "no"
-                }),
-            ]
-        })
-        .collect();
+                s(changeable),
+            ]);
+        }
+    }
     reply(&["key", "value", "default", "changeable"], rows)
 }
 

@@ -1,10 +1,10 @@
 //! `[resharding]`: the tuning of the resharding engine (copy, replay, cutover) and the proxies
 //! a cutover switches together. Command-line flags of `pgdog reshard` / `cutover` override it.
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// The COPY data format of `copy-data`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum CopyFormat {
     /// Binary when source and destination versions allow it, else text.
@@ -14,14 +14,14 @@ pub enum CopyFormat {
 }
 
 /// `[[resharding.peers]]`: another pgdog serving the same databases.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Peer {
     /// Its admin database: `postgres://admin:PASSWORD@HOST:PORT/admin`.
     pub admin_url: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Resharding {
     /// Tables larger than this are copied in CTID ranges by several pipes (0: never split).

@@ -12,7 +12,9 @@
 //!
 //! The cutover pauses, reloads and resumes this process's own traffic.
 use crate::admin::{AdminError, Extension, Reply};
+use crate::backend::server::ServerTarget;
 use crate::backend::Registry;
+use crate::replication::client::url::parse_url;
 use crate::reshard::cutover::Traffic;
 use crate::reshard::display;
 use crate::reshard::orchestrate::{abort, reshard, Control, ReshardOptions, Step};
@@ -65,6 +67,48 @@ fn words(statement: &str) -> Vec<String> {
 /// `[resharding]` of the running configuration.
 fn defaults() -> crate::config::Resharding {
     Registry::current().settings.config.resharding.clone()
+}
+
+/// How a reshard started here reaches the traffic: this process alone, or, with
+/// `[[resharding.peers]]`, this proxy (through its own admin database) and every peer, paused,
+/// switched and resumed together like the command line's `--admin-url` fleet.
+fn traffic(settings: &crate::config::Settings) -> Result<Traffic, AdminError> {
+    let peers = &settings.config.resharding.peers;
+    if peers.is_empty() {
+        return Ok(Traffic::InProcess);
+    }
+    let g = &settings.config.general;
+    let host = match g.host.as_str() {
+        "0.0.0.0" | "*" | "" => "127.0.0.1".to_string(),
+        "::" => "::1".to_string(),
+        h => h.to_string(),
+    };
+    let mut targets = vec![ServerTarget {
+        host,
+        port: g.port,
+        database: g.admin_database.clone(),
+        user: g.admin_user.clone(),
+        password: g.admin_password.clone(),
+    }];
+    for p in peers {
+        let t = parse_url(&p.admin_url).map_err(|e| {
+            failed(
+                "22023",
+                format!("[[resharding.peers]] {}: {e}", p.admin_url),
+            )
+        })?;
+        if targets.iter().any(|o| o.addr() == t.addr()) {
+            return Err(failed(
+                "22023",
+                format!(
+                    "[[resharding.peers]] {}: this pgdog is listed twice (or is this one)",
+                    p.admin_url
+                ),
+            ));
+        }
+        targets.push(t);
+    }
+    Ok(Traffic::Admin(targets))
 }
 
 /// `None` when the statement is not a resharding command.
@@ -178,11 +222,12 @@ async fn execute(command: Command) -> Result<Reply, AdminError> {
                     ));
                 }
             }
+            let traffic = traffic(&settings)?;
             let control = Control::new(options);
             *slot = Some(control.clone());
             drop(slot);
             tokio::spawn(async move {
-                match reshard(settings, Traffic::InProcess, control).await {
+                match reshard(settings, traffic, control).await {
                     Ok(r) => tracing::info!("reshard done: {r}"),
                     Err(e) => tracing::warn!("reshard ended: {e}"),
                 }
