@@ -8,7 +8,7 @@ use crate::net::message;
 use crate::net::quote::ident as quote_ident;
 use crate::net::Message;
 use crate::router::copy::{
-    parse_copy, CopyFormat, CopySplitter, CopyStatement, KeyError, KeyField,
+    parse_copy, CopyError, CopyFormat, CopySplitter, CopyStatement, KeyError, KeyField,
 };
 use crate::router::schema::TableSharding;
 use bytes::BytesMut;
@@ -135,19 +135,11 @@ impl ShardedSession {
             .unwrap_or_default())
     }
 
-    async fn copy_in(
-        &mut self,
-        sql: &str,
-        stmt: &CopyStatement,
-        dest: Destination,
-    ) -> Result<(), ClientError> {
-        let shards: Vec<usize> = match &dest {
-            Destination::Everywhere(s) => s.clone(),
-            Destination::ByKey(..) => (0..self.shards.len()).collect(),
-        };
-        // Start the COPY everywhere; each shard answers CopyInResponse (or an error).
+    /// Starts the COPY on every shard in `shards`; each answers CopyInResponse (the first is
+    /// returned for the client) or an error (then the shards that started are stopped).
+    async fn start_copy_in(&mut self, sql: &str, shards: &[usize]) -> Result<Message, ClientError> {
         let mut copy_in_response: Option<Message> = None;
-        for &shard in &shards {
+        for &shard in shards {
             let server = self.server(shard).await?;
             server.write(&message::query(sql)).await?;
             loop {
@@ -171,32 +163,35 @@ impl ShardedSession {
                                 break;
                             }
                         }
-                        self.abort_copy(&shards, shard).await;
+                        self.abort_copy(shards, shard).await;
                         return Err(e);
                     }
-                    b'N' => {}
                     _ => {}
                 }
             }
         }
-        let Some(response) = copy_in_response else {
-            return Err(ClientError::new("XX000", "no shard started the COPY"));
-        };
-        self.send(&response);
-        self.flush()
-            .await
-            .map_err(|e| ClientError::new("08006", e.to_string()))?;
+        copy_in_response.ok_or_else(|| ClientError::new("XX000", "no shard started the COPY"))
+    }
+
+    /// Reads the client's CopyData until CopyDone or CopyFail, splitting rows by key (or
+    /// copying them to every shard) and sending the buffers as they fill; the failure, if any.
+    async fn relay_copy_data(
+        &mut self,
+        stmt: &CopyStatement,
+        dest: &Destination,
+        shards: &[usize],
+    ) -> Option<ClientError> {
         let n = self.shards.len();
         let mut buffers: Vec<BytesMut> = (0..n).map(|_| BytesMut::new()).collect();
-        let mut splitter = match &dest {
-            Destination::ByKey(t, index) => Some(
-                CopySplitter::new(&stmt.options, *index, n).with_context(&stmt.table, t.column()),
+        let (mut splitter, table) = match dest {
+            Destination::ByKey(t, index) => (
+                Some(
+                    CopySplitter::new(&stmt.options, *index, n)
+                        .with_context(&stmt.table, t.column()),
+                ),
+                Some((**t).clone()),
             ),
-            Destination::Everywhere(_) => None,
-        };
-        let table = match &dest {
-            Destination::ByKey(t, _) => Some((**t).clone()),
-            Destination::Everywhere(_) => None,
+            Destination::Everywhere(_) => (None, None),
         };
         let mut place = |field: KeyField<'_>| -> Result<usize, KeyError> {
             let Some(t) = table.as_ref() else {
@@ -209,14 +204,12 @@ impl ShardedSession {
             };
             r.map_err(|e| KeyError::new(e.code(), e.to_string()))
         };
-        let mut failure: Option<ClientError> = None;
-        let mut client_failed = false;
+        let key_error = |e: CopyError| ClientError::new(e.code(), e.to_string());
         loop {
             let m = match self.reader.next(&mut self.stream).await {
                 Ok(m) => m,
                 Err(e) => {
-                    failure = Some(ClientError::new("08006", format!("client connection: {e}")));
-                    break;
+                    return Some(ClientError::new("08006", format!("client connection: {e}")))
                 }
             };
             match m.tag() {
@@ -225,63 +218,62 @@ impl ShardedSession {
                     match splitter.as_mut() {
                         Some(sp) => {
                             if let Err(e) = sp.feed(data, &mut place, &mut buffers) {
-                                failure = Some(ClientError::new(e.code(), e.to_string()));
-                                break;
+                                return Some(key_error(e));
                             }
                         }
                         None => {
-                            for &s in &shards {
+                            for &s in shards {
                                 buffers[s].extend_from_slice(data);
                             }
                         }
                     }
                     if buffers.iter().any(|b| b.len() >= 64 * 1024) {
                         if let Err(e) = self.send_copy_data(&mut buffers).await {
-                            failure = Some(e);
-                            break;
+                            return Some(e);
                         }
                     }
                 }
                 b'c' => {
                     if let Some(sp) = splitter.as_mut() {
                         if let Err(e) = sp.finish(&mut place, &mut buffers) {
-                            failure = Some(ClientError::new(e.code(), e.to_string()));
+                            return Some(key_error(e));
                         }
                     }
-                    break;
+                    return self.send_copy_data(&mut buffers).await.err();
                 }
                 b'f' => {
                     let reason = m.reader().cstr().unwrap_or("").to_string();
-                    failure = Some(ClientError::new(
+                    return Some(ClientError::new(
                         "57014",
                         format!("COPY from stdin failed: {reason}"),
                     ));
-                    client_failed = true;
-                    break;
                 }
                 // Flush and Sync are ignored during COPY, as Postgres does.
                 b'H' | b'S' => {}
                 other => {
-                    failure = Some(ClientError::new(
+                    return Some(ClientError::new(
                         "08P01",
                         format!("unexpected message type 0x{other:02X} during COPY from stdin"),
-                    ));
-                    break;
+                    ))
                 }
             }
         }
-        if failure.is_none() {
-            if let Err(e) = self.send_copy_data(&mut buffers).await {
-                failure = Some(e);
-            }
-        }
-        let end = match &failure {
+    }
+
+    /// Ends the COPY on every shard (CopyDone, or CopyFail with `failure`'s message) and reads
+    /// each one's answer: the rows copied in all, or the first error.
+    async fn end_copy_in(
+        &mut self,
+        shards: &[usize],
+        failure: Option<&ClientError>,
+    ) -> Result<u64, ClientError> {
+        let end = match failure {
             None => message::empty(b'c'),
             Some(e) => message::build(b'f', |b| message::put_cstr(b, &e.message)),
         };
         let mut total: u64 = 0;
         let mut server_error: Option<ClientError> = None;
-        for &shard in &shards {
+        for &shard in shards {
             let Some(server) = self.servers[shard].as_mut() else {
                 continue;
             };
@@ -323,13 +315,33 @@ impl ShardedSession {
                 }
             }
         }
+        match server_error {
+            Some(e) => Err(e),
+            None => Ok(total),
+        }
+    }
+
+    async fn copy_in(
+        &mut self,
+        sql: &str,
+        stmt: &CopyStatement,
+        dest: Destination,
+    ) -> Result<(), ClientError> {
+        let shards: Vec<usize> = match &dest {
+            Destination::Everywhere(s) => s.clone(),
+            Destination::ByKey(..) => (0..self.shards.len()).collect(),
+        };
+        let response = self.start_copy_in(sql, &shards).await?;
+        self.send(&response);
+        self.flush()
+            .await
+            .map_err(|e| ClientError::new("08006", e.to_string()))?;
+        let failure = self.relay_copy_data(stmt, &dest, &shards).await;
+        let ended = self.end_copy_in(&shards, failure.as_ref()).await;
         if let Some(e) = failure {
-            let _ = client_failed;
             return Err(e);
         }
-        if let Some(e) = server_error {
-            return Err(e);
-        }
+        let total = ended?;
         self.send(&message::command_complete(&format!("COPY {total}")));
         Ok(())
     }

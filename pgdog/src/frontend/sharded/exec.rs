@@ -39,6 +39,22 @@ enum Tags {
     First,
 }
 
+/// What [`ShardedSession::collect`] gathers from the shards' answers.
+struct Collected<'a> {
+    shards: &'a [usize],
+    merger: Option<Merger>,
+    /// ParseComplete seen, per shard.
+    parse_ok: &'a mut [bool],
+    /// Relay the row description (Describe, or a simple query).
+    describe: bool,
+    /// Relay the rows of a single shard without a merge.
+    keep_rows: bool,
+    error: Option<ClientError>,
+    tag_parts: Vec<String>,
+    described: bool,
+    empty_query: bool,
+}
+
 impl ShardedSession {
     /// Sends the statement where `route` says and relays the combined answer.
     pub(super) async fn run_route(
@@ -283,6 +299,99 @@ impl ShardedSession {
         }
     }
 
+    /// One message of shard `idx` while collecting; whether the shard reached ReadyForQuery.
+    async fn collect_message(&mut self, c: &mut Collected<'_>, idx: usize, m: Message) -> bool {
+        let shard = c.shards[idx];
+        let merge_error = |e: crate::merge::MergeError| ClientError::new(e.code(), e.to_string());
+        match m.tag() {
+            b'1' => c.parse_ok[idx] = true,
+            b'2' | b'3' | b's' => {}
+            b'T' => {
+                if let Some(mg) = c.merger.as_mut() {
+                    match mg.row_description(idx, &m) {
+                        Ok(Some(rd)) if c.describe => self.send(&rd),
+                        Ok(_) => {}
+                        Err(e) => {
+                            c.error.get_or_insert(merge_error(e));
+                        }
+                    }
+                } else if c.describe && !c.described {
+                    self.send(&m);
+                }
+                c.described = true;
+            }
+            b'n' => {
+                if c.describe && !c.described {
+                    self.send(&m);
+                }
+                c.described = true;
+            }
+            b'D' => match c.merger.as_mut() {
+                Some(mg) => {
+                    if let Err(e) = mg.row(idx, m) {
+                        c.error.get_or_insert(merge_error(e));
+                    }
+                }
+                None if c.keep_rows => self.send(&m),
+                None => {}
+            },
+            b'C' => {
+                if let Some(mg) = c.merger.as_mut() {
+                    mg.shard_done(idx);
+                }
+                if let Ok(tag) = m.reader().cstr() {
+                    c.tag_parts.push(tag.to_string());
+                }
+            }
+            b'I' => c.empty_query = true,
+            b'E' => {
+                let e = match read_error(&m) {
+                    Ok(f) => ClientError {
+                        code: f.code,
+                        message: f.message,
+                        raw: Some(if c.shards.len() == 1 {
+                            m.clone()
+                        } else {
+                            with_shard(&m, shard)
+                        }),
+                    },
+                    Err(_) => ClientError::new("XX000", "malformed error from server"),
+                };
+                if let Some(mg) = c.merger.as_mut() {
+                    mg.shard_done(idx);
+                }
+                c.error.get_or_insert(e);
+            }
+            b'N' | b'A' => self.send(&m),
+            b'S' => {
+                if let Some(s) = self.servers[shard].as_mut() {
+                    s.record_parameter(&m);
+                }
+            }
+            b'Z' => {
+                if let Some(s) = self.servers[shard].as_mut() {
+                    s.status = m.payload().first().copied().unwrap_or(b'I');
+                }
+                return true;
+            }
+            b'G' | b'H' | b'W' => {
+                // COPY started by a statement we did not see as COPY.
+                c.error.get_or_insert(ClientError::new(
+                    "0A000",
+                    "COPY inside this statement is not supported on sharded databases",
+                ));
+                if let Some(s) = self.servers[shard].as_mut() {
+                    let fail = message::build(b'f', |b| {
+                        message::put_cstr(b, "not supported through pgdog")
+                    });
+                    let _ = s.write(&fail).await;
+                }
+            }
+            _ => self.send(&m),
+        }
+        false
+    }
+
     /// Reads every shard's answer up to ReadyForQuery and relays the combined result.
     async fn collect(
         &mut self,
@@ -292,7 +401,6 @@ impl ShardedSession {
         keep_rows: bool,
         parse_ok: &mut [bool],
     ) -> Result<Vec<String>, ClientError> {
-        let single = shards.len() == 1;
         let mut merger = plan.map(|p| Merger::new(p, shards.len()));
         if let Some(mg) = merger.as_mut() {
             // Dates and timestamps are compared as the servers print them.
@@ -304,11 +412,18 @@ impl ShardedSession {
                 mg.set_datestyle(&style);
             }
         }
+        let mut c = Collected {
+            shards,
+            merger,
+            parse_ok,
+            describe,
+            keep_rows,
+            error: None,
+            tag_parts: Vec::new(),
+            described: false,
+            empty_query: false,
+        };
         let mut pending: Vec<bool> = vec![true; shards.len()];
-        let mut error: Option<ClientError> = None;
-        let mut tag_parts: Vec<String> = Vec::new();
-        let mut described = false;
-        let mut empty_query = false;
         let mut ready_rows: Vec<Message> = Vec::new();
         let mut deadline = self.query_deadline();
         while pending.iter().any(|p| *p) {
@@ -330,115 +445,28 @@ impl ShardedSession {
                 Ok(i) => i,
                 Err((i, e)) => {
                     pending[i] = false;
-                    error.get_or_insert(self.lose(shards[i], &e));
+                    c.error.get_or_insert(self.lose(shards[i], &e));
                     continue;
                 }
             };
             let shard = shards[idx];
             while let Some(s) = self.servers[shard].as_mut() {
-                let next = s.try_read();
-                let m = match next {
-                    Ok(Some(m)) => m,
+                match s.try_read() {
+                    Ok(Some(m)) => {
+                        if self.collect_message(&mut c, idx, m).await {
+                            pending[idx] = false;
+                            break;
+                        }
+                    }
                     Ok(None) => break,
                     Err(e) => {
                         pending[idx] = false;
-                        error.get_or_insert(self.lose(shard, &e));
+                        c.error.get_or_insert(self.lose(shard, &e));
                         break;
-                    }
-                };
-                match m.tag() {
-                    b'1' => parse_ok[idx] = true,
-                    b'2' | b'3' => {}
-                    b'T' => {
-                        if let Some(mg) = merger.as_mut() {
-                            match mg.row_description(idx, &m) {
-                                Ok(Some(rd)) if describe => self.send(&rd),
-                                Ok(_) => {}
-                                Err(e) => {
-                                    error.get_or_insert(ClientError::new(e.code(), e.to_string()));
-                                }
-                            }
-                        } else if describe && !described {
-                            self.send(&m);
-                        }
-                        described = true;
-                    }
-                    b'n' => {
-                        if describe && !described {
-                            self.send(&m);
-                        }
-                        described = true;
-                    }
-                    b'D' => match merger.as_mut() {
-                        Some(mg) => {
-                            if let Err(e) = mg.row(idx, m) {
-                                error.get_or_insert(ClientError::new(e.code(), e.to_string()));
-                            }
-                        }
-                        None if keep_rows => self.send(&m),
-                        None => {}
-                    },
-                    b'C' => {
-                        if let Some(mg) = merger.as_mut() {
-                            mg.shard_done(idx);
-                        }
-                        if let Ok(tag) = m.reader().cstr() {
-                            tag_parts.push(tag.to_string());
-                        }
-                    }
-                    b'I' => empty_query = true,
-                    b's' => {}
-                    b'E' => {
-                        let e = match read_error(&m) {
-                            Ok(f) => ClientError {
-                                code: f.code,
-                                message: f.message,
-                                raw: Some(if single {
-                                    m.clone()
-                                } else {
-                                    with_shard(&m, shard)
-                                }),
-                            },
-                            Err(_) => ClientError::new("XX000", "malformed error from server"),
-                        };
-                        if let Some(mg) = merger.as_mut() {
-                            mg.shard_done(idx);
-                        }
-                        error.get_or_insert(e);
-                    }
-                    b'N' | b'A' => self.send(&m),
-                    b'S' => {
-                        if let Some(s) = self.servers[shard].as_mut() {
-                            s.record_parameter(&m);
-                        }
-                    }
-                    b'Z' => {
-                        if let Some(s) = self.servers[shard].as_mut() {
-                            s.status = m.payload().first().copied().unwrap_or(b'I');
-                        }
-                        pending[idx] = false;
-                        break;
-                    }
-                    b'G' | b'H' | b'W' => {
-                        // COPY started by a statement we did not see as COPY.
-                        error.get_or_insert(ClientError::new(
-                            "0A000",
-                            "COPY inside this statement is not supported on sharded databases",
-                        ));
-                        if let Some(s) = self.servers[shard].as_mut() {
-                            let _ = s
-                                .write(&message::build(b'f', |b| {
-                                    message::put_cstr(b, "not supported through pgdog")
-                                }))
-                                .await;
-                        }
-                    }
-                    _ => {
-                        self.send(&m);
                     }
                 }
             }
-            if let Some(mg) = merger.as_mut() {
+            if let Some(mg) = c.merger.as_mut() {
                 mg.take_ready(&mut ready_rows);
                 self.send_rows(&mut ready_rows);
             }
@@ -446,18 +474,18 @@ impl ShardedSession {
                 // The client is gone; finish reading the servers anyway.
             }
         }
-        if let Some(e) = error {
+        if let Some(e) = c.error {
             return Err(e);
         }
-        if empty_query {
+        if c.empty_query {
             self.send(&message::empty(b'I'));
             return Ok(Vec::new());
         }
-        if let Some(mg) = merger.as_mut() {
+        if let Some(mg) = c.merger.as_mut() {
             mg.finish(&mut ready_rows)
                 .map_err(|e| ClientError::new(e.code(), e.to_string()))?;
             self.send_rows(&mut ready_rows);
-            if tag_parts.iter().all(|t| t.starts_with("SELECT")) {
+            if c.tag_parts.iter().all(|t| t.starts_with("SELECT")) {
                 self.send(&message::command_complete(&format!(
                     "SELECT {}",
                     mg.rows_sent()
@@ -465,7 +493,7 @@ impl ShardedSession {
                 return Ok(Vec::new());
             }
         }
-        Ok(tag_parts)
+        Ok(c.tag_parts)
     }
 
     /// Waits until one of the pending shards has something to read; its index.

@@ -75,8 +75,10 @@ use tokio::task::JoinSet;
 mod format;
 mod plan;
 mod shards;
+mod table;
 pub use format::*;
 pub(crate) use shards::*;
+use table::copy_table;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long creating a temporary slot on a standby may wait for the primary's snapshot record.
@@ -434,244 +436,6 @@ async fn ensure_permanent_slot(
     })
 }
 
-/// Copies one table from one source shard into `job.targets`; those destination shards commit
-/// only when all of it arrived, each with its watermark row. On error (or when this future is
-/// dropped) the connections are dropped, so every shard's transaction rolls back and the
-/// temporary slot goes away.
-///
-/// `budget` holds the reader connections shared by all copies: one permit is needed to start,
-/// extra ones (taken only when free) let a table larger than `budget.tuning.split_bytes` be
-/// read in that many CTID ranges at once.
-async fn copy_table(
-    job: Job,
-    index: usize,
-    dests: Vec<ServerTarget>,
-    progress_slot: Option<String>,
-    progress: Option<Arc<Progress>>,
-    budget: ReaderBudget,
-    formats: Arc<FormatPlan>,
-) -> Result<TableCopy, CopyDataError> {
-    let table = job.display();
-    let src_addr = job.source.addr();
-    let ReaderBudget {
-        permits: readers,
-        total: parallel,
-        tuning,
-    } = budget;
-    let _first = readers
-        .clone()
-        .acquire_owned()
-        .await
-        .map_err(|e| CopyDataError::Table {
-            table: table.clone(),
-            reason: format!("reader budget: {e}"),
-        })?;
-    // The first reader; first the planner's estimate (progress display) and the table's size.
-    let mut reader = connect(&job.source).await?;
-    let stats = query_rows(
-        &mut reader,
-        &format!(
-            "SELECT greatest(reltuples, 0)::bigint, pg_relation_size(oid), \
-                    current_setting('block_size')::bigint, \
-                    current_setting('server_version_num')::bigint \
-               FROM pg_class WHERE oid = {}::regclass",
-            literal(&job.sql_name())
-        ),
-    )
-    .await
-    .map_err(server_err(&src_addr, "reading the table's size"))?;
-    let stat = |i: usize| -> u64 {
-        stats
-            .first()
-            .and_then(|r| r.get(i)?.as_deref()?.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    let (estimate, size, block_size) = (stat(0), stat(1), stat(2).max(1));
-    let source_version = u32::try_from(stat(3)).ok().filter(|&v| v > 0);
-    let format = formats.format(source_version, &job.targets);
-    // Extra readers for a large table, as many as the budget has free right now.
-    let mut extra = None;
-    if tuning.split_bytes > 0 && size > tuning.split_bytes {
-        let wanted = (size / block_size).min(parallel as u64) as u32;
-        for n in (1..wanted).rev() {
-            if let Ok(p) = readers.clone().try_acquire_many_owned(n) {
-                extra = Some(p);
-                break;
-            }
-        }
-    }
-    let ranges = 1 + extra.as_ref().map(|p| p.num_permits()).unwrap_or(0);
-
-    let role = if job.from_replica {
-        "replica"
-    } else {
-        "primary"
-    };
-    let server_name = format!("{role} {src_addr}");
-    let tracker = progress.as_ref().map(|p| {
-        let i = p.add_table(&table, job.source_shard, estimate, &server_name);
-        (p.clone(), i)
-    });
-    if let Some((p, i)) = &tracker {
-        p.update_table(*i, |t| {
-            t.started = Some(Instant::now());
-            t.readers = ranges;
-        });
-    }
-
-    // The temporary slot and its exported snapshot; the replication connection stays open
-    // (keeping the snapshot importable) until the copy is over.
-    let slot_name = format!("pgdog_copy_{}_{index}", std::process::id());
-    let slot = SlotOptions {
-        temporary: true,
-        snapshot: SnapshotAction::Export,
-        ..SlotOptions::new(&slot_name)
-    };
-    let mut repl = ReplicationClient::connect(&job.source, CONNECT_TIMEOUT).await?;
-    let created = if job.from_replica {
-        repl.create_slot_on_standby(&slot, &job.primary, STANDBY_SLOT_DEADLINE)
-            .await?
-    } else {
-        repl.create_slot(&slot).await?
-    };
-    let snapshot = created
-        .snapshot
-        .clone()
-        .ok_or_else(|| CopyDataError::Table {
-            table: table.clone(),
-            reason: format!("slot {slot_name} exported no snapshot"),
-        })?;
-
-    // Every reader under the slot's snapshot.
-    prepare_reader(&mut reader, &src_addr, &snapshot, format).await?;
-    let mut servers = vec![reader];
-    for _ in 1..ranges {
-        servers.push(snapshot_reader(&job.source, &snapshot, format).await?);
-    }
-
-    // One COPY FROM STDIN per target destination shard; rows for the others are dropped.
-    let copy_in = job.copy_in(format);
-    let n = dests.len();
-    let mut tasks: JoinSet<Result<Outcome, CopyDataError>> = JoinSet::new();
-    let mut senders: Vec<Option<mpsc::Sender<Bytes>>> = (0..n).map(|_| None).collect();
-    for &shard in &job.targets {
-        let t = dests
-            .get(shard)
-            .ok_or_else(|| CopyDataError::MissingShard {
-                database: "destination".into(),
-                shard,
-            })?;
-        let sink = Sink::open(shard, t, &copy_in, format).await?;
-        let (tx, rx) = mpsc::channel(CHANNEL_DEPTH);
-        senders[shard] = Some(tx);
-        tasks.spawn(async move {
-            sink.write_all(rx)
-                .await
-                .map(|s| Outcome::Written(Box::new(s)))
-        });
-    }
-    let counters = Arc::new(Counters::default());
-    let split = if ranges > 1 {
-        block_ranges(size / block_size, ranges)
-            .into_iter()
-            .map(Some)
-            .collect()
-    } else {
-        vec![None]
-    };
-    for (server, range) in servers.into_iter().zip(split) {
-        let reader = Reader {
-            server,
-            addr: src_addr.clone(),
-            sql: copy_out_sql(&job.sql_name(), &job.column_list(), range, format),
-            format,
-            table: table.clone(),
-            dest: job.dest.clone(),
-            senders: senders.clone(),
-            tracker: Tracker {
-                counters: counters.clone(),
-                progress: tracker.clone(),
-            },
-        };
-        tasks.spawn(async move { reader.run().await.map(Outcome::Read) });
-    }
-    // The writers finish once every reader dropped its senders.
-    drop(senders);
-
-    let mut sinks = Vec::new();
-    let mut read = ReadCount::default();
-    while let Some(joined) = tasks.join_next().await {
-        let outcome = joined.map_err(|e| CopyDataError::Table {
-            table: table.clone(),
-            reason: format!("copy task failed: {e}"),
-        })??;
-        match outcome {
-            Outcome::Written(sink) => sinks.push(*sink),
-            Outcome::Read(r) => {
-                read.source_rows += r.source_rows;
-                read.placed_rows += r.placed_rows;
-            }
-        }
-    }
-    if read.placed_rows != read.source_rows {
-        return Err(CopyDataError::Table {
-            table,
-            reason: format!(
-                "the source sent {} rows but {} were placed",
-                read.source_rows, read.placed_rows
-            ),
-        });
-    }
-    if let Some(slot) = &progress_slot {
-        let sql = format!(
-            "INSERT INTO pgdog_reshard_progress (slot, table_name, watermark) \
-             VALUES ({}, {}, {}) ON CONFLICT (slot, table_name) \
-             DO UPDATE SET watermark = EXCLUDED.watermark",
-            literal(&progress_key(slot, job.source_shard)),
-            literal(&table),
-            literal(&format_lsn(created.consistent_point))
-        );
-        for sink in sinks.iter_mut() {
-            sink.server
-                .execute(&sql)
-                .await
-                .map_err(server_err(&sink.addr, "recording the watermark"))?;
-        }
-    }
-    // Each shard commits its rows with its watermark row: atomic per shard.
-    sinks.sort_by_key(|s| s.shard);
-    for sink in sinks {
-        sink.commit().await?;
-    }
-    // Ending the replication connection drops the temporary slot.
-    repl.close().await;
-    let rows = read.source_rows;
-    if let Some((p, i)) = &tracker {
-        p.update_table(*i, |t| {
-            t.rows = rows;
-            t.bytes = counters.bytes();
-            t.finished = Some(Instant::now());
-        });
-    }
-    Ok(TableCopy {
-        table,
-        source_shard: job.source_shard,
-        rows,
-        watermark: created.consistent_point,
-        source: src_addr,
-        skipped: false,
-        shards: job.targets,
-        readers: ranges,
-        format,
-    })
-}
-
-/// What a task of [`copy_table`] ended with.
-enum Outcome {
-    Read(ReadCount),
-    Written(Box<Sink>),
-}
-
 /// The reader connections the copies from one source server share.
 #[derive(Clone)]
 struct ReaderBudget {
@@ -688,6 +452,60 @@ impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {
         self.0.abort();
     }
+}
+
+/// Every (table, source shard) copy of the publication, each table's destination checked
+/// before anything is created or copied; every source shard must publish the same tables.
+async fn jobs(
+    sources: &[SourceShard],
+    dest_schema: &Schema,
+    dest_shards: usize,
+    options: &CopyDataOptions,
+) -> Result<Vec<Job>, CopyDataError> {
+    let tables = publication_tables(&sources[0].primary, &options.publication).await?;
+    let mut sizes = vec![tables.iter().map(|t| t.3).collect::<Vec<u64>>()];
+    for (shard, source) in sources.iter().enumerate().skip(1) {
+        let other = publication_tables(&source.primary, &options.publication).await?;
+        let names = |t: &[PubTable]| {
+            t.iter()
+                .map(|(s, n, _, _)| format!("{s}.{n}"))
+                .collect::<Vec<_>>()
+        };
+        if names(&other) != names(&tables) {
+            return Err(CopyDataError::Publication {
+                publication: options.publication.clone(),
+                reason: format!(
+                    "source shard {shard} publishes {:?}, shard 0 publishes {:?}",
+                    names(&other),
+                    names(&tables)
+                ),
+            });
+        }
+        sizes.push(other.iter().map(|t| t.3).collect());
+    }
+    let mut jobs = Vec::new();
+    for (i, (schema, name, columns, _)) in tables.into_iter().enumerate() {
+        let dest = destination(dest_schema, &options.to_database, &schema, &name, &columns)?;
+        for (shard, source) in sources.iter().enumerate() {
+            // Omnisharded: every source shard holds the same rows; shard 0's are enough.
+            if shard > 0 && matches!(dest, Destination::Everywhere) {
+                continue;
+            }
+            jobs.push(Job {
+                schema: schema.clone(),
+                name: name.clone(),
+                columns: columns.clone(),
+                dest: dest.clone(),
+                source_shard: shard,
+                source: source.primary.clone(),
+                primary: source.primary.clone(),
+                from_replica: false,
+                targets: (0..dest_shards).collect(),
+                size: sizes[shard][i],
+            });
+        }
+    }
+    Ok(jobs)
 }
 
 /// Runs the copy: the permanent slots (if asked), then every (table, source shard), `parallel`
@@ -727,51 +545,7 @@ pub async fn copy_data_tuned(
     let dests = destination_shards(settings, &options.to_database)?;
     let format_mode = FormatMode::from_settings(&settings.config.resharding);
 
-    // Every table's destination is checked before anything is created or copied; every source
-    // shard must publish the same tables.
-    let tables = publication_tables(&sources[0].primary, &options.publication).await?;
-    let mut sizes = vec![tables.iter().map(|t| t.3).collect::<Vec<u64>>()];
-    for (shard, source) in sources.iter().enumerate().skip(1) {
-        let other = publication_tables(&source.primary, &options.publication).await?;
-        let names = |t: &[PubTable]| {
-            t.iter()
-                .map(|(s, n, _, _)| format!("{s}.{n}"))
-                .collect::<Vec<_>>()
-        };
-        if names(&other) != names(&tables) {
-            return Err(CopyDataError::Publication {
-                publication: options.publication.clone(),
-                reason: format!(
-                    "source shard {shard} publishes {:?}, shard 0 publishes {:?}",
-                    names(&other),
-                    names(&tables)
-                ),
-            });
-        }
-        sizes.push(other.iter().map(|t| t.3).collect());
-    }
-    let mut jobs = Vec::new();
-    for (i, (schema, name, columns, _)) in tables.into_iter().enumerate() {
-        let dest = destination(&dest_schema, &options.to_database, &schema, &name, &columns)?;
-        for (shard, source) in sources.iter().enumerate() {
-            // Omnisharded: every source shard holds the same rows; shard 0's are enough.
-            if shard > 0 && matches!(dest, Destination::Everywhere) {
-                continue;
-            }
-            jobs.push(Job {
-                schema: schema.clone(),
-                name: name.clone(),
-                columns: columns.clone(),
-                dest: dest.clone(),
-                source_shard: shard,
-                source: source.primary.clone(),
-                primary: source.primary.clone(),
-                from_replica: false,
-                targets: (0..dests.len()).collect(),
-                size: sizes[shard][i],
-            });
-        }
-    }
+    let mut jobs = jobs(&sources, &dest_schema, dests.len(), options).await?;
     plan::assign_servers(&mut jobs, &sources);
 
     let formats = Arc::new(FormatPlan::load(format_mode, &dests).await?);

@@ -43,7 +43,8 @@ use crate::replication::client::{
     format_lsn, ReplicationClient, ReplicationError, ReplicationEvent, StartOptions,
 };
 use crate::replication::pgoutput::{
-    parse_lsn, ColumnValue, DecodeError, Decoder, LogicalMessage, OldTuple, Relation, TupleData,
+    parse_lsn, ColumnValue, DecodeError, Decoder, LogicalMessage, OldTuple, Relation,
+    TruncateOptions, TupleData,
 };
 use crate::reshard::copy::{
     connect, destination, destination_shards, ident, literal, postgres_error, progress_key,
@@ -292,6 +293,116 @@ impl Applier {
         Ok(())
     }
 
+    /// An UPDATE: in place when the row stays on its shards, else a DELETE where it was and an
+    /// upsert where it goes.
+    async fn update(
+        &mut self,
+        txn: &mut Txn,
+        relation: u32,
+        old: Option<OldTuple>,
+        new: TupleData,
+    ) -> Result<(), ReplayError> {
+        let n = self.shards.len();
+        let t = self.table(relation)?;
+        if t.ignored {
+            self.summary.skipped += 1;
+            return Ok(());
+        }
+        let new_shards = t.shards_of(&new, n)?;
+        let old_shards = match &old {
+            Some(o) if t.old_has_shard_key(o) => t.shards_of(o.tuple(), n)?,
+            _ => new_shards.clone(),
+        };
+        let wh = t.match_values(old.as_ref().map(|o| o.tuple()).unwrap_or(&new))?;
+        let ops = if old_shards == new_shards {
+            let set = t.values(&new)?;
+            let stmt = t.update(&set, &wh);
+            new_shards.into_iter().map(|s| (s, stmt.clone())).collect()
+        } else {
+            // The row moves: DELETE on the old shard, upsert on the new one, with
+            // unchanged TOAST values taken from the full old row when sent.
+            let mut row = new.clone();
+            if let Some(OldTuple::Full(o)) = &old {
+                for (i, v) in row.columns.iter_mut().enumerate() {
+                    if *v == ColumnValue::Unchanged {
+                        *v = o.columns.get(i).cloned().unwrap_or(ColumnValue::Unchanged);
+                    }
+                }
+            }
+            let values = t.values(&row)?;
+            if values.len() != row.columns.len() {
+                return Err(other(format!(
+                    "table {}: a row moving to another shard has unchanged TOAST \
+                     values the source did not send: use REPLICA IDENTITY FULL",
+                    t.name
+                )));
+            }
+            let delete = t.delete(&wh);
+            let insert = t.upsert(&values);
+            let mut ops: Vec<(usize, Stmt)> = old_shards
+                .into_iter()
+                .map(|s| (s, delete.clone()))
+                .collect();
+            ops.extend(new_shards.into_iter().map(|s| (s, insert.clone())));
+            ops
+        };
+        let wm = t.watermarks.clone();
+        self.apply(txn, &wm, ops).await
+    }
+
+    /// A TRUNCATE: on every shard whose copy of the table is older than it.
+    async fn truncate(
+        &mut self,
+        txn: &mut Txn,
+        options: TruncateOptions,
+        relations: Vec<u32>,
+    ) -> Result<(), ReplayError> {
+        let n = self.shards.len();
+        // Per destination shard: the tables whose copy there is older than this.
+        let mut names: Vec<Vec<String>> = vec![Vec::new(); n];
+        for oid in relations {
+            let t = self.table(oid)?;
+            if t.ignored {
+                continue;
+            }
+            if self.sharded_source && matches!(t.dest, Destination::ByKey(..)) {
+                return Err(other(format!(
+                    "TRUNCATE of the sharded table {} on source shard {}: a destination \
+                     shard also holds rows of the other source shards, so it cannot be \
+                     replayed; copy the table again",
+                    t.name, self.source_shard
+                )));
+            }
+            for (shard, list) in names.iter_mut().enumerate() {
+                if t.watermarks
+                    .get(shard)
+                    .is_none_or(|&wm| txn.final_lsn >= wm)
+                {
+                    list.push(t.sql_name.clone());
+                }
+            }
+        }
+        let mut ops = Vec::new();
+        for (shard, list) in names.into_iter().enumerate() {
+            if list.is_empty() {
+                continue;
+            }
+            let mut sql = format!("TRUNCATE {}", list.join(", "));
+            if options.restart_identity() {
+                sql.push_str(" RESTART IDENTITY");
+            }
+            if options.cascade() {
+                sql.push_str(" CASCADE");
+            }
+            ops.push((shard, plain(&sql)));
+        }
+        if ops.is_empty() {
+            self.summary.skipped += 1;
+            return Ok(());
+        }
+        self.apply(txn, &[], ops).await
+    }
+
     async fn message(&mut self, txn: &mut Txn, msg: LogicalMessage) -> Result<(), ReplayError> {
         let n = self.shards.len();
         match msg {
@@ -319,53 +430,7 @@ impl Applier {
             }
             LogicalMessage::Update {
                 relation, old, new, ..
-            } => {
-                let t = self.table(relation)?;
-                if t.ignored {
-                    self.summary.skipped += 1;
-                    return Ok(());
-                }
-                let new_shards = t.shards_of(&new, n)?;
-                let old_shards = match &old {
-                    Some(o) if t.old_has_shard_key(o) => t.shards_of(o.tuple(), n)?,
-                    _ => new_shards.clone(),
-                };
-                let wh = t.match_values(old.as_ref().map(|o| o.tuple()).unwrap_or(&new))?;
-                let ops = if old_shards == new_shards {
-                    let set = t.values(&new)?;
-                    let stmt = t.update(&set, &wh);
-                    new_shards.into_iter().map(|s| (s, stmt.clone())).collect()
-                } else {
-                    // The row moves: DELETE on the old shard, upsert on the new one, with
-                    // unchanged TOAST values taken from the full old row when sent.
-                    let mut row = new.clone();
-                    if let Some(OldTuple::Full(o)) = &old {
-                        for (i, v) in row.columns.iter_mut().enumerate() {
-                            if *v == ColumnValue::Unchanged {
-                                *v = o.columns.get(i).cloned().unwrap_or(ColumnValue::Unchanged);
-                            }
-                        }
-                    }
-                    let values = t.values(&row)?;
-                    if values.len() != row.columns.len() {
-                        return Err(other(format!(
-                            "table {}: a row moving to another shard has unchanged TOAST \
-                             values the source did not send: use REPLICA IDENTITY FULL",
-                            t.name
-                        )));
-                    }
-                    let delete = t.delete(&wh);
-                    let insert = t.upsert(&values);
-                    let mut ops: Vec<(usize, Stmt)> = old_shards
-                        .into_iter()
-                        .map(|s| (s, delete.clone()))
-                        .collect();
-                    ops.extend(new_shards.into_iter().map(|s| (s, insert.clone())));
-                    ops
-                };
-                let wm = t.watermarks.clone();
-                self.apply(txn, &wm, ops).await
-            }
+            } => self.update(txn, relation, old, new).await,
             LogicalMessage::Delete { relation, old, .. } => {
                 let t = self.table(relation)?;
                 if t.ignored {
@@ -384,51 +449,7 @@ impl Applier {
             }
             LogicalMessage::Truncate {
                 options, relations, ..
-            } => {
-                // Per destination shard: the tables whose copy there is older than this.
-                let mut names: Vec<Vec<String>> = vec![Vec::new(); n];
-                for oid in relations {
-                    let t = self.table(oid)?;
-                    if t.ignored {
-                        continue;
-                    }
-                    if self.sharded_source && matches!(t.dest, Destination::ByKey(..)) {
-                        return Err(other(format!(
-                            "TRUNCATE of the sharded table {} on source shard {}: a destination \
-                             shard also holds rows of the other source shards, so it cannot be \
-                             replayed; copy the table again",
-                            t.name, self.source_shard
-                        )));
-                    }
-                    for (shard, list) in names.iter_mut().enumerate() {
-                        if t.watermarks
-                            .get(shard)
-                            .is_none_or(|&wm| txn.final_lsn >= wm)
-                        {
-                            list.push(t.sql_name.clone());
-                        }
-                    }
-                }
-                let mut ops = Vec::new();
-                for (shard, list) in names.into_iter().enumerate() {
-                    if list.is_empty() {
-                        continue;
-                    }
-                    let mut sql = format!("TRUNCATE {}", list.join(", "));
-                    if options.restart_identity() {
-                        sql.push_str(" RESTART IDENTITY");
-                    }
-                    if options.cascade() {
-                        sql.push_str(" CASCADE");
-                    }
-                    ops.push((shard, plain(&sql)));
-                }
-                if ops.is_empty() {
-                    self.summary.skipped += 1;
-                    return Ok(());
-                }
-                self.apply(txn, &[], ops).await
-            }
+            } => self.truncate(txn, options, relations).await,
             LogicalMessage::Relation(rel) => {
                 let t = Table::new(
                     &rel,

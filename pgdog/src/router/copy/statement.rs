@@ -319,13 +319,14 @@ fn mode_error(option: &str, mode: &str) -> CopyError {
     CopyError::option("42601", format!("cannot specify {option} in {mode} mode"))
 }
 
-/// Fills in the defaults and applies `ProcessCopyOptions`' cross-checks.
-fn check(g: Given, from: bool) -> Result<CopyOptions, CopyError> {
-    let format = g.format.unwrap_or_default();
-    let csv = format == CopyFormat::Csv;
-    let binary = format == CopyFormat::Binary;
-    let mut o = CopyOptions::for_format(format);
-
+/// Delimiter, NULL and DEFAULT strings, and HEADER: set and checked.
+fn check_delimiters(
+    g: &Given,
+    o: &mut CopyOptions,
+    csv: bool,
+    binary: bool,
+    from: bool,
+) -> Result<(), CopyError> {
     if binary {
         for (given, name) in [
             (g.delimiter.is_some(), "DELIMITER"),
@@ -346,8 +347,8 @@ fn check(g: Given, from: bool) -> Result<CopyOptions, CopyError> {
             "COPY delimiter cannot be newline or carriage return",
         ));
     }
-    if let Some(null) = g.null {
-        o.null = null;
+    if let Some(null) = &g.null {
+        o.null = null.clone();
     }
     if o.null.contains(['\n', '\r']) {
         return Err(invalid(
@@ -374,7 +375,17 @@ fn check(g: Given, from: bool) -> Result<CopyOptions, CopyError> {
         ));
     }
     o.header = g.header.unwrap_or(false);
+    Ok(())
+}
 
+/// The CSV-only options (QUOTE, ESCAPE, FORCE_*) and DEFAULT against the others.
+fn check_quoting(
+    g: &Given,
+    o: &mut CopyOptions,
+    csv: bool,
+    binary: bool,
+    from: bool,
+) -> Result<(), CopyError> {
     for (given, name) in [
         (g.quote.is_some(), "QUOTE"),
         (g.escape.is_some(), "ESCAPE"),
@@ -460,10 +471,16 @@ fn check(g: Given, from: bool) -> Result<CopyOptions, CopyError> {
             ));
         }
     }
-    o.default = g.default;
-    o.force_null = g.force_null.unwrap_or_default();
-    o.force_not_null = g.force_not_null.unwrap_or_default();
-    debug_assert!(csv || !(o.force_null.is_set() || o.force_not_null.is_set()));
+    Ok(())
+}
+
+/// ON_ERROR, REJECT_LIMIT and ENCODING.
+fn check_error_handling(
+    g: &Given,
+    o: &mut CopyOptions,
+    binary: bool,
+    from: bool,
+) -> Result<(), CopyError> {
     o.on_error = g.on_error.unwrap_or_default();
     if o.on_error == OnError::Ignore && binary {
         return Err(CopyError::option(
@@ -496,6 +513,22 @@ fn check(g: Given, from: bool) -> Result<CopyOptions, CopyError> {
             ));
         }
     }
+    Ok(())
+}
+
+/// Fills in the defaults and applies `ProcessCopyOptions`' cross-checks.
+fn check(g: Given, from: bool) -> Result<CopyOptions, CopyError> {
+    let format = g.format.unwrap_or_default();
+    let csv = format == CopyFormat::Csv;
+    let binary = format == CopyFormat::Binary;
+    let mut o = CopyOptions::for_format(format);
+    check_delimiters(&g, &mut o, csv, binary, from)?;
+    check_quoting(&g, &mut o, csv, binary, from)?;
+    o.default = g.default.clone();
+    o.force_null = g.force_null.clone().unwrap_or_default();
+    o.force_not_null = g.force_not_null.clone().unwrap_or_default();
+    debug_assert!(csv || !(o.force_null.is_set() || o.force_not_null.is_set()));
+    check_error_handling(&g, &mut o, binary, from)?;
     o.encoding = g.encoding;
     Ok(o)
 }
