@@ -7,6 +7,7 @@ use super::{AdminError, Reply};
 use crate::net::message;
 use crate::net::rows::{data_row, row_description, Field};
 use crate::net::stream::Stream;
+use crate::net::tag::frontend;
 use crate::net::{Message, MessageReader, ProtocolError};
 use crate::stats::ClientInfo;
 use tokio::io::AsyncWriteExt;
@@ -44,29 +45,37 @@ async fn serve_messages(
         let m = reader.next(stream).await?;
         let mut out = Vec::new();
         match m.tag() {
-            b'X' => return Ok(()),
-            b'Q' => {
+            frontend::TERMINATE => return Ok(()),
+            frontend::QUERY => {
                 query(&m, &mut out).await?;
-                out.extend_from_slice(message::ready_for_query(b'I').bytes());
+                out.extend_from_slice(message::ready_for_query(crate::net::TxStatus::Idle).bytes());
             }
-            b'S' => {
+            frontend::SYNC => {
                 skip_until_sync = false;
-                out.extend_from_slice(message::ready_for_query(b'I').bytes());
+                out.extend_from_slice(message::ready_for_query(crate::net::TxStatus::Idle).bytes());
             }
-            b'P' | b'B' | b'D' | b'E' | b'C' | b'H' | b'F' => {
+            frontend::PARSE
+            | frontend::BIND
+            | frontend::DESCRIBE
+            | frontend::EXECUTE
+            | frontend::CLOSE
+            | frontend::FLUSH
+            | frontend::FUNCTION_CALL => {
                 if !skip_until_sync {
-                    skip_until_sync = m.tag() != b'F';
+                    skip_until_sync = m.tag() != frontend::FUNCTION_CALL;
                     let e = AdminError::Unsupported {
                         commands: COMMANDS.into(),
                     };
                     out.extend_from_slice(message::error(e.code(), &e.to_string()).bytes());
-                    if m.tag() == b'F' {
-                        out.extend_from_slice(message::ready_for_query(b'I').bytes());
+                    if m.tag() == frontend::FUNCTION_CALL {
+                        out.extend_from_slice(
+                            message::ready_for_query(crate::net::TxStatus::Idle).bytes(),
+                        );
                     }
                 }
             }
             // CopyData/CopyDone/CopyFail outside COPY: ignored, as Postgres does.
-            b'd' | b'c' | b'f' => {}
+            frontend::COPY_DATA | frontend::COPY_DONE | frontend::COPY_FAIL => {}
             other => return Err(ProtocolError::UnknownMessage(other)),
         }
         if !out.is_empty() {

@@ -4,6 +4,7 @@
 use super::host::HostState;
 use super::server::{Server, ServerError, ServerTarget};
 use crate::config::PoolerMode;
+use crate::net::TxStatus;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -126,7 +127,7 @@ impl Drop for PooledServer {
                     .lock()
                     .is_some_and(|t| server.created < t);
             if server.healthy
-                && server.status == b'I'
+                && server.status == TxStatus::Idle
                 && !expired
                 && !inner.closed.load(Ordering::Relaxed)
             {
@@ -135,7 +136,7 @@ impl Drop for PooledServer {
                 tracing::debug!(
                     "closing {server:?} (healthy {}, status {})",
                     server.healthy,
-                    server.status as char
+                    server.status
                 );
                 tokio::spawn(server.terminate());
             }
@@ -369,7 +370,7 @@ impl Pool {
                 .iter()
                 .map(|id| format!("DEALLOCATE {}", crate::frontend::prepared::server_name(*id)))
                 .collect();
-            if server.execute(&sql.join("; ")).await.is_ok() && server.status == b'I' {
+            if server.execute(&sql.join("; ")).await.is_ok() && server.status == TxStatus::Idle {
                 for id in oldest {
                     server.prepared.remove(id);
                 }

@@ -2,6 +2,8 @@
 use crate::auth;
 use crate::net::message::{self, read_error};
 use crate::net::stream::Stream;
+use crate::net::tag::backend;
+use crate::net::TxStatus;
 use crate::net::{Message, MessageReader, ProtocolError};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -107,7 +109,7 @@ pub struct Server {
     /// Session settings pgdog applied with SET (name -> value as SQL text).
     pub settings: HashMap<String, String>,
     /// Last ReadyForQuery status (`I`, `T` or `E`).
-    pub status: u8,
+    pub status: TxStatus,
     pub created: Instant,
     pub last_used: Instant,
     /// False once an I/O or protocol error makes it unusable.
@@ -182,7 +184,7 @@ impl Server {
             settings_fingerprint: 0,
             prepared: HashSet::new(),
             settings: HashMap::new(),
-            status: b'I',
+            status: TxStatus::Idle,
             created: Instant::now(),
             last_used: Instant::now(),
             healthy: true,
@@ -199,7 +201,7 @@ impl Server {
         loop {
             let m = server.read().await?;
             match m.tag() {
-                b'S' => {
+                backend::PARAMETER_STATUS => {
                     let mut r = m.reader();
                     let (k, v) = (
                         r.cstr().map_err(|e| server.proto(e))?,
@@ -207,13 +209,13 @@ impl Server {
                     );
                     server.params.insert(k.to_string(), v.to_string());
                 }
-                b'K' => {
+                backend::BACKEND_KEY_DATA => {
                     let mut r = m.reader();
                     server.pid = r.i32().map_err(|e| server.proto(e))?;
                     server.secret = r.rest().to_vec();
                 }
-                b'Z' => break,
-                b'E' => return Err(server.postgres_error(m)),
+                backend::READY_FOR_QUERY => break,
+                backend::ERROR_RESPONSE => return Err(server.postgres_error(m)),
                 _ => {}
             }
         }
@@ -238,10 +240,10 @@ impl Server {
         let allow_cleartext = crate::config::active().server_allow_cleartext;
         loop {
             let m = self.read().await?;
-            if m.tag() == b'E' {
+            if m.tag() == backend::ERROR_RESPONSE {
                 return Err(self.postgres_error(m));
             }
-            if m.tag() != b'R' {
+            if m.tag() != backend::AUTHENTICATION {
                 return Err(self.proto(ProtocolError::Malformed("authentication request")));
             }
             let mut r = m.reader();
@@ -415,12 +417,12 @@ impl Server {
         loop {
             let m = self.read().await?;
             match m.tag() {
-                b'E' => error = Some(self.postgres_error(m)),
-                b'Z' => {
-                    self.status = m.payload().first().copied().unwrap_or(b'I');
+                backend::ERROR_RESPONSE => error = Some(self.postgres_error(m)),
+                backend::READY_FOR_QUERY => {
+                    self.status = TxStatus::of(&m);
                     break;
                 }
-                b'S' => self.record_parameter(&m),
+                backend::PARAMETER_STATUS => self.record_parameter(&m),
                 _ => {}
             }
         }
@@ -435,7 +437,7 @@ impl Server {
         loop {
             let m = self.read().await?;
             match m.tag() {
-                b'D' => {
+                backend::DATA_ROW => {
                     let mut r = m.reader();
                     let n = r.i16().map_err(|e| self.proto(e))?;
                     row.clear();
@@ -449,12 +451,12 @@ impl Server {
                         }
                     }
                 }
-                b'E' => error = Some(self.postgres_error(m)),
-                b'Z' => {
-                    self.status = m.payload().first().copied().unwrap_or(b'I');
+                backend::ERROR_RESPONSE => error = Some(self.postgres_error(m)),
+                backend::READY_FOR_QUERY => {
+                    self.status = TxStatus::of(&m);
                     break;
                 }
-                b'S' => self.record_parameter(&m),
+                backend::PARAMETER_STATUS => self.record_parameter(&m),
                 _ => {}
             }
         }
@@ -513,9 +515,9 @@ async fn negotiate_tls(
         .await
         .map_err(|e| failed(e.to_string()))?;
     match answer[0] {
-        b'S' => {}
-        b'N' if mode == ServerTls::Prefer => return Ok(Stream::Plain(tcp)),
-        b'N' => {
+        backend::PARAMETER_STATUS => {}
+        backend::NOTICE_RESPONSE if mode == ServerTls::Prefer => return Ok(Stream::Plain(tcp)),
+        backend::NOTICE_RESPONSE => {
             return Err(failed(format!(
                 "the server does not accept TLS (server_tls = {})",
                 serde_name(mode)

@@ -6,6 +6,8 @@
 //! transaction can run in autocommit on a new server and make its COMMIT look successful.
 use super::prepared::Prepared;
 use crate::net::message::{self, read_bind_names, read_parse, read_query, read_target};
+use crate::net::tag::{frontend, target};
+use crate::net::TxStatus;
 use crate::net::{Message, ProtocolError};
 use bytes::BytesMut;
 use std::collections::HashMap;
@@ -77,20 +79,20 @@ impl Aborted {
         out: &mut BytesMut,
     ) -> Result<bool, ProtocolError> {
         let put = |out: &mut BytesMut, m: Message| out.extend_from_slice(m.bytes());
-        if self.skipping && m.tag() != b'S' {
+        if self.skipping && m.tag() != frontend::SYNC {
             return Ok(false);
         }
         match m.tag() {
-            b'Q' => {
+            frontend::QUERY => {
                 if ends_transaction(read_query(m)?) {
                     put(out, message::command_complete("ROLLBACK"));
-                    put(out, message::ready_for_query(b'I'));
+                    put(out, message::ready_for_query(crate::net::TxStatus::Idle));
                     return Ok(true);
                 }
                 self.error(out);
-                put(out, message::ready_for_query(b'E'));
+                put(out, message::ready_for_query(TxStatus::Failed));
             }
-            b'P' => {
+            frontend::PARSE => {
                 let fields = read_parse(m)?;
                 if ends_transaction(fields.query) {
                     if fields.name.is_empty() {
@@ -101,7 +103,7 @@ impl Aborted {
                     self.fail_extended(out);
                 }
             }
-            b'B' => {
+            frontend::BIND => {
                 let (_, statement, _) = read_bind_names(m)?;
                 let ends = if statement.is_empty() {
                     self.unnamed_ends
@@ -117,15 +119,15 @@ impl Aborted {
                     self.fail_extended(out);
                 }
             }
-            b'D' => {
+            frontend::DESCRIBE => {
                 let (kind, _) = read_target(m)?;
-                if kind == b'S' {
+                if kind == target::STATEMENT {
                     // No parameters, no rows.
                     put(out, message::build(b't', |b| b.extend_from_slice(&[0, 0])));
                 }
                 put(out, message::empty(b'n'));
             }
-            b'E' => {
+            frontend::EXECUTE => {
                 if self.portal_ends {
                     put(out, message::command_complete("ROLLBACK"));
                     self.ended = true;
@@ -133,12 +135,16 @@ impl Aborted {
                     self.fail_extended(out);
                 }
             }
-            b'C' => put(out, message::close_complete()),
-            b'F' => self.fail_extended(out),
-            b'S' => {
+            frontend::CLOSE => put(out, message::close_complete()),
+            frontend::FUNCTION_CALL => self.fail_extended(out),
+            frontend::SYNC => {
                 self.skipping = false;
                 self.portal_ends = false;
-                let status = if self.ended { b'I' } else { b'E' };
+                let status = if self.ended {
+                    TxStatus::Idle
+                } else {
+                    TxStatus::Failed
+                };
                 put(out, message::ready_for_query(status));
                 return Ok(self.ended);
             }

@@ -12,6 +12,7 @@ use crate::config::{AuthType, User};
 use crate::net::message::{self, Reader};
 use crate::net::startup::Startup;
 use crate::net::stream::Stream;
+use crate::net::tag::frontend;
 use crate::net::{Message, MessageReader, ProtocolError};
 use crate::stats;
 use parking_lot::Mutex;
@@ -219,7 +220,7 @@ async fn login(
     greeting.extend_from_slice(
         message::backend_key_data(registration.pid, &registration.secret).bytes(),
     );
-    greeting.extend_from_slice(message::ready_for_query(b'I').bytes());
+    greeting.extend_from_slice(message::ready_for_query(crate::net::TxStatus::Idle).bytes());
     if stream.write_all(&greeting).await.is_err() {
         return Ok(());
     }
@@ -344,7 +345,7 @@ async fn greet_admin(
     greeting.extend_from_slice(
         message::backend_key_data(registration.pid, &registration.secret).bytes(),
     );
-    greeting.extend_from_slice(message::ready_for_query(b'I').bytes());
+    greeting.extend_from_slice(message::ready_for_query(crate::net::TxStatus::Idle).bytes());
     if stream.write_all(&greeting).await.is_err() {
         return Ok(());
     }
@@ -556,7 +557,7 @@ async fn password_message(
     reader: &mut MessageReader,
 ) -> Result<Message, Refusal> {
     let m = reader.next(stream).await?;
-    if m.tag() != b'p' {
+    if m.tag() != frontend::PASSWORD {
         return Err(Refusal(
             "08P01",
             format!(

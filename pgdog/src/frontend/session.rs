@@ -10,6 +10,8 @@ mod routing;
 mod settle;
 pub(crate) mod timeouts;
 
+use crate::net::tag::{backend, frontend, target};
+use crate::net::TxStatus;
 use timeouts::{far_future, stopped};
 
 /// Whether `server_reset_query` is set (query_parser off: run before a server goes back).
@@ -101,7 +103,7 @@ pub struct Session {
     /// After pgdog answered an extended-protocol message with an error: drop messages until Sync.
     skip_until_sync: bool,
     /// Transaction status the client last saw.
-    status: u8,
+    status: TxStatus,
     /// SET/RESET waiting for the end of the current query batch or transaction.
     pending: Vec<SetChange>,
     pending_discard_all: bool,
@@ -178,7 +180,7 @@ impl Session {
             pinned: None,
             copy_in: false,
             skip_until_sync: false,
-            status: b'I',
+            status: TxStatus::Idle,
             pending: Vec::new(),
             pending_discard_all: false,
             uncertain: false,
@@ -237,13 +239,16 @@ impl Session {
         loop {
             // Everything already buffered from the client first.
             while let Some(m) = self.reader.try_next()? {
-                if m.tag() == b'X' {
+                if m.tag() == frontend::TERMINATE {
                     return Ok(());
                 }
                 self.meter.received(m.len());
                 self.meter.request(m.tag());
                 let mark = self.out.len();
-                if self.server.is_some() && self.expected.is_empty() && self.status == b'I' {
+                if self.server.is_some()
+                    && self.expected.is_empty()
+                    && self.status == TxStatus::Idle
+                {
                     // Between transactions with a server kept (session mode, pinned).
                     self.check_still_single()?;
                 }
@@ -304,12 +309,11 @@ impl Session {
     }
 
     fn send(&mut self, m: &Message) {
-        if m.tag() == b'E' {
+        if m.tag() == backend::ERROR_RESPONSE {
             crate::stats::error_response(m);
         }
-        if m.tag() == b'Z' {
-            self.meter
-                .ready(m.payload().first().copied().unwrap_or(b'I'));
+        if m.tag() == backend::READY_FOR_QUERY {
+            self.meter.ready(TxStatus::of(m));
             self.cancel_sent = false;
         }
         self.out.extend_from_slice(m.bytes());
@@ -327,24 +331,31 @@ impl Session {
         if let Some(lost) = self.aborted.as_mut() {
             if lost.answer(&m, &self.statements, &mut self.out)? {
                 self.aborted = None;
-                self.status = b'I';
+                self.status = TxStatus::Idle;
             }
             return Ok(());
         }
         if self.skip_until_sync {
-            if m.tag() == b'S' {
+            if m.tag() == frontend::SYNC {
                 self.skip_until_sync = false;
                 self.ready_now();
             }
             return Ok(());
         }
         match m.tag() {
-            b'Q' => self.query(m).await,
-            b'P' | b'B' | b'D' | b'E' | b'C' | b'S' | b'H' | b'F' => self.extended(m).await,
+            frontend::QUERY => self.query(m).await,
+            frontend::PARSE
+            | frontend::BIND
+            | frontend::DESCRIBE
+            | frontend::EXECUTE
+            | frontend::CLOSE
+            | frontend::SYNC
+            | frontend::FLUSH
+            | frontend::FUNCTION_CALL => self.extended(m).await,
             // CopyData/CopyDone/CopyFail: forwarded during COPY, ignored otherwise (as Postgres).
-            b'd' | b'c' | b'f' => {
+            frontend::COPY_DATA | frontend::COPY_DONE | frontend::COPY_FAIL => {
                 if self.server.is_some() {
-                    if m.tag() != b'd' {
+                    if m.tag() != frontend::COPY_DATA {
                         self.copy_in = false;
                     }
                     self.send_to_server(&m).await;
@@ -380,7 +391,7 @@ impl Session {
             Classified::default()
         };
         self.note(classified);
-        let fresh = self.server.is_none() && self.status == b'I';
+        let fresh = self.server.is_none() && self.status == TxStatus::Idle;
         if !self.attach(read).await? {
             // The error is out; a simple query still ends with ReadyForQuery.
             self.send(&message::ready_for_query(self.status));
@@ -405,7 +416,7 @@ impl Session {
             }
             self.pinned = self.pinned.or(Some(reason));
         }
-        if !c.changes.is_empty() && (self.status != b'I' || c.statements > 1) {
+        if !c.changes.is_empty() && (self.status != TxStatus::Idle || c.statements > 1) {
             self.uncertain = true;
         }
         self.pending.extend(c.changes);
@@ -431,7 +442,7 @@ impl Session {
         // A named statement some server has already accepted needs no server to be "prepared":
         // it is prepared on whichever connection the client holds when it is used. This keeps
         // synchronous prepares (libpq PQprepare) from waiting for a connection.
-        if m.tag() == b'P' && self.server.is_none() && self.expected.is_empty() {
+        if m.tag() == frontend::PARSE && self.server.is_none() && self.expected.is_empty() {
             let fields = read_parse(&m)?;
             if !fields.name.is_empty() {
                 let prepared = prepared::intern(fields.query, &fields.param_types);
@@ -447,20 +458,22 @@ impl Session {
             }
         }
         match m.tag() {
-            b'S' if self.copy_in => {
+            frontend::SYNC if self.copy_in => {
                 // Postgres ignores Sync during COPY FROM STDIN (libpq sends one).
                 self.send_to_server(&m).await;
                 return Ok(());
             }
-            b'S' | b'H' if self.server.is_none() && self.expected.is_empty() => {
-                if m.tag() == b'S' {
+            frontend::SYNC | frontend::FLUSH
+                if self.server.is_none() && self.expected.is_empty() =>
+            {
+                if m.tag() == frontend::SYNC {
                     self.send(&message::ready_for_query(self.status));
                 }
                 return Ok(());
             }
-            b'C' => {
+            frontend::CLOSE => {
                 let (kind, name) = read_target(&m)?;
-                if kind == b'S' && !name.is_empty() {
+                if kind == target::STATEMENT && !name.is_empty() {
                     self.statements.remove(name);
                     self.synthetic(message::close_complete());
                     return Ok(());
@@ -470,15 +483,15 @@ impl Session {
         }
         let read = self.message_reads(&m)?;
         if !self.attach(read).await? {
-            self.skip_until_sync = m.tag() != b'S';
-            if m.tag() == b'S' {
+            self.skip_until_sync = m.tag() != frontend::SYNC;
+            if m.tag() == frontend::SYNC {
                 self.send(&message::ready_for_query(self.status));
             }
             return Ok(());
         }
         match m.tag() {
-            b'P' => self.parse(m).await?,
-            b'B' => {
+            frontend::PARSE => self.parse(m).await?,
+            frontend::BIND => {
                 let (_, name, _) = message::read_bind_names(&m)?;
                 if name.is_empty() {
                     self.forward(&m, Expect::Bind).await;
@@ -494,21 +507,24 @@ impl Session {
                     }
                 }
             }
-            b'D' => {
+            frontend::DESCRIBE => {
                 let (kind, name) = read_target(&m)?;
-                if kind == b'S' && !name.is_empty() {
+                if kind == target::STATEMENT && !name.is_empty() {
                     let name = name.to_string();
                     if let Some(server_name) = self.ensure_prepared(&name).await {
-                        self.forward(&message::target(b'D', b'S', &server_name), Expect::Describe)
-                            .await;
+                        self.forward(
+                            &message::target(frontend::DESCRIBE, target::STATEMENT, &server_name),
+                            Expect::Describe,
+                        )
+                        .await;
                         return Ok(());
                     }
                 }
                 self.forward(&m, Expect::Describe).await;
             }
-            b'E' => self.forward(&m, Expect::Execute).await,
-            b'C' => self.forward(&m, Expect::Close).await,
-            b'S' | b'F' => self.forward(&m, Expect::Ready).await,
+            frontend::EXECUTE => self.forward(&m, Expect::Execute).await,
+            frontend::CLOSE => self.forward(&m, Expect::Close).await,
+            frontend::SYNC | frontend::FUNCTION_CALL => self.forward(&m, Expect::Ready).await,
             _ => self.send_to_server(&m).await, // Flush
         }
         Ok(())
@@ -755,15 +771,17 @@ impl Session {
     }
 
     fn server_message(&mut self, m: Message) {
-        if self.retry_header_sent && self.retry.is_none() && m.tag() == b'T' {
+        if self.retry_header_sent && self.retry.is_none() && m.tag() == backend::ROW_DESCRIPTION {
             // The retried read's RowDescription: the client has it from the first server.
             self.retry_header_sent = false;
             return;
         }
         if self.retry.is_some() {
             match m.tag() {
-                b'N' | b'S' | b'E' => {}
-                b'T' if !self.retry_header_sent => self.retry_header_sent = true,
+                backend::NOTICE_RESPONSE | backend::PARAMETER_STATUS | backend::ERROR_RESPONSE => {}
+                backend::ROW_DESCRIPTION if !self.retry_header_sent => {
+                    self.retry_header_sent = true
+                }
                 // The client has rows or more: no retry any more.
                 _ => {
                     self.retry = None;
@@ -773,7 +791,7 @@ impl Session {
         }
         self.release_synthetic();
         match m.tag() {
-            b'1' => {
+            backend::PARSE_COMPLETE => {
                 match self.expected.front() {
                     Some(Expect::HiddenParse { prepared })
                     | Some(Expect::Parse {
@@ -789,16 +807,20 @@ impl Session {
                 }
                 self.pop_if(|e| matches!(e, Expect::Parse { .. }));
             }
-            b'2' => self.pop_if(|e| matches!(e, Expect::Bind)),
-            b'3' => self.pop_if(|e| matches!(e, Expect::Close)),
-            b'T' | b'n' => self.pop_if(|e| matches!(e, Expect::Describe)),
-            b'C' | b'I' | b's' => self.pop_if(|e| matches!(e, Expect::Execute)),
-            b'E' => {
+            backend::BIND_COMPLETE => self.pop_if(|e| matches!(e, Expect::Bind)),
+            backend::CLOSE_COMPLETE => self.pop_if(|e| matches!(e, Expect::Close)),
+            backend::ROW_DESCRIPTION | backend::NO_DATA => {
+                self.pop_if(|e| matches!(e, Expect::Describe))
+            }
+            backend::COMMAND_COMPLETE
+            | backend::EMPTY_QUERY_RESPONSE
+            | backend::PORTAL_SUSPENDED => self.pop_if(|e| matches!(e, Expect::Execute)),
+            backend::ERROR_RESPONSE => {
                 self.batch_failed = true;
                 self.server_error(&m);
                 return;
             }
-            b'G' => {
+            backend::COPY_IN_RESPONSE => {
                 self.copy_in = true;
                 // Syncs that reach the server during COPY FROM STDIN are ignored by it (libpq
                 // sends one right after Execute): expect no ReadyForQuery for those queued
@@ -811,14 +833,14 @@ impl Session {
                     .map(|(_, e)| e)
                     .collect();
             }
-            b'S' => {
+            backend::PARAMETER_STATUS => {
                 if let Some(s) = self.server.as_mut() {
                     s.record_parameter(&m);
                 }
             }
-            b'Z' => {
+            backend::READY_FOR_QUERY => {
                 self.send(&m);
-                self.ready(m.payload().first().copied().unwrap_or(b'I'));
+                self.ready(TxStatus::of(&m));
                 return;
             }
             _ => {}
@@ -872,7 +894,7 @@ impl Session {
     }
 
     /// ReadyForQuery: one Sync/Query answered.
-    fn ready(&mut self, status: u8) {
+    fn ready(&mut self, status: TxStatus) {
         self.pop_if(|e| matches!(e, Expect::Ready));
         self.retry = None;
         self.retry_header_sent = false;
@@ -891,7 +913,7 @@ impl Session {
     /// Transaction mode: the server goes back to the pool once nothing is in flight.
     fn release_if_idle(&mut self) {
         let idle = self.expected.is_empty()
-            && self.status == b'I'
+            && self.status == TxStatus::Idle
             && !self.copy_in
             && self.server_out.is_empty()
             && self.verify.is_none()
@@ -926,7 +948,7 @@ impl Session {
         }
         let reset = self.mode == PoolerMode::Session || self.pinned.is_some();
         let mut ok = true;
-        if server.status != b'I' {
+        if server.status != TxStatus::Idle {
             ok = server.execute("ROLLBACK").await.is_ok();
         }
         if ok && reset {
@@ -934,7 +956,7 @@ impl Session {
             server.prepared.clear();
             server.set_settings(Default::default());
         }
-        if !ok || server.status != b'I' {
+        if !ok || server.status != TxStatus::Idle {
             server.discard();
         }
     }

@@ -1,6 +1,7 @@
 //! Protocol messages: a [`Message`] is one framed message (tag, length and payload) held as
 //! `Bytes`; builders make the messages pgdog sends, readers take apart the ones it inspects.
 use super::error::ProtocolError;
+use super::tag::{backend, field, frontend};
 use bytes::{BufMut, Bytes, BytesMut};
 
 /// One complete message, header included.
@@ -79,17 +80,17 @@ pub fn put_cstr(b: &mut BytesMut, s: &str) {
 
 fn tag_name(tag: u8) -> &'static str {
     match tag {
-        b'Q' => "Query",
-        b'P' => "Parse",
-        b'B' => "Bind",
-        b'D' => "Describe/DataRow",
-        b'E' => "Execute/ErrorResponse",
-        b'C' => "Close/CommandComplete",
-        b'S' => "Sync/ParameterStatus",
-        b'R' => "Authentication",
-        b'p' => "Password",
-        b'K' => "BackendKeyData",
-        b'Z' => "ReadyForQuery",
+        frontend::QUERY => "Query",
+        frontend::PARSE => "Parse",
+        frontend::BIND => "Bind",
+        frontend::DESCRIBE => "Describe/DataRow",
+        frontend::EXECUTE => "Execute/ErrorResponse",
+        frontend::CLOSE => "Close/CommandComplete",
+        frontend::SYNC => "Sync/ParameterStatus",
+        backend::AUTHENTICATION => "Authentication",
+        frontend::PASSWORD => "Password",
+        backend::BACKEND_KEY_DATA => "BackendKeyData",
+        backend::READY_FOR_QUERY => "ReadyForQuery",
         _ => "message",
     }
 }
@@ -208,8 +209,8 @@ pub fn backend_key_data(pid: i32, secret: &[u8]) -> Message {
     })
 }
 
-pub fn ready_for_query(status: u8) -> Message {
-    build(b'Z', |b| b.put_u8(status))
+pub fn ready_for_query(status: super::TxStatus) -> Message {
+    build(b'Z', |b| b.put_u8(status.byte()))
 }
 
 pub fn command_complete(tag: &str) -> Message {
@@ -378,9 +379,9 @@ pub fn read_error(m: &Message) -> Result<ErrorFields, ProtocolError> {
         }
         let value = r.cstr()?;
         match kind {
-            b'S' => e.severity = value.to_string(),
-            b'C' => e.code = value.to_string(),
-            b'M' => e.message = value.to_string(),
+            field::SEVERITY => e.severity = value.to_string(),
+            field::CODE => e.code = value.to_string(),
+            field::MESSAGE => e.message = value.to_string(),
             _ => {}
         }
     }

@@ -10,8 +10,10 @@ pub mod quote;
 pub mod rows;
 pub mod startup;
 pub mod stream;
+pub mod tag;
 pub mod tls_client;
 
 pub use codec::{MessageReader, MAX_STARTUP_PACKET};
 pub use error::ProtocolError;
 pub use message::Message;
+pub use tag::TxStatus;

@@ -4,6 +4,7 @@
 //! `Bytes` slices of the message. Nothing here knows about types beyond the raw fields.
 use super::error::ProtocolError;
 use super::message::{build, Message};
+use crate::net::tag::backend;
 use bytes::{BufMut, Bytes};
 
 /// Format code 0: text.
@@ -48,7 +49,7 @@ impl Field {
 
 /// Reads the fields of a RowDescription.
 pub fn read_row_description(m: &Message) -> Result<Vec<Field>, ProtocolError> {
-    if m.tag() != b'T' {
+    if m.tag() != backend::ROW_DESCRIPTION {
         return Err(ProtocolError::Malformed("RowDescription"));
     }
     let mut r = super::message::Reader::new(m.payload(), "RowDescription");
@@ -100,7 +101,7 @@ impl DataRow {
     /// Parses a DataRow message (tag `D`).
     pub fn parse(message: Message) -> Result<DataRow, ProtocolError> {
         const BAD: ProtocolError = ProtocolError::Malformed("DataRow");
-        if message.tag() != b'D' {
+        if message.tag() != backend::DATA_ROW {
             return Err(BAD);
         }
         let bytes = message.bytes();

@@ -11,6 +11,7 @@
 //! same settings.
 use crate::backend::server::{Server, ServerTarget};
 use crate::net::message::{self, Message};
+use crate::net::tag::backend;
 use crate::reshard::copy::{connect, postgres_error, server_err, CopyDataError, Destination};
 use crate::reshard::progress::Progress;
 use crate::router::copy::{CopyFormat, CopyOptions, CopySplitter, KeyError, KeyField};
@@ -252,7 +253,7 @@ impl Reader {
                 .await
                 .map_err(server_err(&self.addr, &self.sql))?;
             match m.tag() {
-                b'd' if error.is_none() => {
+                backend::COPY_DATA if error.is_none() => {
                     let data = m.payload();
                     bytes += data.len() as u64;
                     if let Err(e) = splitter.feed(data, &mut place, &mut buffers) {
@@ -271,7 +272,7 @@ impl Reader {
                         (reported_rows, reported_bytes) = (rows, bytes);
                     }
                 }
-                b'c' if error.is_none() => {
+                backend::COPY_DONE if error.is_none() => {
                     if let Err(e) = splitter.finish(&mut place, &mut buffers) {
                         error = Some(table_err(e.to_string()));
                         continue;
@@ -287,7 +288,7 @@ impl Reader {
                         buf.truncate(buf.len() - BINARY_TRAILER.len());
                     }
                 }
-                b'C' => {
+                backend::COMMAND_COMPLETE => {
                     source_rows = m
                         .reader()
                         .cstr()
@@ -295,12 +296,12 @@ impl Reader {
                         .and_then(|t| t.rsplit(' ').next()?.parse::<u64>().ok())
                         .unwrap_or(0);
                 }
-                b'E' => {
+                backend::ERROR_RESPONSE => {
                     error.get_or_insert(server_err(&self.addr, &self.sql)(postgres_error(
                         &self.addr, m,
                     )));
                 }
-                b'Z' => break,
+                backend::READY_FOR_QUERY => break,
                 _ => {}
             }
         }
@@ -411,8 +412,10 @@ impl Sink {
         loop {
             let m = server.read().await.map_err(server_err(&addr, sql))?;
             match m.tag() {
-                b'G' => break,
-                b'E' => return Err(server_err(&addr, sql)(postgres_error(&addr, m))),
+                backend::COPY_IN_RESPONSE => break,
+                backend::ERROR_RESPONSE => {
+                    return Err(server_err(&addr, sql)(postgres_error(&addr, m)))
+                }
                 _ => {}
             }
         }
@@ -470,8 +473,8 @@ impl Sink {
                 .await
                 .map_err(server_err(&self.addr, &ctx))?;
             match m.tag() {
-                b'E' => error = Some(postgres_error(&self.addr, m)),
-                b'Z' => break,
+                backend::ERROR_RESPONSE => error = Some(postgres_error(&self.addr, m)),
+                backend::READY_FOR_QUERY => break,
                 _ => {}
             }
         }

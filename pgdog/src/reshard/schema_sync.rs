@@ -13,6 +13,8 @@ use crate::backend::server::{Server, ServerError, ServerTarget};
 use crate::config::{Database, Settings};
 use crate::net::message::{self, read_error};
 use crate::net::quote::{ident as pattern_ident, literal};
+use crate::net::tag::backend;
+use crate::net::TxStatus;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -207,7 +209,7 @@ pub async fn query_rows(
     loop {
         let m = server.read().await?;
         match m.tag() {
-            b'D' => {
+            backend::DATA_ROW => {
                 let mut r = m.reader();
                 let n = r.i16().map_err(|e| proto(server.addr(), e))?;
                 let mut row = Vec::with_capacity(n.max(0) as usize);
@@ -222,17 +224,17 @@ pub async fn query_rows(
                 }
                 rows.push(row);
             }
-            b'E' => {
+            backend::ERROR_RESPONSE => {
                 error = Some(match read_error(&m) {
                     Ok(fields) => ServerError::Postgres(fields, m),
                     Err(e) => proto(server.addr(), e),
                 })
             }
-            b'Z' => {
-                server.status = m.payload().first().copied().unwrap_or(b'I');
+            backend::READY_FOR_QUERY => {
+                server.status = TxStatus::of(&m);
                 break;
             }
-            b'S' => server.record_parameter(&m),
+            backend::PARAMETER_STATUS => server.record_parameter(&m),
             _ => {}
         }
     }

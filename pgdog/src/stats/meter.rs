@@ -4,6 +4,8 @@
 //! also keeps the client's state in the clients table current.
 use super::clients::{ClientInfo, ClientState};
 use super::counters::{self, PoolStats};
+use crate::net::tag::frontend;
+use crate::net::TxStatus;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -69,7 +71,10 @@ impl Meter {
             self.client.set_state(ClientState::Active);
             self.client.touch();
         }
-        if matches!(tag, b'Q' | b'E' | b'F') {
+        if matches!(
+            tag,
+            frontend::QUERY | frontend::EXECUTE | frontend::FUNCTION_CALL
+        ) {
             self.queries += 1;
         }
     }
@@ -77,7 +82,7 @@ impl Meter {
     /// A ReadyForQuery went to the client: the request is over (and with status `I` the
     /// transaction).
     #[inline]
-    pub fn ready(&mut self, status: u8) {
+    pub fn ready(&mut self, status: TxStatus) {
         if let Some(start) = self.request_start.take() {
             let queries = std::mem::take(&mut self.queries);
             if queries > 0 {
@@ -89,7 +94,7 @@ impl Meter {
                 self.stats.query_time.observe(took);
             }
         }
-        if status == b'I' {
+        if status == TxStatus::Idle {
             if let Some(start) = self.xact_start.take() {
                 let took = start.elapsed();
                 self.stats.xact_count.fetch_add(1, Relaxed);

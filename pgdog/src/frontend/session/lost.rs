@@ -3,6 +3,7 @@
 use super::{Aborted, Expect, Session, SessionError};
 use crate::backend::ServerError;
 use crate::net::message;
+use crate::net::TxStatus;
 
 impl Session {
     /// A simple-protocol read whose replica died before answering anything: run it again on
@@ -21,7 +22,7 @@ impl Session {
         } else {
             // attach sent the error; the query still ends with ReadyForQuery.
             self.retry_header_sent = false;
-            self.send(&message::ready_for_query(b'I'));
+            self.send(&message::ready_for_query(crate::net::TxStatus::Idle));
             self.flush().await?;
         }
         Ok(())
@@ -59,7 +60,7 @@ impl Session {
             .take_while(|e| !matches!(e, Expect::Ready))
             .any(|e| !matches!(e, Expect::Synthetic(_)));
         let waiting = !self.expected.is_empty() || self.copy_in;
-        let in_tx = self.status != b'I' || self.may_begin || in_flight > 1;
+        let in_tx = self.status != TxStatus::Idle || self.may_begin || in_flight > 1;
         if let Some(s) = self.server.as_mut() {
             s.discard();
         }
@@ -77,7 +78,7 @@ impl Session {
         }
         if in_tx {
             let why = format!("{why}; the transaction is aborted: end it with ROLLBACK");
-            let status = b'E';
+            let status = TxStatus::Failed;
             if waiting {
                 for _ in 0..in_flight.max(1) {
                     self.send(&message::error("08006", &why));
@@ -94,10 +95,10 @@ impl Session {
         } else if waiting {
             self.send(&message::error("08006", &why));
             if in_flight > 0 {
-                self.send(&message::ready_for_query(b'I'));
+                self.send(&message::ready_for_query(crate::net::TxStatus::Idle));
             }
             self.skip_until_sync = in_flight == 0 || after_last_sync;
-            self.status = b'I';
+            self.status = TxStatus::Idle;
         } else if was_pinned {
             self.send(&message::error_response(
                 "NOTICE",

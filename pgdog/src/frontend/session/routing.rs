@@ -3,6 +3,7 @@
 use super::Session;
 use crate::config::PoolerMode;
 use crate::net::message::{self, read_parse, read_target};
+use crate::net::tag::{frontend, target};
 use crate::net::{Message, ProtocolError};
 use crate::router::read_write::{self, RoleHint};
 
@@ -51,10 +52,10 @@ impl Session {
             return Ok(false);
         }
         let named = match m.tag() {
-            b'P' => return Ok(self.wants_read(read_parse(m)?.query)),
-            b'B' => message::read_bind_names(m)?.1,
-            b'D' => match read_target(m)? {
-                (b'S', name) => name,
+            frontend::PARSE => return Ok(self.wants_read(read_parse(m)?.query)),
+            frontend::BIND => message::read_bind_names(m)?.1,
+            frontend::DESCRIBE => match read_target(m)? {
+                (target::STATEMENT, name) => name,
                 _ => "",
             },
             _ => "",

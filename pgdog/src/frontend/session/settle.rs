@@ -1,14 +1,18 @@
 //! SET / RESET applied to the client's parameters once the transaction that ran them is
 //! settled, or read back from the server when that is not certain.
 use super::{Session, SetChange};
+use crate::net::TxStatus;
 
 impl Session {
     /// Applies SET/RESET once their transaction is settled. A single SET outside a transaction
     /// that succeeded is certain; otherwise (transaction blocks, savepoints, multi-statement
     /// queries, errors, the extended protocol) the values are read back from the server before
     /// it is released (see `verify_settings`).
-    pub(super) fn settle_parameters(&mut self, status: u8) {
-        if status == b'T' || status == b'E' || !self.expected.is_empty() {
+    pub(super) fn settle_parameters(&mut self, status: TxStatus) {
+        if status == TxStatus::InTransaction
+            || status == TxStatus::Failed
+            || !self.expected.is_empty()
+        {
             return;
         }
         let failed = std::mem::take(&mut self.batch_failed);

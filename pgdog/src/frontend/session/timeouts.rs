@@ -2,6 +2,7 @@
 //! answers 57014), `idle_in_transaction_timeout` (FATAL 25P03; the server is rolled back and
 //! goes back to its pool) and `client_idle_timeout` (FATAL 57P05).
 use super::{Session, SessionError};
+use crate::net::TxStatus;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -74,7 +75,7 @@ impl Session {
     /// The next deadline, and whether the client is between transactions.
     pub(super) fn deadline(&self) -> (Deadline, bool) {
         let busy = !self.expected.is_empty();
-        let idle = !busy && self.status == b'I' && self.aborted.is_none();
+        let idle = !busy && self.status == TxStatus::Idle && self.aborted.is_none();
         let busy_since = if busy && !self.cancel_sent {
             Some(
                 self.meter

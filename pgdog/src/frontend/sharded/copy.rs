@@ -6,7 +6,9 @@
 use super::{ClientError, ShardedSession};
 use crate::net::message;
 use crate::net::quote::ident as quote_ident;
+use crate::net::tag::{backend, frontend};
 use crate::net::Message;
+use crate::net::TxStatus;
 use crate::router::copy::{
     parse_copy, CopyError, CopyFormat, CopySplitter, CopyStatement, KeyError, KeyField,
 };
@@ -145,11 +147,11 @@ impl ShardedSession {
             loop {
                 let m = server.read().await?;
                 match m.tag() {
-                    b'G' => {
+                    backend::COPY_IN_RESPONSE => {
                         copy_in_response.get_or_insert(m);
                         break;
                     }
-                    b'E' => {
+                    backend::ERROR_RESPONSE => {
                         let e = ClientError::from(crate::backend::ServerError::Postgres(
                             message::read_error(&m)
                                 .map_err(|e| ClientError::new("08P01", e.to_string()))?,
@@ -158,8 +160,8 @@ impl ShardedSession {
                         // Drain to ReadyForQuery, then stop the COPY on the shards that started.
                         loop {
                             let z = server.read().await?;
-                            if z.tag() == b'Z' {
-                                server.status = z.payload().first().copied().unwrap_or(b'I');
+                            if z.tag() == backend::READY_FOR_QUERY {
+                                server.status = TxStatus::of(&z);
                                 break;
                             }
                         }
@@ -213,7 +215,7 @@ impl ShardedSession {
                 }
             };
             match m.tag() {
-                b'd' => {
+                frontend::COPY_DATA => {
                     let data = &m.payload();
                     match splitter.as_mut() {
                         Some(sp) => {
@@ -233,7 +235,7 @@ impl ShardedSession {
                         }
                     }
                 }
-                b'c' => {
+                frontend::COPY_DONE => {
                     if let Some(sp) = splitter.as_mut() {
                         if let Err(e) = sp.finish(&mut place, &mut buffers) {
                             return Some(key_error(e));
@@ -241,7 +243,7 @@ impl ShardedSession {
                     }
                     return self.send_copy_data(&mut buffers).await.err();
                 }
-                b'f' => {
+                frontend::COPY_FAIL => {
                     let reason = m.reader().cstr().unwrap_or("").to_string();
                     return Some(ClientError::new(
                         "57014",
@@ -249,7 +251,7 @@ impl ShardedSession {
                     ));
                 }
                 // Flush and Sync are ignored during COPY, as Postgres does.
-                b'H' | b'S' => {}
+                frontend::FLUSH | frontend::SYNC => {}
                 other => {
                     return Some(ClientError::new(
                         "08P01",
@@ -290,7 +292,7 @@ impl ShardedSession {
                     }
                 };
                 match m.tag() {
-                    b'C' => {
+                    backend::COMMAND_COMPLETE => {
                         total += m
                             .reader()
                             .cstr()
@@ -298,7 +300,7 @@ impl ShardedSession {
                             .and_then(|t| t.rsplit(' ').next()?.parse::<u64>().ok())
                             .unwrap_or(0);
                     }
-                    b'E' => {
+                    backend::ERROR_RESPONSE => {
                         if let Ok(f) = message::read_error(&m) {
                             server_error.get_or_insert(ClientError {
                                 code: f.code,
@@ -307,8 +309,8 @@ impl ShardedSession {
                             });
                         }
                     }
-                    b'Z' => {
-                        server.status = m.payload().first().copied().unwrap_or(b'I');
+                    backend::READY_FOR_QUERY => {
+                        server.status = TxStatus::of(&m);
                         break;
                     }
                     _ => {}
@@ -382,8 +384,8 @@ impl ShardedSession {
             }
             loop {
                 match server.read().await {
-                    Ok(m) if m.tag() == b'Z' => {
-                        server.status = m.payload().first().copied().unwrap_or(b'I');
+                    Ok(m) if m.tag() == backend::READY_FOR_QUERY => {
+                        server.status = TxStatus::of(&m);
                         break;
                     }
                     Ok(_) => {}
@@ -424,12 +426,12 @@ impl ShardedSession {
                     }
                 };
                 match m.tag() {
-                    b'H' if !started => {
+                    backend::COPY_OUT_RESPONSE if !started => {
                         self.send(&m);
                         started = true;
                     }
-                    b'H' => {}
-                    b'd' => {
+                    backend::COPY_OUT_RESPONSE => {}
+                    backend::COPY_DATA => {
                         let data = m.payload();
                         let mut payload: &[u8] = data;
                         if first_data && i > 0 {
@@ -452,8 +454,8 @@ impl ShardedSession {
                             }
                         }
                     }
-                    b'c' => {}
-                    b'C' => {
+                    backend::COPY_DONE => {}
+                    backend::COMMAND_COMPLETE => {
                         total += m
                             .reader()
                             .cstr()
@@ -461,7 +463,7 @@ impl ShardedSession {
                             .and_then(|t| t.rsplit(' ').next()?.parse::<u64>().ok())
                             .unwrap_or(0);
                     }
-                    b'E' => {
+                    backend::ERROR_RESPONSE => {
                         if let Ok(f) = message::read_error(&m) {
                             error.get_or_insert(ClientError {
                                 code: f.code,
@@ -470,13 +472,13 @@ impl ShardedSession {
                             });
                         }
                     }
-                    b'Z' => {
+                    backend::READY_FOR_QUERY => {
                         if let Some(s) = self.servers[shard].as_mut() {
-                            s.status = m.payload().first().copied().unwrap_or(b'I');
+                            s.status = TxStatus::of(&m);
                         }
                         break;
                     }
-                    b'N' => self.send(&m),
+                    backend::NOTICE_RESPONSE => self.send(&m),
                     _ => {}
                 }
                 if self.out.len() > 64 * 1024 {

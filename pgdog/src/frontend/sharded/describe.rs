@@ -4,6 +4,8 @@
 use super::{ClientError, ShardedSession, Statement};
 use crate::frontend::prepared;
 use crate::net::message;
+use crate::net::tag::{backend, frontend, target};
+use crate::net::TxStatus;
 use bytes::BytesMut;
 
 impl ShardedSession {
@@ -45,7 +47,9 @@ impl ShardedSession {
             server.prepared.insert(p.id);
             parsed_now = true;
         }
-        buf.extend_from_slice(message::target(b'D', b'S', p.server_name()).bytes());
+        buf.extend_from_slice(
+            message::target(frontend::DESCRIBE, target::STATEMENT, p.server_name()).bytes(),
+        );
         buf.extend_from_slice(message::sync().bytes());
         if let Err(e) = server.write_raw(&buf).await {
             return Err(self.lose(shard, &e));
@@ -59,7 +63,7 @@ impl ShardedSession {
                 Err(e) => return Err(self.lose(shard, &e)),
             };
             match m.tag() {
-                b't' => {
+                backend::PARAMETER_DESCRIPTION => {
                     let mut r = m.reader();
                     let n = r.i16().unwrap_or(0).max(0);
                     types = (0..n).map_while(|_| r.i32().ok()).collect();
@@ -67,8 +71,10 @@ impl ShardedSession {
                     types.truncate(types.len().saturating_sub(st.generated));
                     self.send(&message::parameter_description(&types));
                 }
-                b'T' | b'n' | b'N' => self.send(&m),
-                b'E' => {
+                backend::ROW_DESCRIPTION | backend::NO_DATA | backend::NOTICE_RESPONSE => {
+                    self.send(&m)
+                }
+                backend::ERROR_RESPONSE => {
                     if let Ok(f) = message::read_error(&m) {
                         error = Some(ClientError {
                             code: f.code,
@@ -77,9 +83,9 @@ impl ShardedSession {
                         });
                     }
                 }
-                b'Z' => {
+                backend::READY_FOR_QUERY => {
                     if let Some(s) = self.servers[shard].as_mut() {
-                        s.status = m.payload().first().copied().unwrap_or(b'I');
+                        s.status = TxStatus::of(&m);
                         if error.is_some() && parsed_now {
                             s.prepared.remove(&p.id);
                         }

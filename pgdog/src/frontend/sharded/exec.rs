@@ -7,7 +7,9 @@ use crate::frontend::prepared;
 use crate::merge::{CrossShardPlan, MergePlan, Merger};
 use crate::net::bind::Bind;
 use crate::net::message::{self, read_error};
+use crate::net::tag::{backend, frontend, target};
 use crate::net::Message;
+use crate::net::TxStatus;
 use crate::router::Route;
 use bytes::BytesMut;
 use std::sync::Arc;
@@ -220,7 +222,9 @@ impl ShardedSession {
                         // The merger needs the shards' RowDescription even when the client
                         // did not ask for one (it is then not forwarded).
                         if *describe || plan.is_some() {
-                            buf.extend_from_slice(message::target(b'D', b'P', "").bytes());
+                            buf.extend_from_slice(
+                                message::target(frontend::DESCRIBE, target::PORTAL, "").bytes(),
+                            );
                         }
                         buf.extend_from_slice(execute_all().bytes());
                         buf.extend_from_slice(message::sync().bytes());
@@ -304,9 +308,9 @@ impl ShardedSession {
         let shard = c.shards[idx];
         let merge_error = |e: crate::merge::MergeError| ClientError::new(e.code(), e.to_string());
         match m.tag() {
-            b'1' => c.parse_ok[idx] = true,
-            b'2' | b'3' | b's' => {}
-            b'T' => {
+            backend::PARSE_COMPLETE => c.parse_ok[idx] = true,
+            backend::BIND_COMPLETE | backend::CLOSE_COMPLETE | backend::PORTAL_SUSPENDED => {}
+            backend::ROW_DESCRIPTION => {
                 if let Some(mg) = c.merger.as_mut() {
                     match mg.row_description(idx, &m) {
                         Ok(Some(rd)) if c.describe => self.send(&rd),
@@ -320,13 +324,13 @@ impl ShardedSession {
                 }
                 c.described = true;
             }
-            b'n' => {
+            backend::NO_DATA => {
                 if c.describe && !c.described {
                     self.send(&m);
                 }
                 c.described = true;
             }
-            b'D' => match c.merger.as_mut() {
+            backend::DATA_ROW => match c.merger.as_mut() {
                 Some(mg) => {
                     if let Err(e) = mg.row(idx, m) {
                         c.error.get_or_insert(merge_error(e));
@@ -335,7 +339,7 @@ impl ShardedSession {
                 None if c.keep_rows => self.send(&m),
                 None => {}
             },
-            b'C' => {
+            backend::COMMAND_COMPLETE => {
                 if let Some(mg) = c.merger.as_mut() {
                     mg.shard_done(idx);
                 }
@@ -343,8 +347,8 @@ impl ShardedSession {
                     c.tag_parts.push(tag.to_string());
                 }
             }
-            b'I' => c.empty_query = true,
-            b'E' => {
+            backend::EMPTY_QUERY_RESPONSE => c.empty_query = true,
+            backend::ERROR_RESPONSE => {
                 let e = match read_error(&m) {
                     Ok(f) => ClientError {
                         code: f.code,
@@ -362,19 +366,21 @@ impl ShardedSession {
                 }
                 c.error.get_or_insert(e);
             }
-            b'N' | b'A' => self.send(&m),
-            b'S' => {
+            backend::NOTICE_RESPONSE | backend::NOTIFICATION_RESPONSE => self.send(&m),
+            backend::PARAMETER_STATUS => {
                 if let Some(s) = self.servers[shard].as_mut() {
                     s.record_parameter(&m);
                 }
             }
-            b'Z' => {
+            backend::READY_FOR_QUERY => {
                 if let Some(s) = self.servers[shard].as_mut() {
-                    s.status = m.payload().first().copied().unwrap_or(b'I');
+                    s.status = TxStatus::of(&m);
                 }
                 return true;
             }
-            b'G' | b'H' | b'W' => {
+            backend::COPY_IN_RESPONSE
+            | backend::COPY_OUT_RESPONSE
+            | backend::COPY_BOTH_RESPONSE => {
                 // COPY started by a statement we did not see as COPY.
                 c.error.get_or_insert(ClientError::new(
                     "0A000",

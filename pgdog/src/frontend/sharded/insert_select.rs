@@ -9,6 +9,7 @@ use super::{exec, ClientError, ShardedSession};
 use crate::backend::unique_id;
 use crate::net::message;
 use crate::net::rows::DataRow;
+use crate::net::tag::backend;
 use crate::net::Message;
 use crate::router::insert::{self, InsertPart};
 use crate::router::{Parsed, Route, RouterError};
@@ -100,7 +101,7 @@ impl ShardedSession {
         let mut rows = Vec::new();
         for m in messages {
             match m.tag() {
-                b'D' => {
+                backend::DATA_ROW => {
                     let r =
                         DataRow::parse(m).map_err(|e| ClientError::new("08P01", e.to_string()))?;
                     rows.push(
@@ -109,7 +110,7 @@ impl ShardedSession {
                             .collect(),
                     );
                 }
-                b'N' => self.send(&m),
+                backend::NOTICE_RESPONSE => self.send(&m),
                 _ => {}
             }
         }
@@ -200,12 +201,12 @@ impl ShardedSession {
         let mut described = false;
         for m in messages {
             match (m.tag(), describe) {
-                (b'T', Some(false)) => {}
-                (b'T', _) => {
+                (backend::ROW_DESCRIPTION, Some(false)) => {}
+                (backend::ROW_DESCRIPTION, _) => {
                     described = true;
                     self.send(&m);
                 }
-                (b'C', Some(true)) if !described => {
+                (backend::COMMAND_COMPLETE, Some(true)) if !described => {
                     self.send(&message::empty(b'n'));
                     self.send(&m);
                 }

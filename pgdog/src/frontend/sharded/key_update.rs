@@ -11,6 +11,7 @@ use crate::net::bind::Bind;
 use crate::net::message;
 use crate::net::quote::ident as quote_ident;
 use crate::net::rows::{read_row_description, row_description, DataRow, Field};
+use crate::net::tag::backend;
 use crate::net::Message;
 use crate::router::schema::TableSharding;
 use crate::router::{Params, Route, RouterError};
@@ -183,21 +184,21 @@ impl ShardedSession {
         let bad = |e: crate::net::ProtocolError| ClientError::new("08P01", e.to_string());
         for m in messages {
             match m.tag() {
-                b'T' => {
+                backend::ROW_DESCRIPTION => {
                     let mut fields = read_row_description(&m).map_err(bad)?;
                     split = fields.iter().position(|f| f.name == SPLIT).unwrap_or(0);
                     updated.table_fields = fields.split_off(split + 1);
                     fields.pop();
                     updated.client_fields = fields;
                 }
-                b'D' => {
+                backend::DATA_ROW => {
                     let row = DataRow::parse(m).map_err(bad)?;
                     let whole = (split + 1..row.len())
                         .map(|i| row.get(i).map(|v| String::from_utf8_lossy(v).into_owned()))
                         .collect();
                     updated.rows.push((row.truncated(split), whole));
                 }
-                b'C' => {
+                backend::COMMAND_COMPLETE => {
                     let tag = m.reader().cstr().map_err(bad)?.to_string();
                     updated.count += tag
                         .rsplit(' ')
@@ -205,7 +206,7 @@ impl ShardedSession {
                         .and_then(|n| n.parse::<u64>().ok())
                         .unwrap_or(0);
                 }
-                b'N' => self.send(&m),
+                backend::NOTICE_RESPONSE => self.send(&m),
                 _ => {}
             }
         }

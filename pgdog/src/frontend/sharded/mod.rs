@@ -24,6 +24,8 @@ use crate::config::PoolerMode;
 use crate::net::bind::read_bind;
 use crate::net::message::{self, read_parse, read_target};
 use crate::net::stream::Stream;
+use crate::net::tag::{backend, frontend, target};
+use crate::net::TxStatus;
 use crate::net::{Message, MessageReader, ProtocolError};
 use crate::router::read_write::{self, RoleHint};
 use crate::router::route::Overrides;
@@ -132,7 +134,7 @@ pub struct ShardedSession {
     /// SELECT's rows so).
     captured: Option<Vec<Message>>,
     /// Transaction status the client sees.
-    status: u8,
+    status: TxStatus,
     tx: Option<Tx>,
     overrides: Overrides,
     statements: HashMap<String, Statement>,
@@ -190,7 +192,7 @@ impl ShardedSession {
             role_hint: None,
             out: BytesMut::with_capacity(1024),
             captured: None,
-            status: b'I',
+            status: TxStatus::Idle,
             tx: None,
             overrides: Overrides::default(),
             statements: HashMap::new(),
@@ -241,7 +243,7 @@ impl ShardedSession {
     async fn serve(&mut self) -> Result<(), SessionError> {
         loop {
             while let Some(m) = self.reader.try_next()? {
-                if m.tag() == b'X' {
+                if m.tag() == frontend::TERMINATE {
                     return Ok(());
                 }
                 self.meter.received(m.len());
@@ -271,7 +273,7 @@ impl ShardedSession {
     /// Reads more from the client, unless an idle timeout, KILL or the shutdown comes first.
     async fn wait_for_client(&mut self) -> Result<(), SessionError> {
         use super::session::timeouts::{far_future, idle_error, next_deadline, stopped};
-        let idle = self.tx.is_none() && self.status == b'I';
+        let idle = self.tx.is_none() && self.status == TxStatus::Idle;
         let deadline = next_deadline(None, !idle, self.meter.last_message());
         let client = self.meter.client().clone();
         let timer = tokio::time::sleep_until(deadline.map_or_else(far_future, |d| d.0));
@@ -298,7 +300,7 @@ impl ShardedSession {
             kept.push(m.clone());
             return;
         }
-        if m.tag() == b'E' {
+        if m.tag() == backend::ERROR_RESPONSE {
             crate::stats::error_response(m);
         }
         self.out.extend_from_slice(m.bytes());
@@ -322,7 +324,7 @@ impl ShardedSession {
 
     async fn client_message(&mut self, m: Message) -> Result<(), SessionError> {
         if self.skip_until_sync {
-            if m.tag() == b'S' {
+            if m.tag() == frontend::SYNC {
                 self.skip_until_sync = false;
                 self.end_of_request().await;
                 self.ready();
@@ -330,7 +332,7 @@ impl ShardedSession {
             return Ok(());
         }
         match m.tag() {
-            b'Q' => {
+            frontend::QUERY => {
                 let sql = message::read_query(&m)?.to_string();
                 match self.pass_gate().await {
                     Ok(()) => self.simple_query(&sql).await?,
@@ -339,27 +341,27 @@ impl ShardedSession {
                 self.end_of_request().await;
                 self.ready();
             }
-            b'P' => self.parse(&m)?,
-            b'B' => self.bind(m)?,
-            b'D' => self.describe(&m).await?,
-            b'E' => self.execute(&m).await?,
-            b'C' => {
+            frontend::PARSE => self.parse(&m)?,
+            frontend::BIND => self.bind(m)?,
+            frontend::DESCRIBE => self.describe(&m).await?,
+            frontend::EXECUTE => self.execute(&m).await?,
+            frontend::CLOSE => {
                 let (kind, name) = read_target(&m)?;
-                if kind == b'S' {
+                if kind == target::STATEMENT {
                     self.statements.remove(name);
                 } else {
                     self.portals.remove(name);
                 }
                 self.send(&message::close_complete());
             }
-            b'H' => {}
-            b'S' => {
+            frontend::FLUSH => {}
+            frontend::SYNC => {
                 self.end_of_request().await;
                 self.ready();
             }
             // CopyData/CopyDone/CopyFail outside COPY: ignored, as Postgres does.
-            b'd' | b'c' | b'f' => {}
-            b'F' => {
+            frontend::COPY_DATA | frontend::COPY_DONE | frontend::COPY_FAIL => {}
+            frontend::FUNCTION_CALL => {
                 self.fail(ClientError::new(
                     "0A000",
                     "the function call protocol is not supported on sharded databases",
@@ -375,7 +377,7 @@ impl ShardedSession {
     fn fail(&mut self, e: ClientError) {
         self.send(&e.message());
         if self.tx.is_some() {
-            self.status = b'E';
+            self.status = TxStatus::Failed;
         }
     }
 
@@ -429,7 +431,7 @@ impl ShardedSession {
             if let Err(e) = result {
                 self.fail(e);
             }
-            self.status = b'I';
+            self.status = TxStatus::Idle;
         }
         Ok(())
     }
@@ -442,7 +444,7 @@ impl ShardedSession {
         sql: &str,
     ) -> Result<(), ClientError> {
         let st = &parsed.statements[i];
-        if self.status == b'E' && !tx::ends_transaction(&st.kind) {
+        if self.status == TxStatus::Failed && !tx::ends_transaction(&st.kind) {
             return Err(tx::aborted());
         }
         if let Some(tag) = self.session_statement(parsed, i, sql).await? {
@@ -567,7 +569,7 @@ impl ShardedSession {
 
     async fn describe(&mut self, m: &Message) -> Result<(), SessionError> {
         let (kind, name) = read_target(m)?;
-        if kind == b'P' {
+        if kind == target::PORTAL {
             match self.portals.get_mut(name) {
                 Some(p) => p.describe = true,
                 None => self.fail_extended(ClientError::new(
@@ -636,7 +638,7 @@ impl ShardedSession {
             return Ok(());
         }
         let st = &parsed.statements[0];
-        if self.status == b'E' && !tx::ends_transaction(&st.kind) {
+        if self.status == TxStatus::Failed && !tx::ends_transaction(&st.kind) {
             return Err(tx::aborted());
         }
         if portal.statement.param_types.is_empty() || st.max_param == 0 {
@@ -781,7 +783,7 @@ impl ShardedSession {
         if self.on_replica[shard] && !read && !begun {
             // A write needs the primary: the replica's connection goes back.
             if let Some(mut old) = self.servers[shard].take() {
-                if old.status != b'I' {
+                if old.status != TxStatus::Idle {
                     old.discard();
                 }
             }
@@ -887,7 +889,7 @@ impl ShardedSession {
         self.cancel.others.lock().clear();
         for s in self.servers.iter_mut() {
             if let Some(server) = s.as_mut() {
-                if server.status != b'I' {
+                if server.status != TxStatus::Idle {
                     server.discard();
                 }
             }
@@ -929,7 +931,7 @@ impl ShardedSession {
         if let Some(t) = self.tx.as_mut() {
             t.begun[shard] = false;
             t.lost = true;
-            self.status = b'E';
+            self.status = TxStatus::Failed;
         }
         ClientError::new(
             "08006",
@@ -946,7 +948,7 @@ impl ShardedSession {
                 continue;
             };
             let mut ok = true;
-            if server.status != b'I' {
+            if server.status != TxStatus::Idle {
                 ok = server.execute("ROLLBACK").await.is_ok();
             }
             if ok && reset {
@@ -954,7 +956,7 @@ impl ShardedSession {
                 server.prepared.clear();
                 server.set_settings(Default::default());
             }
-            if !ok || server.status != b'I' {
+            if !ok || server.status != TxStatus::Idle {
                 server.discard();
             }
         }

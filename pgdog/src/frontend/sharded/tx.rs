@@ -6,6 +6,7 @@
 use super::{ClientError, ShardedSession};
 use crate::backend::twophase;
 use crate::frontend::statements::{self, SetChange};
+use crate::net::TxStatus;
 use pg_query_raw::router::{Const, Statement, StatementKind, Transaction};
 
 /// An open transaction.
@@ -75,7 +76,7 @@ impl ShardedSession {
                     ));
                 } else {
                     self.tx = Some(Tx::new(sql, false, self.shards.len()));
-                    self.status = b'T';
+                    self.status = TxStatus::InTransaction;
                 }
                 Ok("BEGIN".into())
             }
@@ -88,7 +89,7 @@ impl ShardedSession {
                     ));
                     return Ok("COMMIT".into());
                 }
-                if self.status == b'E' {
+                if self.status == TxStatus::Failed {
                     self.rollback().await?;
                     return Ok("ROLLBACK".into());
                 }
@@ -142,7 +143,7 @@ impl ShardedSession {
                     return Err(e);
                 }
                 if matches!(t, Transaction::RollbackTo(_)) {
-                    self.status = b'T';
+                    self.status = TxStatus::InTransaction;
                 }
                 Ok(match t {
                     Transaction::Savepoint(_) => "SAVEPOINT",
@@ -215,7 +216,7 @@ impl ShardedSession {
         } else {
             self.rollback().await
         };
-        self.status = b'I';
+        self.status = TxStatus::Idle;
         let value = result?;
         end.map(|()| value)
     }
@@ -224,7 +225,7 @@ impl ShardedSession {
         let Some(tx) = self.tx.take() else {
             return Ok(());
         };
-        self.status = b'I';
+        self.status = TxStatus::Idle;
         let begun: Vec<usize> = (0..tx.begun.len()).filter(|s| tx.begun[*s]).collect();
         let result = if self.two_phase && begun.len() > 1 {
             self.commit_two_phase(&begun).await
@@ -308,7 +309,7 @@ impl ShardedSession {
                 Some(server) => {
                     let sql = format!("{}; COMMIT", twophase::decision_sql(txn));
                     match server.execute(&sql).await {
-                        Ok(()) if server.status == b'I' => decided = true,
+                        Ok(()) if server.status == TxStatus::Idle => decided = true,
                         Ok(()) => {
                             failure = Some(ClientError::new(
                                 "40000",
@@ -359,7 +360,7 @@ impl ShardedSession {
                 server
                     .execute(&format!("{verb} PREPARED '{}'", gid(shard)))
                     .await
-            } else if server.status != b'I' {
+            } else if server.status != TxStatus::Idle {
                 server.execute("ROLLBACK").await
             } else {
                 Ok(())
@@ -388,7 +389,7 @@ impl ShardedSession {
         let Some(tx) = self.tx.take() else {
             return Ok(());
         };
-        self.status = b'I';
+        self.status = TxStatus::Idle;
         let begun: Vec<usize> = (0..tx.begun.len()).filter(|s| tx.begun[*s]).collect();
         for shard in begun.iter().copied() {
             if let Some(server) = self.servers[shard].as_mut() {

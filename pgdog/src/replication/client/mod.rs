@@ -21,6 +21,8 @@ pub use stream::{Progress, ReplicationEvent};
 
 use crate::backend::{CancelKey, Server, ServerError, ServerTarget};
 use crate::net::message::{self, read_error, Message, Reader};
+use crate::net::tag::backend;
+use crate::net::TxStatus;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -234,15 +236,15 @@ impl ReplicationClient {
         loop {
             let m = self.server.read().await.map_err(wrap)?;
             match m.tag() {
-                b'W' => break,
-                b'E' => error = Some(postgres_error(m)),
-                b'Z' => {
+                backend::COPY_BOTH_RESPONSE => break,
+                backend::ERROR_RESPONSE => error = Some(postgres_error(m)),
+                backend::READY_FOR_QUERY => {
                     return Err(wrap(error.unwrap_or(ServerError::Protocol {
                         addr: addr.clone(),
                         error: crate::net::ProtocolError::Malformed("START_REPLICATION reply"),
                     })))
                 }
-                b'N' | b'S' => {}
+                backend::NOTICE_RESPONSE | backend::PARAMETER_STATUS => {}
                 other => {
                     return Err(ReplicationError::Unexpected {
                         command: command.clone(),
@@ -320,7 +322,7 @@ impl ReplicationClient {
                 },
             };
             match m.tag() {
-                b'd' => {
+                backend::COPY_DATA => {
                     let event = stream::parse_copy_data(&m).map_err(|what| {
                         self.malformed(self.streaming.as_deref().unwrap_or(""), what)
                     })?;
@@ -338,26 +340,28 @@ impl ReplicationClient {
                         return Ok(event);
                     }
                 }
-                b'c' => {
+                backend::COPY_DONE => {
                     // The server ends the stream: finish our side and wait for the end.
                     let _ = self.server.write(&stream::copy_done()).await;
                     self.drain().await?;
                     return Ok(None);
                 }
-                b'C' => {
+                backend::COMMAND_COMPLETE => {
                     // The stream ended without a CopyDone of its own: the command is over.
                     self.drain().await?;
                     return Ok(None);
                 }
-                b'E' => {
+                backend::ERROR_RESPONSE => {
                     let source = postgres_error(m);
                     self.streaming = None;
                     // Drain to ReadyForQuery when the connection survived the error.
                     let _ = self.drain().await;
                     return Err(self.stream_error(source));
                 }
-                b'N' => tracing::info!("{}: notice during replication", self.addr()),
-                b'S' => self.server.record_parameter(&m),
+                backend::NOTICE_RESPONSE => {
+                    tracing::info!("{}: notice during replication", self.addr())
+                }
+                backend::PARAMETER_STATUS => self.server.record_parameter(&m),
                 other => {
                     return Err(ReplicationError::Unexpected {
                         command: self.streaming.clone().unwrap_or_default(),
@@ -398,8 +402,8 @@ impl ReplicationClient {
                 .await
                 .map_err(|source| self.stream_error(source))?;
             match m.tag() {
-                b'E' => error = Some(postgres_error(m)),
-                b'Z' => break,
+                backend::ERROR_RESPONSE => error = Some(postgres_error(m)),
+                backend::READY_FOR_QUERY => break,
                 _ => {}
             }
         }
@@ -473,15 +477,17 @@ async fn read_rows(server: &mut Server) -> Result<Rows, ServerError> {
     loop {
         let m = server.read().await?;
         match m.tag() {
-            b'T' => rows.clear(),
-            b'D' => rows.push(data_row(&m).map_err(|error| ServerError::Protocol {
-                addr: server.addr().to_string(),
-                error,
-            })?),
-            b'E' => error = Some(postgres_error(m)),
-            b'S' => server.record_parameter(&m),
-            b'Z' => {
-                server.status = m.payload().first().copied().unwrap_or(b'I');
+            backend::ROW_DESCRIPTION => rows.clear(),
+            backend::DATA_ROW => {
+                rows.push(data_row(&m).map_err(|error| ServerError::Protocol {
+                    addr: server.addr().to_string(),
+                    error,
+                })?)
+            }
+            backend::ERROR_RESPONSE => error = Some(postgres_error(m)),
+            backend::PARAMETER_STATUS => server.record_parameter(&m),
+            backend::READY_FOR_QUERY => {
+                server.status = TxStatus::of(&m);
                 break;
             }
             _ => {}

@@ -2,6 +2,7 @@
 //! keepalive (`k`) read from CopyData messages, Standby Status Update (`r`) written as one.
 //! Pure functions over [`Message`]s: no I/O here.
 use crate::net::message::{self, Message, Reader};
+use crate::net::tag::frontend;
 use bytes::{BufMut, Bytes};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -10,6 +11,11 @@ const POSTGRES_EPOCH_UNIX_MICROS: i64 = 946_684_800_000_000;
 
 /// Header length of an XLogData inside CopyData: tag (1) + length (4) + `w` (1) + 3 × 8.
 const XLOG_HEADER: usize = 5 + 1 + 24;
+/// The messages inside the CopyBoth stream: XLogData and primary keepalive from the server,
+/// standby status update from us.
+const XLOG_DATA: u8 = b'w';
+const PRIMARY_KEEPALIVE: u8 = b'k';
+const STANDBY_STATUS_UPDATE: u8 = b'r';
 
 /// One thing the server sent on a replication stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +55,7 @@ pub fn parse_copy_data(m: &Message) -> Result<Option<ReplicationEvent>, &'static
         Ok(u64::from_be_bytes(a))
     };
     match kind {
-        b'w' => {
+        XLOG_DATA => {
             if m.len() < XLOG_HEADER {
                 return Err("XLogData");
             }
@@ -63,7 +69,7 @@ pub fn parse_copy_data(m: &Message) -> Result<Option<ReplicationEvent>, &'static
                 data: m.bytes().slice(XLOG_HEADER..),
             }))
         }
-        b'k' => {
+        PRIMARY_KEEPALIVE => {
             let wal_end = u64_of(&mut r).map_err(|_| "primary keepalive")?;
             let send_time = u64_of(&mut r).map_err(|_| "primary keepalive")? as i64;
             let reply = r.u8().map_err(|_| "primary keepalive")?;
@@ -89,8 +95,8 @@ pub struct Progress {
 
 /// A Standby Status Update (`r`) in a CopyData message.
 pub fn status_update(p: Progress, now: i64, reply_requested: bool) -> Message {
-    message::build(b'd', |b| {
-        b.put_u8(b'r');
+    message::build(frontend::COPY_DATA, |b| {
+        b.put_u8(STANDBY_STATUS_UPDATE);
         b.put_u64(p.written);
         b.put_u64(p.flushed);
         b.put_u64(p.applied);
@@ -101,7 +107,7 @@ pub fn status_update(p: Progress, now: i64, reply_requested: bool) -> Message {
 
 /// CopyDone: ends our side of the CopyBoth.
 pub fn copy_done() -> Message {
-    message::empty(b'c')
+    message::empty(frontend::COPY_DONE)
 }
 
 /// Now, in microseconds since 2000-01-01 UTC.

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use bytes::Bytes;
 
 use super::error::{DecodeError, Reason};
-use super::message::{LogicalMessage, Relation};
+use super::message::{kind, LogicalMessage, Relation};
 use super::parse;
 use super::reader::Reader;
 
@@ -91,31 +91,40 @@ impl Decoder {
         self.check_allowed(kind)?;
         // Changes inside a streamed segment carry the (sub)transaction's xid first.
         let xid = match (self.stream, kind) {
-            (Some(_), b'R' | b'Y' | b'I' | b'U' | b'D' | b'T' | b'M') => {
-                Some(r.u32("streamed transaction xid")?)
-            }
+            (
+                Some(_),
+                kind::RELATION
+                | kind::TYPE
+                | kind::INSERT
+                | kind::UPDATE
+                | kind::DELETE
+                | kind::TRUNCATE
+                | kind::MESSAGE,
+            ) => Some(r.u32("streamed transaction xid")?),
             _ => None,
         };
         let message = match kind {
-            b'B' => parse::begin(&mut r)?,
-            b'C' => parse::commit(&mut r)?,
-            b'O' => parse::origin(&mut r)?,
-            b'R' => parse::relation(&mut r, xid)?,
-            b'Y' => parse::type_(&mut r, xid)?,
-            b'I' => parse::insert(&mut r, xid, &self.relations)?,
-            b'U' => parse::update(&mut r, xid, &self.relations)?,
-            b'D' => parse::delete(&mut r, xid, &self.relations)?,
-            b'T' => parse::truncate(&mut r, xid, &self.relations)?,
-            b'M' => parse::message(&mut r, xid)?,
-            b'S' => parse::stream_start(&mut r)?,
-            b'E' => LogicalMessage::StreamStop,
-            b'c' => parse::stream_commit(&mut r)?,
-            b'A' => parse::stream_abort(&mut r, self.proto_version >= PARALLEL_STREAM_VERSION)?,
-            b'b' => parse::begin_prepare(&mut r)?,
-            b'P' => LogicalMessage::Prepare(parse::prepare(&mut r)?),
-            b'K' => parse::commit_prepared(&mut r)?,
-            b'r' => parse::rollback_prepared(&mut r)?,
-            b'p' => LogicalMessage::StreamPrepare(parse::prepare(&mut r)?),
+            kind::BEGIN => parse::begin(&mut r)?,
+            kind::COMMIT => parse::commit(&mut r)?,
+            kind::ORIGIN => parse::origin(&mut r)?,
+            kind::RELATION => parse::relation(&mut r, xid)?,
+            kind::TYPE => parse::type_(&mut r, xid)?,
+            kind::INSERT => parse::insert(&mut r, xid, &self.relations)?,
+            kind::UPDATE => parse::update(&mut r, xid, &self.relations)?,
+            kind::DELETE => parse::delete(&mut r, xid, &self.relations)?,
+            kind::TRUNCATE => parse::truncate(&mut r, xid, &self.relations)?,
+            kind::MESSAGE => parse::message(&mut r, xid)?,
+            kind::STREAM_START => parse::stream_start(&mut r)?,
+            kind::STREAM_STOP => LogicalMessage::StreamStop,
+            kind::STREAM_COMMIT => parse::stream_commit(&mut r)?,
+            kind::STREAM_ABORT => {
+                parse::stream_abort(&mut r, self.proto_version >= PARALLEL_STREAM_VERSION)?
+            }
+            kind::BEGIN_PREPARE => parse::begin_prepare(&mut r)?,
+            kind::PREPARE => LogicalMessage::Prepare(parse::prepare(&mut r)?),
+            kind::COMMIT_PREPARED => parse::commit_prepared(&mut r)?,
+            kind::ROLLBACK_PREPARED => parse::rollback_prepared(&mut r)?,
+            kind::STREAM_PREPARE => LogicalMessage::StreamPrepare(parse::prepare(&mut r)?),
             other => return Err(Reason::other(format!("unknown message type 0x{other:02X}"))),
         };
         r.finish()?;
@@ -136,19 +145,33 @@ impl Decoder {
         // Streaming changes the layout of other messages (leading xid), so it must match the
         // version. Two-phase messages are not gated: a slot created with two_phase sends them
         // whatever proto_version says (seen with PostgreSQL 18 and proto_version 2).
-        if matches!(kind, b'S' | b'E' | b'c' | b'A') && self.proto_version < STREAM_VERSION {
+        if matches!(
+            kind,
+            kind::STREAM_START | kind::STREAM_STOP | kind::STREAM_COMMIT | kind::STREAM_ABORT
+        ) && self.proto_version < STREAM_VERSION
+        {
             return Err(Reason::other(format!(
                 "streaming messages need protocol version {STREAM_VERSION}, the stream uses {}",
                 self.proto_version
             )));
         }
         match (self.stream, kind) {
-            (Some(xid), b'B' | b'C' | b'S' | b'c' | b'A' | b'b' | b'P' | b'K' | b'r' | b'p') => {
-                Err(Reason::other(format!(
-                    "not allowed inside the streamed segment of xid {xid} (missing Stream Stop)"
-                )))
-            }
-            (None, b'E') => Err(Reason::other("Stream Stop without Stream Start")),
+            (
+                Some(xid),
+                kind::BEGIN
+                | kind::COMMIT
+                | kind::STREAM_START
+                | kind::STREAM_COMMIT
+                | kind::STREAM_ABORT
+                | kind::BEGIN_PREPARE
+                | kind::PREPARE
+                | kind::COMMIT_PREPARED
+                | kind::ROLLBACK_PREPARED
+                | kind::STREAM_PREPARE,
+            ) => Err(Reason::other(format!(
+                "not allowed inside the streamed segment of xid {xid} (missing Stream Stop)"
+            ))),
+            (None, kind::STREAM_STOP) => Err(Reason::other("Stream Stop without Stream Start")),
             _ => Ok(()),
         }
     }

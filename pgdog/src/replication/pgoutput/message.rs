@@ -9,6 +9,44 @@ use bytes::Bytes;
 /// `TimestampTz`, microseconds since 2000-01-01 UTC (format with [`super::format_timestamp`]).
 /// `xid: Option<u32>` on changes is the streamed transaction's xid, present only between
 /// Stream Start and Stream Stop (protocol 2+).
+/// pgoutput message kinds (the first byte of each logical replication message).
+pub mod kind {
+    pub const BEGIN: u8 = b'B';
+    pub const COMMIT: u8 = b'C';
+    pub const ORIGIN: u8 = b'O';
+    pub const RELATION: u8 = b'R';
+    pub const TYPE: u8 = b'Y';
+    pub const INSERT: u8 = b'I';
+    pub const UPDATE: u8 = b'U';
+    pub const DELETE: u8 = b'D';
+    pub const TRUNCATE: u8 = b'T';
+    pub const MESSAGE: u8 = b'M';
+    pub const STREAM_START: u8 = b'S';
+    pub const STREAM_STOP: u8 = b'E';
+    pub const STREAM_COMMIT: u8 = b'c';
+    pub const STREAM_ABORT: u8 = b'A';
+    pub const BEGIN_PREPARE: u8 = b'b';
+    pub const PREPARE: u8 = b'P';
+    pub const COMMIT_PREPARED: u8 = b'K';
+    pub const ROLLBACK_PREPARED: u8 = b'r';
+    pub const STREAM_PREPARE: u8 = b'p';
+}
+
+/// Markers inside pgoutput messages: tuples (new, key, old) and column values.
+pub mod marker {
+    /// A new tuple follows (Insert, Update).
+    pub const NEW: u8 = b'N';
+    /// The old tuple's replica identity key follows (Update, Delete).
+    pub const KEY: u8 = b'K';
+    /// The whole old tuple follows (REPLICA IDENTITY FULL).
+    pub const OLD: u8 = b'O';
+    /// Column value kinds: NULL, unchanged TOAST, text, binary.
+    pub const NULL: u8 = b'n';
+    pub const UNCHANGED: u8 = b'u';
+    pub const TEXT: u8 = b't';
+    pub const BINARY: u8 = b'b';
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LogicalMessage {
     /// 'B': a transaction starts.
@@ -118,25 +156,25 @@ impl LogicalMessage {
     /// The protocol's type byte for this message.
     pub fn type_byte(&self) -> u8 {
         match self {
-            LogicalMessage::Begin { .. } => b'B',
-            LogicalMessage::Commit { .. } => b'C',
-            LogicalMessage::Origin { .. } => b'O',
-            LogicalMessage::Relation(_) => b'R',
-            LogicalMessage::Type { .. } => b'Y',
-            LogicalMessage::Insert { .. } => b'I',
-            LogicalMessage::Update { .. } => b'U',
-            LogicalMessage::Delete { .. } => b'D',
-            LogicalMessage::Truncate { .. } => b'T',
-            LogicalMessage::Message { .. } => b'M',
-            LogicalMessage::StreamStart { .. } => b'S',
-            LogicalMessage::StreamStop => b'E',
-            LogicalMessage::StreamCommit { .. } => b'c',
-            LogicalMessage::StreamAbort { .. } => b'A',
-            LogicalMessage::BeginPrepare(_) => b'b',
-            LogicalMessage::Prepare(_) => b'P',
-            LogicalMessage::CommitPrepared { .. } => b'K',
-            LogicalMessage::RollbackPrepared { .. } => b'r',
-            LogicalMessage::StreamPrepare(_) => b'p',
+            LogicalMessage::Begin { .. } => kind::BEGIN,
+            LogicalMessage::Commit { .. } => kind::COMMIT,
+            LogicalMessage::Origin { .. } => kind::ORIGIN,
+            LogicalMessage::Relation(_) => kind::RELATION,
+            LogicalMessage::Type { .. } => kind::TYPE,
+            LogicalMessage::Insert { .. } => kind::INSERT,
+            LogicalMessage::Update { .. } => kind::UPDATE,
+            LogicalMessage::Delete { .. } => kind::DELETE,
+            LogicalMessage::Truncate { .. } => kind::TRUNCATE,
+            LogicalMessage::Message { .. } => kind::MESSAGE,
+            LogicalMessage::StreamStart { .. } => kind::STREAM_START,
+            LogicalMessage::StreamStop => kind::STREAM_STOP,
+            LogicalMessage::StreamCommit { .. } => kind::STREAM_COMMIT,
+            LogicalMessage::StreamAbort { .. } => kind::STREAM_ABORT,
+            LogicalMessage::BeginPrepare(_) => kind::BEGIN_PREPARE,
+            LogicalMessage::Prepare(_) => kind::PREPARE,
+            LogicalMessage::CommitPrepared { .. } => kind::COMMIT_PREPARED,
+            LogicalMessage::RollbackPrepared { .. } => kind::ROLLBACK_PREPARED,
+            LogicalMessage::StreamPrepare(_) => kind::STREAM_PREPARE,
         }
     }
 

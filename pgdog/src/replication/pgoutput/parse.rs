@@ -6,8 +6,8 @@ use std::collections::HashMap;
 
 use super::error::Reason;
 use super::message::{
-    AbortInfo, ColumnValue, LogicalMessage, OldTuple, PrepareInfo, Relation, RelationColumn,
-    TruncateOptions, TupleData,
+    marker, AbortInfo, ColumnValue, LogicalMessage, OldTuple, PrepareInfo, Relation,
+    RelationColumn, TruncateOptions, TupleData,
 };
 use super::reader::Reader;
 
@@ -90,7 +90,7 @@ pub(crate) fn insert(
 ) -> Result<LogicalMessage, Reason> {
     let (relation, columns) = known_relation(r, relations)?;
     match r.u8("tuple marker")? {
-        b'N' => Ok(LogicalMessage::Insert {
+        marker::NEW => Ok(LogicalMessage::Insert {
             xid,
             relation,
             new: tuple(r, columns)?,
@@ -107,18 +107,18 @@ pub(crate) fn update(
 ) -> Result<LogicalMessage, Reason> {
     let (relation, columns) = known_relation(r, relations)?;
     let (old, marker) = match r.u8("tuple marker")? {
-        b'N' => (None, b'N'),
-        b'K' => (
+        marker::NEW => (None, marker::NEW),
+        marker::KEY => (
             Some(OldTuple::Key(tuple(r, columns)?)),
             r.u8("tuple marker")?,
         ),
-        b'O' => (
+        marker::OLD => (
             Some(OldTuple::Full(tuple(r, columns)?)),
             r.u8("tuple marker")?,
         ),
         other => return Err(bad_marker(other, "'K', 'O' or 'N'")),
     };
-    if marker != b'N' {
+    if marker != marker::NEW {
         return Err(bad_marker(marker, "'N'"));
     }
     Ok(LogicalMessage::Update {
@@ -137,8 +137,8 @@ pub(crate) fn delete(
 ) -> Result<LogicalMessage, Reason> {
     let (relation, columns) = known_relation(r, relations)?;
     let old = match r.u8("tuple marker")? {
-        b'K' => OldTuple::Key(tuple(r, columns)?),
-        b'O' => OldTuple::Full(tuple(r, columns)?),
+        marker::KEY => OldTuple::Key(tuple(r, columns)?),
+        marker::OLD => OldTuple::Full(tuple(r, columns)?),
         other => return Err(bad_marker(other, "'K' or 'O'")),
     };
     Ok(LogicalMessage::Delete { xid, relation, old })
@@ -293,9 +293,9 @@ fn tuple(r: &mut Reader, expected: usize) -> Result<TupleData, Reason> {
             of: count,
         };
         let value = match r.u8("column kind").map_err(|_| truncated.clone())? {
-            b'n' => ColumnValue::Null,
-            b'u' => ColumnValue::Unchanged,
-            kind @ (b't' | b'b') => {
+            marker::NULL => ColumnValue::Null,
+            marker::UNCHANGED => ColumnValue::Unchanged,
+            kind @ (marker::TEXT | marker::BINARY) => {
                 let len = r.i32("column length").map_err(|_| truncated.clone())?;
                 let len = usize::try_from(len).map_err(|_| {
                     Reason::other(format!(
@@ -304,7 +304,7 @@ fn tuple(r: &mut Reader, expected: usize) -> Result<TupleData, Reason> {
                     ))
                 })?;
                 let data = r.bytes(len, "column value").map_err(|_| truncated)?;
-                if kind == b't' {
+                if kind == marker::TEXT {
                     ColumnValue::Text(data)
                 } else {
                     ColumnValue::Binary(data)

@@ -2,6 +2,7 @@
 //! shape) / Bind / Execute with intermediate Syncs, their results read back and checked (an
 //! error or a change that found no row names the statement, its values and the source LSN).
 use super::*;
+use crate::net::tag::backend;
 
 /// One destination shard connection.
 pub(super) struct Shard {
@@ -170,11 +171,11 @@ impl Shard {
                 .await
                 .map_err(|e| other(format!("{ctx}: {e}")))?;
             match m.tag() {
-                b'E' if error.is_none() => {
+                backend::ERROR_RESPONSE if error.is_none() => {
                     let what = self.answered();
                     error = Some(format!("{}{what}", postgres_error(&self.addr, m)));
                 }
-                b'C' if error.is_none() => {
+                backend::COMMAND_COMPLETE if error.is_none() => {
                     let what = self.answered();
                     let tag = m.reader().cstr().unwrap_or("").to_string();
                     if tag == "UPDATE 0" || tag == "DELETE 0" {
@@ -185,7 +186,7 @@ impl Shard {
                         ));
                     }
                 }
-                b'Z' => {
+                backend::READY_FOR_QUERY => {
                     // The rest of this group was skipped after an error.
                     while let Some(Some(_)) = self.in_flight.pop_front() {}
                     if committed && m.payload().first() != Some(&b'I') && error.is_none() {
