@@ -3,6 +3,7 @@
 //! Must not build protocol bytes by hand (that is `net`) or manage connections (`backend`).
 pub mod aborted;
 pub mod cancel;
+pub mod client;
 pub mod listener;
 pub mod login;
 pub mod params;

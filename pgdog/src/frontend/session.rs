@@ -21,6 +21,7 @@ fn reset_query_set() -> bool {
 
 use super::aborted::{self, Aborted};
 use super::cancel::Registration;
+use super::client::{Buffered, Client};
 use super::params::Params;
 use super::prepared::{self, Prepared};
 use super::statements::{self, Classified, SetChange};
@@ -32,7 +33,6 @@ use crate::net::{Message, MessageReader, ProtocolError};
 use crate::router::read_write::RoleHint;
 use bytes::BytesMut;
 use std::collections::{HashMap, VecDeque};
-use tokio::io::AsyncWriteExt;
 
 /// A response the session waits for from the server, in order.
 #[derive(Debug)]
@@ -71,29 +71,17 @@ pub enum SessionError {
 }
 
 pub struct Session {
-    pub stream: Stream,
-    pub reader: MessageReader,
-    pub user: String,
-    pub database: String,
+    /// The client end: socket, identity, output, meter, pause gate.
+    pub client: Client,
     /// The database's servers (primary, replicas) and their pools.
     pub shard: Shard,
-    pub mode: PoolerMode,
-    pub params: Params,
-    pub cancel: Registration,
     pub query_parser: bool,
     server: Option<PooledServer>,
-    out: BytesMut,
     /// Client messages waiting to be written to the server in one go (a pipeline of Bind,
     /// Execute, Sync written message by message would wake the server once per message).
     server_out: BytesMut,
     /// Registry generation `pool` was taken from (a reload bumps it).
     registry_generation: u64,
-    /// The database's pause gate, and the pass held while a server is attached.
-    gate: std::sync::Arc<crate::admin::pause::Gate>,
-    ticket: Option<crate::admin::pause::Ticket>,
-    /// Registry generation last checked for the database becoming sharded while a server
-    /// stays attached (session mode, pinned sessions).
-    checked_generation: u64,
     /// Client statement name -> global statement.
     statements: HashMap<String, Prepared>,
     expected: VecDeque<Expect>,
@@ -134,8 +122,6 @@ pub struct Session {
     retry: Option<Message>,
     /// The read's RowDescription reached the client (a retry drops the second one).
     retry_header_sent: bool,
-    /// Traffic counters and the client's entry in the clients table.
-    meter: crate::stats::Meter,
     /// query_timeout fired: the running query was cancelled.
     cancel_sent: bool,
     /// `server_reset_query` is to run before the server goes back (query_parser off).
@@ -159,22 +145,12 @@ impl Session {
     ) -> Session {
         let mode = shard.mode();
         Session {
-            stream,
-            reader,
-            user,
-            database: database.clone(),
+            client: Client::new(stream, reader, user, database, mode, params, cancel, meter),
             shard,
-            mode,
-            params,
-            cancel,
             query_parser,
             server: None,
-            out: BytesMut::with_capacity(1024),
             server_out: BytesMut::with_capacity(1024),
             registry_generation: Registry::generation(),
-            gate: crate::admin::pause::gate(&database),
-            ticket: None,
-            checked_generation: Registry::generation(),
             statements: HashMap::new(),
             expected: VecDeque::new(),
             pinned: None,
@@ -196,7 +172,6 @@ impl Session {
             write_lsn: None,
             retry: None,
             retry_header_sent: false,
-            meter,
             cancel_sent: false,
             reset_due: false,
             reset_done: false,
@@ -206,45 +181,20 @@ impl Session {
     /// Serves the client until it disconnects; then cleans up the server connection.
     pub async fn run(mut self) {
         let result = self.serve().await;
-        match &result {
-            Ok(()) | Err(SessionError::Client(ProtocolError::Closed)) => {}
-            Err(SessionError::Client(e)) => {
-                tracing::info!("client {}@{}: {e}", self.user, self.database);
-                if !matches!(e, ProtocolError::Io(_)) {
-                    let m = message::fatal(e.code(), &e.to_string());
-                    let _ = self.stream.write_all(m.bytes()).await;
-                }
-            }
-            Err(SessionError::Reconfigured(why)) => {
-                tracing::info!("client {}@{}: {why}", self.user, self.database);
-                let _ = self.flush().await;
-                let m = message::fatal("57P01", why);
-                let _ = self.stream.write_all(m.bytes()).await;
-            }
-            Err(SessionError::Terminated(code, why)) => {
-                tracing::info!("client {}@{}: {why}", self.user, self.database);
-                let _ = self.flush().await;
-                crate::stats::error(code);
-                let _ = self
-                    .stream
-                    .write_all(message::fatal(code, why).bytes())
-                    .await;
-            }
-        }
-        let _ = self.flush().await;
+        self.client.end(&result).await;
         self.cleanup().await;
     }
 
     async fn serve(&mut self) -> Result<(), SessionError> {
         loop {
             // Everything already buffered from the client first.
-            while let Some(m) = self.reader.try_next()? {
-                if m.tag() == frontend::TERMINATE {
-                    return Ok(());
-                }
-                self.meter.received(m.len());
-                self.meter.request(m.tag());
-                let mark = self.out.len();
+            loop {
+                let m = match self.client.next_buffered()? {
+                    Buffered::Message(m) => m,
+                    Buffered::Terminate => return Ok(()),
+                    Buffered::Empty => break,
+                };
+                let mark = self.client.out.len();
                 if self.server.is_some()
                     && self.expected.is_empty()
                     && self.status == TxStatus::Idle
@@ -255,7 +205,7 @@ impl Session {
                 if let Err(e) = self.client_message(m).await {
                     if matches!(e, SessionError::Reconfigured(_)) {
                         // Nothing of the request that ends the session is answered.
-                        self.out.truncate(mark);
+                        self.client.out.truncate(mark);
                     }
                     return Err(e);
                 }
@@ -263,12 +213,12 @@ impl Session {
             self.flush_server().await;
             self.flush().await?;
             let (deadline, idle) = self.deadline();
-            let client = self.meter.client().clone();
+            let client = self.client.meter.client().clone();
             let stop = client.stop_requested(idle);
             let timer = tokio::time::sleep_until(deadline.map_or_else(far_future, |d| d.0));
             match self.server.as_mut() {
                 None => tokio::select! {
-                    r = self.reader.fill(&mut self.stream) => r?,
+                    r = self.client.reader.fill(&mut self.client.stream) => r?,
                     _ = stop => return Err(stopped()),
                     _ = timer, if deadline.is_some() => self.timed_out(deadline).await?,
                 },
@@ -276,7 +226,7 @@ impl Session {
                     tokio::select! {
                         _ = stop => return Err(stopped()),
                         _ = timer, if deadline.is_some() => self.timed_out(deadline).await?,
-                        r = self.reader.fill(&mut self.stream) => r?,
+                        r = self.client.reader.fill(&mut self.client.stream) => r?,
                         r = server.fill() => match r {
                             Ok(()) => {
                                 self.server_messages().await?;
@@ -300,12 +250,7 @@ impl Session {
 
     /// Writes what is waiting for the client.
     async fn flush(&mut self) -> Result<(), ProtocolError> {
-        if !self.out.is_empty() {
-            let data = self.out.split().freeze();
-            self.meter.sent(data.len());
-            self.stream.write_all(&data).await?;
-        }
-        Ok(())
+        self.client.flush().await
     }
 
     fn send(&mut self, m: &Message) {
@@ -313,10 +258,10 @@ impl Session {
             crate::stats::error_response(m);
         }
         if m.tag() == backend::READY_FOR_QUERY {
-            self.meter.ready(TxStatus::of(m));
+            self.client.meter.ready(TxStatus::of(m));
             self.cancel_sent = false;
         }
-        self.out.extend_from_slice(m.bytes());
+        self.client.out.extend_from_slice(m.bytes());
     }
 
     /// ReadyForQuery with the transaction status the client is in now.
@@ -329,7 +274,7 @@ impl Session {
 
     async fn client_message(&mut self, m: Message) -> Result<(), SessionError> {
         if let Some(lost) = self.aborted.as_mut() {
-            if lost.answer(&m, &self.statements, &mut self.out)? {
+            if lost.answer(&m, &self.statements, &mut self.client.out)? {
                 self.aborted = None;
                 self.status = TxStatus::Idle;
             }
@@ -407,11 +352,11 @@ impl Session {
     /// Remembers what a statement means for the session (applied when the server confirms).
     fn note(&mut self, c: Classified) {
         if let Some(reason) = c.pin {
-            if self.mode == PoolerMode::Transaction && self.pinned.is_none() {
+            if self.client.mode == PoolerMode::Transaction && self.pinned.is_none() {
                 tracing::debug!(
                     "client {}@{} pinned to its server: {reason}",
-                    self.user,
-                    self.database
+                    self.client.user,
+                    self.client.database
                 );
             }
             self.pinned = self.pinned.or(Some(reason));
@@ -648,12 +593,12 @@ impl Session {
         if self.server.is_some() {
             return Ok(true);
         }
-        if self.ticket.is_none() {
-            self.ticket = Some(crate::admin::pause::enter(&self.gate).await);
+        if self.client.ticket.is_none() {
+            self.client.ticket = Some(crate::admin::pause::enter(&self.client.gate).await);
         }
         let attached = self.attach_server(read).await?;
         if !attached {
-            self.ticket = None;
+            self.client.ticket = None;
         }
         Ok(attached)
     }
@@ -661,14 +606,14 @@ impl Session {
     /// Ends the session (FATAL 57P01) if a reload made its database sharded.
     fn check_still_single(&mut self) -> Result<(), SessionError> {
         let current = Registry::generation();
-        if current == self.checked_generation {
+        if current == self.client.checked_generation {
             return Ok(());
         }
-        self.checked_generation = current;
-        if Registry::current().router(&self.database).is_some() {
+        self.client.checked_generation = current;
+        if Registry::current().router(&self.client.database).is_some() {
             return Err(SessionError::Reconfigured(format!(
                 "database {} was reconfigured (resharded): reconnect",
-                self.database
+                self.client.database
             )));
         }
         Ok(())
@@ -680,17 +625,17 @@ impl Session {
             self.check_still_single()?;
             let registry = Registry::current();
             self.registry_generation = Registry::generation();
-            match registry.shard(&self.user, &self.database) {
+            match registry.shard(&self.client.user, &self.client.database) {
                 Some(shard) => {
                     if !shard.same(&self.shard) {
                         self.shard = shard.clone();
-                        self.mode = shard.mode();
+                        self.client.mode = shard.mode();
                     }
                 }
                 None => {
                     let m = format!(
                         "user \"{}\" is no longer configured for database \"{}\"",
-                        self.user, self.database
+                        self.client.user, self.client.database
                     );
                     self.send(&message::error("28000", &m));
                     return Ok(false);
@@ -701,20 +646,20 @@ impl Session {
             .write_lsn
             .filter(|_| self.shard.policy().read_your_writes);
         self.on_primary = !read && self.shard.splits_reads();
-        self.meter.waiting();
+        self.client.meter.waiting();
         let asked = std::time::Instant::now();
         let checkout = self.shard.checkout(read, min_lsn).await;
-        self.meter.waited(asked.elapsed());
+        self.client.meter.waited(asked.elapsed());
         let mut server = match checkout {
             Ok(s) => s,
             Err(e) => {
-                tracing::warn!("client {}@{}: {e}", self.user, self.database);
+                tracing::warn!("client {}@{}: {e}", self.client.user, self.client.database);
                 self.send(&message::error(&e.code(), &e.to_string()));
                 return Ok(false);
             }
         };
-        if server.settings_fingerprint != self.params.fingerprint() {
-            if let Some((sql, after)) = self.params.sync(&server.settings) {
+        if server.settings_fingerprint != self.client.params.fingerprint() {
+            if let Some((sql, after)) = self.client.params.sync(&server.settings) {
                 if let Err(e) = server.execute(&sql).await {
                     let m = match e {
                         ServerError::Postgres(fields, _) => {
@@ -731,15 +676,15 @@ impl Session {
                 server.set_settings(after);
             }
         }
-        *self.cancel.slot.lock() = Some(server.cancel_key.clone());
+        *self.client.cancel.slot.lock() = Some(server.cancel_key.clone());
         self.server = Some(server);
         Ok(true)
     }
 
     fn detach(&mut self) {
-        *self.cancel.slot.lock() = None;
+        *self.client.cancel.slot.lock() = None;
         self.server = None;
-        self.ticket = None;
+        self.client.ticket = None;
     }
 
     // ---- server -> client ----
@@ -755,7 +700,7 @@ impl Session {
                 Ok(None) => return Ok(()),
                 Err(e) => return self.server_lost(e).await,
             }
-            if self.out.len() > 64 * 1024 {
+            if self.client.out.len() > 64 * 1024 {
                 self.flush().await?;
             }
         }
@@ -918,7 +863,8 @@ impl Session {
             && self.server_out.is_empty()
             && self.verify.is_none()
             && !self.fetch_lsn;
-        let releasing = idle && self.mode == PoolerMode::Transaction && self.pinned.is_none();
+        let releasing =
+            idle && self.client.mode == PoolerMode::Transaction && self.pinned.is_none();
         if releasing && self.on_primary && self.shard.policy().read_your_writes {
             // Where this client's writes end on the primary, before the server goes back.
             self.fetch_lsn = true;
@@ -940,13 +886,13 @@ impl Session {
         let Some(mut server) = self.server.take() else {
             return;
         };
-        *self.cancel.slot.lock() = None;
+        *self.client.cancel.slot.lock() = None;
         if !self.expected.is_empty() || self.copy_in {
             // In the middle of a query: its state is unknown.
             server.discard();
             return;
         }
-        let reset = self.mode == PoolerMode::Session || self.pinned.is_some();
+        let reset = self.client.mode == PoolerMode::Session || self.pinned.is_some();
         let mut ok = true;
         if server.status != TxStatus::Idle {
             ok = server.execute("ROLLBACK").await.is_ok();

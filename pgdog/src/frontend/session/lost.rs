@@ -12,8 +12,8 @@ impl Session {
     async fn retry_read(&mut self, query: crate::net::Message) -> Result<(), SessionError> {
         tracing::info!(
             "client {}@{}: retrying a read on another server",
-            self.user,
-            self.database
+            self.client.user,
+            self.client.database
         );
         if self.attach(true).await? {
             self.expected.push_back(Expect::Ready);
@@ -37,7 +37,11 @@ impl Session {
             Some(fatal) => format!("server closed the connection: {fatal}"),
             None => format!("server connection lost: {e}"),
         };
-        tracing::warn!("client {}@{}: {why}", self.user, self.database);
+        tracing::warn!(
+            "client {}@{}: {why}",
+            self.client.user,
+            self.client.database
+        );
         let fatal_code = self.server_fatal_code.take();
         let unavailable = match &fatal_code {
             Some(code) => code.starts_with("57P"),

@@ -33,7 +33,7 @@ impl Session {
     /// Whether a statement may go to a replica: only when the database has replicas, in
     /// transaction mode, and the parser proves it a read (or the client asked for one).
     pub(super) fn wants_read(&self, sql: &str) -> bool {
-        if self.mode == PoolerMode::Session || !self.shard.splits_reads() {
+        if self.client.mode == PoolerMode::Session || !self.shard.splits_reads() {
             return false;
         }
         if let Some(hint) = read_write::comment_hint(sql).or(self.role_hint) {
@@ -86,8 +86,8 @@ impl Session {
                 Err(e) => {
                     tracing::warn!(
                         "client {}@{}: reading the WAL position: {e}",
-                        self.user,
-                        self.database
+                        self.client.user,
+                        self.client.database
                     );
                     server.discard();
                 }

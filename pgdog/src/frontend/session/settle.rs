@@ -36,7 +36,7 @@ impl Session {
                 match change {
                     SetChange::Set(name, _) | SetChange::Reset(name) => names.push(name.clone()),
                     SetChange::ResetAll => {
-                        names.extend(self.params.names());
+                        names.extend(self.client.params.names());
                         if let Some(s) = self.server.as_ref() {
                             names.extend(s.settings.keys().cloned());
                         }
@@ -49,11 +49,11 @@ impl Session {
             return;
         }
         for change in &changes {
-            self.params.apply(change);
+            self.client.params.apply(change);
         }
         if let Some(s) = self.server.as_mut() {
             // The server now runs with the client's values.
-            if let Some((_, after)) = self.params.sync(&s.settings) {
+            if let Some((_, after)) = self.client.params.sync(&s.settings) {
                 s.set_settings(after);
             }
         }
@@ -83,10 +83,10 @@ impl Session {
         {
             Ok(values) if values.len() == names.len() => {
                 for (name, value) in names.iter().zip(values) {
-                    self.params.set_actual(name, value.as_deref());
+                    self.client.params.set_actual(name, value.as_deref());
                 }
                 let settings = server.settings.clone();
-                if let Some((_, after)) = self.params.sync(&settings) {
+                if let Some((_, after)) = self.client.params.sync(&settings) {
                     server.set_settings(after);
                 }
             }
@@ -94,8 +94,8 @@ impl Session {
                 // Unknown state: do not hand this connection to anyone else.
                 tracing::warn!(
                     "client {}@{}: could not read back session settings",
-                    self.user,
-                    self.database
+                    self.client.user,
+                    self.client.database
                 );
                 server.discard();
                 self.pinned = self.pinned.or(Some("unknown session settings"));

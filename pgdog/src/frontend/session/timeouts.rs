@@ -78,7 +78,8 @@ impl Session {
         let idle = !busy && self.status == TxStatus::Idle && self.aborted.is_none();
         let busy_since = if busy && !self.cancel_sent {
             Some(
-                self.meter
+                self.client
+                    .meter
                     .request_started()
                     .unwrap_or_else(std::time::Instant::now),
             )
@@ -88,7 +89,7 @@ impl Session {
         } else {
             None
         };
-        let deadline = next_deadline(busy_since, !idle, self.meter.last_message());
+        let deadline = next_deadline(busy_since, !idle, self.client.meter.last_message());
         (deadline, idle)
     }
 
@@ -100,8 +101,8 @@ impl Session {
                 if let Some(server) = self.server.as_ref() {
                     tracing::info!(
                         "client {}@{}: query_timeout, cancelling the query",
-                        self.user,
-                        self.database
+                        self.client.user,
+                        self.client.database
                     );
                     let key = server.cancel_key.clone();
                     tokio::spawn(async move { crate::frontend::cancel::cancel_server(&key).await });

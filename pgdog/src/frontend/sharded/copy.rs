@@ -208,7 +208,7 @@ impl ShardedSession {
         };
         let key_error = |e: CopyError| ClientError::new(e.code(), e.to_string());
         loop {
-            let m = match self.reader.next(&mut self.stream).await {
+            let m = match self.client.reader.next(&mut self.client.stream).await {
                 Ok(m) => m,
                 Err(e) => {
                     return Some(ClientError::new("08006", format!("client connection: {e}")))
@@ -481,7 +481,7 @@ impl ShardedSession {
                     backend::NOTICE_RESPONSE => self.send(&m),
                     _ => {}
                 }
-                if self.out.len() > 64 * 1024 {
+                if self.client.out.len() > 64 * 1024 {
                     let _ = self.flush().await;
                 }
             }

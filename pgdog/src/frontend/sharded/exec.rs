@@ -283,7 +283,7 @@ impl ShardedSession {
             return None;
         }
         let ms = crate::config::active().query_timeout;
-        let start = self.meter.request_started()?;
+        let start = self.client.meter.request_started()?;
         (ms > 0)
             .then(|| tokio::time::Instant::from_std(start + std::time::Duration::from_millis(ms)))
     }
@@ -292,8 +292,8 @@ impl ShardedSession {
     fn cancel_running(&self, shards: &[usize], pending: &[bool]) {
         tracing::info!(
             "client {}@{}: query_timeout, cancelling the query on its shards",
-            self.user,
-            self.database
+            self.client.user,
+            self.client.database
         );
         for (shard, _) in shards.iter().zip(pending).filter(|(_, p)| **p) {
             if let Some(server) = self.servers[*shard].as_ref() {
@@ -476,7 +476,7 @@ impl ShardedSession {
                 mg.take_ready(&mut ready_rows);
                 self.send_rows(&mut ready_rows);
             }
-            if self.out.len() > 64 * 1024 && self.flush().await.is_err() {
+            if self.client.out.len() > 64 * 1024 && self.flush().await.is_err() {
                 // The client is gone; finish reading the servers anyway.
             }
         }

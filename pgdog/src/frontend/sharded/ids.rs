@@ -14,7 +14,7 @@ const INT8: i32 = 20;
 impl ShardedSession {
     /// This instance's unique-id node in the session's database (claimed on first use).
     pub(super) async fn id_node(&mut self) -> Result<u16, ClientError> {
-        if let Some(n) = unique_id::node(&self.database) {
+        if let Some(n) = unique_id::node(&self.client.database) {
             return Ok(n);
         }
         let missing = || {
@@ -24,10 +24,10 @@ impl ShardedSession {
             )
         };
         let pools = Registry::current()
-            .primary_pools(&self.user, &self.database)
+            .primary_pools(&self.client.user, &self.client.database)
             .ok_or_else(missing)?;
         let first = pools.first().ok_or_else(missing)?;
-        unique_id::claim(&self.database, first, &twophase::instance())
+        unique_id::claim(&self.client.database, first, &twophase::instance())
             .await
             .map_err(|e| ClientError::new(e.code(), e.to_string()))
     }

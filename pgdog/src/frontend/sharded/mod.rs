@@ -17,6 +17,7 @@ mod reload;
 mod tx;
 
 use super::cancel::Registration;
+use super::client::{Buffered, Client};
 use super::params::Params;
 use super::statements;
 use crate::backend::{PooledServer, ServerError, Shard};
@@ -30,11 +31,9 @@ use crate::net::{Message, MessageReader, ProtocolError};
 use crate::router::read_write::{self, RoleHint};
 use crate::router::route::Overrides;
 use crate::router::{Parsed, QueryCache, Route, Router, RouterError};
-use bytes::BytesMut;
 use pg_query_raw::router::StatementKind;
 use std::collections::HashMap;
 use std::sync::Arc;
-use tokio::io::AsyncWriteExt;
 use tx::Tx;
 
 pub use super::session::SessionError;
@@ -109,16 +108,11 @@ impl From<ServerError> for ClientError {
 }
 
 pub struct ShardedSession {
-    stream: Stream,
-    reader: MessageReader,
-    user: String,
-    database: String,
+    /// The client end: socket, identity, output, meter, pause gate.
+    client: Client,
     /// Every shard's servers (primary, replicas) and their pools.
     shards: Vec<Shard>,
     router: Arc<Router>,
-    mode: PoolerMode,
-    params: Params,
-    cancel: Registration,
     two_phase: bool,
     servers: Vec<Option<PooledServer>>,
     /// Per shard: the attached server is a replica's (taken for a read).
@@ -129,7 +123,6 @@ pub struct ShardedSession {
     write_lsns: Vec<Option<u64>>,
     /// `SET pgdog.role`: where the client's statements go.
     role_hint: Option<RoleHint>,
-    out: BytesMut,
     /// While set, what would be sent to the client is kept here (INSERT ... SELECT reads its
     /// SELECT's rows so).
     captured: Option<Vec<Message>>,
@@ -145,16 +138,8 @@ pub struct ShardedSession {
     pinned: Option<&'static str>,
     /// Registry generation the pools and router were taken from (a reload bumps it).
     generation: u64,
-    /// The database's pause gate, and the pass held while servers (or a transaction) are.
-    gate: Arc<crate::admin::pause::Gate>,
-    ticket: Option<crate::admin::pause::Ticket>,
     /// Set when a reload made this session unable to continue: it ends with this FATAL.
     reconfigured: Option<String>,
-    /// Registry generation last checked for the database no longer being sharded while
-    /// servers stay attached (session mode, pinned sessions).
-    checked_generation: u64,
-    /// Traffic counters and the client's entry in the clients table.
-    meter: crate::stats::Meter,
 }
 
 impl ShardedSession {
@@ -175,22 +160,15 @@ impl ShardedSession {
         let servers = shards.iter().map(|_| None).collect();
         let on_replica = shards.iter().map(|_| false).collect();
         ShardedSession {
-            stream,
-            reader,
-            user,
-            database: database.clone(),
+            client: Client::new(stream, reader, user, database, mode, params, cancel, meter),
             shards,
             router,
-            mode,
-            params,
-            cancel,
             two_phase,
             servers,
             on_replica,
             read_intent: false,
             write_lsns: Vec::new(),
             role_hint: None,
-            out: BytesMut::with_capacity(1024),
             captured: None,
             status: TxStatus::Idle,
             tx: None,
@@ -200,55 +178,27 @@ impl ShardedSession {
             skip_until_sync: false,
             pinned: None,
             generation: crate::backend::Registry::generation(),
-            gate: crate::admin::pause::gate(&database),
-            ticket: None,
             reconfigured: None,
-            checked_generation: crate::backend::Registry::generation(),
-            meter,
         }
     }
 
     /// Serves the client until it disconnects, then leaves the servers clean.
     pub async fn run(mut self) {
         let result = self.serve().await;
-        match &result {
-            Err(SessionError::Client(e)) if !matches!(e, ProtocolError::Closed) => {
-                tracing::info!("client {}@{}: {e}", self.user, self.database);
-                if !matches!(e, ProtocolError::Io(_)) {
-                    let m = message::fatal(e.code(), &e.to_string());
-                    let _ = self.stream.write_all(m.bytes()).await;
-                }
-            }
-            Err(SessionError::Reconfigured(why)) => {
-                tracing::info!("client {}@{}: {why}", self.user, self.database);
-                let _ = self.flush().await;
-                let m = message::fatal("57P01", why);
-                let _ = self.stream.write_all(m.bytes()).await;
-            }
-            Err(SessionError::Terminated(code, why)) => {
-                tracing::info!("client {}@{}: {why}", self.user, self.database);
-                let _ = self.flush().await;
-                crate::stats::error(code);
-                let _ = self
-                    .stream
-                    .write_all(message::fatal(code, why).bytes())
-                    .await;
-            }
-            _ => {}
-        }
-        let _ = self.flush().await;
+        self.client.end(&result).await;
         self.cleanup().await;
     }
 
     async fn serve(&mut self) -> Result<(), SessionError> {
         loop {
-            while let Some(m) = self.reader.try_next()? {
-                if m.tag() == frontend::TERMINATE {
-                    return Ok(());
-                }
-                self.meter.received(m.len());
-                self.meter.request(m.tag());
-                let mark = self.out.len();
+            // Everything already buffered from the client first.
+            loop {
+                let m = match self.client.next_buffered()? {
+                    Buffered::Message(m) => m,
+                    Buffered::Terminate => return Ok(()),
+                    Buffered::Empty => break,
+                };
+                let mark = self.client.out.len();
                 if self.tx.is_none() && self.servers.iter().any(|s| s.is_some()) {
                     // Between transactions with servers kept (session mode, pinned).
                     self.check_still_sharded();
@@ -258,10 +208,10 @@ impl ShardedSession {
                 }
                 if let Some(why) = self.reconfigured.take() {
                     // Nothing of the request that ends the session is answered.
-                    self.out.truncate(mark);
+                    self.client.out.truncate(mark);
                     return Err(SessionError::Reconfigured(why));
                 }
-                if self.out.len() > 64 * 1024 {
+                if self.client.out.len() > 64 * 1024 {
                     self.flush().await?;
                 }
             }
@@ -274,11 +224,11 @@ impl ShardedSession {
     async fn wait_for_client(&mut self) -> Result<(), SessionError> {
         use super::session::timeouts::{far_future, idle_error, next_deadline, stopped};
         let idle = self.tx.is_none() && self.status == TxStatus::Idle;
-        let deadline = next_deadline(None, !idle, self.meter.last_message());
-        let client = self.meter.client().clone();
+        let deadline = next_deadline(None, !idle, self.client.meter.last_message());
+        let client = self.client.meter.client().clone();
         let timer = tokio::time::sleep_until(deadline.map_or_else(far_future, |d| d.0));
         tokio::select! {
-            r = self.reader.fill(&mut self.stream) => Ok(r?),
+            r = self.client.reader.fill(&mut self.client.stream) => Ok(r?),
             _ = client.stop_requested(idle) => Err(stopped()),
             _ = timer, if deadline.is_some() => {
                 Err(idle_error(deadline.map_or(super::session::timeouts::Clock::Idle, |d| d.1)))
@@ -287,12 +237,7 @@ impl ShardedSession {
     }
 
     async fn flush(&mut self) -> Result<(), ProtocolError> {
-        if !self.out.is_empty() {
-            let data = self.out.split().freeze();
-            self.meter.sent(data.len());
-            self.stream.write_all(&data).await?;
-        }
-        Ok(())
+        self.client.flush().await
     }
 
     fn send(&mut self, m: &Message) {
@@ -303,7 +248,7 @@ impl ShardedSession {
         if m.tag() == backend::ERROR_RESPONSE {
             crate::stats::error_response(m);
         }
-        self.out.extend_from_slice(m.bytes());
+        self.client.out.extend_from_slice(m.bytes());
     }
 
     /// Sends merged rows (taken out of `rows`).
@@ -312,13 +257,13 @@ impl ShardedSession {
             Some(kept) => kept.append(rows),
             None => rows
                 .drain(..)
-                .for_each(|r| self.out.extend_from_slice(r.bytes())),
+                .for_each(|r| self.client.out.extend_from_slice(r.bytes())),
         }
     }
 
     fn ready(&mut self) {
         let status = self.status;
-        self.meter.ready(status);
+        self.client.meter.ready(status);
         self.send(&message::ready_for_query(status));
     }
 
@@ -518,7 +463,7 @@ impl ShardedSession {
                         "DISCARD ALL cannot run inside a transaction block",
                     ));
                 }
-                self.params.apply(&statements::SetChange::ResetAll);
+                self.client.params.apply(&statements::SetChange::ResetAll);
                 self.statements.clear();
                 self.portals.clear();
                 self.overrides = Overrides::default();
@@ -725,7 +670,8 @@ impl ShardedSession {
     /// Whether statement `i` may go to replicas: the database has some, the client did not ask
     /// for the primary, and the parser proves it a read.
     fn reads(&self, parsed: &Parsed, i: usize, sql: &str) -> bool {
-        if self.mode == PoolerMode::Session || !self.shards.iter().any(|s| s.splits_reads()) {
+        if self.client.mode == PoolerMode::Session || !self.shards.iter().any(|s| s.splits_reads())
+        {
             return false;
         }
         if let Some(hint) = read_write::comment_hint(sql).or(self.role_hint) {
@@ -791,30 +737,34 @@ impl ShardedSession {
         }
         if self.servers[shard].is_none() {
             let min_lsn = self.write_lsns.get(shard).copied().flatten();
-            self.meter.waiting();
+            self.client.meter.waiting();
             let asked = std::time::Instant::now();
             let checkout = self.shards[shard].checkout(read, min_lsn).await;
-            self.meter.waited(asked.elapsed());
+            self.client.meter.waited(asked.elapsed());
             let server = checkout.map_err(|e| {
-                tracing::warn!("client {}@{}: {e}", self.user, self.database);
+                tracing::warn!("client {}@{}: {e}", self.client.user, self.client.database);
                 ClientError::new(&e.code(), format!("shard {shard}: {e}"))
             })?;
             self.on_replica[shard] = read;
             if self.servers.iter().all(|s| s.is_none()) {
-                *self.cancel.slot.lock() = Some(server.cancel_key.clone());
+                *self.client.cancel.slot.lock() = Some(server.cancel_key.clone());
             } else {
-                self.cancel.others.lock().push(server.cancel_key.clone());
+                self.client
+                    .cancel
+                    .others
+                    .lock()
+                    .push(server.cancel_key.clone());
             }
             self.servers[shard] = Some(server);
         }
-        let fingerprint = self.params.fingerprint();
+        let fingerprint = self.client.params.fingerprint();
         let in_tx = self.tx.as_ref().map(|t| !t.begun[shard]).unwrap_or(false);
         let prelude = self.tx.as_ref().map(|t| t.prelude.join(";"));
         let Some(server) = self.servers[shard].as_mut() else {
             return Err(ClientError::new("08006", "server connection lost"));
         };
         if server.settings_fingerprint != fingerprint {
-            if let Some((sql, after)) = self.params.sync(&server.settings) {
+            if let Some((sql, after)) = self.client.params.sync(&server.settings) {
                 if let Err(e) = server.execute(&sql).await {
                     server.discard();
                     self.servers[shard] = None;
@@ -840,7 +790,7 @@ impl ShardedSession {
 
     /// After a request (Query or Sync): outside a transaction, servers go back to their pools.
     async fn end_of_request(&mut self) {
-        if self.tx.is_some() || self.pinned.is_some() || self.mode == PoolerMode::Session {
+        if self.tx.is_some() || self.pinned.is_some() || self.client.mode == PoolerMode::Session {
             self.release_ticket();
             return;
         }
@@ -885,8 +835,8 @@ impl ShardedSession {
     }
 
     fn release_all(&mut self) {
-        *self.cancel.slot.lock() = None;
-        self.cancel.others.lock().clear();
+        *self.client.cancel.slot.lock() = None;
+        self.client.cancel.others.lock().clear();
         for s in self.servers.iter_mut() {
             if let Some(server) = s.as_mut() {
                 if server.status != TxStatus::Idle {
@@ -902,8 +852,8 @@ impl ShardedSession {
     fn lose(&mut self, shard: usize, e: &ServerError) -> ClientError {
         tracing::warn!(
             "client {}@{}: shard {shard}: server connection lost: {e}",
-            self.user,
-            self.database
+            self.client.user,
+            self.client.database
         );
         if let Some(s) = self.servers.get_mut(shard).and_then(|s| s.as_mut()) {
             s.discard();
@@ -913,11 +863,12 @@ impl ShardedSession {
                     .mark_down(&format!("server connection lost: {e}"));
             }
             let key = s.cancel_key.clone();
-            self.cancel
+            self.client
+                .cancel
                 .others
                 .lock()
                 .retain(|k| !std::sync::Arc::ptr_eq(k, &key));
-            let mut slot = self.cancel.slot.lock();
+            let mut slot = self.client.cancel.slot.lock();
             if slot
                 .as_ref()
                 .is_some_and(|k| std::sync::Arc::ptr_eq(k, &key))
@@ -940,9 +891,9 @@ impl ShardedSession {
     }
 
     async fn cleanup(&mut self) {
-        *self.cancel.slot.lock() = None;
-        self.cancel.others.lock().clear();
-        let reset = self.mode == PoolerMode::Session || self.pinned.is_some();
+        *self.client.cancel.slot.lock() = None;
+        self.client.cancel.others.lock().clear();
+        let reset = self.client.mode == PoolerMode::Session || self.pinned.is_some();
         for slot in self.servers.iter_mut() {
             let Some(mut server) = slot.take() else {
                 continue;

@@ -8,32 +8,34 @@ impl ShardedSession {
     /// Waits while the database is paused (unless this session already holds a pass: its
     /// transaction or servers), then takes a reloaded configuration. Called before routing.
     pub(super) async fn pass_gate(&mut self) -> Result<(), ClientError> {
-        if self.ticket.is_some() {
+        if self.client.ticket.is_some() {
             return Ok(());
         }
-        let ticket = crate::admin::pause::enter(&self.gate).await;
+        let ticket = crate::admin::pause::enter(&self.client.gate).await;
         self.refresh_after_reload()?;
-        self.ticket = Some(ticket);
+        self.client.ticket = Some(ticket);
         Ok(())
     }
 
     /// Gives the pass back once no server is attached and no transaction is open.
     pub(super) fn release_ticket(&mut self) {
         if self.tx.is_none() && self.servers.iter().all(|s| s.is_none()) {
-            self.ticket = None;
+            self.client.ticket = None;
         }
     }
 
     /// Marks the session for FATAL 57P01 if a reload made its database unsharded.
     pub(super) fn check_still_sharded(&mut self) {
         let current = crate::backend::Registry::generation();
-        if current == self.checked_generation {
+        if current == self.client.checked_generation {
             return;
         }
-        self.checked_generation = current;
+        self.client.checked_generation = current;
         let registry = crate::backend::Registry::current();
-        if registry.router(&self.database).is_none()
-            && registry.shard(&self.user, &self.database).is_some()
+        if registry.router(&self.client.database).is_none()
+            && registry
+                .shard(&self.client.user, &self.client.database)
+                .is_some()
         {
             let _ = self.reconfigure_error();
         }
@@ -43,7 +45,7 @@ impl ShardedSession {
     pub(super) fn reconfigure_error(&mut self) -> ClientError {
         let why = format!(
             "database {} was reconfigured (resharded): reconnect",
-            self.database
+            self.client.database
         );
         self.reconfigured = Some(why.clone());
         ClientError::new("57P01", why)
@@ -59,21 +61,23 @@ impl ShardedSession {
             return Ok(());
         }
         let registry = crate::backend::Registry::current();
-        if registry.router(&self.database).is_none()
-            && registry.shard(&self.user, &self.database).is_some()
+        if registry.router(&self.client.database).is_none()
+            && registry
+                .shard(&self.client.user, &self.client.database)
+                .is_some()
         {
             return Err(self.reconfigure_error());
         }
         self.generation = current;
         let (Some(shards), Some(router)) = (
-            registry.shards(&self.user, &self.database),
-            registry.router(&self.database),
+            registry.shards(&self.client.user, &self.client.database),
+            registry.router(&self.client.database),
         ) else {
             return Err(ClientError::new(
                 "28000",
                 format!(
                     "user \"{}\" is no longer configured for sharded database \"{}\"",
-                    self.user, self.database
+                    self.client.user, self.client.database
                 ),
             ));
         };
@@ -84,7 +88,7 @@ impl ShardedSession {
             self.servers = shards.iter().map(|_| None).collect();
             self.on_replica = shards.iter().map(|_| false).collect();
         }
-        self.mode = shards.first().map(|s| s.mode()).unwrap_or(self.mode);
+        self.client.mode = shards.first().map(|s| s.mode()).unwrap_or(self.client.mode);
         self.shards = shards;
         self.router = router;
         Ok(())

@@ -244,7 +244,7 @@ impl ShardedSession {
         };
         if result.is_ok() {
             for change in &tx.changes {
-                self.params.apply(change);
+                self.client.params.apply(change);
             }
             self.settle_settings(&begun);
         } else {
@@ -535,10 +535,10 @@ impl ShardedSession {
                 let server = self.server(shard).await?;
                 server.execute(sql).await?;
                 for change in &classified.changes {
-                    self.params.apply(change);
+                    self.client.params.apply(change);
                 }
                 if let Some(s) = self.servers[shard].as_mut() {
-                    if let Some((_, after)) = self.params.sync(&s.settings) {
+                    if let Some((_, after)) = self.client.params.sync(&s.settings) {
                         s.set_settings(after);
                     }
                 }

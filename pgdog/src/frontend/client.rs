@@ -1,0 +1,131 @@
+//! The client end both session types share (one server in [`super::session`], several in
+//! [`super::sharded`]): the socket and its message reader, who the client is, the bytes waiting
+//! to be written to it, its traffic meter, its database's pause gate with the pass it holds,
+//! and how a session ends for the client (a FATAL with the reason). Each session type keeps
+//! only its server side and protocol state.
+use super::cancel::Registration;
+use super::params::Params;
+use super::session::SessionError;
+use crate::admin::pause::{Gate, Ticket};
+use crate::config::PoolerMode;
+use crate::net::message;
+use crate::net::stream::Stream;
+use crate::net::tag::frontend;
+use crate::net::{Message, MessageReader, ProtocolError};
+use crate::stats::Meter;
+use bytes::BytesMut;
+use std::sync::Arc;
+use tokio::io::AsyncWriteExt;
+
+/// What the client sent that is already buffered.
+pub enum Buffered {
+    /// A message, counted in the meter.
+    Message(Message),
+    /// Terminate: the client is leaving.
+    Terminate,
+    /// Nothing buffered: read more.
+    Empty,
+}
+
+pub struct Client {
+    pub stream: Stream,
+    pub reader: MessageReader,
+    pub user: String,
+    pub database: String,
+    pub mode: PoolerMode,
+    pub params: Params,
+    pub cancel: Registration,
+    /// Messages for the client, written in one go by [`Client::flush`].
+    pub out: BytesMut,
+    /// Traffic counters and the client's entry in the clients table.
+    pub meter: Meter,
+    /// The database's pause gate, and the pass held while servers are attached.
+    pub gate: Arc<Gate>,
+    pub ticket: Option<Ticket>,
+    /// Registry generation last checked for the database changing its kind (one server or
+    /// sharded) while servers stay attached (session mode, pinned sessions).
+    pub checked_generation: u64,
+}
+
+impl Client {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        stream: Stream,
+        reader: MessageReader,
+        user: String,
+        database: String,
+        mode: PoolerMode,
+        params: Params,
+        cancel: Registration,
+        meter: Meter,
+    ) -> Client {
+        Client {
+            stream,
+            reader,
+            user,
+            gate: crate::admin::pause::gate(&database),
+            database,
+            mode,
+            params,
+            cancel,
+            out: BytesMut::with_capacity(1024),
+            meter,
+            ticket: None,
+            checked_generation: crate::backend::Registry::generation(),
+        }
+    }
+
+    /// The next message already buffered from the client.
+    pub fn next_buffered(&mut self) -> Result<Buffered, ProtocolError> {
+        Ok(match self.reader.try_next()? {
+            None => Buffered::Empty,
+            Some(m) if m.tag() == frontend::TERMINATE => Buffered::Terminate,
+            Some(m) => {
+                self.meter.received(m.len());
+                self.meter.request(m.tag());
+                Buffered::Message(m)
+            }
+        })
+    }
+
+    /// Writes what is waiting for the client.
+    pub async fn flush(&mut self) -> Result<(), ProtocolError> {
+        if !self.out.is_empty() {
+            let data = self.out.split().freeze();
+            self.meter.sent(data.len());
+            self.stream.write_all(&data).await?;
+        }
+        Ok(())
+    }
+
+    /// Tells the client why its session ended (nothing for a clean end or a closed socket) and
+    /// writes what is still waiting for it.
+    pub async fn end(&mut self, result: &Result<(), SessionError>) {
+        match result {
+            Ok(()) | Err(SessionError::Client(ProtocolError::Closed)) => {}
+            Err(SessionError::Client(e)) => {
+                tracing::info!("client {}@{}: {e}", self.user, self.database);
+                if !matches!(e, ProtocolError::Io(_)) {
+                    let m = message::fatal(e.code(), &e.to_string());
+                    let _ = self.stream.write_all(m.bytes()).await;
+                }
+            }
+            Err(SessionError::Reconfigured(why)) => {
+                tracing::info!("client {}@{}: {why}", self.user, self.database);
+                let _ = self.flush().await;
+                let m = message::fatal("57P01", why);
+                let _ = self.stream.write_all(m.bytes()).await;
+            }
+            Err(SessionError::Terminated(code, why)) => {
+                tracing::info!("client {}@{}: {why}", self.user, self.database);
+                let _ = self.flush().await;
+                crate::stats::error(code);
+                let _ = self
+                    .stream
+                    .write_all(message::fatal(code, why).bytes())
+                    .await;
+            }
+        }
+        let _ = self.flush().await;
+    }
+}
