@@ -5,7 +5,7 @@
 //! exist on the primary and no temporary slot may be left on the standby.
 mod reshard_common;
 
-use reshard_common::{omnisharded, pgdog, sharded_table, shards, text, write_files, USERS};
+use reshard_common::{omnisharded, pgdog, run_ok, sharded_table, shards, text, write_files, USERS};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -28,6 +28,7 @@ CREATE PUBLICATION pub_other FOR TABLE other;
 ";
 
 const ROWS: i64 = 5000;
+const DBS: [&str; 4] = ["--from-database", "src", "--to-database", "dst"];
 
 fn write_config(dir: &Path, source: &Topology, dest: &Topology) {
     let config = reshard_common::database("src", 0, source.primary().port, "primary")
@@ -64,26 +65,7 @@ fn copy_data_from_standby_into_two_shards() {
             rest = ROWS - ROWS / 2 - 1
         ))
         .expect("source rows");
-    source
-        .wait_for_standby(Duration::from_secs(30))
-        .expect("standby caught up");
-
-    let out = pgdog(
-        &dir,
-        &source,
-        "schema-sync",
-        &[
-            "--from-database",
-            "src",
-            "--to-database",
-            "dst",
-            "--publication",
-            "pub",
-            "--phase",
-            "pre",
-        ],
-    );
-    assert!(out.status.success(), "schema-sync: {}", text(&out));
+    sync_schema(&dir, &source);
 
     // A failure on one shard rolls the table back on every shard: kind 1 already exists on
     // shard 1 only.
@@ -286,67 +268,12 @@ fn copy_data_respects_each_tables_watermark_under_writes() {
     primary
         .psql("INSERT INTO users (id, name) SELECT i, 'user ' || i FROM generate_series(1, 2000) i")
         .expect("source rows");
-    source
-        .wait_for_standby(Duration::from_secs(30))
-        .expect("standby caught up");
-    let out = pgdog(
-        &dir,
-        &source,
-        "schema-sync",
-        &[
-            "--from-database",
-            "src",
-            "--to-database",
-            "dst",
-            "--publication",
-            "pub",
-            "--phase",
-            "pre",
-        ],
-    );
-    assert!(out.status.success(), "schema-sync: {}", text(&out));
+    sync_schema(&dir, &source);
 
     let stop = Arc::new(AtomicBool::new(false));
     let written: Arc<Mutex<Vec<Written>>> = Arc::default();
-    let writer = {
-        let (stop, written, url) = (stop.clone(), written.clone(), primary.url("postgres"));
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-                    .await
-                    .expect("writer connects");
-                tokio::spawn(conn);
-                let position = "SELECT pg_current_wal_insert_lsn()::text";
-                let mut id = 1_000_000i64;
-                while !stop.load(Ordering::SeqCst) {
-                    let before: String = client.query_one(position, &[]).await.unwrap().get(0);
-                    client
-                        .execute("INSERT INTO users (id, name) VALUES ($1, 'live')", &[&id])
-                        .await
-                        .unwrap();
-                    let after: String = client.query_one(position, &[]).await.unwrap().get(0);
-                    written.lock().unwrap().push(Written {
-                        id,
-                        before: lsn(&before),
-                        after: lsn(&after),
-                    });
-                    id += 1;
-                }
-            })
-        })
-    };
-    let count = |w: &Arc<Mutex<Vec<Written>>>| w.lock().unwrap().len();
-    wait_until(
-        "the writer to insert rows",
-        Duration::from_secs(30),
-        Duration::from_millis(10),
-        || Ok(count(&written) >= 20),
-    )
-    .unwrap();
+    let writer = spawn_writer(primary.url("postgres"), stop.clone(), written.clone());
+    wait_written(&written, 0, 20);
 
     let out = pgdog(
         &dir,
@@ -365,14 +292,8 @@ fn copy_data_respects_each_tables_watermark_under_writes() {
     );
     let output = text(&out);
     assert!(out.status.success(), "copy-data: {output}");
-    let after_copy = count(&written);
-    wait_until(
-        "the writer to insert rows after the copy",
-        Duration::from_secs(30),
-        Duration::from_millis(10),
-        || Ok(count(&written) >= after_copy + 20),
-    )
-    .unwrap();
+    let after_copy = written.lock().unwrap().len();
+    wait_written(&written, after_copy, 20);
     stop.store(true, Ordering::SeqCst);
     writer.join().expect("writer");
 
@@ -385,39 +306,8 @@ fn copy_data_respects_each_tables_watermark_under_writes() {
         .nth(1)
         .and_then(|w| w.split(' ').next())
         .unwrap());
-    let mut copied = std::collections::HashSet::new();
-    for s in 0..2 {
-        let ids = dest
-            .shard(s)
-            .psql("SELECT string_agg(id::text, ',') FROM users WHERE id >= 1000000")
-            .unwrap();
-        copied.extend(
-            ids.split(',')
-                .filter(|x| !x.is_empty())
-                .map(|x| x.parse::<i64>().unwrap()),
-        );
-    }
-    let written = written.lock().unwrap().clone();
-    let (mut inside, mut outside) = (0, 0);
-    for w in &written {
-        if w.after <= watermark {
-            assert!(
-                copied.contains(&w.id),
-                "{w:?} committed before {watermark:X} is missing"
-            );
-            inside += 1;
-        } else if w.before >= watermark {
-            assert!(
-                !copied.contains(&w.id),
-                "{w:?} inserted after {watermark:X} was copied"
-            );
-            outside += 1;
-        }
-    }
-    assert!(
-        inside >= 20 && outside >= 20,
-        "inside {inside}, outside {outside}"
-    );
+    let copied = copied_live_ids(&dest);
+    assert_watermark(&written.lock().unwrap(), &copied, watermark);
     let base: i64 = (0..2)
         .map(|s| {
             dest.shard(s)
@@ -468,6 +358,67 @@ fn spawn_writer(
     })
 }
 
+/// Waits until the writer has `n` rows more than `from`.
+fn wait_written(written: &Arc<Mutex<Vec<Written>>>, from: usize, n: usize) {
+    wait_until(
+        "the writer to insert rows",
+        Duration::from_secs(30),
+        Duration::from_millis(10),
+        || Ok(written.lock().unwrap().len() >= from + n),
+    )
+    .unwrap();
+}
+
+/// The writer's rows (ids from 1000000) the destination shards hold.
+fn copied_live_ids(dest: &Topology) -> std::collections::HashSet<i64> {
+    let mut copied = std::collections::HashSet::new();
+    for s in 0..2 {
+        let ids = dest
+            .shard(s)
+            .psql("SELECT string_agg(id::text, ',') FROM users WHERE id >= 1000000")
+            .unwrap();
+        copied.extend(
+            ids.split(',')
+                .filter(|x| !x.is_empty())
+                .map(|x| x.parse::<i64>().unwrap()),
+        );
+    }
+    copied
+}
+
+/// Every row committed before `watermark` was copied and none inserted after it; at least
+/// 20 of each kind, so the check had something to check.
+fn assert_watermark(written: &[Written], copied: &std::collections::HashSet<i64>, watermark: u64) {
+    let (mut inside, mut outside) = (0, 0);
+    for w in written {
+        if w.after <= watermark {
+            assert!(copied.contains(&w.id), "{w:?} before {watermark:X} missing");
+            inside += 1;
+        } else if w.before >= watermark {
+            assert!(!copied.contains(&w.id), "{w:?} after {watermark:X} copied");
+            outside += 1;
+        }
+    }
+    assert!(
+        inside >= 20 && outside >= 20,
+        "inside {inside}, outside {outside}"
+    );
+}
+
+/// `schema-sync --phase pre` of `pub` from src to dst, once the standby caught up.
+fn sync_schema(dir: &Path, source: &Topology) {
+    source
+        .wait_for_standby(Duration::from_secs(30))
+        .expect("standby caught up");
+    run_ok(
+        dir,
+        source,
+        "schema-sync",
+        &DBS,
+        &["--publication", "pub", "--phase", "pre"],
+    );
+}
+
 /// Count and order-independent checksum of the users below id 1000000 on one node.
 const USERS_SUM: &str =
     "SELECT count(*) || ' ' || coalesce(sum(hashtext(u::text)::bigint), 0) FROM users u WHERE id < 1000000";
@@ -506,39 +457,14 @@ fn copy_data_splits_a_large_table_into_ranges_under_writes() {
              INSERT INTO kinds VALUES (1, 'one'), (2, NULL);",
         )
         .expect("source rows");
-    source
-        .wait_for_standby(Duration::from_secs(30))
-        .expect("standby caught up");
-    let out = pgdog(
-        &dir,
-        &source,
-        "schema-sync",
-        &[
-            "--from-database",
-            "src",
-            "--to-database",
-            "dst",
-            "--publication",
-            "pub",
-            "--phase",
-            "pre",
-        ],
-    );
-    assert!(out.status.success(), "schema-sync: {}", text(&out));
+    sync_schema(&dir, &source);
     let expected = sum_of(&[primary.psql(USERS_SUM).unwrap()]);
     assert_eq!(expected.0, 20000 - 20000 / 11);
 
     let stop = Arc::new(AtomicBool::new(false));
     let written: Arc<Mutex<Vec<Written>>> = Arc::default();
     let writer = spawn_writer(primary.url("postgres"), stop.clone(), written.clone());
-    let count = |w: &Arc<Mutex<Vec<Written>>>| w.lock().unwrap().len();
-    wait_until(
-        "the writer to insert rows",
-        Duration::from_secs(30),
-        Duration::from_millis(10),
-        || Ok(count(&written) >= 20),
-    )
-    .unwrap();
+    wait_written(&written, 0, 20);
 
     let settings =
         pgdog::config::Settings::load(&dir.join("pgdog.toml"), &dir.join("users.toml")).unwrap();
@@ -562,14 +488,8 @@ fn copy_data_splits_a_large_table_into_ranges_under_writes() {
             copies.push(t.clone())
         }))
         .expect("copy-data");
-    let after_copy = count(&written);
-    wait_until(
-        "the writer to insert rows after the copy",
-        Duration::from_secs(30),
-        Duration::from_millis(10),
-        || Ok(count(&written) >= after_copy + 20),
-    )
-    .unwrap();
+    let after_copy = written.lock().unwrap().len();
+    wait_written(&written, after_copy, 20);
     stop.store(true, Ordering::SeqCst);
     writer.join().expect("writer");
 
@@ -602,33 +522,8 @@ fn copy_data_splits_a_large_table_into_ranges_under_writes() {
         );
     }
     // The live rows: by the watermark.
-    let mut copied = std::collections::HashSet::new();
-    for s in 0..2 {
-        let ids = dest
-            .shard(s)
-            .psql("SELECT string_agg(id::text, ',') FROM users WHERE id >= 1000000")
-            .unwrap();
-        copied.extend(
-            ids.split(',')
-                .filter(|x| !x.is_empty())
-                .map(|x| x.parse::<i64>().unwrap()),
-        );
-    }
-    let watermark = users.watermark;
-    let (mut inside, mut outside) = (0, 0);
-    for w in written.lock().unwrap().iter() {
-        if w.after <= watermark {
-            assert!(copied.contains(&w.id), "{w:?} before {watermark:X} missing");
-            inside += 1;
-        } else if w.before >= watermark {
-            assert!(!copied.contains(&w.id), "{w:?} after {watermark:X} copied");
-            outside += 1;
-        }
-    }
-    assert!(
-        inside >= 20 && outside >= 20,
-        "inside {inside}, outside {outside}"
-    );
+    let copied = copied_live_ids(&dest);
+    assert_watermark(&written.lock().unwrap(), &copied, users.watermark);
     assert_eq!(
         users.rows as i64,
         expected.0 + copied.len() as i64,
@@ -682,25 +577,7 @@ fn dropping_copy_data_aborts_its_copies() {
              INSERT INTO kinds VALUES (1, 'one');",
         )
         .expect("source rows");
-    source
-        .wait_for_standby(Duration::from_secs(30))
-        .expect("standby caught up");
-    let out = pgdog(
-        &dir,
-        &source,
-        "schema-sync",
-        &[
-            "--from-database",
-            "src",
-            "--to-database",
-            "dst",
-            "--publication",
-            "pub",
-            "--phase",
-            "pre",
-        ],
-    );
-    assert!(out.status.success(), "schema-sync: {}", text(&out));
+    sync_schema(&dir, &source);
     for s in 0..2 {
         dest.shard(s).psql(PROGRESS_DDL).expect("progress tables");
     }

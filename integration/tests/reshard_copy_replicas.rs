@@ -4,7 +4,7 @@
 //! none is read from the primary); `pgdog verify` then finds the destination equal.
 mod reshard_common;
 
-use reshard_common::{pgdog, sharded_table, shards, text, write_files, USERS};
+use reshard_common::{pgdog, run_ok, sharded_table, shards, text, write_files, USERS};
 use std::time::Duration;
 use topology::{Kind, Topology};
 
@@ -39,39 +39,20 @@ fn copy_data_spreads_tables_over_every_replica() {
             .expect("replica caught up");
     }
 
-    let out = pgdog(
+    run_ok(
         &dir,
         &source,
         "schema-sync",
-        &[
-            DBS[0],
-            DBS[1],
-            DBS[2],
-            DBS[3],
-            "--publication",
-            "pub",
-            "--phase",
-            "pre",
-        ],
+        &DBS,
+        &["--publication", "pub", "--phase", "pre"],
     );
-    assert!(out.status.success(), "schema-sync: {}", text(&out));
-    let out = pgdog(
+    let output = run_ok(
         &dir,
         &source,
         "copy-data",
-        &[
-            DBS[0],
-            DBS[1],
-            DBS[2],
-            DBS[3],
-            "--publication",
-            "pub",
-            "--parallel",
-            "1",
-        ],
+        &DBS,
+        &["--publication", "pub", "--parallel", "1"],
     );
-    let output = text(&out);
-    assert!(out.status.success(), "copy-data: {output}");
     let read_from = |t: &str| -> u16 {
         let line = output
             .lines()

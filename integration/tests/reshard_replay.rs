@@ -5,7 +5,7 @@
 //! (`pgdog verify`), and a second run must apply nothing (resume from the stored position).
 mod reshard_common;
 
-use reshard_common::{pgdog, sharded_table, shards, text, write_files, USERS};
+use reshard_common::{pgdog, run_ok, sharded_table, shards, text, write_files, USERS};
 use std::path::Path;
 use topology::Topology;
 
@@ -34,38 +34,20 @@ fn replay_applies_changes_and_resumes() {
         )
         .expect("source schema");
 
-    let out = pgdog(
+    run_ok(
         &dir,
         &source,
         "schema-sync",
-        &[
-            DBS[0],
-            DBS[1],
-            DBS[2],
-            DBS[3],
-            "--publication",
-            "pub",
-            "--phase",
-            "pre",
-        ],
+        &DBS,
+        &["--publication", "pub", "--phase", "pre"],
     );
-    assert!(out.status.success(), "schema-sync: {}", text(&out));
-    let out = pgdog(
+    run_ok(
         &dir,
         &source,
         "copy-data",
-        &[
-            DBS[0],
-            DBS[1],
-            DBS[2],
-            DBS[3],
-            "--publication",
-            "pub",
-            "--slot",
-            "s1",
-        ],
+        &DBS,
+        &["--publication", "pub", "--slot", "s1"],
     );
-    assert!(out.status.success(), "copy-data: {}", text(&out));
     assert_eq!(
         dest.shard(1)
             .psql("SELECT count(*) FROM pgdog_reshard_progress WHERE slot = 's1'")

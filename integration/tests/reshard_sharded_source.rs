@@ -13,7 +13,7 @@ use pgdog::replication::client::parse_lsn;
 use pgdog::reshard::copy::{copy_data, CopyDataOptions};
 use pgdog::reshard::progress::{Progress, StopAt};
 use pgdog::reshard::replay::{replay, ReplayOptions};
-use reshard_common::{omnisharded, pgdog, sharded_table, shards, text, write_files, USERS};
+use reshard_common::{omnisharded, pgdog, run_ok, sharded_table, shards, text, write_files, USERS};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -69,22 +69,13 @@ fn sharded_source_into_four_shards() {
             .expect("source schema");
     }
 
-    let out = pgdog(
+    run_ok(
         &dir,
         &source,
         "schema-sync",
-        &[
-            DBS[0],
-            DBS[1],
-            DBS[2],
-            DBS[3],
-            "--publication",
-            "pub",
-            "--phase",
-            "pre",
-        ],
+        &DBS,
+        &["--publication", "pub", "--phase", "pre"],
     );
-    assert!(out.status.success(), "schema-sync: {}", text(&out));
     let copy = || {
         pgdog(
             &dir,

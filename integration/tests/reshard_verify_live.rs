@@ -5,7 +5,7 @@
 mod reshard_common;
 
 use reshard_common::load::{config, load, source_and_destination, wait_for_statements, USERS};
-use reshard_common::{command, pgdog, text, wait_for};
+use reshard_common::{command, pgdog, run_ok, text, wait_for};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use topology::proxy::Proxy;
@@ -33,22 +33,13 @@ fn verify_under_writes_holds_the_replay() {
     wait_for_statements(&done, 200);
 
     let publication = ["--publication", "pub"];
-    let out = pgdog(
+    run_ok(
         &dir,
         &source,
         "schema-sync",
-        &[
-            DBS[0],
-            DBS[1],
-            DBS[2],
-            DBS[3],
-            publication[0],
-            publication[1],
-            "--phase",
-            "pre",
-        ],
+        &DBS,
+        &[publication[0], publication[1], "--phase", "pre"],
     );
-    assert!(out.status.success(), "schema-sync: {}", text(&out));
     let move_args = [
         DBS[0],
         DBS[1],

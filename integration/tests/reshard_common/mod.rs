@@ -80,6 +80,15 @@ pub fn pgdog(dir: &Path, source: &Topology, cmd: &str, args: &[&str]) -> Output 
         .unwrap_or_else(|e| panic!("running pgdog {cmd}: {e}"))
 }
 
+/// `pgdog <cmd> <dbs...> <more...>`, which must succeed; its stdout and stderr.
+pub fn run_ok(dir: &Path, source: &Topology, cmd: &str, dbs: &[&str], more: &[&str]) -> String {
+    let args: Vec<&str> = dbs.iter().chain(more).copied().collect();
+    let out = pgdog(dir, source, cmd, &args);
+    let output = text(&out);
+    assert!(out.status.success(), "pgdog {cmd}: {output}");
+    output
+}
+
 /// stdout and stderr, for assertion messages.
 pub fn text(out: &Output) -> String {
     format!(
