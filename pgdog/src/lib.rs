@@ -23,6 +23,7 @@ pub mod frontend;
 pub mod merge;
 pub mod net;
 pub mod ops;
+pub mod registry;
 pub mod replication;
 pub mod reshard;
 pub mod router;

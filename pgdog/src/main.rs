@@ -5,8 +5,8 @@ mod commands;
 
 use clap::Parser;
 use commands::{Cli, Command};
-use pgdog::backend::Registry;
 use pgdog::config::Settings;
+use pgdog::registry::Registry;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -66,7 +66,7 @@ fn run(config: &std::path::Path, users: &std::path::Path) -> ExitCode {
         let check_timeout = settings.config.general.healthcheck_timeout;
         Registry::install(Registry::build(settings, None));
         // `auto` servers get their roles from the first round of health checks.
-        let first_checks = pgdog::backend::health::spawn();
+        let first_checks = pgdog::registry::health::spawn();
         let _ = tokio::time::timeout(
             std::time::Duration::from_millis(check_timeout + 1_000),
             first_checks,

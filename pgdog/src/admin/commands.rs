@@ -3,7 +3,7 @@
 //! else to the registered extensions, and building the replies. Case-insensitive; a trailing
 //! `;` is optional.
 use super::{show, AdminError, Reply};
-use crate::backend::Registry;
+use crate::registry::Registry;
 
 /// The built-in commands, for error messages.
 pub const COMMANDS: &str =
@@ -225,7 +225,7 @@ fn rows(columns: &[&str], rows: Vec<Vec<Option<String>>>, tag: &str) -> Reply {
 
 /// Paused databases, with the clients waiting in the pause.
 fn show_paused() -> Reply {
-    let data = super::pause::states()
+    let data = crate::backend::pause::states()
         .into_iter()
         .filter(|(_, paused, _, _)| *paused)
         .map(|(name, _, in_flight, waiting)| {

@@ -13,13 +13,9 @@ pub enum AdminError {
     Unsupported { commands: String },
     #[error("database \"{0}\" is not configured")]
     UnknownDatabase(String),
-    /// PAUSE gave up: transactions (or pinned sessions) still held servers; it was undone.
-    #[error("PAUSE {database}: {in_flight} client(s) still in a transaction or holding a server after {timeout_ms} ms (pause_timeout); the pause was undone")]
-    PauseTimeout {
-        database: String,
-        in_flight: usize,
-        timeout_ms: u64,
-    },
+    /// PAUSE gave up (pause_timeout, or a RESUME while it waited); it was undone.
+    #[error(transparent)]
+    Pause(#[from] crate::backend::pause::PauseError),
     /// RELOAD could not read or validate the files; the old configuration stays in force.
     #[error("reload failed, keeping the current configuration: {0}")]
     Reload(#[from] ConfigError),
@@ -41,7 +37,7 @@ impl AdminError {
             AdminError::UnknownCommand { .. } => "42601",
             AdminError::Unsupported { .. } => "0A000",
             AdminError::UnknownDatabase(_) => "3D000",
-            AdminError::PauseTimeout { .. } => "57014",
+            AdminError::Pause(e) => e.code(),
             AdminError::Reload(_) => "F0000",
             AdminError::NoConfigPaths => "55000",
             AdminError::Invalid(_) => "22023",

@@ -14,15 +14,14 @@
 //! - `session`: the admin client's protocol loop.
 pub mod commands;
 pub mod error;
-pub mod pause;
 pub mod session;
 pub mod settings;
 pub mod show;
 
 pub use error::AdminError;
 
-use crate::backend::Registry;
 use crate::config::Settings;
+use crate::registry::Registry;
 use futures_util::future::BoxFuture;
 use parking_lot::RwLock;
 use std::path::PathBuf;
@@ -136,7 +135,7 @@ pub async fn pause(database: Option<&str>) -> Result<(), AdminError> {
         None => configured_databases(),
     };
     let timeout = Duration::from_millis(Registry::current().settings.config.general.pause_timeout);
-    pause::pause_all(&databases, timeout).await?;
+    crate::backend::pause::pause_all(&databases, timeout).await?;
     tracing::info!("paused {}", databases.join(", "));
     Ok(())
 }
@@ -145,8 +144,8 @@ pub async fn pause(database: Option<&str>) -> Result<(), AdminError> {
 pub fn resume(database: Option<&str>) {
     let databases = match database {
         Some(db) => vec![db.to_string()],
-        None => pause::paused(),
+        None => crate::backend::pause::paused(),
     };
-    pause::resume_all(&databases);
+    crate::backend::pause::resume_all(&databases);
     tracing::info!("resumed {}", databases.join(", "));
 }

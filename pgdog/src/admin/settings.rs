@@ -5,8 +5,8 @@
 //! A `[resharding]` change applies to the RESHARD and CUTOVER commands started afterwards; a
 //! reshard already running keeps the values it started with.
 use super::AdminError;
-use crate::backend::Registry;
 use crate::config::Settings;
+use crate::registry::Registry;
 use serde::Serialize;
 
 /// Keys `SET` may change while pgdog runs.

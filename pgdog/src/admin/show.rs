@@ -2,8 +2,8 @@
 //! has the command (pgdog's own columns follow): CLIENTS, SERVERS, POOLS, STATS, STATS_TOTALS,
 //! STATS_AVERAGES, CONFIG, LISTS, DATABASES, USERS, PREPARED_STATEMENTS, QUERY_CACHE.
 use super::Reply;
-use crate::backend::Registry;
 use crate::config::PoolerMode;
+use crate::registry::Registry;
 use crate::stats::{clients, counters, ClientState};
 use std::time::Instant;
 
@@ -215,7 +215,7 @@ pub fn pools() -> Reply {
                 s(&t.host),
                 s(t.port),
                 s(pool.settings().size),
-                s(super::pause::is_paused(database)),
+                s(crate::backend::pause::is_paused(database)),
                 s(host.state.is_banned()),
                 host.state.status().lag_bytes.map(|l| l.to_string()),
             ]);
@@ -428,7 +428,7 @@ pub fn databases() -> Reply {
                 s(mode_name(d.pooler_mode.unwrap_or(g.pooler_mode))),
                 s(0),
                 s(current),
-                s(u8::from(super::pause::is_paused(&d.name))),
+                s(u8::from(crate::backend::pause::is_paused(&d.name))),
                 s(0),
                 s(d.shard),
                 s(d.role.name()),

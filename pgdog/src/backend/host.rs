@@ -1,7 +1,7 @@
 //! What pgdog knows about one Postgres server (host, port, database): its configured and
 //! observed role, the last health check, replication lag, and bans. Shared by every pool that
 //! connects there (one per user) and kept across reloads, so a ban outlives a RELOAD. Written by
-//! the health checks (`backend::health`), by pools that fail to connect and by sessions that
+//! the health checks (`registry::health`), by pools that fail to connect and by sessions that
 //! lose a connection; read when a shard picks a server.
 use crate::config::Role;
 use parking_lot::Mutex;

@@ -1,10 +1,9 @@
 //! Server side: connections to Postgres (startup, authentication, parameters, health) and the
 //! pools that hand them to client sessions per (user, database). Must not interpret client
 //! traffic: the frontend decides what to send; a server connection only carries it.
-pub mod health;
 pub mod host;
+pub mod pause;
 pub mod pool;
-pub mod registry;
 pub mod server;
 pub mod shard;
 pub mod twophase;
@@ -14,6 +13,5 @@ pub mod unique_id;
 mod server_auth_tests;
 
 pub use pool::{Pool, PoolError, PooledServer};
-pub use registry::Registry;
 pub use server::{CancelKey, Server, ServerError, ServerTarget};
 pub use shard::{Shard, ShardError};

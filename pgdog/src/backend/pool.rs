@@ -349,11 +349,7 @@ impl Pool {
     /// Idle connections holding more than `prepared_statements_limit` statements close the
     /// oldest ones (DEALLOCATE), then go back.
     async fn trim_prepared(&self) {
-        let limit = super::Registry::current()
-            .settings
-            .config
-            .general
-            .prepared_statements_limit;
+        let limit = crate::config::active().prepared_statements_limit;
         let over: Vec<Server> = {
             let mut idle = self.inner.idle.lock();
             let (over, keep) = std::mem::take(&mut *idle)

@@ -6,7 +6,7 @@
 use super::cancel::Registration;
 use super::params::Params;
 use super::session::SessionError;
-use crate::admin::pause::{Gate, Ticket};
+use crate::backend::pause::{Gate, Ticket};
 use crate::config::PoolerMode;
 use crate::net::message;
 use crate::net::stream::Stream;
@@ -63,7 +63,7 @@ impl Client {
             stream,
             reader,
             user,
-            gate: crate::admin::pause::gate(&database),
+            gate: crate::backend::pause::gate(&database),
             database,
             mode,
             params,
@@ -71,7 +71,7 @@ impl Client {
             out: BytesMut::with_capacity(1024),
             meter,
             ticket: None,
-            checked_generation: crate::backend::Registry::generation(),
+            checked_generation: crate::registry::Registry::generation(),
         }
     }
 

@@ -1,5 +1,5 @@
 //! Accepts client connections and starts a task per client.
-use crate::backend::Registry;
+use crate::registry::Registry;
 use tokio::net::TcpListener;
 
 /// Binds `host:port` and serves clients until the process ends.

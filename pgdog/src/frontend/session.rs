@@ -25,11 +25,12 @@ use super::client::{Buffered, Client};
 use super::params::Params;
 use super::prepared::{self, Prepared};
 use super::statements::{self, Classified, SetChange};
-use crate::backend::{PooledServer, Registry, ServerError, Shard};
+use crate::backend::{PooledServer, ServerError, Shard};
 use crate::config::PoolerMode;
 use crate::net::message::{self, read_error, read_parse, read_target};
 use crate::net::stream::Stream;
 use crate::net::{Message, MessageReader, ProtocolError};
+use crate::registry::Registry;
 use crate::router::read_write::RoleHint;
 use bytes::BytesMut;
 use std::collections::{HashMap, VecDeque};
@@ -594,7 +595,7 @@ impl Session {
             return Ok(true);
         }
         if self.client.ticket.is_none() {
-            self.client.ticket = Some(crate::admin::pause::enter(&self.client.gate).await);
+            self.client.ticket = Some(crate::backend::pause::enter(&self.client.gate).await);
         }
         let attached = self.attach_server(read).await?;
         if !attached {

@@ -2,7 +2,7 @@
 //! in the proxy's runtime: `GET /metrics` (OpenMetrics text), `GET /health` (200 when every
 //! shard of every database has a reachable primary, else 503 naming the failing shards), 404
 //! for anything else.
-use crate::backend::Registry;
+use crate::registry::Registry;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;

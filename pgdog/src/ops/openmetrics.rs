@@ -1,7 +1,7 @@
 //! `/metrics`: every gauge, counter and histogram in OpenMetrics 1.0 text, names prefixed
 //! `pgdog_`, labels `database`, `user`, `shard`, `role`, `host` where they apply, ending with
 //! `# EOF`.
-use crate::backend::Registry;
+use crate::registry::Registry;
 use crate::stats::{self, clients, counters, ClientState, Histogram};
 use std::collections::BTreeMap;
 use std::fmt::Write;

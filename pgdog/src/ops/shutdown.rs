@@ -2,7 +2,7 @@
 //! transactions in flight finish for up to `shutdown_timeout`, end every client between
 //! transactions with FATAL 57P01, then the rest, close the servers and exit 0. SIGINT: the same
 //! without the wait. A second signal exits at once (status 1).
-use crate::backend::Registry;
+use crate::registry::Registry;
 use crate::stats::clients;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;

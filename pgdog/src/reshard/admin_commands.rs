@@ -13,7 +13,7 @@
 //! The cutover pauses, reloads and resumes this process's own traffic.
 use crate::admin::{AdminError, Extension, Reply};
 use crate::backend::server::ServerTarget;
-use crate::backend::Registry;
+use crate::registry::Registry;
 use crate::replication::client::url::parse_url;
 use crate::reshard::cutover::Traffic;
 use crate::reshard::display;

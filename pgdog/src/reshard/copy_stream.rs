@@ -14,7 +14,7 @@ use crate::net::message::{self, Message};
 use crate::net::tag::backend;
 use crate::reshard::copy::{connect, postgres_error, server_err, CopyDataError, Destination};
 use crate::reshard::progress::Progress;
-use crate::router::copy::{CopyFormat, CopyOptions, CopySplitter, KeyError, KeyField};
+use crate::router::copy::{place_key, CopyFormat, CopyOptions, CopySplitter, KeyField};
 use bytes::{Bytes, BytesMut};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -220,17 +220,7 @@ impl Reader {
                 (CopySplitter::new(&options, 0, 1), None, 1)
             }
         };
-        let mut place = |field: KeyField<'_>| -> Result<usize, KeyError> {
-            let Some(t) = sharding.as_ref() else {
-                return Ok(0);
-            };
-            let r = match field {
-                KeyField::Null => t.shard_of_text(None),
-                KeyField::Text(s) => t.shard_of_text(Some(&s)),
-                KeyField::Binary(b) => t.shard_of_binary(b),
-            };
-            r.map_err(|e| KeyError::new(e.code(), e.to_string()))
-        };
+        let mut place = |field: KeyField<'_>| place_key(sharding.as_ref(), field);
         let mut buffers: Vec<BytesMut> = (0..outputs).map(|_| BytesMut::new()).collect();
         let table_err = |reason: String| CopyDataError::Table {
             table: self.table.clone(),

@@ -16,5 +16,5 @@ mod statement;
 mod tests;
 
 pub use error::{CopyError, KeyError};
-pub use splitter::{CopySplitter, KeyField, Place};
+pub use splitter::{place_key, CopySplitter, KeyField, Place};
 pub use statement::{parse_copy, CopyFormat, CopyOptions, CopyStatement, ForceColumns, OnError};

@@ -108,7 +108,7 @@ impl Session {
     /// lets it go back to the pool; a failure closes it instead.
     pub(super) async fn reset_server(&mut self) {
         self.reset_due = false;
-        let query = crate::backend::Registry::current()
+        let query = crate::registry::Registry::current()
             .settings
             .config
             .general

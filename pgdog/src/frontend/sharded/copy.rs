@@ -10,7 +10,7 @@ use crate::net::tag::{backend, frontend};
 use crate::net::Message;
 use crate::net::TxStatus;
 use crate::router::copy::{
-    parse_copy, CopyError, CopyFormat, CopySplitter, CopyStatement, KeyError, KeyField,
+    parse_copy, place_key, CopyError, CopyFormat, CopySplitter, CopyStatement, KeyField,
 };
 use crate::router::schema::TableSharding;
 use bytes::BytesMut;
@@ -195,17 +195,7 @@ impl ShardedSession {
             ),
             Destination::Everywhere(_) => (None, None),
         };
-        let mut place = |field: KeyField<'_>| -> Result<usize, KeyError> {
-            let Some(t) = table.as_ref() else {
-                return Ok(0);
-            };
-            let r = match field {
-                KeyField::Null => t.shard_of_text(None),
-                KeyField::Text(s) => t.shard_of_text(Some(&s)),
-                KeyField::Binary(b) => t.shard_of_binary(b),
-            };
-            r.map_err(|e| KeyError::new(e.code(), e.to_string()))
-        };
+        let mut place = |field: KeyField<'_>| place_key(table.as_ref(), field);
         let key_error = |e: CopyError| ClientError::new(e.code(), e.to_string());
         loop {
             let m = match self.client.reader.next(&mut self.client.stream).await {

@@ -2,7 +2,8 @@
 //! query gets them as literals before it is routed; a prepared statement is rewritten once at
 //! Parse with extra parameters, whose values each Execute appends to the client's Bind.
 use super::{ClientError, ShardedSession, Statement};
-use crate::backend::{twophase, unique_id, Registry};
+use crate::backend::{twophase, unique_id};
+use crate::registry::Registry;
 use crate::router::generate::{self, Ids};
 use crate::router::Parsed;
 use pg_query_raw::router::parse as parse_statements;

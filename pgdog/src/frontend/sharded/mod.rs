@@ -177,7 +177,7 @@ impl ShardedSession {
             portals: HashMap::new(),
             skip_until_sync: false,
             pinned: None,
-            generation: crate::backend::Registry::generation(),
+            generation: crate::registry::Registry::generation(),
             reconfigured: None,
         }
     }

@@ -11,7 +11,7 @@ impl ShardedSession {
         if self.client.ticket.is_some() {
             return Ok(());
         }
-        let ticket = crate::admin::pause::enter(&self.client.gate).await;
+        let ticket = crate::backend::pause::enter(&self.client.gate).await;
         self.refresh_after_reload()?;
         self.client.ticket = Some(ticket);
         Ok(())
@@ -26,12 +26,12 @@ impl ShardedSession {
 
     /// Marks the session for FATAL 57P01 if a reload made its database unsharded.
     pub(super) fn check_still_sharded(&mut self) {
-        let current = crate::backend::Registry::generation();
+        let current = crate::registry::Registry::generation();
         if current == self.client.checked_generation {
             return;
         }
         self.client.checked_generation = current;
-        let registry = crate::backend::Registry::current();
+        let registry = crate::registry::Registry::current();
         if registry.router(&self.client.database).is_none()
             && registry
                 .shard(&self.client.user, &self.client.database)
@@ -56,11 +56,11 @@ impl ShardedSession {
     /// number of shards is taken in place outside a transaction block; a database that is no
     /// longer sharded ends the session.
     pub(super) fn refresh_after_reload(&mut self) -> Result<(), ClientError> {
-        let current = crate::backend::Registry::generation();
+        let current = crate::registry::Registry::generation();
         if current == self.generation || self.servers.iter().any(|s| s.is_some()) {
             return Ok(());
         }
-        let registry = crate::backend::Registry::current();
+        let registry = crate::registry::Registry::current();
         if registry.router(&self.client.database).is_none()
             && registry
                 .shard(&self.client.user, &self.client.database)

@@ -25,6 +25,23 @@ pub enum KeyField<'a> {
     Binary(&'a [u8]),
 }
 
+/// The shard of a COPY row's key under `table`'s sharding (`None`: every row goes to output 0):
+/// the one placement the proxy's COPY and the resharding copy share.
+pub fn place_key(
+    table: Option<&crate::router::schema::TableSharding>,
+    field: KeyField<'_>,
+) -> Result<usize, KeyError> {
+    let Some(t) = table else {
+        return Ok(0);
+    };
+    let r = match field {
+        KeyField::Null => t.shard_of_text(None),
+        KeyField::Text(s) => t.shard_of_text(Some(&s)),
+        KeyField::Binary(b) => t.shard_of_binary(b),
+    };
+    r.map_err(|e| KeyError::new(e.code(), e.to_string()))
+}
+
 /// The placement callback: the shard of a key, or why the key cannot be placed.
 pub type Place<'p> = dyn FnMut(KeyField<'_>) -> Result<usize, KeyError> + 'p;
 

@@ -6,9 +6,9 @@
 //! promoted standby starts taking writes without a reload. One connection per server is kept
 //! for the checks (as the first user configured for its database), with application_name
 //! `pgdog_healthcheck`.
-use super::host::HostState;
-use super::server::{Server, ServerTarget};
 use super::Registry;
+use crate::backend::host::HostState;
+use crate::backend::server::{Server, ServerTarget};
 use crate::replication::pgoutput::parse_lsn;
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -1,4 +1,5 @@
-//! PAUSE / RESUME of the admin database, per database name (so a pause survives a reload).
+//! The pause gate of each database name (so a pause survives a reload): a pool primitive every
+//! client session passes; the admin database's PAUSE / RESUME (and the cutover) drive it.
 //!
 //! Client sessions pass through [`enter`] before they check out a server for a new transaction
 //! (or statement) and hold the returned [`Ticket`] until they have given every server back.
@@ -6,13 +7,34 @@
 //! until no ticket of it is left (transactions in flight have finished), up to a timeout.
 //! The hot path is two atomic operations per transaction; nothing is notified unless a pause
 //! is in progress.
-use super::AdminError;
 use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 use tokio::sync::Notify;
+
+/// Why a pause did not take.
+#[derive(Debug, thiserror::Error)]
+pub enum PauseError {
+    /// Transactions (or pinned sessions) still held servers at the timeout; undone.
+    #[error("PAUSE {database}: {in_flight} client(s) still in a transaction or holding a server after {timeout_ms} ms (pause_timeout); the pause was undone")]
+    Timeout {
+        database: String,
+        in_flight: usize,
+        timeout_ms: u64,
+    },
+    /// A RESUME (or another PAUSE's undo) came while it waited.
+    #[error("PAUSE {database}: resumed while waiting for {in_flight} client(s)")]
+    Resumed { database: String, in_flight: usize },
+}
+
+impl PauseError {
+    /// Both are "query canceled" to the admin client.
+    pub fn code(&self) -> &'static str {
+        "57014"
+    }
+}
 
 /// Pause state of one database name.
 #[derive(Default)]
@@ -81,7 +103,7 @@ pub async fn enter(gate: &Arc<Gate>) -> Ticket {
 /// Pauses `databases` and waits until none of them has a session in flight. On timeout the
 /// databases this call paused are resumed again and the error names the first busy one. A
 /// RESUME (or another PAUSE's undo) while it waits makes it fail too.
-pub async fn pause_all(databases: &[String], timeout: Duration) -> Result<(), AdminError> {
+pub async fn pause_all(databases: &[String], timeout: Duration) -> Result<(), PauseError> {
     let gates: Vec<(String, Arc<Gate>, bool)> = databases
         .iter()
         .map(|db| {
@@ -106,9 +128,9 @@ pub async fn pause_all(databases: &[String], timeout: Duration) -> Result<(), Ad
                         resume_gate(g);
                     }
                 }
-                return Err(AdminError::Failed {
-                    code: "57014",
-                    message: format!("PAUSE {db}: resumed while waiting for {n} client(s)"),
+                return Err(PauseError::Resumed {
+                    database: db.clone(),
+                    in_flight: n,
                 });
             }
             if tokio::time::timeout_at(deadline, idle).await.is_err() {
@@ -121,7 +143,7 @@ pub async fn pause_all(databases: &[String], timeout: Duration) -> Result<(), Ad
                         resume_gate(g);
                     }
                 }
-                return Err(AdminError::PauseTimeout {
+                return Err(PauseError::Timeout {
                     database: db.clone(),
                     in_flight,
                     timeout_ms: timeout.as_millis() as u64,

@@ -1,10 +1,15 @@
 //! All pools, built from the configuration and swapped whole on reload: pools whose settings
 //! did not change are carried over with their connections; the others drain. The admin
 //! database (`SHOW POOLS`, `RELOAD`) reads and replaces it too.
-use super::host::{self, HostState};
-use super::pool::{Pool, PoolSettings};
-use super::server::ServerTarget;
-use super::shard::{Host, ReadPolicy, Shard};
+//!
+//! It sits above the backend (pools, servers) and the router (each sharded database's router is
+//! built here), so both stay free of each other; the health checker that walks it lives here too.
+pub mod health;
+
+use crate::backend::host::{self, HostState};
+use crate::backend::pool::{Pool, PoolSettings};
+use crate::backend::server::ServerTarget;
+use crate::backend::shard::{Host, ReadPolicy, Shard};
 use crate::config::{Database, Settings, User};
 use crate::router::{Router, Schema};
 use parking_lot::RwLock;
@@ -151,7 +156,7 @@ impl Registry {
                 }
             }
         }
-        super::health::wake();
+        health::wake();
     }
 
     /// Bumped by every `install`: sessions compare it to know when to look their pool up again.
