@@ -413,11 +413,17 @@ impl Server {
 
     async fn execute_now(&mut self, sql: &str) -> Result<(), ServerError> {
         self.write(&message::query(sql)).await?;
+        self.read_until_ready().await
+    }
+
+    /// Reads (and drops) everything up to ReadyForQuery, recording the transaction status and
+    /// parameter changes; the server's first error, if it sent one.
+    pub async fn read_until_ready(&mut self) -> Result<(), ServerError> {
         let mut error = None;
         loop {
             let m = self.read().await?;
             match m.tag() {
-                backend::ERROR_RESPONSE => error = Some(self.postgres_error(m)),
+                backend::ERROR_RESPONSE if error.is_none() => error = Some(self.postgres_error(m)),
                 backend::READY_FOR_QUERY => {
                     self.status = TxStatus::of(&m);
                     break;

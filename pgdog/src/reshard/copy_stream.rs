@@ -455,23 +455,10 @@ impl Sink {
             .write(&message::empty(b'c'))
             .await
             .map_err(server_err(&self.addr, &ctx))?;
-        let mut error = None;
-        loop {
-            let m = self
-                .server
-                .read()
-                .await
-                .map_err(server_err(&self.addr, &ctx))?;
-            match m.tag() {
-                backend::ERROR_RESPONSE => error = Some(postgres_error(&self.addr, m)),
-                backend::READY_FOR_QUERY => break,
-                _ => {}
-            }
-        }
-        match error {
-            Some(e) => Err(server_err(&self.addr, &ctx)(e)),
-            None => Ok(()),
-        }
+        self.server
+            .read_until_ready()
+            .await
+            .map_err(server_err(&self.addr, &ctx))
     }
 
     pub(crate) async fn commit(mut self) -> Result<(), CopyDataError> {

@@ -4,6 +4,7 @@
 //! `COPY ... TO STDOUT`: every shard's rows, one after the other, as one COPY (one header, one
 //! binary trailer, counts added up).
 use super::{ClientError, ShardedSession};
+use crate::backend::ServerError;
 use crate::net::message;
 use crate::net::quote::ident as quote_ident;
 use crate::net::tag::{backend, frontend};
@@ -152,18 +153,15 @@ impl ShardedSession {
                         break;
                     }
                     backend::ERROR_RESPONSE => {
-                        let e = ClientError::from(crate::backend::ServerError::Postgres(
+                        let e = ClientError::from(ServerError::Postgres(
                             message::read_error(&m)
                                 .map_err(|e| ClientError::new("08P01", e.to_string()))?,
                             m,
                         ));
                         // Drain to ReadyForQuery, then stop the COPY on the shards that started.
-                        loop {
-                            let z = server.read().await?;
-                            if z.tag() == backend::READY_FOR_QUERY {
-                                server.status = TxStatus::of(&z);
-                                break;
-                            }
+                        match server.read_until_ready().await {
+                            Ok(()) | Err(ServerError::Postgres(..)) => {}
+                            Err(lost) => return Err(lost.into()),
                         }
                         self.abort_copy(shards, shard).await;
                         return Err(e);
@@ -372,17 +370,10 @@ impl ShardedSession {
                 server.discard();
                 continue;
             }
-            loop {
-                match server.read().await {
-                    Ok(m) if m.tag() == backend::READY_FOR_QUERY => {
-                        server.status = TxStatus::of(&m);
-                        break;
-                    }
-                    Ok(_) => {}
-                    Err(_) => {
-                        server.discard();
-                        break;
-                    }
+            // CopyFail's error is expected; only a lost connection matters.
+            if let Err(e) = server.read_until_ready().await {
+                if !matches!(e, ServerError::Postgres(..)) {
+                    server.discard();
                 }
             }
         }

@@ -394,24 +394,9 @@ impl ReplicationClient {
 
     /// Reads until ReadyForQuery; the server's error if one came.
     async fn drain(&mut self) -> Result<()> {
-        let mut error = None;
-        loop {
-            let m = self
-                .server
-                .read()
-                .await
-                .map_err(|source| self.stream_error(source))?;
-            match m.tag() {
-                backend::ERROR_RESPONSE => error = Some(postgres_error(m)),
-                backend::READY_FOR_QUERY => break,
-                _ => {}
-            }
-        }
+        let result = self.server.read_until_ready().await;
         self.streaming = None;
-        match error {
-            Some(source) => Err(self.stream_error(source)),
-            None => Ok(()),
-        }
+        result.map_err(|source| self.stream_error(source))
     }
 
     /// Sends a CancelRequest for this connection's backend (from a new TCP connection).
