@@ -109,6 +109,17 @@ pub(crate) fn keys(d: &Data) -> Ids {
 }
 
 pub(crate) fn reads(k: &Ids) -> Qs {
+    let mut q = Qs::default();
+    keys_and_scans(&mut q, k);
+    order_limit_aggregates(&mut q, k);
+    grouping_joins_subqueries(&mut q, k);
+    merge_edges_and_sessions(&mut q, k);
+    q
+}
+
+/// Point lookups, IN lists, ranges and scans without a key.
+fn keys_and_scans(q: &mut Qs, k: &Ids) {
+    #[allow(unused_variables)]
     let Ids {
         a,
         b,
@@ -118,8 +129,9 @@ pub(crate) fn reads(k: &Ids) -> Qs {
         w2,
         ..
     } = *k;
-    let mut q = Qs::default();
+    #[allow(unused_imports)]
     use Order::*;
+    #[allow(unused_imports)]
     use P::*;
 
     // --- point lookups by the sharding key
@@ -244,6 +256,25 @@ pub(crate) fn reads(k: &Ids) -> Qs {
         vec![I64(c), I64(i64::MIN)],
         Exact,
     );
+    ranges_and_scans(q, k);
+}
+
+/// Ranges on the key and scans without one.
+fn ranges_and_scans(q: &mut Qs, k: &Ids) {
+    #[allow(unused_variables)]
+    let Ids {
+        a,
+        b,
+        c,
+        neg,
+        w,
+        w2,
+        ..
+    } = *k;
+    #[allow(unused_imports)]
+    use Order::*;
+    #[allow(unused_imports)]
+    use P::*;
 
     // --- ranges on the key (hash sharding: every shard)
     q.e("SELECT id FROM users WHERE id < 100 ORDER BY id");
@@ -278,6 +309,24 @@ pub(crate) fn reads(k: &Ids) -> Qs {
         vec![B(true), I64(100)],
         Exact,
     );
+}
+
+/// ORDER BY, LIMIT / OFFSET and every mergeable aggregate.
+fn order_limit_aggregates(q: &mut Qs, k: &Ids) {
+    #[allow(unused_variables)]
+    let Ids {
+        a,
+        b,
+        c,
+        neg,
+        w,
+        w2,
+        ..
+    } = *k;
+    #[allow(unused_imports)]
+    use Order::*;
+    #[allow(unused_imports)]
+    use P::*;
 
     // --- ORDER BY
     q.e("SELECT id, name FROM users ORDER BY id");
@@ -346,6 +395,25 @@ pub(crate) fn reads(k: &Ids) -> Qs {
         vec![T("5000.00".into())],
         Exact,
     );
+    aggregates(q, k);
+}
+
+/// Every mergeable aggregate, FILTER, and aggregates over empty sets.
+fn aggregates(q: &mut Qs, k: &Ids) {
+    #[allow(unused_variables)]
+    let Ids {
+        a,
+        b,
+        c,
+        neg,
+        w,
+        w2,
+        ..
+    } = *k;
+    #[allow(unused_imports)]
+    use Order::*;
+    #[allow(unused_imports)]
+    use P::*;
 
     // --- aggregates
     q.e("SELECT count(*) FROM users");
@@ -427,6 +495,24 @@ pub(crate) fn reads(k: &Ids) -> Qs {
     q.e("SELECT max(id) FROM users WHERE id = 123456789012");
     q.e("SELECT sum(amount) FROM orders WHERE status = 'nope'");
     q.e("SELECT id FROM users WHERE age > 1000 ORDER BY id");
+}
+
+/// GROUP BY / HAVING, DISTINCT, joins, omnisharded tables, subqueries and what is refused across shards.
+fn grouping_joins_subqueries(q: &mut Qs, k: &Ids) {
+    #[allow(unused_variables)]
+    let Ids {
+        a,
+        b,
+        c,
+        neg,
+        w,
+        w2,
+        ..
+    } = *k;
+    #[allow(unused_imports)]
+    use Order::*;
+    #[allow(unused_imports)]
+    use P::*;
 
     // --- GROUP BY / HAVING
     q.e("SELECT tenant, count(*), sum(score), avg(age), min(name), max(created_at) FROM users GROUP BY tenant ORDER BY tenant NULLS FIRST");
@@ -473,6 +559,25 @@ pub(crate) fn reads(k: &Ids) -> Qs {
     q.m("SELECT DISTINCT status FROM orders");
     q.e("SELECT DISTINCT ON (tenant) tenant, id FROM users ORDER BY tenant, id")
         .refuse_ok();
+    joins_and_subqueries(q, k);
+}
+
+/// Joins on the keys, omnisharded tables, subqueries and what is refused across shards.
+fn joins_and_subqueries(q: &mut Qs, k: &Ids) {
+    #[allow(unused_variables)]
+    let Ids {
+        a,
+        b,
+        c,
+        neg,
+        w,
+        w2,
+        ..
+    } = *k;
+    #[allow(unused_imports)]
+    use Order::*;
+    #[allow(unused_imports)]
+    use P::*;
 
     // --- joins on the sharding keys
     q.e(format!("SELECT u.id, u.name, o.id AS order_id, o.amount FROM users u JOIN orders o ON u.id = o.user_id WHERE u.id = {w} ORDER BY o.id"));
@@ -562,6 +667,24 @@ pub(crate) fn reads(k: &Ids) -> Qs {
     q.e("SELECT nosuchcolumn FROM users");
     q.e("SELECT * FROM nosuchtable");
     q.e("SELECT id::int2 FROM users ORDER BY id");
+}
+
+/// Merge edge cases, errors on one shard, session settings, multi-statement queries.
+fn merge_edges_and_sessions(q: &mut Qs, k: &Ids) {
+    #[allow(unused_variables)]
+    let Ids {
+        a,
+        b,
+        c,
+        neg,
+        w,
+        w2,
+        ..
+    } = *k;
+    #[allow(unused_imports)]
+    use Order::*;
+    #[allow(unused_imports)]
+    use P::*;
 
     // --- more merge edge cases: HAVING thresholds only the merged groups pass, sort keys of
     // other types, hidden sort and aggregate columns
@@ -675,5 +798,4 @@ pub(crate) fn reads(k: &Ids) -> Qs {
         "SELECT min(id) FROM users; SELECT max(user_id) FROM orders",
         Exact,
     );
-    q
 }
