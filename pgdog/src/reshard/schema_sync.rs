@@ -15,6 +15,7 @@ use crate::net::message::{self, read_error};
 use crate::net::quote::{ident as pattern_ident, literal};
 use crate::net::tag::backend;
 use crate::net::TxStatus;
+use crate::reshard::copy::{check_databases, shard_targets, SetupError};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -31,12 +32,8 @@ const ALREADY_EXISTS: &[&str] = &[
 
 #[derive(Debug, thiserror::Error)]
 pub enum SchemaSyncError {
-    #[error("loading the configuration: {0}")]
-    Config(String),
-    #[error("database `{0}` is not configured in pgdog.toml")]
-    UnknownDatabase(String),
-    #[error("database `{database}` shard {shard} has no server configured")]
-    MissingShard { database: String, shard: usize },
+    #[error(transparent)]
+    Setup(#[from] SetupError),
     #[error(
         "no pg_dump found: set [resharding] pg_bin (or --pg-bin) to the PostgreSQL bin folder, or install one on PATH"
     )]
@@ -404,7 +401,7 @@ pub async fn plan(
 ) -> Result<Vec<DumpObject>, SchemaSyncError> {
     let source = settings
         .primary(&options.from_database)
-        .ok_or_else(|| SchemaSyncError::UnknownDatabase(options.from_database.clone()))?;
+        .ok_or_else(|| SetupError::UnknownDatabase(options.from_database.clone()))?;
     let source = target(settings, source);
     let program = pg_dump_path(settings.config.resharding.pg_bin.as_deref())?;
     let tables = publication_tables(&source, &options.publication).await?;
@@ -508,22 +505,9 @@ pub async fn sync(
     settings: &Settings,
     options: &SchemaSyncOptions,
 ) -> Result<Vec<ShardReport>, SchemaSyncError> {
-    let shards = settings.shards(&options.to_database);
-    if shards == 0 {
-        return Err(SchemaSyncError::UnknownDatabase(
-            options.to_database.clone(),
-        ));
-    }
-    let mut targets = Vec::with_capacity(shards);
-    for shard in 0..shards {
-        let db = settings
-            .shard_server(&options.to_database, shard)
-            .ok_or_else(|| SchemaSyncError::MissingShard {
-                database: options.to_database.clone(),
-                shard,
-            })?;
-        targets.push(target(settings, db));
-    }
+    check_databases(settings, &[&options.to_database])?;
+    let targets = shard_targets(settings, &options.to_database)?;
+    let shards = targets.len();
     let objects = plan(settings, options).await?;
     let mut reports = Vec::with_capacity(shards);
     for (shard, t) in targets.iter().enumerate() {

@@ -96,16 +96,10 @@ pub const PROGRESS_DDL: &str = "CREATE TABLE IF NOT EXISTS pgdog_reshard_progres
 
 #[derive(Debug, thiserror::Error)]
 pub enum CopyDataError {
-    #[error("loading the configuration: {0}")]
-    Config(String),
-    #[error("database `{0}` is not configured in pgdog.toml")]
-    UnknownDatabase(String),
-    #[error("database `{database}` shard {shard} has no server configured")]
-    MissingShard { database: String, shard: usize },
+    #[error(transparent)]
+    Setup(#[from] SetupError),
     #[error("{0}")]
     Unsupported(String),
-    #[error("sharding configuration of `{database}`: {reason}")]
-    Sharding { database: String, reason: String },
     #[error("publication `{publication}`: {reason}")]
     Publication { publication: String, reason: String },
     #[error("table {table} is neither sharded nor omnisharded in database `{database}`: add it to [[sharded_tables]] or [[omnisharded_tables]]")]
@@ -531,17 +525,9 @@ pub async fn copy_data_tuned(
     tuning: CopyTuning,
     mut report: impl FnMut(&TableCopy),
 ) -> Result<(Vec<SlotReport>, Vec<TableCopy>), CopyDataError> {
-    for db in [&options.from_database, &options.to_database] {
-        if !settings.has_database(db) {
-            return Err(CopyDataError::UnknownDatabase(db.clone()));
-        }
-    }
+    check_databases(settings, &[&options.from_database, &options.to_database])?;
     let sources = source_shards(settings, &options.from_database)?;
-    let dest_schema =
-        Schema::new(settings, &options.to_database).map_err(|e| CopyDataError::Sharding {
-            database: options.to_database.clone(),
-            reason: e.to_string(),
-        })?;
+    let dest_schema = schema_of(settings, &options.to_database)?;
     let dests = destination_shards(settings, &options.to_database)?;
     let format_mode = FormatMode::from_settings(&settings.config.resharding);
 

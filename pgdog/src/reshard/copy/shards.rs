@@ -5,6 +5,34 @@ use super::*;
 
 pub(crate) use crate::net::quote::{ident, literal};
 
+/// What every resharding command checks before it touches a server: the databases it names
+/// and their shards in pgdog.toml.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("database `{0}` is not configured in pgdog.toml")]
+    UnknownDatabase(String),
+    #[error("database `{database}` shard {shard} has no server configured")]
+    MissingShard { database: String, shard: usize },
+    #[error("sharding configuration of `{database}`: {reason}")]
+    Sharding { database: String, reason: String },
+}
+
+/// Every database in `databases` is configured.
+pub(crate) fn check_databases(settings: &Settings, databases: &[&str]) -> Result<(), SetupError> {
+    match databases.iter().find(|db| !settings.has_database(db)) {
+        Some(db) => Err(SetupError::UnknownDatabase(db.to_string())),
+        None => Ok(()),
+    }
+}
+
+/// The router's sharding schema of `database`.
+pub(crate) fn schema_of(settings: &Settings, database: &str) -> Result<Schema, SetupError> {
+    Schema::new(settings, database).map_err(|e| SetupError::Sharding {
+        database: database.to_string(),
+        reason: e.to_string(),
+    })
+}
+
 pub(crate) fn server_err(addr: &str, context: &str) -> impl FnOnce(ServerError) -> CopyDataError {
     let addr = addr.to_string();
     let context = context.to_string();
@@ -43,12 +71,20 @@ pub(crate) fn source_primaries(
     settings: &Settings,
     database: &str,
 ) -> Result<Vec<ServerTarget>, CopyDataError> {
+    Ok(shard_targets(settings, database)?)
+}
+
+/// The first server (primary) of every shard of `database` (at least one).
+pub(crate) fn shard_targets(
+    settings: &Settings,
+    database: &str,
+) -> Result<Vec<ServerTarget>, SetupError> {
     (0..settings.shards(database).max(1))
         .map(|shard| {
             settings
                 .shard_server(database, shard)
                 .map(|db| target(settings, db))
-                .ok_or_else(|| CopyDataError::MissingShard {
+                .ok_or_else(|| SetupError::MissingShard {
                     database: database.to_string(),
                     shard,
                 })

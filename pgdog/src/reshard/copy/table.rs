@@ -75,12 +75,10 @@ async fn open_sinks(
     let copy_in = job.copy_in(format);
     let mut senders: Vec<Option<mpsc::Sender<Bytes>>> = (0..dests.len()).map(|_| None).collect();
     for &shard in &job.targets {
-        let t = dests
-            .get(shard)
-            .ok_or_else(|| CopyDataError::MissingShard {
-                database: "destination".into(),
-                shard,
-            })?;
+        let t = dests.get(shard).ok_or_else(|| SetupError::MissingShard {
+            database: "destination".into(),
+            shard,
+        })?;
         let sink = Sink::open(shard, t, &copy_in, format).await?;
         let (tx, rx) = mpsc::channel(CHANNEL_DEPTH);
         senders[shard] = Some(tx);

@@ -47,8 +47,9 @@ use crate::replication::pgoutput::{
     TruncateOptions, TupleData,
 };
 use crate::reshard::copy::{
-    connect, destination, destination_shards, ident, literal, postgres_error, progress_key,
-    server_err, source_primaries, CopyDataError, Destination, PROGRESS_DDL,
+    check_databases, connect, destination, destination_shards, ident, literal, postgres_error,
+    progress_key, schema_of, server_err, source_primaries, CopyDataError, Destination,
+    PROGRESS_DDL,
 };
 use crate::reshard::progress::{Progress, StopAt, StreamProgress};
 use crate::reshard::schema_sync::query_rows;
@@ -582,18 +583,11 @@ pub async fn replay(
     options: &ReplayOptions,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<ReplaySummary, ReplayError> {
-    for db in [&options.from_database, &options.to_database] {
-        if !settings.has_database(db) {
-            return Err(CopyDataError::UnknownDatabase(db.clone()).into());
-        }
-    }
+    check_databases(settings, &[&options.from_database, &options.to_database])
+        .map_err(CopyDataError::from)?;
     let sources = source_primaries(settings, &options.from_database)?;
     let dests = destination_shards(settings, &options.to_database)?;
-    let schema =
-        Schema::new(settings, &options.to_database).map_err(|e| CopyDataError::Sharding {
-            database: options.to_database.clone(),
-            reason: e.to_string(),
-        })?;
+    let schema = schema_of(settings, &options.to_database).map_err(CopyDataError::from)?;
     let ctx = StreamContext {
         options,
         schema: &schema,

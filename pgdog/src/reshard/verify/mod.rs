@@ -21,6 +21,7 @@
 //! the LSN it was compared at.
 use crate::backend::server::ServerError;
 use crate::config::Settings;
+use crate::reshard::copy::{check_databases, schema_of, SetupError};
 use crate::router::schema::{Schema, TableSharding};
 use shard::{Shard, TableName};
 use std::path::PathBuf;
@@ -36,14 +37,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
 pub enum VerifyError {
-    #[error("loading the configuration: {0}")]
-    Config(String),
-    #[error("database `{0}` is not configured in pgdog.toml")]
-    UnknownDatabase(String),
-    #[error("database `{database}` shard {shard} has no server configured")]
-    MissingShard { database: String, shard: usize },
-    #[error("sharding configuration of `{database}`: {reason}")]
-    Sharding { database: String, reason: String },
+    #[error(transparent)]
+    Setup(#[from] SetupError),
     #[error("{database} shard {shard} ({addr}): {context}: {source}")]
     Server {
         database: String,
@@ -307,19 +302,9 @@ pub async fn verify(
     settings: &Settings,
     options: &VerifyOptions,
 ) -> Result<(ComparedAt, Vec<TableReport>), VerifyError> {
-    for db in [&options.from_database, &options.to_database] {
-        if !settings.has_database(db) {
-            return Err(VerifyError::UnknownDatabase(db.clone()));
-        }
-    }
-    let schema = |database: &str| {
-        Schema::new(settings, database).map_err(|e| VerifyError::Sharding {
-            database: database.to_string(),
-            reason: e.to_string(),
-        })
-    };
-    let source_schema = schema(&options.from_database)?;
-    let dest_schema = schema(&options.to_database)?;
+    check_databases(settings, &[&options.from_database, &options.to_database])?;
+    let source_schema = schema_of(settings, &options.from_database)?;
+    let dest_schema = schema_of(settings, &options.to_database)?;
     let mut source = Shard::connect(settings, &options.from_database).await?;
     let mut dest = Shard::connect(settings, &options.to_database).await?;
     let at = snapshot::take(settings, options, &mut source, &mut dest).await?;

@@ -5,7 +5,8 @@ use super::{VerifyError, CONNECT_TIMEOUT, FETCH_BATCH};
 use crate::backend::server::{Server, ServerError, ServerTarget};
 use crate::config::Settings;
 use crate::net::quote::{ident, literal};
-use crate::reshard::schema_sync::{query_rows, target};
+use crate::reshard::copy::shard_targets;
+use crate::reshard::schema_sync::query_rows;
 use crate::router::schema::TableSharding;
 
 /// A table to check.
@@ -59,14 +60,7 @@ impl Shard {
         database: &str,
     ) -> Result<Vec<Shard>, VerifyError> {
         let mut shards = Vec::new();
-        for shard in 0..settings.shards(database).max(1) {
-            let db = settings.shard_server(database, shard).ok_or_else(|| {
-                VerifyError::MissingShard {
-                    database: database.to_string(),
-                    shard,
-                }
-            })?;
-            let t: ServerTarget = target(settings, db);
+        for (shard, t) in shard_targets(settings, database)?.into_iter().enumerate() {
             let server = Server::connect(&t, CONNECT_TIMEOUT)
                 .await
                 .map_err(|source| VerifyError::Server {
