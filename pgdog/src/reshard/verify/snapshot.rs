@@ -33,6 +33,8 @@ pub struct ComparedAt {
     pub lsns: Vec<u64>,
     /// The replay held at those LSNs: its slot and the database it reads.
     pub held: Option<(String, String)>,
+    /// How long the replay stood still: from its pause to verify's release.
+    pub held_for: Option<Duration>,
 }
 
 impl ComparedAt {
@@ -48,9 +50,10 @@ impl std::fmt::Display for ComparedAt {
         match &self.held {
             Some((slot, database)) => write!(
                 f,
-                "compared at LSN {} of {database}: the replay of slot {slot} held there while \
-                 the snapshots were taken",
-                self.lsns()
+                "compared at LSN {} of {database}: the replay of slot {slot} held there for {} ms \
+                 while the snapshots were taken",
+                self.lsns(),
+                self.held_for.unwrap_or_default().as_millis()
             ),
             None => write!(
                 f,
@@ -176,7 +179,11 @@ pub(super) async fn take(
             s.execute(&format!("{BEGIN}; SELECT 1"), "taking a snapshot")
                 .await?;
         }
-        return Ok(ComparedAt { lsns, held: None });
+        return Ok(ComparedAt {
+            lsns,
+            held: None,
+            held_for: None,
+        });
     };
     let (up, down, up_name) = if running.from_source {
         (source, dest, &options.from_database)
@@ -186,10 +193,12 @@ pub(super) async fn take(
     let mut hold = Hold::open(&mut down[0], &running.slot, up.len()).await?;
     let timeout = Duration::from_millis(settings.config.resharding.lag_timeout);
     let result = hold.run(up, down, timeout).await;
+    let held_for = hold.paused_at.map(|t| t.elapsed());
     hold.release().await;
     Ok(ComparedAt {
         lsns: result?,
         held: Some((running.slot, up_name.clone())),
+        held_for,
     })
 }
 
@@ -201,6 +210,8 @@ struct Hold {
     addr: String,
     slot: String,
     keys: Vec<String>,
+    /// When every stream answered `paused`.
+    paused_at: Option<Instant>,
 }
 
 impl Hold {
@@ -214,6 +225,7 @@ impl Hold {
             addr: down0.addr.clone(),
             slot: slot.to_string(),
             keys: (0..streams).map(|i| progress_key(slot, i)).collect(),
+            paused_at: None,
         })
     }
 
@@ -275,6 +287,7 @@ impl Hold {
         }
         self.rows(&ask).await?;
         self.wait_for("paused", timeout).await?;
+        self.paused_at = Some(Instant::now());
         let mut lsns = Vec::with_capacity(up.len());
         for s in up.iter_mut() {
             lsns.push(source_snapshot(s).await?);
