@@ -3,6 +3,15 @@ use super::*;
 
 /// Writes, run once each, in this order, on both sides.
 pub(crate) fn writes(k: &Ids) -> Qs {
+    let mut q = Qs::default();
+    single_statement_writes(&mut q, k);
+    atomicity_and_key_moves(&mut q, k);
+    q
+}
+
+/// INSERT, UPDATE, DELETE one statement at a time, simple and extended protocol.
+fn single_statement_writes(q: &mut Qs, k: &Ids) {
+    #[allow(unused_variables)]
     let Ids {
         a,
         b,
@@ -12,10 +21,13 @@ pub(crate) fn writes(k: &Ids) -> Qs {
         w2,
         w_order,
     } = *k;
-    let mut q = Qs::default();
+    #[allow(unused_imports)]
     use Order::*;
+    #[allow(unused_imports)]
     use P::*;
+    #[allow(unused_variables)]
     let cols = "id, name, email, age, score, created_at, active, tenant, country";
+
     q.s(format!("INSERT INTO users ({cols}) VALUES (5000001, 'new1', 'n1@x', 33, 12.50, '2024-05-05 05:05:05+00', true, 'acme', 'FR') RETURNING *"), Exact);
     q.s(format!("INSERT INTO users ({cols}) VALUES (5000002, 'n2', NULL, 20, -1.00, '2024-05-05 05:05:05+00', false, 'acme', NULL), (5000003, 'n3', NULL, 21, 2.00, '2024-05-06 05:05:05+00', NULL, NULL, 'DE'), (5000004, NULL, 'x', NULL, NULL, '2024-05-07 05:05:05+00', true, 'globex', 'US'), (-5000005, 'n5', NULL, 90, 99.99, '2024-05-08 05:05:05+00', true, 'initech', 'JP'), (5000006, 'n6', NULL, 19, 0, '2024-05-09 05:05:05+00', false, NULL, NULL), (5000007, 'n7', 'e7', 44, 7.77, '2024-05-10 05:05:05+00', true, 'umbrella', 'ZZ') RETURNING id, name"), Multiset);
     q.p(
@@ -117,6 +129,27 @@ pub(crate) fn writes(k: &Ids) -> Qs {
         Exact,
     );
     q.s("SELECT count(*) FROM users WHERE name = 'in tx'", Exact);
+}
+
+/// Statements on several shards are atomic; savepoints; INSERT ... SELECT; shard-key UPDATE.
+fn atomicity_and_key_moves(q: &mut Qs, k: &Ids) {
+    #[allow(unused_variables)]
+    let Ids {
+        a,
+        b,
+        c,
+        neg,
+        w,
+        w2,
+        w_order,
+    } = *k;
+    #[allow(unused_imports)]
+    use Order::*;
+    #[allow(unused_imports)]
+    use P::*;
+    #[allow(unused_variables)]
+    let cols = "id, name, email, age, score, created_at, active, tenant, country";
+
     // Statements on several shards are atomic, as on one server: a duplicate key in one row,
     // a division by zero on one shard.
     q.s(
@@ -222,7 +255,6 @@ pub(crate) fn writes(k: &Ids) -> Qs {
     );
     q.s("UPDATE users SET id = 5000006 WHERE id = 5000007", Exact);
     q.s("SELECT count(*) FROM orders WHERE user_id = 0", Exact);
-    q
 }
 
 /// Reads after the writes: whole tables and totals.
