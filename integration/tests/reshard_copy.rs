@@ -5,7 +5,9 @@
 //! exist on the primary and no temporary slot may be left on the standby.
 mod reshard_common;
 
-use reshard_common::{omnisharded, pgdog, run_ok, sharded_table, shards, text, write_files, USERS};
+use reshard_common::{
+    count_on, omnisharded, pgdog, run_ok, sharded_table, shards, text, write_files, USERS,
+};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -308,15 +310,7 @@ fn copy_data_respects_each_tables_watermark_under_writes() {
         .unwrap());
     let copied = copied_live_ids(&dest);
     assert_watermark(&written.lock().unwrap(), &copied, watermark);
-    let base: i64 = (0..2)
-        .map(|s| {
-            dest.shard(s)
-                .psql("SELECT count(*) FROM users WHERE id < 1000000")
-                .unwrap()
-                .parse::<i64>()
-                .unwrap()
-        })
-        .sum();
+    let base: i64 = count_on(&dest, 2, "SELECT count(*) FROM users WHERE id < 1000000");
     assert_eq!(base, 2000);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -9,7 +9,8 @@ use reshard_common::load::{
     config, load, source_and_destination, wait_for_statements, ADMIN_PASSWORD, USERS,
 };
 use reshard_common::{
-    command, database, omnisharded, sharded_table, shards, text, wait_for, write_files,
+    app_ports, command, count_on, database, omnisharded, sharded_table, shards, text,
+    verify_until_equal, wait_for, write_files,
 };
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -153,15 +154,11 @@ fn reshard_two_to_four_under_load_with_cutover() {
     // The last rows written are on the new shards (and back on the old ones through reverse
     // replication, checked by verify below).
     for id in last_ids {
-        let on_dest: i64 = (0..4)
-            .map(|s| {
-                dest.shard(s)
-                    .psql(&format!("SELECT count(*) FROM items WHERE id = {}", id - 1))
-                    .unwrap()
-                    .parse::<i64>()
-                    .unwrap()
-            })
-            .sum();
+        let on_dest = count_on(
+            &dest,
+            4,
+            &format!("SELECT count(*) FROM items WHERE id = {}", id - 1),
+        );
         assert_eq!(on_dest, 1, "row {} on the new shards", id - 1);
     }
     for s in 0..4 {
@@ -181,15 +178,7 @@ fn reshard_two_to_four_under_load_with_cutover() {
         "new config: {toml}"
     );
     assert!(dir.join("pgdog.toml.before-cutover").is_file());
-    let app_ports: Vec<u16> = toml
-        .split("[[databases]]")
-        .filter(|s| s.contains("name = \"app\""))
-        .filter_map(|s| {
-            s.lines()
-                .find_map(|l| l.trim().strip_prefix("port = "))
-                .and_then(|p| p.trim().parse().ok())
-        })
-        .collect();
+    let app_ports = app_ports(&dir);
     let dest_ports: Vec<u16> = (0..4).map(|s| dest.shard(s).port).collect();
     assert_eq!(app_ports.len(), 4, "{toml}");
     assert!(app_ports.iter().all(|p| dest_ports.contains(p)), "{toml}");
@@ -226,25 +215,7 @@ fn reshard_two_to_four_under_load_with_cutover() {
 
     // Old (now `app_new`, kept in sync by reverse replication) against new (now `app`): no
     // difference once the reverse replication applied the last writes.
-    let verify = || {
-        command(
-            &dir,
-            &source,
-            "verify",
-            &["--from-database", "app_new", "--to-database", "app"],
-        )
-        .output()
-        .unwrap()
-    };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let out = verify();
-        if out.status.success() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "verify: {}", text(&out));
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    verify_until_equal(&dir, &source, "app_new", "app");
 
     // Stopping the reshard ends reverse replication; its slots stay for a rollback.
     unsafe {
@@ -311,19 +282,11 @@ fn reshard_two_to_four_under_load_with_cutover() {
             proxy.log()
         );
         // Written after the rollback: on the old shards.
-        let on_old: i64 = (0..2)
-            .map(|s| {
-                source
-                    .shard(s)
-                    .psql(&format!(
-                        "SELECT count(*) FROM items WHERE id = {}",
-                        last - 1
-                    ))
-                    .unwrap()
-                    .parse::<i64>()
-                    .unwrap()
-            })
-            .sum();
+        let on_old = count_on(
+            &source,
+            2,
+            &format!("SELECT count(*) FROM items WHERE id = {}", last - 1),
+        );
         assert_eq!(on_old, 1, "row {} on the old shards", last - 1);
     }
     let toml = std::fs::read_to_string(dir.join("pgdog.toml")).unwrap();
@@ -714,15 +677,7 @@ fn reshard_refuses_keyless_tables_stops_resumes_and_aborts() {
         .unwrap();
     let child = run_until_streaming_then_stop();
     wait_for("the late rows on the destination", || {
-        let n: i64 = (0..2)
-            .map(|s| {
-                dest.shard(s)
-                    .psql("SELECT count(*) FROM keyed")
-                    .unwrap()
-                    .parse::<i64>()
-                    .unwrap()
-            })
-            .sum();
+        let n: i64 = count_on(&dest, 2, "SELECT count(*) FROM keyed");
         n == 1100
             && (0..2).all(|s| dest.shard(s).psql("SELECT count(*) FROM nokey").unwrap() == "40")
     });
@@ -850,15 +805,11 @@ fn pgdog_cutover_after_a_stopped_reshard_moves_a_connected_client() {
             .unwrap(),
         "0"
     );
-    let on_dest: i64 = (0..2)
-        .map(|s| {
-            dest.shard(s)
-                .psql("SELECT count(*) FROM keyed WHERE id IN (501, 502)")
-                .unwrap()
-                .parse::<i64>()
-                .unwrap()
-        })
-        .sum();
+    let on_dest: i64 = count_on(
+        &dest,
+        2,
+        "SELECT count(*) FROM keyed WHERE id IN (501, 502)",
+    );
     assert_eq!(on_dest, 2);
     assert_eq!(
         primary

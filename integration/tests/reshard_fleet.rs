@@ -9,24 +9,12 @@ mod reshard_common;
 use reshard_common::load::{
     config, load, source_and_destination, wait_for_statements, ADMIN_PASSWORD, USERS,
 };
-use reshard_common::{command, text};
+use reshard_common::{app_ports, command, count_on, text, verify_until_equal};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use topology::proxy::Proxy;
-
-fn app_ports(dir: &std::path::Path) -> Vec<u16> {
-    let toml = std::fs::read_to_string(dir.join("pgdog.toml")).unwrap();
-    toml.split("[[databases]]")
-        .filter(|s| s.contains("name = \"app\""))
-        .filter_map(|s| {
-            s.lines()
-                .find_map(|l| l.trim().strip_prefix("port = "))
-                .and_then(|p| p.trim().parse().ok())
-        })
-        .collect()
-}
 
 #[test]
 fn two_proxies_cut_over_together() {
@@ -134,18 +122,11 @@ fn two_proxies_cut_over_together() {
             a.log(),
             b.log()
         );
-        let on_dest: i64 = (0..4)
-            .map(|s| {
-                dest.shard(s)
-                    .psql(&format!(
-                        "SELECT count(*) FROM items WHERE id = {}",
-                        last - 1
-                    ))
-                    .unwrap()
-                    .parse::<i64>()
-                    .unwrap()
-            })
-            .sum();
+        let on_dest = count_on(
+            &dest,
+            4,
+            &format!("SELECT count(*) FROM items WHERE id = {}", last - 1),
+        );
         assert_eq!(on_dest, 1, "row {} on the new shards", last - 1);
     }
     // Each proxy's admin database shows the new shards under `app`.
@@ -163,22 +144,7 @@ fn two_proxies_cut_over_together() {
     }
 
     // Old (now app_new, fed by reverse replication) equals new (now app).
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let out = command(
-            &a.dir,
-            &source,
-            "verify",
-            &["--from-database", "app_new", "--to-database", "app"],
-        )
-        .output()
-        .unwrap();
-        if out.status.success() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "verify: {}", text(&out));
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    verify_until_equal(&a.dir, &source, "app_new", "app");
     let _ = child.kill();
     let _ = child.wait();
 }
@@ -249,14 +215,6 @@ fn admin_reshard_switches_its_peers() {
         "INSERT INTO items (id, v) VALUES (1000, 'after')",
     )
     .expect("write through B");
-    let on_dest: i64 = (0..4)
-        .map(|s| {
-            dest.shard(s)
-                .psql("SELECT count(*) FROM items")
-                .unwrap()
-                .parse::<i64>()
-                .unwrap()
-        })
-        .sum();
+    let on_dest = count_on(&dest, 4, "SELECT count(*) FROM items");
     assert_eq!(on_dest, 11);
 }

@@ -4,7 +4,7 @@
 //! composite primary keys, TRUNCATE on the source while the replay runs, then new rows.
 mod reshard_common;
 
-use reshard_common::{pgdog, sharded_table, shards, text, write_files, USERS};
+use reshard_common::{count_on, pgdog, sharded_table, shards, text, write_files, USERS};
 use std::path::Path;
 use topology::Topology;
 
@@ -163,15 +163,7 @@ fn a_diverged_destination_stops_the_replay_before_commit() {
         assert!(said.contains("'7'"), "the key is named: {said}");
         assert!(said.contains("from the source transaction at"), "{said}");
         // Nothing of that source transaction was committed anywhere.
-        let inserted: i64 = (0..2)
-            .map(|s| {
-                dest.shard(s)
-                    .psql("SELECT count(*) FROM logs WHERE id = 500")
-                    .unwrap()
-                    .parse::<i64>()
-                    .unwrap()
-            })
-            .sum();
+        let inserted: i64 = count_on(&dest, 2, "SELECT count(*) FROM logs WHERE id = 500");
         assert_eq!(inserted, 0, "attempt {attempt}: the batch was rolled back");
     }
     primary

@@ -5,7 +5,7 @@
 mod reshard_common;
 
 use reshard_common::load::{config, load, source_and_destination, wait_for_statements, USERS};
-use reshard_common::{command, pgdog, run_ok, text, wait_for};
+use reshard_common::{command, count_on, pgdog, run_ok, text, wait_for};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use topology::proxy::Proxy;
@@ -72,17 +72,7 @@ fn verify_under_writes_holds_the_replay() {
         let out = pgdog(&dir, &source, "verify", &DBS);
         (out.status.success(), text(&out))
     };
-    let dest_rows = || -> i64 {
-        (0..4)
-            .map(|s| {
-                dest.shard(s)
-                    .psql("SELECT count(*) FROM items")
-                    .unwrap()
-                    .parse::<i64>()
-                    .unwrap()
-            })
-            .sum()
-    };
+    let dest_rows = || -> i64 { count_on(&dest, 4, "SELECT count(*) FROM items") };
     for round in 0..3 {
         let before = done.load(Ordering::SeqCst);
         let (ok, out) = verify();

@@ -89,6 +89,49 @@ pub fn run_ok(dir: &Path, source: &Topology, cmd: &str, dbs: &[&str], more: &[&s
     output
 }
 
+/// The sum over the first `shards` shards of `topo` of a `SELECT count(*) ...`.
+pub fn count_on(topo: &Topology, shards: usize, sql: &str) -> i64 {
+    (0..shards)
+        .map(|s| {
+            let n = topo.shard(s).psql(sql).unwrap();
+            n.parse::<i64>()
+                .unwrap_or_else(|_| panic!("{sql} on shard {s}: {n}"))
+        })
+        .sum()
+}
+
+/// The ports of database `app`'s servers in `dir/pgdog.toml`.
+pub fn app_ports(dir: &Path) -> Vec<u16> {
+    let toml = std::fs::read_to_string(dir.join("pgdog.toml")).unwrap();
+    toml.split("[[databases]]")
+        .filter(|s| s.contains("name = \"app\""))
+        .filter_map(|s| {
+            s.lines()
+                .find_map(|l| l.trim().strip_prefix("port = "))
+                .and_then(|p| p.trim().parse().ok())
+        })
+        .collect()
+}
+
+/// Runs `pgdog verify --from-database from --to-database to` until it finds no difference
+/// (a replay still applying the last writes); fails after 60 s with its last output.
+pub fn verify_until_equal(dir: &Path, source: &Topology, from: &str, to: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = pgdog(
+            dir,
+            source,
+            "verify",
+            &["--from-database", from, "--to-database", to],
+        );
+        if out.status.success() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "verify: {}", text(&out));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// stdout and stderr, for assertion messages.
 pub fn text(out: &Output) -> String {
     format!(
