@@ -2,6 +2,9 @@
 //! pgdog configuration for N shards, clients, running a statement with the simple or the extended
 //! protocol and reading every value as text, comparing result sets, deterministic data.
 #![allow(dead_code)]
+mod client;
+#[allow(unused_imports)]
+pub use client::*;
 use std::error::Error as StdError;
 use std::fmt::Write as _;
 use tokio_postgres::types::{FromSql, ToSql, Type};
