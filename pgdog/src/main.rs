@@ -23,7 +23,7 @@ fn run(config: &std::path::Path, users: &std::path::Path) -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .init();
-    let settings = match Settings::load(config, users) {
+    let settings = match pgdog::registry::load_settings(config, users) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("pgdog: {e}");

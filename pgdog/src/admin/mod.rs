@@ -20,7 +20,6 @@ pub mod show;
 
 pub use error::AdminError;
 
-use crate::config::Settings;
 use crate::registry::Registry;
 use futures_util::future::BoxFuture;
 use parking_lot::RwLock;
@@ -85,7 +84,7 @@ pub fn config_paths() -> Option<(PathBuf, PathBuf)> {
 /// databases stay paused (the pause is keyed by database name).
 pub fn reload() -> Result<(), AdminError> {
     let (config, users) = config_paths().ok_or(AdminError::NoConfigPaths)?;
-    let settings = Settings::load(&config, &users)?;
+    let settings = crate::registry::load_settings(&config, &users)?;
     let current = Registry::current();
     Registry::install(Registry::build(settings, Some(&current)));
     tracing::info!("configuration reloaded");

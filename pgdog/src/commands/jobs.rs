@@ -31,7 +31,7 @@ fn prepare(
     users: &std::path::Path,
     workers: usize,
 ) -> Result<(Settings, tokio::runtime::Runtime), String> {
-    let settings = Settings::load(config, users).map_err(|e| e.to_string())?;
+    let settings = pgdog::registry::load_settings(config, users).map_err(|e| e.to_string())?;
     Ok((settings, runtime(workers)?))
 }
 

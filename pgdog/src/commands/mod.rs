@@ -6,7 +6,6 @@ mod jobs;
 mod reshard;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use pgdog::config::Settings;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -236,7 +235,7 @@ fn lsn(value: Option<&str>) -> Result<Option<u64>, String> {
 /// `[resharding]` of the configuration (defaults when it does not load: the command reports
 /// that itself).
 fn resharding(cli: &Cli) -> pgdog::config::Resharding {
-    Settings::load(&cli.config, &cli.users)
+    pgdog::registry::load_settings(&cli.config, &cli.users)
         .map(|s| s.config.resharding)
         .unwrap_or_default()
 }
@@ -354,7 +353,7 @@ fn move_options(
 }
 
 fn configcheck(cli: &Cli) -> ExitCode {
-    match Settings::load(&cli.config, &cli.users) {
+    match pgdog::registry::load_settings(&cli.config, &cli.users) {
         Ok(s) => {
             println!(
                 "{} and {}: OK ({} database entries, {} users)",
@@ -400,7 +399,7 @@ fn hash() -> ExitCode {
 
 /// `pgdog route`: the routing decision for each statement, without connecting anywhere.
 fn route(cli: &Cli, a: &RouteArgs) -> ExitCode {
-    let settings = match Settings::load(&cli.config, &cli.users) {
+    let settings = match pgdog::registry::load_settings(&cli.config, &cli.users) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("pgdog: {e}");

@@ -87,7 +87,7 @@ pub(super) fn reshard_main(
     admin_urls: &[String],
     abort_it: bool,
 ) -> ExitCode {
-    let settings = match Settings::load(config, users) {
+    let settings = match pgdog::registry::load_settings(config, users) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("pgdog: reshard: loading the configuration: {e}");
@@ -178,7 +178,7 @@ pub(super) fn cutover_main(
     options: ReshardOptions,
     admin_urls: &[String],
 ) -> ExitCode {
-    let settings = match Settings::load(config, users) {
+    let settings = match pgdog::registry::load_settings(config, users) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("pgdog: cutover: loading the configuration: {e}");

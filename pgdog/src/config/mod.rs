@@ -438,8 +438,22 @@ pub fn client_clocks() -> bool {
 }
 
 impl Settings {
-    /// Reads and validates both files.
+    /// Reads and validates both files and makes their `[general]` the active one. The checks
+    /// that need the sharding code (placements) run above this layer:
+    /// `crate::registry::load_settings` is what the entry points call.
     pub fn load(config_path: &Path, users_path: &Path) -> Result<Settings, ConfigError> {
+        let settings = Settings::read(config_path, users_path)?;
+        settings.activate();
+        Ok(settings)
+    }
+
+    /// Makes `[general]` the settings every part reads ([`active`]).
+    pub fn activate(&self) {
+        set_active(&self.config.general);
+    }
+
+    /// Reads and validates both files, without activating them.
+    pub fn read(config_path: &Path, users_path: &Path) -> Result<Settings, ConfigError> {
         let config: Config = read_toml(config_path)?;
         let users: Users = if users_path.exists() {
             read_toml(users_path)?
@@ -453,7 +467,6 @@ impl Settings {
             users_path: users_path.to_path_buf(),
         };
         settings.validate()?;
-        set_active(&settings.config.general);
         Ok(settings)
     }
 

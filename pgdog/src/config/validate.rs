@@ -153,10 +153,6 @@ impl Settings {
             if t.column.is_empty() {
                 return Err(format!("sharded_tables[{i}]: column is empty"));
             }
-            let shards = self.shards(&t.database);
-            if let Err(e) = crate::sharding::Placement::new(t, shards) {
-                return Err(format!("sharded_tables[{i}]: {e}"));
-            }
         }
         let shards_of = |db: &str| {
             if self.has_database(db) {

@@ -10,12 +10,37 @@ use crate::backend::host::{self, HostState};
 use crate::backend::pool::{Pool, PoolSettings};
 use crate::backend::server::ServerTarget;
 use crate::backend::shard::{Host, ReadPolicy, Shard};
-use crate::config::{Database, Settings, User};
+use crate::config::{ConfigError, Database, Settings, User};
 use crate::router::{Router, Schema};
 use parking_lot::RwLock;
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The configuration checks that need the sharding code: every `[[sharded_tables]]` entry's
+/// placement (mapping values read as the key type, shards that exist). They live here, above
+/// `config/` and `sharding/`, so the configuration layer does not call into sharding.
+pub fn check_sharding(settings: &Settings) -> Result<(), ConfigError> {
+    for (i, t) in settings.config.sharded_tables.iter().enumerate() {
+        if let Err(e) = crate::sharding::Placement::new(t, settings.shards(&t.database)) {
+            return Err(ConfigError::Invalid {
+                path: settings.config_path.clone(),
+                message: format!("sharded_tables[{i}]: {e}"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// What every entry point loads: both files read and checked (the configuration's own checks,
+/// then [`check_sharding`]), then made active.
+pub fn load_settings(config: &Path, users: &Path) -> Result<Settings, ConfigError> {
+    let settings = Settings::read(config, users)?;
+    check_sharding(&settings)?;
+    settings.activate();
+    Ok(settings)
+}
 
 /// Shards (each with its servers' pools) by (user, database), plus the settings they came from.
 pub struct Registry {
@@ -215,5 +240,38 @@ impl Registry {
         self.shards
             .iter()
             .flat_map(|(key, list)| list.iter().map(move |s| (key, s)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_settings_refuses_a_placement_on_a_missing_shard() {
+        let dir = std::env::temp_dir().join(format!("pgdog-registry-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut config = String::new();
+        for shard in 0..2 {
+            config.push_str(&format!(
+                "[[databases]]\nname = \"app\"\nshard = {shard}\nport = {}\n\n",
+                5432 + shard
+            ));
+        }
+        config.push_str(
+            "[[sharded_tables]]\ndatabase = \"app\"\nname = \"users\"\ncolumn = \"id\"\n\
+             data_type = \"bigint\"\n\n[[sharded_tables.mapping]]\nvalues = [1]\nshard = 5\n",
+        );
+        let (c, u) = (dir.join("pgdog.toml"), dir.join("users.toml"));
+        std::fs::write(&c, config).unwrap();
+        std::fs::write(&u, "").unwrap();
+        // The configuration layer alone accepts it; the entry points' load refuses it.
+        assert!(Settings::read(&c, &u).is_ok());
+        let err = load_settings(&c, &u).unwrap_err().to_string();
+        assert!(
+            err.contains("sharded_tables[0]") && err.contains("shard 5 does not exist"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

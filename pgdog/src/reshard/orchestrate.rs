@@ -476,8 +476,11 @@ async fn reverse(
     slot: &str,
     control: &Arc<Control>,
 ) -> Result<(), ReshardError> {
-    let settings = Settings::load(&old_settings.config_path, &old_settings.users_path)
-        .map_err(|e| ReshardError::Refused(format!("reading the swapped configuration: {e}")))?;
+    let settings =
+        crate::registry::load_settings(&old_settings.config_path, &old_settings.users_path)
+            .map_err(|e| {
+                ReshardError::Refused(format!("reading the swapped configuration: {e}"))
+            })?;
     let options = ReplayOptions {
         config: settings.config_path.clone(),
         users: settings.users_path.clone(),
