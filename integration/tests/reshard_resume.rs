@@ -192,6 +192,53 @@ impl Session {
     }
 }
 
+/// The copy of big waits for the blocker on one shard, after the other tables are done.
+fn wait_for_big_to_block(setup: &Setup, copy: &mut std::process::Child) {
+    wait_until(
+        "the copy of big to block mid-table",
+        Duration::from_secs(60),
+        Duration::from_millis(10),
+        || {
+            if let Some(status) = copy.try_wait().unwrap() {
+                panic!("copy-data ended: {status}: {}", setup.log("copy-data"));
+            }
+            let blocked = (0..2).any(|s| {
+                setup
+                    .shard(s)
+                    .psql(
+                        "SELECT count(*) FROM pg_stat_activity \
+                         WHERE query LIKE 'COPY \"public\".\"big\"%' AND wait_event_type = 'Lock'",
+                    )
+                    .is_ok_and(|n| n == "1")
+            });
+            let others = setup
+                .shard(1)
+                .psql(
+                    "SELECT count(*) FROM pgdog_reshard_progress WHERE table_name <> 'public.big'",
+                )
+                .unwrap_or_default();
+            Ok(blocked && others == "2")
+        },
+    )
+    .unwrap();
+}
+
+/// The killed walsenders take the temporary slots with them.
+fn wait_for_temporary_slots_gone(setup: &Setup) {
+    wait_until(
+        "the temporary slots to vanish",
+        Duration::from_secs(30),
+        Duration::from_millis(20),
+        || {
+            Ok(setup
+                .primary()
+                .psql("SELECT count(*) FROM pg_replication_slots WHERE temporary")?
+                == "0")
+        },
+    )
+    .unwrap();
+}
+
 #[test]
 fn copy_killed_mid_table_resumes() {
     let setup = Setup::new(
@@ -228,34 +275,7 @@ fn copy_killed_mid_table_resumes() {
         &["--publication", "pub", "--slot", "s1", "--parallel", "3"],
         &[],
     );
-    // The copy of big waits for the blocker on one shard, after the other tables are done.
-    wait_until(
-        "the copy of big to block mid-table",
-        Duration::from_secs(60),
-        Duration::from_millis(10),
-        || {
-            if let Some(status) = copy.try_wait().unwrap() {
-                panic!("copy-data ended: {status}: {}", setup.log("copy-data"));
-            }
-            let blocked = (0..2).any(|s| {
-                setup
-                    .shard(s)
-                    .psql(
-                        "SELECT count(*) FROM pg_stat_activity \
-                         WHERE query LIKE 'COPY \"public\".\"big\"%' AND wait_event_type = 'Lock'",
-                    )
-                    .is_ok_and(|n| n == "1")
-            });
-            let others = setup
-                .shard(1)
-                .psql(
-                    "SELECT count(*) FROM pgdog_reshard_progress WHERE table_name <> 'public.big'",
-                )
-                .unwrap_or_default();
-            Ok(blocked && others == "2")
-        },
-    )
-    .unwrap();
+    wait_for_big_to_block(&setup, &mut copy);
     kill9(&mut copy);
     for b in blockers {
         b.close();
@@ -270,19 +290,7 @@ fn copy_killed_mid_table_resumes() {
             "big was not committed on shard {s}"
         );
     }
-    // The killed walsenders take the temporary slots with them.
-    wait_until(
-        "the temporary slots to vanish",
-        Duration::from_secs(30),
-        Duration::from_millis(20),
-        || {
-            Ok(setup
-                .primary()
-                .psql("SELECT count(*) FROM pg_replication_slots WHERE temporary")?
-                == "0")
-        },
-    )
-    .unwrap();
+    wait_for_temporary_slots_gone(&setup);
 
     // A kill between two shards' commits: small committed on shard 0 only.
     setup
