@@ -29,6 +29,89 @@ name = "d"
 column = "id"
 "#;
 
+/// Two-phase commit on both shards: committed everywhere with the decision recorded, rolled
+/// back, and a PREPARE failing on one shard rolled back on the other; nothing left prepared.
+async fn two_phase_commits(
+    shards: &Topology,
+    twopc: &Proxy,
+    [s0, s1]: [&tokio_postgres::Client; 2],
+    a: &[i64],
+    b: &[i64],
+) {
+    // Two-phase commit: both shards, nothing left prepared, PREPARE/COMMIT PREPARED seen.
+    let tp = connect_proxy(twopc).await;
+    tp.batch_execute(&format!(
+        "BEGIN; INSERT INTO t (id, v) VALUES ({}, '2pc'), ({}, '2pc'); COMMIT",
+        a[5], b[5]
+    ))
+    .await
+    .unwrap_or_else(|e| panic!("two-phase COMMIT: {}", err_text(&e)));
+    assert_eq!(on(s0, a[5]).await, 1, "2PC: row missing on shard 0");
+    assert_eq!(on(s1, b[5]).await, 1, "2PC: row missing on shard 1");
+    for (i, c) in [s0, s1].into_iter().enumerate() {
+        assert_eq!(
+            count_i64(c, "SELECT count(*) FROM pg_prepared_xacts").await,
+            0,
+            "shard {i}: prepared transactions left behind"
+        );
+    }
+    // The first participant records the decision with its own commit; the other one is
+    // prepared, then committed (the server logs show it once flushed).
+    let logged = |i: usize, words: &[&str]| {
+        let log = shards.shard(i).log();
+        words.iter().all(|w| log.contains(w))
+    };
+    let start = std::time::Instant::now();
+    while !(logged(0, &["pgdog_twophase"])
+        && logged(1, &["PREPARE TRANSACTION", "COMMIT PREPARED"]))
+    {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "no decision on shard 0 / PREPARE TRANSACTION + COMMIT PREPARED on shard 1 in the server logs"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // 2PC ROLLBACK.
+    tp.batch_execute(&format!(
+        "BEGIN; INSERT INTO t (id, v) VALUES ({}, '2pc'), ({}, '2pc'); ROLLBACK",
+        a[6], b[6]
+    ))
+    .await
+    .unwrap();
+    assert_eq!(on(s0, a[6]).await + on(s1, b[6]).await, 0);
+
+    // 2PC where PREPARE fails on shard 1 (deferred unique violation): shard 0's prepared
+    // part is rolled back, the client gets the error, nothing is left prepared.
+    tp.batch_execute(&format!("INSERT INTO d (id, v) VALUES ({}, 1)", b[0]))
+        .await
+        .unwrap();
+    let r = tp
+        .batch_execute(&format!(
+            "BEGIN; INSERT INTO d (id, v) VALUES ({}, 100); INSERT INTO d (id, v) VALUES ({}, 1); COMMIT",
+            a[0], b[1]
+        ))
+        .await;
+    assert_eq!(
+        r.as_ref().err().and_then(sqlstate).as_deref(),
+        Some("23505"),
+        "COMMIT with a deferred violation on one shard: {:?}",
+        r.as_ref().err().map(err_text)
+    );
+    assert_eq!(
+        count_i64(s0, &format!("SELECT count(*) FROM d WHERE id = {}", a[0])).await,
+        0,
+        "2PC: shard 0 committed although shard 1 failed to prepare"
+    );
+    for (i, c) in [s0, s1].into_iter().enumerate() {
+        assert_eq!(
+            count_i64(c, "SELECT count(*) FROM pg_prepared_xacts").await,
+            0,
+            "shard {i}: prepared transactions left behind after a failed PREPARE"
+        );
+    }
+    assert_eq!(count_i64(&tp, "SELECT count(*) FROM d").await, 1);
+}
+
 #[test]
 fn transactions_across_shards() {
     let shards = Topology::shards(2).expect("shards");
@@ -118,78 +201,7 @@ fn transactions_across_shards() {
         assert_eq!(on(&s1, b[4]).await, 0, "a failed transaction committed a row");
         assert_eq!(count_i64(&dog, "SELECT 1").await, 1);
 
-        // Two-phase commit: both shards, nothing left prepared, PREPARE/COMMIT PREPARED seen.
-        let tp = connect_proxy(&twopc).await;
-        tp.batch_execute(&format!(
-            "BEGIN; INSERT INTO t (id, v) VALUES ({}, '2pc'), ({}, '2pc'); COMMIT",
-            a[5], b[5]
-        ))
-        .await
-        .unwrap_or_else(|e| panic!("two-phase COMMIT: {}", err_text(&e)));
-        assert_eq!(on(&s0, a[5]).await, 1, "2PC: row missing on shard 0");
-        assert_eq!(on(&s1, b[5]).await, 1, "2PC: row missing on shard 1");
-        for (i, c) in [&s0, &s1].into_iter().enumerate() {
-            assert_eq!(
-                count_i64(c, "SELECT count(*) FROM pg_prepared_xacts").await,
-                0,
-                "shard {i}: prepared transactions left behind"
-            );
-        }
-        // The first participant records the decision with its own commit; the other one is
-        // prepared, then committed (the server logs show it once flushed).
-        let logged = |i: usize, words: &[&str]| {
-            let log = shards.shard(i).log();
-            words.iter().all(|w| log.contains(w))
-        };
-        let start = std::time::Instant::now();
-        while !(logged(0, &["pgdog_twophase"])
-            && logged(1, &["PREPARE TRANSACTION", "COMMIT PREPARED"]))
-        {
-            assert!(
-                start.elapsed() < std::time::Duration::from_secs(5),
-                "no decision on shard 0 / PREPARE TRANSACTION + COMMIT PREPARED on shard 1 in the server logs"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-        // 2PC ROLLBACK.
-        tp.batch_execute(&format!(
-            "BEGIN; INSERT INTO t (id, v) VALUES ({}, '2pc'), ({}, '2pc'); ROLLBACK",
-            a[6], b[6]
-        ))
-        .await
-        .unwrap();
-        assert_eq!(on(&s0, a[6]).await + on(&s1, b[6]).await, 0);
-
-        // 2PC where PREPARE fails on shard 1 (deferred unique violation): shard 0's prepared
-        // part is rolled back, the client gets the error, nothing is left prepared.
-        tp.batch_execute(&format!("INSERT INTO d (id, v) VALUES ({}, 1)", b[0]))
-            .await
-            .unwrap();
-        let r = tp
-            .batch_execute(&format!(
-                "BEGIN; INSERT INTO d (id, v) VALUES ({}, 100); INSERT INTO d (id, v) VALUES ({}, 1); COMMIT",
-                a[0], b[1]
-            ))
-            .await;
-        assert_eq!(
-            r.as_ref().err().and_then(sqlstate).as_deref(),
-            Some("23505"),
-            "COMMIT with a deferred violation on one shard: {:?}",
-            r.as_ref().err().map(err_text)
-        );
-        assert_eq!(
-            count_i64(&s0, &format!("SELECT count(*) FROM d WHERE id = {}", a[0])).await,
-            0,
-            "2PC: shard 0 committed although shard 1 failed to prepare"
-        );
-        for (i, c) in [&s0, &s1].into_iter().enumerate() {
-            assert_eq!(
-                count_i64(c, "SELECT count(*) FROM pg_prepared_xacts").await,
-                0,
-                "shard {i}: prepared transactions left behind after a failed PREPARE"
-            );
-        }
-        assert_eq!(count_i64(&tp, "SELECT count(*) FROM d").await, 1);
+        two_phase_commits(&shards, &twopc, [&s0, &s1], a, b).await;
     }));
 }
 
@@ -379,19 +391,9 @@ fn route_files(
         .collect()
 }
 
-#[test]
-fn route_command() {
-    let dir = std::env::temp_dir().join(format!("pgdog-route-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut config = String::from("[general]\nauth_type = \"trust\"\n");
-    for shard in 0..3 {
-        config.push_str(&format!(
-            "\n[[databases]]\nname = \"app\"\nhost = \"127.0.0.1\"\nport = {}\ndatabase_name = \"postgres\"\nshard = {shard}\n",
-            5000 + shard
-        ));
-    }
-    config.push_str(
-        r#"
+/// The tables of `route_command`: a list mapping with a default shard, ranges, a hashed
+/// table, an omnisharded one.
+const ROUTE_TABLES: &str = r#"
 [[sharded_tables]]
 database = "app"
 name = "accounts"
@@ -432,8 +434,20 @@ column = "id"
 [[omnisharded_tables]]
 database = "app"
 tables = ["countries"]
-"#,
-    );
+"#;
+
+#[test]
+fn route_command() {
+    let dir = std::env::temp_dir().join(format!("pgdog-route-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut config = String::from("[general]\nauth_type = \"trust\"\n");
+    for shard in 0..3 {
+        config.push_str(&format!(
+            "\n[[databases]]\nname = \"app\"\nhost = \"127.0.0.1\"\nport = {}\ndatabase_name = \"postgres\"\nshard = {shard}\n",
+            5000 + shard
+        ));
+    }
+    config.push_str(ROUTE_TABLES);
     let config_path = dir.join("pgdog.toml");
     let users_path = dir.join("users.toml");
     std::fs::write(&config_path, &config).unwrap();
