@@ -92,21 +92,9 @@ struct Case {
     trees: Vec<pg_query::protobuf::ParseResult>,
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let quick = args.iter().any(|a| a == "--quick");
-    let out = args
-        .iter()
-        .position(|a| a == "--out")
-        .and_then(|i| args.get(i + 1))
-        .cloned();
-    let (rounds, batch) = if quick {
-        (3, Duration::from_millis(20))
-    } else {
-        (15, Duration::from_millis(60))
-    };
-
-    let cases: Vec<Case> = [
+/// The three workloads, each statement checked to parse the same as pg_query first.
+fn cases() -> Vec<Case> {
+    [
         ("(a) point select", vec![POINT]),
         ("(b) pgbench tpcb-like", TPCB.to_vec()),
         ("(c) analytic, 60 lines", vec![ANALYTIC]),
@@ -129,9 +117,12 @@ fn main() {
             trees,
         }
     })
-    .collect();
+    .collect()
+}
 
-    let ops: Vec<Op> = vec![
+/// The operations measured on every workload.
+fn ops() -> Vec<Op> {
+    vec![
         Op {
             name: "C raw parse alone (floor)",
             run: Box::new(|c| {
@@ -204,7 +195,25 @@ fn main() {
                 })
             }),
         },
-    ];
+    ]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let out = args
+        .iter()
+        .position(|a| a == "--out")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
+    let (rounds, batch) = if quick {
+        (3, Duration::from_millis(20))
+    } else {
+        (15, Duration::from_millis(60))
+    };
+
+    let cases = cases();
+    let ops = ops();
 
     // samples[op][case]
     let mut samples = vec![vec![Vec::new(); cases.len()]; ops.len()];
