@@ -200,6 +200,87 @@ pub(crate) fn b2s(b: Option<bool>) -> Option<&'static str> {
     b.map(|b| if b { "t" } else { "f" })
 }
 
+/// The rows loaded by COPY: users 900..2000 (text with the key third, CSV with a header) and
+/// orders 2200..6000 (text with the key second, CSV with a header and the key first).
+fn copy_loads(d: &Data) -> Vec<(&'static str, &'static str, String)> {
+    let mut copies = Vec::new();
+    // users 900..1450: COPY text, key in third position.
+    let mut text = String::new();
+    for u in &d.users[900..1450] {
+        let age = u.age.map(|a| a.to_string());
+        let fields = [
+            copy_text(u.name.as_deref()),
+            copy_text(u.email.as_deref()),
+            u.id.to_string(),
+            copy_text(age.as_deref()),
+            copy_text(u.score.as_deref()),
+            copy_text(Some(&u.created_at)),
+            copy_text(b2s(u.active)),
+            copy_text(u.tenant.as_deref()),
+            copy_text(u.country.as_deref()),
+        ];
+        text.push_str(&fields.join("\t"));
+        text.push('\n');
+    }
+    copies.push((
+        "COPY users text",
+        "COPY users (name, email, id, age, score, created_at, active, tenant, country) FROM STDIN",
+        text,
+    ));
+    // users 1450..2000: COPY CSV with HEADER.
+    let mut csv = String::from("id,name,email,age,score,created_at,active,tenant,country\n");
+    for u in &d.users[1450..] {
+        let age = u.age.map(|a| a.to_string());
+        let fields = [
+            u.id.to_string(),
+            copy_csv(u.name.as_deref()),
+            copy_csv(u.email.as_deref()),
+            copy_csv(age.as_deref()),
+            copy_csv(u.score.as_deref()),
+            copy_csv(Some(&u.created_at)),
+            copy_csv(b2s(u.active)),
+            copy_csv(u.tenant.as_deref()),
+            copy_csv(u.country.as_deref()),
+        ];
+        csv.push_str(&fields.join(","));
+        csv.push('\n');
+    }
+    copies.push(("COPY users csv", "COPY users (id, name, email, age, score, created_at, active, tenant, country) FROM STDIN WITH (FORMAT csv, HEADER)", csv));
+    // orders 2200..4000: COPY text, key second.
+    let mut text = String::new();
+    for o in &d.orders[2200..4000] {
+        let fields = [
+            o.id.to_string(),
+            o.user_id.to_string(),
+            copy_text(o.amount.as_deref()),
+            copy_text(o.status.as_deref()),
+            copy_text(o.created_at.as_deref()),
+        ];
+        text.push_str(&fields.join("\t"));
+        text.push('\n');
+    }
+    copies.push((
+        "COPY orders text",
+        "COPY orders (id, user_id, amount, status, created_at) FROM STDIN",
+        text,
+    ));
+    // orders 4000..6000: COPY CSV HEADER, key first.
+    let mut csv = String::from("user_id,id,amount,status,created_at\n");
+    for o in &d.orders[4000..] {
+        let fields = [
+            o.user_id.to_string(),
+            o.id.to_string(),
+            copy_csv(o.amount.as_deref()),
+            copy_csv(o.status.as_deref()),
+            copy_csv(o.created_at.as_deref()),
+        ];
+        csv.push_str(&fields.join(","));
+        csv.push('\n');
+    }
+    copies.push(("COPY orders csv", "COPY orders (user_id, id, amount, status, created_at) FROM STDIN (FORMAT csv, HEADER true)", csv));
+    copies
+}
+
 /// Loads everything through `client` (pgdog or the reference, same statements); what each step
 /// reported, for comparing the two.
 pub(crate) async fn load(
@@ -211,7 +292,6 @@ pub(crate) async fn load(
     let mut step = |what: String, r: Result<u64, tokio_postgres::Error>| {
         out.push((what, r.map(|n| n.to_string()).map_err(|e| err_text(&e))));
     };
-    let mut copies = Vec::new();
     for ddl in SCHEMA {
         step(ddl.to_string(), client.batch_execute(ddl).await.map(|_| 0));
     }
@@ -265,49 +345,6 @@ pub(crate) async fn load(
         }
         Err(e) => step("prepare users INSERT".into(), Err(e)),
     }
-    // users 900..1450: COPY text, key in third position.
-    let mut text = String::new();
-    for u in &d.users[900..1450] {
-        let age = u.age.map(|a| a.to_string());
-        let fields = [
-            copy_text(u.name.as_deref()),
-            copy_text(u.email.as_deref()),
-            u.id.to_string(),
-            copy_text(age.as_deref()),
-            copy_text(u.score.as_deref()),
-            copy_text(Some(&u.created_at)),
-            copy_text(b2s(u.active)),
-            copy_text(u.tenant.as_deref()),
-            copy_text(u.country.as_deref()),
-        ];
-        text.push_str(&fields.join("\t"));
-        text.push('\n');
-    }
-    copies.push((
-        "COPY users text",
-        "COPY users (name, email, id, age, score, created_at, active, tenant, country) FROM STDIN",
-        text,
-    ));
-    // users 1450..2000: COPY CSV with HEADER.
-    let mut csv = String::from("id,name,email,age,score,created_at,active,tenant,country\n");
-    for u in &d.users[1450..] {
-        let age = u.age.map(|a| a.to_string());
-        let fields = [
-            u.id.to_string(),
-            copy_csv(u.name.as_deref()),
-            copy_csv(u.email.as_deref()),
-            copy_csv(age.as_deref()),
-            copy_csv(u.score.as_deref()),
-            copy_csv(Some(&u.created_at)),
-            copy_csv(b2s(u.active)),
-            copy_csv(u.tenant.as_deref()),
-            copy_csv(u.country.as_deref()),
-        ];
-        csv.push_str(&fields.join(","));
-        csv.push('\n');
-    }
-    copies.push(("COPY users csv", "COPY users (id, name, email, age, score, created_at, active, tenant, country) FROM STDIN WITH (FORMAT csv, HEADER)", csv));
-
     // orders 0..2000: multi-row INSERTs of 100 rows.
     for chunk in d.orders[..2000].chunks(100) {
         let values: Vec<String> = chunk.iter().map(order_values).collect();
@@ -342,39 +379,7 @@ pub(crate) async fn load(
         }
         Err(e) => step("prepare orders INSERT".into(), Err(e)),
     }
-    // orders 2200..4000: COPY text, key second.
-    let mut text = String::new();
-    for o in &d.orders[2200..4000] {
-        let fields = [
-            o.id.to_string(),
-            o.user_id.to_string(),
-            copy_text(o.amount.as_deref()),
-            copy_text(o.status.as_deref()),
-            copy_text(o.created_at.as_deref()),
-        ];
-        text.push_str(&fields.join("\t"));
-        text.push('\n');
-    }
-    copies.push((
-        "COPY orders text",
-        "COPY orders (id, user_id, amount, status, created_at) FROM STDIN",
-        text,
-    ));
-    // orders 4000..6000: COPY CSV HEADER, key first.
-    let mut csv = String::from("user_id,id,amount,status,created_at\n");
-    for o in &d.orders[4000..] {
-        let fields = [
-            o.user_id.to_string(),
-            o.id.to_string(),
-            copy_csv(o.amount.as_deref()),
-            copy_csv(o.status.as_deref()),
-            copy_csv(o.created_at.as_deref()),
-        ];
-        csv.push_str(&fields.join(","));
-        csv.push('\n');
-    }
-    copies.push(("COPY orders csv", "COPY orders (user_id, id, amount, status, created_at) FROM STDIN (FORMAT csv, HEADER true)", csv));
-    for (what, sql, data) in copies {
+    for (what, sql, data) in copy_loads(d) {
         // A simple-protocol COPY, data in CopyData messages that cut rows at odd places.
         out.push((
             what.to_string(),
