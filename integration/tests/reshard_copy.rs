@@ -6,7 +6,7 @@
 mod reshard_common;
 
 use reshard_common::{
-    count_on, omnisharded, pgdog, run_ok, sharded_table, shards, text, write_files, USERS,
+    count_on, omnisharded, pgdog_with, run_ok, sharded_table, shards, text, write_files, USERS,
 };
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -41,48 +41,35 @@ fn write_config(dir: &Path, source: &Topology, dest: &Topology) {
     write_files(dir, &config, USERS);
 }
 
-#[test]
-fn copy_data_from_standby_into_two_shards() {
-    let source = Topology::replicated().expect("source topology");
-    let dest = Topology::shards(2).expect("destination topology");
-    let dir: PathBuf = std::env::temp_dir().join(format!("pgdog-copy-data-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    write_config(&dir, &source, &dest);
+/// The temporary slots of the copies leave with their connections.
+fn wait_standby_slots_gone(source: &Topology) {
+    wait_until(
+        "the temporary slots on the standby to go away",
+        Duration::from_secs(30),
+        Duration::from_millis(20),
+        || {
+            Ok(source
+                .standby()
+                .psql("SELECT count(*) FROM pg_replication_slots WHERE slot_type = 'logical'")?
+                == "0")
+        },
+    )
+    .expect("no temporary slot left on the standby");
+}
 
+/// A failure on one shard rolls the table back on every shard (kind 1 already exists on shard
+/// 1 only) and drops the slot the copy made; the destination is cleared afterwards.
+fn failed_copy_rolls_back(dir: &Path, source: &Topology, dest: &Topology) {
     let primary = source.primary();
-    primary.psql(SCHEMA).expect("source schema");
-    primary
-        .psql(&format!(
-            "INSERT INTO users
-             SELECT i,
-                    CASE WHEN i % 10 = 0 THEN NULL ELSE 'user ' || i END,
-                    CASE WHEN i % 3 = 0 THEN E'tab\\there\\nnew line\\\\ back' WHEN i % 3 = 1 THEN NULL ELSE '' END,
-                    CASE WHEN i % 4 = 0 THEN NULL ELSE decode(md5(i::text), 'hex') || '\\x000a0d09'::bytea END,
-                    CASE WHEN i % 5 = 0 THEN NULL ELSE i * 1.5 END,
-                    '2024-01-01'::timestamptz + i * interval '1 minute'
-             FROM generate_series(-{half}, {rest}) i;
-             INSERT INTO kinds VALUES (1, 'one'), (2, E'two\\ttabs'), (3, NULL);
-             INSERT INTO other VALUES (1);",
-            half = ROWS / 2,
-            rest = ROWS - ROWS / 2 - 1
-        ))
-        .expect("source rows");
-    sync_schema(&dir, &source);
-
-    // A failure on one shard rolls the table back on every shard: kind 1 already exists on
-    // shard 1 only.
     dest.shard(1)
         .psql("INSERT INTO kinds VALUES (1, 'in the way')")
         .unwrap();
-    let out = pgdog(
-        &dir,
-        &source,
+    let out = pgdog_with(
+        dir,
+        source,
         "copy-data",
+        &DBS,
         &[
-            "--from-database",
-            "src",
-            "--to-database",
-            "dst",
             "--publication",
             "pub",
             "--slot",
@@ -114,16 +101,44 @@ fn copy_data_from_standby_into_two_shards() {
             .psql("TRUNCATE kinds, users")
             .expect("clearing the destination");
     }
+}
 
-    let out = pgdog(
+#[test]
+fn copy_data_from_standby_into_two_shards() {
+    let source = Topology::replicated().expect("source topology");
+    let dest = Topology::shards(2).expect("destination topology");
+    let dir: PathBuf = std::env::temp_dir().join(format!("pgdog-copy-data-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    write_config(&dir, &source, &dest);
+
+    let primary = source.primary();
+    primary.psql(SCHEMA).expect("source schema");
+    primary
+        .psql(&format!(
+            "INSERT INTO users
+             SELECT i,
+                    CASE WHEN i % 10 = 0 THEN NULL ELSE 'user ' || i END,
+                    CASE WHEN i % 3 = 0 THEN E'tab\\there\\nnew line\\\\ back' WHEN i % 3 = 1 THEN NULL ELSE '' END,
+                    CASE WHEN i % 4 = 0 THEN NULL ELSE decode(md5(i::text), 'hex') || '\\x000a0d09'::bytea END,
+                    CASE WHEN i % 5 = 0 THEN NULL ELSE i * 1.5 END,
+                    '2024-01-01'::timestamptz + i * interval '1 minute'
+             FROM generate_series(-{half}, {rest}) i;
+             INSERT INTO kinds VALUES (1, 'one'), (2, E'two\\ttabs'), (3, NULL);
+             INSERT INTO other VALUES (1);",
+            half = ROWS / 2,
+            rest = ROWS - ROWS / 2 - 1
+        ))
+        .expect("source rows");
+    sync_schema(&dir, &source);
+
+    failed_copy_rolls_back(&dir, &source, &dest);
+
+    let out = pgdog_with(
         &dir,
         &source,
         "copy-data",
+        &DBS,
         &[
-            "--from-database",
-            "src",
-            "--to-database",
-            "dst",
             "--publication",
             "pub",
             "--slot",
@@ -166,20 +181,12 @@ fn copy_data_from_standby_into_two_shards() {
         );
     }
 
-    let out = pgdog(
+    let out = pgdog_with(
         &dir,
         &source,
         "verify",
-        &[
-            "--from-database",
-            "src",
-            "--to-database",
-            "dst",
-            "--table",
-            "users",
-            "--table",
-            "kinds",
-        ],
+        &DBS,
+        &["--table", "users", "--table", "kinds"],
     );
     assert!(out.status.success(), "verify: {}", text(&out));
 
@@ -190,35 +197,16 @@ fn copy_data_from_standby_into_two_shards() {
             .unwrap(),
         "1"
     );
-    wait_until(
-        "the temporary slots on the standby to go away",
-        Duration::from_secs(30),
-        Duration::from_millis(20),
-        || {
-            Ok(source
-                .standby()
-                .psql("SELECT count(*) FROM pg_replication_slots WHERE slot_type = 'logical'")?
-                == "0")
-        },
-    )
-    .expect("no temporary slot left on the standby");
+    wait_standby_slots_gone(&source);
 
     // A table the destination neither shards nor replicates: refused, naming the table, before
     // any slot is made.
-    let out = pgdog(
+    let out = pgdog_with(
         &dir,
         &source,
         "copy-data",
-        &[
-            "--from-database",
-            "src",
-            "--to-database",
-            "dst",
-            "--publication",
-            "pub_other",
-            "--slot",
-            "reshard2",
-        ],
+        &DBS,
+        &["--publication", "pub_other", "--slot", "reshard2"],
     );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
@@ -277,20 +265,12 @@ fn copy_data_respects_each_tables_watermark_under_writes() {
     let writer = spawn_writer(primary.url("postgres"), stop.clone(), written.clone());
     wait_written(&written, 0, 20);
 
-    let out = pgdog(
+    let out = pgdog_with(
         &dir,
         &source,
         "copy-data",
-        &[
-            "--from-database",
-            "src",
-            "--to-database",
-            "dst",
-            "--publication",
-            "pub",
-            "--parallel",
-            "2",
-        ],
+        &DBS,
+        &["--publication", "pub", "--parallel", "2"],
     );
     let output = text(&out);
     assert!(out.status.success(), "copy-data: {output}");
@@ -532,18 +512,7 @@ fn copy_data_splits_a_large_table_into_ranges_under_writes() {
             "2"
         );
     }
-    wait_until(
-        "the temporary slots on the standby to go away",
-        Duration::from_secs(30),
-        Duration::from_millis(20),
-        || {
-            Ok(source
-                .standby()
-                .psql("SELECT count(*) FROM pg_replication_slots WHERE slot_type = 'logical'")?
-                == "0")
-        },
-    )
-    .expect("no temporary slot left on the standby");
+    wait_standby_slots_gone(&source);
     primary
         .psql("SELECT pg_drop_replication_slot('split')")
         .expect("dropping the slot");

@@ -80,6 +80,12 @@ pub fn pgdog(dir: &Path, source: &Topology, cmd: &str, args: &[&str]) -> Output 
         .unwrap_or_else(|e| panic!("running pgdog {cmd}: {e}"))
 }
 
+/// `pgdog <cmd> <dbs...> <more...>` to the end.
+pub fn pgdog_with(dir: &Path, source: &Topology, cmd: &str, dbs: &[&str], more: &[&str]) -> Output {
+    let args: Vec<&str> = dbs.iter().chain(more).copied().collect();
+    pgdog(dir, source, cmd, &args)
+}
+
 /// `pgdog <cmd> <dbs...> <more...>`, which must succeed; its stdout and stderr.
 pub fn run_ok(dir: &Path, source: &Topology, cmd: &str, dbs: &[&str], more: &[&str]) -> String {
     let args: Vec<&str> = dbs.iter().chain(more).copied().collect();
