@@ -48,52 +48,9 @@ fn advance_past(node: &Node, target: u64) {
     .unwrap();
 }
 
-#[test]
-fn sharded_source_into_four_shards() {
-    let source = Topology::shards(2).expect("source topology");
-    let dest = Topology::shards(4).expect("destination topology");
-    let dir = std::env::temp_dir().join(format!("pgdog-sharded-source-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    write_config(&dir, &source, &dest);
-    for s in 0..2 {
-        source
-            .shard(s)
-            .psql(&format!(
-                "CREATE TABLE items (id bigint PRIMARY KEY, name text, qty int);
-                 CREATE TABLE kinds (id int PRIMARY KEY, label text);
-                 CREATE PUBLICATION pub FOR TABLE items, kinds;
-                 INSERT INTO items SELECT i, 'item ' || i, i FROM generate_series(1, 2000) i
-                  WHERE i % 2 = {s};
-                 INSERT INTO kinds VALUES (1, 'one'), (2, 'two'), (3, NULL);"
-            ))
-            .expect("source schema");
-    }
-
-    run_ok(
-        &dir,
-        &source,
-        "schema-sync",
-        &DBS,
-        &["--publication", "pub", "--phase", "pre"],
-    );
-    let copy = || {
-        pgdog(
-            &dir,
-            &source,
-            "copy-data",
-            &[
-                DBS[0],
-                DBS[1],
-                DBS[2],
-                DBS[3],
-                "--publication",
-                "pub",
-                "--slot",
-                "s1",
-            ],
-        )
-    };
-    // The first copy in process, with live progress.
+/// The first copy, in process with live progress: a slot on each source shard, one copy per
+/// (table, source shard) but the omnisharded table once, watermarks keyed per source shard.
+fn copy_in_process(dir: &std::path::Path, source: &Topology, dest: &Topology) -> Settings {
     let settings = Settings::load(&dir.join("pgdog.toml"), &dir.join("users.toml")).unwrap();
     let progress = Arc::new(Progress::default());
     let copy_options = CopyDataOptions {
@@ -166,6 +123,124 @@ fn sharded_source_into_four_shards() {
             "the omnisharded table is copied once"
         );
     }
+    settings
+}
+
+/// In process: the replay's progress and the per-stream stop targets set while it runs; it
+/// returns soon after both streams reached theirs, and verify finds the destination equal.
+fn replay_in_process_to_targets(dir: &std::path::Path, source: &Topology, settings: Settings) {
+    let progress = Arc::new(Progress::default());
+    let stop_at = Arc::new(StopAt::default());
+    let options = ReplayOptions {
+        config: dir.join("pgdog.toml"),
+        users: dir.join("users.toml"),
+        from_database: "src".into(),
+        to_database: "dst".into(),
+        publication: "pub".into(),
+        slot: "s1".into(),
+        until_lsn: None,
+        progress: Some(progress.clone()),
+        stop_at: Some(stop_at.clone()),
+        atomic: false,
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let task = runtime
+        .spawn(async move { replay(&settings, &options, std::future::pending::<()>()).await });
+    for s in 0..2 {
+        source
+            .shard(s)
+            .psql(&format!(
+                "INSERT INTO items SELECT i, 'late', 1 FROM generate_series(5001, 5100) i
+                  WHERE i % 2 = {s}"
+            ))
+            .unwrap();
+    }
+    let targets = vec![lsn(source.shard(0)), lsn(source.shard(1))];
+    wait_until(
+        "both streams to apply the late inserts",
+        Duration::from_secs(30),
+        Duration::from_millis(20),
+        || {
+            let streams = progress.streams();
+            Ok(streams.len() == 2
+                && streams
+                    .iter()
+                    .all(|s| s.applied_lsn > 0 && s.transactions >= 1 && s.rows >= 50))
+        },
+    )
+    .unwrap();
+    assert!(!task.is_finished(), "no stop target yet");
+    let set = Instant::now();
+    stop_at.set(targets.clone());
+    let summary = runtime
+        .block_on(async { tokio::time::timeout(Duration::from_secs(10), task).await })
+        .expect("replay returns once the targets are reached")
+        .unwrap()
+        .expect("replay");
+    let took = set.elapsed();
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    assert_eq!(summary.last_lsns.len(), 2);
+    let streams = progress.streams();
+    for (s, target) in streams.iter().zip(&targets) {
+        assert!(
+            s.applied_lsn >= *target,
+            "stream {} applied {:X}, target {target:X}",
+            s.source_shard,
+            s.applied_lsn
+        );
+        assert!(s.last_commit_time.is_some());
+        assert!(s.received_lsn >= s.applied_lsn.min(*target));
+    }
+    let out = pgdog(dir, source, "verify", &DBS);
+    assert!(out.status.success(), "verify at the end: {}", text(&out));
+}
+
+#[test]
+fn sharded_source_into_four_shards() {
+    let source = Topology::shards(2).expect("source topology");
+    let dest = Topology::shards(4).expect("destination topology");
+    let dir = std::env::temp_dir().join(format!("pgdog-sharded-source-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    write_config(&dir, &source, &dest);
+    for s in 0..2 {
+        source
+            .shard(s)
+            .psql(&format!(
+                "CREATE TABLE items (id bigint PRIMARY KEY, name text, qty int);
+                 CREATE TABLE kinds (id int PRIMARY KEY, label text);
+                 CREATE PUBLICATION pub FOR TABLE items, kinds;
+                 INSERT INTO items SELECT i, 'item ' || i, i FROM generate_series(1, 2000) i
+                  WHERE i % 2 = {s};
+                 INSERT INTO kinds VALUES (1, 'one'), (2, 'two'), (3, NULL);"
+            ))
+            .expect("source schema");
+    }
+
+    run_ok(
+        &dir,
+        &source,
+        "schema-sync",
+        &DBS,
+        &["--publication", "pub", "--phase", "pre"],
+    );
+    let copy = || {
+        pgdog(
+            &dir,
+            &source,
+            "copy-data",
+            &[
+                DBS[0],
+                DBS[1],
+                DBS[2],
+                DBS[3],
+                "--publication",
+                "pub",
+                "--slot",
+                "s1",
+            ],
+        )
+    };
+    let settings = copy_in_process(&dir, &source, &dest);
     let out = pgdog(&dir, &source, "verify", &DBS);
     assert!(out.status.success(), "verify after copy: {}", text(&out));
 
@@ -241,71 +316,7 @@ fn sharded_source_into_four_shards() {
         "{output}"
     );
 
-    // In process: progress and stop targets set while the replay runs.
-    let progress = Arc::new(Progress::default());
-    let stop_at = Arc::new(StopAt::default());
-    let options = ReplayOptions {
-        config: dir.join("pgdog.toml"),
-        users: dir.join("users.toml"),
-        from_database: "src".into(),
-        to_database: "dst".into(),
-        publication: "pub".into(),
-        slot: "s1".into(),
-        until_lsn: None,
-        progress: Some(progress.clone()),
-        stop_at: Some(stop_at.clone()),
-        atomic: false,
-    };
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let task = runtime
-        .spawn(async move { replay(&settings, &options, std::future::pending::<()>()).await });
-    for s in 0..2 {
-        source
-            .shard(s)
-            .psql(&format!(
-                "INSERT INTO items SELECT i, 'late', 1 FROM generate_series(5001, 5100) i
-                  WHERE i % 2 = {s}"
-            ))
-            .unwrap();
-    }
-    let targets = vec![lsn(source.shard(0)), lsn(source.shard(1))];
-    wait_until(
-        "both streams to apply the late inserts",
-        Duration::from_secs(30),
-        Duration::from_millis(20),
-        || {
-            let streams = progress.streams();
-            Ok(streams.len() == 2
-                && streams
-                    .iter()
-                    .all(|s| s.applied_lsn > 0 && s.transactions >= 1 && s.rows >= 50))
-        },
-    )
-    .unwrap();
-    assert!(!task.is_finished(), "no stop target yet");
-    let set = Instant::now();
-    stop_at.set(targets.clone());
-    let summary = runtime
-        .block_on(async { tokio::time::timeout(Duration::from_secs(10), task).await })
-        .expect("replay returns once the targets are reached")
-        .unwrap()
-        .expect("replay");
-    let took = set.elapsed();
-    assert!(took < Duration::from_secs(3), "took {took:?}");
-    assert_eq!(summary.last_lsns.len(), 2);
-    let streams = progress.streams();
-    for (s, target) in streams.iter().zip(&targets) {
-        assert!(
-            s.applied_lsn >= *target,
-            "stream {} applied {:X}, target {target:X}",
-            s.source_shard,
-            s.applied_lsn
-        );
-        assert!(s.last_commit_time.is_some());
-        assert!(s.received_lsn >= s.applied_lsn.min(*target));
-    }
-    let out = pgdog(&dir, &source, "verify", &DBS);
-    assert!(out.status.success(), "verify at the end: {}", text(&out));
+    replay_in_process_to_targets(&dir, &source, settings);
 
     for s in 0..2 {
         source
