@@ -10,6 +10,84 @@ use topology::Topology;
 
 const TABLES: &str = "[[sharded_tables]]\ndatabase = \"app\"\nname = \"t\"\ncolumn = \"id\"\n";
 
+/// Binary COPY round trip: out of every shard (one header, one trailer), back in split by key
+/// (each shard gets the header and a trailer), same rows on the same shards.
+async fn binary_copy_round_trip(client: &tokio_postgres::Client, ports: &[u16]) {
+    {
+        use futures_util::{SinkExt, TryStreamExt};
+        let before: Vec<i64> = shard_counts(ports).await;
+        let stream = client
+            .copy_out("COPY t TO STDOUT (FORMAT binary)")
+            .await
+            .expect("copy out");
+        futures_util::pin_mut!(stream);
+        let mut data = Vec::new();
+        while let Some(chunk) = stream.try_next().await.expect("copy data") {
+            data.extend_from_slice(&chunk);
+        }
+        assert!(data.starts_with(b"PGCOPY\n\xff\r\n\0"), "one binary header");
+        assert!(data.ends_with(&[0xff, 0xff]), "one trailer at the end");
+        assert_eq!(
+            data.windows(11)
+                .filter(|w| w == b"PGCOPY\n\xff\r\n\0")
+                .count(),
+            1
+        );
+        client.batch_execute("TRUNCATE t").await.expect("truncate");
+        let sink = client
+            .copy_in::<_, bytes::Bytes>("COPY t FROM STDIN (FORMAT binary)")
+            .await
+            .expect("copy in");
+        futures_util::pin_mut!(sink);
+        for piece in data.chunks(37) {
+            sink.send(bytes::Bytes::copy_from_slice(piece))
+                .await
+                .expect("send");
+        }
+        let n = sink.as_mut().finish().await.expect("copy in done");
+        assert_eq!(n, 30);
+        assert_eq!(
+            shard_counts(ports).await,
+            before,
+            "rows back on their shards"
+        );
+    }
+}
+
+/// A client that disconnects inside a transaction touching every shard leaves nothing.
+async fn abandoned_transaction_rolls_back(proxy: &topology::Proxy, ports: &[u16]) {
+    {
+        let c2 = connect_proxy(proxy).await;
+        c2.batch_execute(
+            "BEGIN; UPDATE t SET v = 99; INSERT INTO t (id, v) VALUES (100, 1), (101, 1), (102, 1)",
+        )
+        .await
+        .expect("work in a transaction");
+        drop(c2);
+    }
+    let mut clean = false;
+    for _ in 0..200 {
+        let mut total = 0i64;
+        for port in ports {
+            let direct = connect_port(*port).await;
+            total += direct
+                .query_one("SELECT count(*) FROM t WHERE v = 99 OR id >= 100", &[])
+                .await
+                .expect("direct")
+                .get::<_, i64>(0);
+        }
+        if total == 0 {
+            clean = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        clean,
+        "the abandoned transaction was rolled back on every shard"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_disconnect_shard_down_and_concurrency() {
     let topo = Topology::shards(3).expect("topology");
@@ -101,79 +179,8 @@ async fn cancel_disconnect_shard_down_and_concurrency() {
         .get(0);
     assert_eq!(n, 30);
 
-    // Binary COPY round trip: out of every shard (one header, one trailer), back in split by
-    // key (each shard gets the header and a trailer), same rows on the same shards.
-    {
-        use futures_util::{SinkExt, TryStreamExt};
-        let before: Vec<i64> = shard_counts(&ports).await;
-        let stream = client
-            .copy_out("COPY t TO STDOUT (FORMAT binary)")
-            .await
-            .expect("copy out");
-        futures_util::pin_mut!(stream);
-        let mut data = Vec::new();
-        while let Some(chunk) = stream.try_next().await.expect("copy data") {
-            data.extend_from_slice(&chunk);
-        }
-        assert!(data.starts_with(b"PGCOPY\n\xff\r\n\0"), "one binary header");
-        assert!(data.ends_with(&[0xff, 0xff]), "one trailer at the end");
-        assert_eq!(
-            data.windows(11)
-                .filter(|w| w == b"PGCOPY\n\xff\r\n\0")
-                .count(),
-            1
-        );
-        client.batch_execute("TRUNCATE t").await.expect("truncate");
-        let sink = client
-            .copy_in::<_, bytes::Bytes>("COPY t FROM STDIN (FORMAT binary)")
-            .await
-            .expect("copy in");
-        futures_util::pin_mut!(sink);
-        for piece in data.chunks(37) {
-            sink.send(bytes::Bytes::copy_from_slice(piece))
-                .await
-                .expect("send");
-        }
-        let n = sink.as_mut().finish().await.expect("copy in done");
-        assert_eq!(n, 30);
-        assert_eq!(
-            shard_counts(&ports).await,
-            before,
-            "rows back on their shards"
-        );
-    }
-
-    // A client that disconnects inside a transaction touching every shard leaves nothing.
-    {
-        let c2 = connect_proxy(&proxy).await;
-        c2.batch_execute(
-            "BEGIN; UPDATE t SET v = 99; INSERT INTO t (id, v) VALUES (100, 1), (101, 1), (102, 1)",
-        )
-        .await
-        .expect("work in a transaction");
-        drop(c2);
-    }
-    let mut clean = false;
-    for _ in 0..200 {
-        let mut total = 0i64;
-        for port in &ports {
-            let direct = connect_port(*port).await;
-            total += direct
-                .query_one("SELECT count(*) FROM t WHERE v = 99 OR id >= 100", &[])
-                .await
-                .expect("direct")
-                .get::<_, i64>(0);
-        }
-        if total == 0 {
-            clean = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(
-        clean,
-        "the abandoned transaction was rolled back on every shard"
-    );
+    binary_copy_round_trip(&client, &ports).await;
+    abandoned_transaction_rolls_back(&proxy, &ports).await;
 
     // Many clients over small pools (8 per shard).
     let mut tasks = Vec::new();
