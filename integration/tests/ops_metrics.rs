@@ -243,6 +243,115 @@ async fn metrics_move_with_traffic_and_health_follows_the_primary() {
     );
 }
 
+/// SHOW STATS has PgBouncer's columns and counts the traffic; STATS_TOTALS and
+/// STATS_AVERAGES follow it.
+async fn stats_columns_and_values(a: &Client, app: &Client) {
+    let stats_cols = columns(a, "SHOW STATS").await;
+    assert_eq!(
+        stats_cols,
+        [
+            "database",
+            "total_xact_count",
+            "total_query_count",
+            "total_received",
+            "total_sent",
+            "total_xact_time",
+            "total_query_time",
+            "total_wait_time",
+            "avg_xact_count",
+            "avg_query_count",
+            "avg_recv",
+            "avg_sent",
+            "avg_xact_time",
+            "avg_query_time",
+            "avg_wait_time"
+        ]
+    );
+    let stats = table(a, "SHOW STATS").await;
+    let app_stats = stats
+        .iter()
+        .find(|r| r["database"] == "app")
+        .expect("app stats");
+    let q: u64 = app_stats["total_query_count"].parse().unwrap();
+    assert!(q >= 21, "{app_stats:?}");
+    let totals = table(a, "SHOW STATS_TOTALS").await;
+    let t = totals.iter().find(|r| r["database"] == "app").unwrap();
+    assert!(t["query_count"].parse::<u64>().unwrap() >= q);
+    assert!(t["bytes_received"].parse::<u64>().unwrap() > 0);
+    // Averages cover the last full stats period (1 s here): traffic now shows up there.
+    for _ in 0..50 {
+        one(app, "SELECT 1").await;
+    }
+    eventually(
+        "SHOW STATS_AVERAGES to show the traffic",
+        Duration::from_secs(5),
+        || async {
+            let avg = table(a, "SHOW STATS_AVERAGES").await;
+            avg.iter()
+                .any(|r| r["database"] == "app" && r["query_count"].parse::<u64>().unwrap_or(0) > 0)
+        },
+    )
+    .await;
+}
+
+/// SET changes a run-time setting ([general] or [resharding]); a fixed or unknown one is
+/// refused and the session goes on.
+async fn set_changes_settings(a: &Client, app: &Client) {
+    a.simple_query("SET query_timeout = 250").await.unwrap();
+    let config = table(a, "SHOW CONFIG").await;
+    assert_eq!(
+        config.iter().find(|r| r["key"] == "query_timeout").unwrap()["value"],
+        "250"
+    );
+    let err = app.simple_query("SELECT pg_sleep(3)").await.unwrap_err();
+    assert_eq!(
+        sqlstate(&err).as_deref(),
+        Some("57014"),
+        "{}",
+        err_text(&err)
+    );
+    // [resharding] values: shown as resharding.<key>, changed for the reshards started next.
+    let row = |config: &[std::collections::HashMap<String, String>], key: &str| {
+        config
+            .iter()
+            .find(|r| r["key"] == key)
+            .unwrap_or_else(|| panic!("no {key} in SHOW CONFIG"))
+            .clone()
+    };
+    let before = row(&config, "resharding.replay_batch");
+    assert_eq!(
+        (before["value"].as_str(), before["changeable"].as_str()),
+        ("1000", "yes")
+    );
+    a.simple_query("SET resharding.replay_batch = 10")
+        .await
+        .unwrap();
+    a.simple_query("SET resharding.copy_format = 'text'")
+        .await
+        .unwrap();
+    let config = table(a, "SHOW CONFIG").await;
+    assert_eq!(row(&config, "resharding.replay_batch")["value"], "10");
+    assert_eq!(row(&config, "resharding.replay_batch")["default"], "1000");
+    assert_eq!(row(&config, "resharding.copy_format")["value"], "text");
+    for bad in [
+        "SET port = 1",
+        "SET nope = 1",
+        "SET query_timeout = 'abc'",
+        "SET resharding.replay_batch = 0",
+        "SET resharding.copy_format = 'csv'",
+        "SET resharding.peers = 1",
+        "SET resharding.nope = 1",
+    ] {
+        let err = a.simple_query(bad).await.unwrap_err();
+        assert_eq!(
+            sqlstate(&err).as_deref(),
+            Some("22023"),
+            "{bad}: {}",
+            err_text(&err)
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_show_commands_have_pgbouncer_columns_and_live_values() {
     let (_topo, proxy) = pgdog(
@@ -326,52 +435,7 @@ async fn admin_show_commands_have_pgbouncer_columns_and_live_values() {
         ]
     );
 
-    let stats_cols = columns(&a, "SHOW STATS").await;
-    assert_eq!(
-        stats_cols,
-        [
-            "database",
-            "total_xact_count",
-            "total_query_count",
-            "total_received",
-            "total_sent",
-            "total_xact_time",
-            "total_query_time",
-            "total_wait_time",
-            "avg_xact_count",
-            "avg_query_count",
-            "avg_recv",
-            "avg_sent",
-            "avg_xact_time",
-            "avg_query_time",
-            "avg_wait_time"
-        ]
-    );
-    let stats = table(&a, "SHOW STATS").await;
-    let app_stats = stats
-        .iter()
-        .find(|r| r["database"] == "app")
-        .expect("app stats");
-    let q: u64 = app_stats["total_query_count"].parse().unwrap();
-    assert!(q >= 21, "{app_stats:?}");
-    let totals = table(&a, "SHOW STATS_TOTALS").await;
-    let t = totals.iter().find(|r| r["database"] == "app").unwrap();
-    assert!(t["query_count"].parse::<u64>().unwrap() >= q);
-    assert!(t["bytes_received"].parse::<u64>().unwrap() > 0);
-    // Averages cover the last full stats period (1 s here): traffic now shows up there.
-    for _ in 0..50 {
-        one(&app, "SELECT 1").await;
-    }
-    eventually(
-        "SHOW STATS_AVERAGES to show the traffic",
-        Duration::from_secs(5),
-        || async {
-            let avg = table(&a, "SHOW STATS_AVERAGES").await;
-            avg.iter()
-                .any(|r| r["database"] == "app" && r["query_count"].parse::<u64>().unwrap_or(0) > 0)
-        },
-    )
-    .await;
+    stats_columns_and_values(&a, &app).await;
 
     let config = table(&a, "SHOW CONFIG").await;
     let row = |k: &str| {
@@ -413,60 +477,7 @@ async fn admin_show_commands_have_pgbouncer_columns_and_live_values() {
     let cache = table(&a, "SHOW QUERY_CACHE").await;
     assert_eq!(cache[0]["capacity"], "100");
 
-    // SET changes a run-time setting; a fixed or unknown one is refused and the session goes on.
-    a.simple_query("SET query_timeout = 250").await.unwrap();
-    let config = table(&a, "SHOW CONFIG").await;
-    assert_eq!(
-        config.iter().find(|r| r["key"] == "query_timeout").unwrap()["value"],
-        "250"
-    );
-    let err = app.simple_query("SELECT pg_sleep(3)").await.unwrap_err();
-    assert_eq!(
-        sqlstate(&err).as_deref(),
-        Some("57014"),
-        "{}",
-        err_text(&err)
-    );
-    // [resharding] values: shown as resharding.<key>, changed for the reshards started next.
-    let row = |config: &[std::collections::HashMap<String, String>], key: &str| {
-        config
-            .iter()
-            .find(|r| r["key"] == key)
-            .unwrap_or_else(|| panic!("no {key} in SHOW CONFIG"))
-            .clone()
-    };
-    let before = row(&config, "resharding.replay_batch");
-    assert_eq!(
-        (before["value"].as_str(), before["changeable"].as_str()),
-        ("1000", "yes")
-    );
-    a.simple_query("SET resharding.replay_batch = 10")
-        .await
-        .unwrap();
-    a.simple_query("SET resharding.copy_format = 'text'")
-        .await
-        .unwrap();
-    let config = table(&a, "SHOW CONFIG").await;
-    assert_eq!(row(&config, "resharding.replay_batch")["value"], "10");
-    assert_eq!(row(&config, "resharding.replay_batch")["default"], "1000");
-    assert_eq!(row(&config, "resharding.copy_format")["value"], "text");
-    for bad in [
-        "SET port = 1",
-        "SET nope = 1",
-        "SET query_timeout = 'abc'",
-        "SET resharding.replay_batch = 0",
-        "SET resharding.copy_format = 'csv'",
-        "SET resharding.peers = 1",
-        "SET resharding.nope = 1",
-    ] {
-        let err = a.simple_query(bad).await.unwrap_err();
-        assert_eq!(
-            sqlstate(&err).as_deref(),
-            Some("22023"),
-            "{bad}: {}",
-            err_text(&err)
-        );
-    }
+    set_changes_settings(&a, &app).await;
     let err = a.simple_query("SHOW NOTHING").await.unwrap_err();
     assert!(
         err_text(&err).contains("SHOW CLIENTS"),
