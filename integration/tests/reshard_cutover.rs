@@ -19,21 +19,100 @@ use std::time::{Duration, Instant};
 use topology::proxy::Proxy;
 use topology::Topology;
 
-#[test]
-fn reshard_two_to_four_under_load_with_cutover() {
-    let (source, dest) = source_and_destination();
-    let proxy = Proxy::start(&config(&source, &dest), USERS).expect("pgdog starts");
-    let dir = proxy.dir.clone();
-    let url = proxy.url("app", "secret", "app");
+/// The roll back after a cutover with `--reverse`: `pgdog cutover` on the reverse slot (names as
+/// they are after the swap) while clients write; they see no error and their last rows are
+/// on the old shards, which `app` names again.
+struct Rollback<'a> {
+    rt: &'a tokio::runtime::Runtime,
+    url: &'a str,
+    done: &'a Arc<AtomicU64>,
+    admin_url: &'a str,
+}
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
+impl Rollback<'_> {
+    fn run(&self, proxy: &Proxy, source: &Topology, dest: &Topology) {
+        let stop = Arc::new(AtomicBool::new(false));
+        let loads: Vec<_> = (1..=2)
+            .map(|k| {
+                self.rt.spawn(load(
+                    self.url.to_string(),
+                    10_000_000 + k * 1_000_000,
+                    stop.clone(),
+                    self.done.clone(),
+                ))
+            })
+            .collect();
+        wait_for_statements(self.done, 50);
+        let out = command(
+            &proxy.dir,
+            source,
+            "cutover",
+            &[
+                "--from-database",
+                "app",
+                "--to-database",
+                "app_new",
+                "--publication",
+                "pub",
+                "--slot",
+                "move_reverse",
+                "--admin-url",
+                self.admin_url,
+            ],
+        )
+        .output()
         .unwrap();
-    // Initial rows, placed by pgdog on the two source shards.
+        assert!(
+            out.status.success(),
+            "rollback: {}\n{}",
+            text(&out),
+            proxy.log()
+        );
+        wait_for_statements(self.done, 100);
+        stop.store(true, Ordering::SeqCst);
+        for l in loads {
+            let (_, errors, last) = self.rt.block_on(l).unwrap();
+            assert!(
+                errors.is_empty(),
+                "clients saw errors during the rollback: {errors:?}\n{}",
+                proxy.log()
+            );
+            // Written after the rollback: on the old shards.
+            let on_old = count_on(
+                source,
+                2,
+                &format!("SELECT count(*) FROM items WHERE id = {}", last - 1),
+            );
+            assert_eq!(on_old, 1, "row {} on the old shards", last - 1);
+        }
+        let toml = std::fs::read_to_string(proxy.dir.join("pgdog.toml")).unwrap();
+        let source_ports: Vec<String> = (0..2).map(|s| source.shard(s).port.to_string()).collect();
+        let app_entries: Vec<&str> = toml
+            .split("[[databases]]")
+            .filter(|e| e.contains("name = \"app\""))
+            .collect();
+        assert_eq!(app_entries.len(), 2, "{toml}");
+        assert!(
+            app_entries.iter().all(|e| source_ports
+                .iter()
+                .any(|p| e.contains(&format!("port = {p}")))),
+            "{toml}"
+        );
+        for s in 0..4 {
+            assert_eq!(
+                dest.shard(s)
+                    .psql("SELECT count(*) FROM pg_replication_slots")
+                    .unwrap(),
+                "0"
+            );
+        }
+    }
+}
+
+/// 5,000 rows through pgdog, placed on the two source shards (both get more than 1,000).
+fn seed_items(rt: &tokio::runtime::Runtime, url: &str, source: &Topology) {
     rt.block_on(async {
-        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
             .await
             .unwrap();
         tokio::spawn(conn);
@@ -62,6 +141,76 @@ fn reshard_two_to_four_under_load_with_cutover() {
             .unwrap();
         assert!(n > 1000, "source shard {s} has {n} rows");
     }
+}
+
+/// After the cutover: every new shard holds rows, the configuration serves `app` from the new
+/// shards (the old ones are `app_new`), the source slots are gone and the sequences moved
+/// forward.
+fn check_switched(dir: &std::path::Path, source: &Topology, dest: &Topology) {
+    for s in 0..4 {
+        let n: i64 = dest
+            .shard(s)
+            .psql("SELECT count(*) FROM items")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(n > 500, "destination shard {s} has {n} rows");
+    }
+    let toml = std::fs::read_to_string(dir.join("pgdog.toml")).unwrap();
+    assert!(
+        toml.contains(&dest.shard(3).port.to_string()),
+        "new config: {toml}"
+    );
+    assert!(dir.join("pgdog.toml.before-cutover").is_file());
+    let app_ports = app_ports(dir);
+    let dest_ports: Vec<u16> = (0..4).map(|s| dest.shard(s).port).collect();
+    assert_eq!(app_ports.len(), 4, "{toml}");
+    assert!(app_ports.iter().all(|p| dest_ports.contains(p)), "{toml}");
+
+    // Slots dropped, sequences moved.
+    let mut seq_max = 0i64;
+    for s in 0..2 {
+        assert_eq!(
+            source
+                .shard(s)
+                .psql("SELECT count(*) FROM pg_replication_slots")
+                .unwrap(),
+            "0"
+        );
+        let v: i64 = source
+            .shard(s)
+            .psql("SELECT last_value FROM items_n_seq")
+            .unwrap()
+            .parse()
+            .unwrap();
+        seq_max = seq_max.max(v);
+    }
+    // The new shards took writes after the cutover, so their sequences went further.
+    let dest_seq: i64 = dest
+        .shard(0)
+        .psql("SELECT last_value FROM items_n_seq")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        dest_seq >= seq_max,
+        "sequence {dest_seq} < source's {seq_max}"
+    );
+}
+
+#[test]
+fn reshard_two_to_four_under_load_with_cutover() {
+    let (source, dest) = source_and_destination();
+    let proxy = Proxy::start(&config(&source, &dest), USERS).expect("pgdog starts");
+    let dir = proxy.dir.clone();
+    let url = proxy.url("app", "secret", "app");
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    seed_items(&rt, &url, &source);
 
     // Load through pgdog for the whole move.
     let stop = Arc::new(AtomicBool::new(false));
@@ -161,57 +310,7 @@ fn reshard_two_to_four_under_load_with_cutover() {
         );
         assert_eq!(on_dest, 1, "row {} on the new shards", id - 1);
     }
-    for s in 0..4 {
-        let n: i64 = dest
-            .shard(s)
-            .psql("SELECT count(*) FROM items")
-            .unwrap()
-            .parse()
-            .unwrap();
-        assert!(n > 500, "destination shard {s} has {n} rows");
-    }
-
-    // The configuration now serves `app` from the new shards; the old ones are `app_new`.
-    let toml = std::fs::read_to_string(dir.join("pgdog.toml")).unwrap();
-    assert!(
-        toml.contains(&dest.shard(3).port.to_string()),
-        "new config: {toml}"
-    );
-    assert!(dir.join("pgdog.toml.before-cutover").is_file());
-    let app_ports = app_ports(&dir);
-    let dest_ports: Vec<u16> = (0..4).map(|s| dest.shard(s).port).collect();
-    assert_eq!(app_ports.len(), 4, "{toml}");
-    assert!(app_ports.iter().all(|p| dest_ports.contains(p)), "{toml}");
-
-    // Slots dropped, sequences moved.
-    let mut seq_max = 0i64;
-    for s in 0..2 {
-        assert_eq!(
-            source
-                .shard(s)
-                .psql("SELECT count(*) FROM pg_replication_slots")
-                .unwrap(),
-            "0"
-        );
-        let v: i64 = source
-            .shard(s)
-            .psql("SELECT last_value FROM items_n_seq")
-            .unwrap()
-            .parse()
-            .unwrap();
-        seq_max = seq_max.max(v);
-    }
-    // The new shards took writes after the cutover, so their sequences went further.
-    let dest_seq: i64 = dest
-        .shard(0)
-        .psql("SELECT last_value FROM items_n_seq")
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!(
-        dest_seq >= seq_max,
-        "sequence {dest_seq} < source's {seq_max}"
-    );
+    check_switched(&dir, &source, &dest);
 
     // Old (now `app_new`, kept in sync by reverse replication) against new (now `app`): no
     // difference once the reverse replication applied the last writes.
@@ -234,82 +333,13 @@ fn reshard_two_to_four_under_load_with_cutover() {
         );
     }
 
-    // Roll back with clients writing: `pgdog cutover` on the reverse slot, names as they are now.
-    let stop = Arc::new(AtomicBool::new(false));
-    let loads: Vec<_> = (1..=2)
-        .map(|k| {
-            rt.spawn(load(
-                url.clone(),
-                10_000_000 + k * 1_000_000,
-                stop.clone(),
-                done.clone(),
-            ))
-        })
-        .collect();
-    wait_for_statements(&done, 50);
-    let out = command(
-        &dir,
-        &source,
-        "cutover",
-        &[
-            "--from-database",
-            "app",
-            "--to-database",
-            "app_new",
-            "--publication",
-            "pub",
-            "--slot",
-            "move_reverse",
-            "--admin-url",
-            &admin_url,
-        ],
-    )
-    .output()
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "rollback: {}\n{}",
-        text(&out),
-        proxy.log()
-    );
-    wait_for_statements(&done, 100);
-    stop.store(true, Ordering::SeqCst);
-    for l in loads {
-        let (_, errors, last) = rt.block_on(l).unwrap();
-        assert!(
-            errors.is_empty(),
-            "clients saw errors during the rollback: {errors:?}\n{}",
-            proxy.log()
-        );
-        // Written after the rollback: on the old shards.
-        let on_old = count_on(
-            &source,
-            2,
-            &format!("SELECT count(*) FROM items WHERE id = {}", last - 1),
-        );
-        assert_eq!(on_old, 1, "row {} on the old shards", last - 1);
-    }
-    let toml = std::fs::read_to_string(dir.join("pgdog.toml")).unwrap();
-    let source_ports: Vec<String> = (0..2).map(|s| source.shard(s).port.to_string()).collect();
-    let app_entries: Vec<&str> = toml
-        .split("[[databases]]")
-        .filter(|e| e.contains("name = \"app\""))
-        .collect();
-    assert_eq!(app_entries.len(), 2, "{toml}");
-    assert!(
-        app_entries.iter().all(|e| source_ports
-            .iter()
-            .any(|p| e.contains(&format!("port = {p}")))),
-        "{toml}"
-    );
-    for s in 0..4 {
-        assert_eq!(
-            dest.shard(s)
-                .psql("SELECT count(*) FROM pg_replication_slots")
-                .unwrap(),
-            "0"
-        );
-    }
+    let rollback = Rollback {
+        rt: &rt,
+        url: &url,
+        done: &done,
+        admin_url: &admin_url,
+    };
+    rollback.run(&proxy, &source, &dest);
 }
 
 /// No destination shard kept the progress tables (the reshard cleaned up).
@@ -344,6 +374,77 @@ async fn admin(client: &tokio_postgres::Client, sql: &str) -> Result<Vec<Vec<Str
         .collect())
 }
 
+/// `app` on the source primary and its standby (a replica), `app_new` on the 3 destination
+/// shards, items and accounts sharded in both, the admin database and the metrics endpoint.
+fn one_to_three_config(source: &Topology, dest: &Topology, metrics_port: u16) -> String {
+    let mut config = format!(
+        "admin_password = \"{ADMIN_PASSWORD}\"\nopenmetrics_port = {metrics_port}\n\n\
+         [[databases]]\nname = \"app\"\nport = {}\n\
+         database_name = \"postgres\"\nuser = \"postgres\"\n\n[[databases]]\nname = \"app\"\n\
+         port = {}\nrole = \"replica\"\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n",
+        source.primary().port,
+        source.standby().port
+    );
+    for shard in 0..3 {
+        config.push_str(&format!(
+            "\n[[databases]]\nname = \"app_new\"\nshard = {shard}\nport = {}\n\
+             database_name = \"postgres\"\nuser = \"postgres\"\n",
+            dest.shard(shard).port
+        ));
+    }
+    for db in ["app", "app_new"] {
+        config.push_str(&format!(
+            "\n[[sharded_tables]]\ndatabase = \"{db}\"\nname = \"items\"\ncolumn = \"id\"\n\
+             data_type = \"bigint\"\n\n[[sharded_tables]]\ndatabase = \"{db}\"\n\
+             name = \"accounts\"\ncolumn = \"id\"\ndata_type = \"integer\"\n"
+        ));
+    }
+    config
+}
+
+/// Waits (SHOW RESHARD) until the reshard started from the admin database replays; each copied
+/// table then names the standby it was read from and its MB/s, in SHOW RESHARD and metrics.
+fn wait_for_replaying(
+    rt: &tokio::runtime::Runtime,
+    admin_client: &tokio_postgres::Client,
+    proxy: &Proxy,
+    metrics_port: u16,
+    standby: u16,
+) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let rows = rt
+            .block_on(admin(admin_client, "SHOW RESHARD"))
+            .expect("SHOW RESHARD");
+        let status = rows
+            .iter()
+            .find(|r| r[0] == "reshard")
+            .map(|r| r[9].clone())
+            .unwrap_or_default();
+        assert!(!status.starts_with("failed"), "{status}\n{}", proxy.log());
+        if status.starts_with("replaying") {
+            // Each table names the server it is read from and its MB/s.
+            assert!(
+                rows.iter().any(|r| r[0] == "table"
+                    && r[10].starts_with("replica 127.0.0.1:")
+                    && r[11].parse::<f64>().is_ok()),
+                "{rows:?}"
+            );
+            let metrics = http_get(metrics_port, "/metrics");
+            assert!(
+                metrics.lines().any(|l| l.starts_with(&format!(
+                    "pgdog_reshard_copied_rows_total{{table=\"public.items\",shard=\"0\",\
+                     server=\"replica 127.0.0.1:{standby}\"}} "
+                ))),
+                "{metrics}"
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "still {status}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// The body of `GET path` on 127.0.0.1:port.
 fn http_get(port: u16, path: &str) -> String {
     use std::io::{Read, Write};
@@ -376,28 +477,7 @@ fn reshard_one_to_three_from_the_admin_database() {
         .wait_for_standby(Duration::from_secs(30))
         .expect("standby caught up");
     let metrics_port = Proxy::lease_port().expect("port").port;
-    let mut config = format!(
-        "admin_password = \"{ADMIN_PASSWORD}\"\nopenmetrics_port = {metrics_port}\n\n\
-         [[databases]]\nname = \"app\"\nport = {}\n\
-         database_name = \"postgres\"\nuser = \"postgres\"\n\n[[databases]]\nname = \"app\"\n\
-         port = {}\nrole = \"replica\"\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n",
-        primary.port,
-        source.standby().port
-    );
-    for shard in 0..3 {
-        config.push_str(&format!(
-            "\n[[databases]]\nname = \"app_new\"\nshard = {shard}\nport = {}\n\
-             database_name = \"postgres\"\nuser = \"postgres\"\n",
-            dest.shard(shard).port
-        ));
-    }
-    for db in ["app", "app_new"] {
-        config.push_str(&format!(
-            "\n[[sharded_tables]]\ndatabase = \"{db}\"\nname = \"items\"\ncolumn = \"id\"\n\
-             data_type = \"bigint\"\n\n[[sharded_tables]]\ndatabase = \"{db}\"\n\
-             name = \"accounts\"\ncolumn = \"id\"\ndata_type = \"integer\"\n"
-        ));
-    }
+    let config = one_to_three_config(&source, &dest, metrics_port);
     let proxy = Proxy::start(&config, USERS).expect("pgdog starts");
     let dir = proxy.dir.clone();
     let url = proxy.url("app", "secret", "app");
@@ -454,61 +534,17 @@ fn reshard_one_to_three_from_the_admin_database() {
         "RESHARD app app_new pub SLOT one_to_three",
     ))
     .expect("RESHARD starts");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let rows = rt
-            .block_on(admin(&admin_client, "SHOW RESHARD"))
-            .expect("SHOW RESHARD");
-        let status = rows
-            .iter()
-            .find(|r| r[0] == "reshard")
-            .map(|r| r[9].clone())
-            .unwrap_or_default();
-        assert!(!status.starts_with("failed"), "{status}\n{}", proxy.log());
-        if status.starts_with("replaying") {
-            // Each table names the server it is read from and its MB/s.
-            assert!(
-                rows.iter().any(|r| r[0] == "table"
-                    && r[10].starts_with("replica 127.0.0.1:")
-                    && r[11].parse::<f64>().is_ok()),
-                "{rows:?}"
-            );
-            let metrics = http_get(metrics_port, "/metrics");
-            let standby = source.standby().port;
-            assert!(
-                metrics.lines().any(|l| l.starts_with(&format!(
-                    "pgdog_reshard_copied_rows_total{{table=\"public.items\",shard=\"0\",\
-                     server=\"replica 127.0.0.1:{standby}\"}} "
-                ))),
-                "{metrics}"
-            );
-            break;
-        }
-        assert!(Instant::now() < deadline, "still {status}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_replaying(
+        &rt,
+        &admin_client,
+        &proxy,
+        metrics_port,
+        source.standby().port,
+    );
     finish(&stop, loads);
 
     // Writes stopped: once the replay caught up, the destination equals the source.
-    let verify = |from: &str, to: &str| {
-        command(
-            &dir,
-            &source,
-            "verify",
-            &["--from-database", from, "--to-database", to],
-        )
-        .output()
-        .unwrap()
-    };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let out = verify("app", "app_new");
-        if out.status.success() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "verify: {}", text(&out));
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    verify_until_equal(&dir, &source, "app", "app_new");
 
     // Cut over with clients connected and writing.
     let stop = Arc::new(AtomicBool::new(false));
@@ -523,15 +559,11 @@ fn reshard_one_to_three_from_the_admin_database() {
 
     // Writes after the cutover are on the new shards, not on the old server.
     for id in last {
-        let on_dest: i64 = (0..3)
-            .map(|s| {
-                dest.shard(s)
-                    .psql(&format!("SELECT count(*) FROM items WHERE id = {}", id - 1))
-                    .unwrap()
-                    .parse::<i64>()
-                    .unwrap()
-            })
-            .sum();
+        let on_dest = count_on(
+            &dest,
+            3,
+            &format!("SELECT count(*) FROM items WHERE id = {}", id - 1),
+        );
         assert_eq!(on_dest, 1, "row {} on the new shards", id - 1);
         assert_eq!(
             primary
