@@ -48,13 +48,12 @@ pub struct Client {
 }
 
 impl Client {
-    #[allow(clippy::too_many_arguments)]
+    /// A logged-in client; the session type sets `mode` from its servers.
     pub fn new(
         stream: Stream,
         reader: MessageReader,
         user: String,
         database: String,
-        mode: PoolerMode,
         params: Params,
         cancel: Registration,
         meter: Meter,
@@ -65,7 +64,7 @@ impl Client {
             user,
             gate: crate::backend::pause::gate(&database),
             database,
-            mode,
+            mode: PoolerMode::default(),
             params,
             cancel,
             out: BytesMut::with_capacity(1024),

@@ -4,6 +4,7 @@
 //! (`[general] admin_database`, enabled by `admin_password`) is authenticated the same way and
 //! handed to `crate::admin::session`.
 use super::cancel;
+use super::client::Client;
 use super::params::Params;
 use super::session::Session;
 use crate::auth::scram::{ScramServer, ScramVerifier};
@@ -229,36 +230,31 @@ async fn login(
         let shards = registry.shards(&user, &database).unwrap_or_default();
         let two_phase = registry.settings.config.general.two_phase_commit;
         drop(registry);
-        super::sharded::ShardedSession::new(
+        let client = Client::new(
             stream,
             reader,
             user,
             database,
-            shards,
-            router,
             client_params,
             registration,
-            two_phase,
             meter,
-        )
-        .run()
-        .await;
+        );
+        super::sharded::ShardedSession::new(client, shards, router, two_phase)
+            .run()
+            .await;
         return Ok(());
     }
     drop(registry);
-    Session::new(
+    let client = Client::new(
         stream,
         reader,
         user,
         database,
-        shard,
         client_params,
         registration,
-        query_parser,
         meter,
-    )
-    .run()
-    .await;
+    );
+    Session::new(client, shard, query_parser).run().await;
     Ok(())
 }
 

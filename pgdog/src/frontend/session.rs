@@ -20,16 +20,13 @@ fn reset_query_set() -> bool {
 }
 
 use super::aborted::{self, Aborted};
-use super::cancel::Registration;
 use super::client::{Buffered, Client};
-use super::params::Params;
 use super::prepared::{self, Prepared};
 use super::statements::{self, Classified, SetChange};
 use crate::backend::{PooledServer, ServerError, Shard};
 use crate::config::PoolerMode;
 use crate::net::message::{self, read_error, read_parse, read_target};
-use crate::net::stream::Stream;
-use crate::net::{Message, MessageReader, ProtocolError};
+use crate::net::{Message, ProtocolError};
 use crate::registry::Registry;
 use crate::router::read_write::RoleHint;
 use bytes::BytesMut;
@@ -133,20 +130,11 @@ pub struct Session {
 
 impl Session {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        stream: Stream,
-        reader: MessageReader,
-        user: String,
-        database: String,
-        shard: Shard,
-        params: Params,
-        cancel: Registration,
-        query_parser: bool,
-        meter: crate::stats::Meter,
-    ) -> Session {
-        let mode = shard.mode();
+    /// A session for `client` on one shard's servers (its pooling mode is the shard's).
+    pub fn new(mut client: Client, shard: Shard, query_parser: bool) -> Session {
+        client.mode = shard.mode();
         Session {
-            client: Client::new(stream, reader, user, database, mode, params, cancel, meter),
+            client,
             shard,
             query_parser,
             server: None,
@@ -499,23 +487,25 @@ impl Session {
         if has {
             self.synthetic(message::parse_complete());
         } else {
-            if let Some(s) = self.server.as_mut() {
-                s.prepared.insert(prepared.id);
-            }
-            let parse = message::parse(
-                prepared.server_name(),
-                &prepared.statement.query,
-                &prepared.statement.param_types,
-            );
-            self.forward(
-                &parse,
-                Expect::Parse {
-                    prepared: Some(prepared.clone()),
-                },
-            )
-            .await;
+            let expect = Expect::Parse {
+                prepared: Some(prepared.clone()),
+            };
+            self.parse_on_server(&prepared, expect).await;
         }
         Ok(())
+    }
+
+    /// Sends `prepared`'s Parse to the attached server (known there from now on).
+    async fn parse_on_server(&mut self, prepared: &Prepared, expect: Expect) {
+        if let Some(s) = self.server.as_mut() {
+            s.prepared.insert(prepared.id);
+        }
+        let parse = message::parse(
+            prepared.server_name(),
+            &prepared.statement.query,
+            &prepared.statement.param_types,
+        );
+        self.forward(&parse, expect).await;
     }
 
     /// Makes sure the client's statement `name` exists on the attached server (injecting a
@@ -527,21 +517,10 @@ impl Session {
             .as_ref()
             .is_some_and(|s| s.prepared.contains(&prepared.id));
         if !has {
-            if let Some(s) = self.server.as_mut() {
-                s.prepared.insert(prepared.id);
-            }
-            let parse = message::parse(
-                prepared.server_name(),
-                &prepared.statement.query,
-                &prepared.statement.param_types,
-            );
-            self.forward(
-                &parse,
-                Expect::HiddenParse {
-                    prepared: prepared.clone(),
-                },
-            )
-            .await;
+            let expect = Expect::HiddenParse {
+                prepared: prepared.clone(),
+            };
+            self.parse_on_server(&prepared, expect).await;
         }
         Some(prepared.server_name_arc())
     }

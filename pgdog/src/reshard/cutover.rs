@@ -15,6 +15,7 @@ use crate::backend::server::{Server, ServerError, ServerTarget};
 use crate::config::Settings;
 use crate::replication::client::{format_lsn, parse_lsn, ReplicationClient};
 use crate::reshard::config_swap::{swap_file, SwapError};
+use crate::reshard::copy::ServerFailure;
 use crate::reshard::copy::{connect, literal, progress_key, source_primaries, CopyDataError};
 use crate::reshard::progress::{Progress, StopAt};
 use crate::reshard::replay::{replay, ReplayError, ReplayOptions, ReplaySummary};
@@ -36,13 +37,8 @@ pub enum CutoverError {
     Replay(#[from] ReplayError),
     #[error(transparent)]
     Swap(#[from] SwapError),
-    #[error("{addr}: {context}: {source}")]
-    Server {
-        addr: String,
-        context: String,
-        #[source]
-        source: Box<ServerError>,
-    },
+    #[error(transparent)]
+    Server(#[from] ServerFailure),
     #[error("the proxy: {0}")]
     Traffic(String),
     #[error("the replay lag stayed above {max_lag} bytes for {waited:?} (now {lag} bytes): the destination does not keep up")]
@@ -60,13 +56,8 @@ pub enum CutoverError {
 }
 
 fn server_err(addr: &str, context: &str) -> impl FnOnce(ServerError) -> CutoverError {
-    let addr = addr.to_string();
-    let context = context.to_string();
-    move |source| CutoverError::Server {
-        addr,
-        context,
-        source: Box::new(source),
-    }
+    let wrap = ServerFailure::wrap(addr, context);
+    move |source| wrap(source).into()
 }
 
 /// How the cutover reaches the proxy's traffic controls.

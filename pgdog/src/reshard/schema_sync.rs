@@ -15,7 +15,7 @@ use crate::net::message::{self, read_error};
 use crate::net::quote::{ident as pattern_ident, literal};
 use crate::net::tag::backend;
 use crate::net::TxStatus;
-use crate::reshard::copy::{check_databases, shard_targets, SetupError};
+use crate::reshard::copy::{check_databases, shard_targets, ServerFailure, SetupError};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -52,13 +52,8 @@ pub enum SchemaSyncError {
         addr: String,
         reason: String,
     },
-    #[error("{addr}: {context}: {source}")]
-    Server {
-        addr: String,
-        context: String,
-        #[source]
-        source: Box<ServerError>,
-    },
+    #[error(transparent)]
+    Server(#[from] ServerFailure),
     #[error("shard {shard} ({addr}): applying `{object}`: {source}")]
     Apply {
         shard: usize,
@@ -335,11 +330,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 async fn connect(target: &ServerTarget) -> Result<Server, SchemaSyncError> {
     Server::connect(target, CONNECT_TIMEOUT)
         .await
-        .map_err(|source| SchemaSyncError::Server {
-            addr: target.addr(),
-            context: "connecting".into(),
-            source: Box::new(source),
-        })
+        .map_err(|source| ServerFailure::wrap(&target.addr(), "connecting")(source).into())
 }
 
 /// Whether `publication` exists on the server.

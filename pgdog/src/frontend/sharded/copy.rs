@@ -289,12 +289,8 @@ impl ShardedSession {
                             .unwrap_or(0);
                     }
                     backend::ERROR_RESPONSE => {
-                        if let Ok(f) = message::read_error(&m) {
-                            server_error.get_or_insert(ClientError {
-                                code: f.code,
-                                message: f.message,
-                                raw: Some(m.clone()),
-                            });
+                        if let Some(e) = ClientError::from_response(&m) {
+                            server_error.get_or_insert(e);
                         }
                     }
                     backend::READY_FOR_QUERY => {
@@ -445,12 +441,8 @@ impl ShardedSession {
                             .unwrap_or(0);
                     }
                     backend::ERROR_RESPONSE => {
-                        if let Ok(f) = message::read_error(&m) {
-                            error.get_or_insert(ClientError {
-                                code: f.code,
-                                message: f.message,
-                                raw: Some(m.clone()),
-                            });
+                        if let Some(e) = ClientError::from_response(&m) {
+                            error.get_or_insert(e);
                         }
                     }
                     backend::READY_FOR_QUERY => {

@@ -75,12 +75,8 @@ impl ShardedSession {
                     self.send(&m)
                 }
                 backend::ERROR_RESPONSE => {
-                    if let Ok(f) = message::read_error(&m) {
-                        error = Some(ClientError {
-                            code: f.code,
-                            message: f.message,
-                            raw: Some(m.clone()),
-                        });
+                    if let Some(e) = ClientError::from_response(&m) {
+                        error = Some(e);
                     }
                 }
                 backend::READY_FOR_QUERY => {

@@ -16,18 +16,15 @@ mod key_update;
 mod reload;
 mod tx;
 
-use super::cancel::Registration;
 use super::client::{Buffered, Client};
-use super::params::Params;
 use super::statements;
 use crate::backend::{PooledServer, ServerError, Shard};
 use crate::config::PoolerMode;
 use crate::net::bind::read_bind;
 use crate::net::message::{self, read_parse, read_target};
-use crate::net::stream::Stream;
 use crate::net::tag::{backend, frontend, target};
 use crate::net::TxStatus;
-use crate::net::{Message, MessageReader, ProtocolError};
+use crate::net::{Message, ProtocolError};
 use crate::router::read_write::{self, RoleHint};
 use crate::router::route::Overrides;
 use crate::router::{Parsed, QueryCache, Route, Router, RouterError};
@@ -74,6 +71,15 @@ impl ClientError {
             message: message.into(),
             raw: None,
         }
+    }
+
+    /// A server's ErrorResponse, relayed as it came (`None` when it cannot be read).
+    fn from_response(m: &Message) -> Option<ClientError> {
+        message::read_error(m).ok().map(|f| ClientError {
+            code: f.code,
+            message: f.message,
+            raw: Some(m.clone()),
+        })
     }
 
     fn message(&self) -> Message {
@@ -144,23 +150,18 @@ pub struct ShardedSession {
 
 impl ShardedSession {
     #[allow(clippy::too_many_arguments)]
+    /// A session for `client` over `shards` (its pooling mode is the first shard's).
     pub fn new(
-        stream: Stream,
-        reader: MessageReader,
-        user: String,
-        database: String,
+        mut client: Client,
         shards: Vec<Shard>,
         router: Arc<Router>,
-        params: Params,
-        cancel: Registration,
         two_phase: bool,
-        meter: crate::stats::Meter,
     ) -> ShardedSession {
-        let mode = shards.first().map(|s| s.mode()).unwrap_or_default();
+        client.mode = shards.first().map(|s| s.mode()).unwrap_or_default();
         let servers = shards.iter().map(|_| None).collect();
         let on_replica = shards.iter().map(|_| false).collect();
         ShardedSession {
-            client: Client::new(stream, reader, user, database, mode, params, cancel, meter),
+            client,
             shards,
             router,
             two_phase,

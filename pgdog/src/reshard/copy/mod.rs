@@ -106,13 +106,8 @@ pub enum CopyDataError {
     NotSharded { table: String, database: String },
     #[error("table {table}: {reason}")]
     Table { table: String, reason: String },
-    #[error("{addr}: {context}: {source}")]
-    Server {
-        addr: String,
-        context: String,
-        #[source]
-        source: Box<ServerError>,
-    },
+    #[error(transparent)]
+    Server(#[from] ServerFailure),
     #[error(transparent)]
     Replication(#[from] ReplicationError),
 }

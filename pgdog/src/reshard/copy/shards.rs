@@ -33,14 +33,31 @@ pub(crate) fn schema_of(settings: &Settings, database: &str) -> Result<Schema, S
     })
 }
 
-pub(crate) fn server_err(addr: &str, context: &str) -> impl FnOnce(ServerError) -> CopyDataError {
-    let addr = addr.to_string();
-    let context = context.to_string();
-    move |source| CopyDataError::Server {
-        addr,
-        context,
-        source: Box::new(source),
+/// A server's failure, naming the server and what was being done.
+#[derive(Debug, thiserror::Error)]
+#[error("{addr}: {context}: {source}")]
+pub struct ServerFailure {
+    pub addr: String,
+    pub context: String,
+    #[source]
+    pub source: Box<ServerError>,
+}
+
+impl ServerFailure {
+    /// `map_err` helper: the failure of `addr` while doing `context`.
+    pub fn wrap(addr: &str, context: &str) -> impl FnOnce(ServerError) -> ServerFailure {
+        let (addr, context) = (addr.to_string(), context.to_string());
+        move |source| ServerFailure {
+            addr,
+            context,
+            source: Box::new(source),
+        }
     }
+}
+
+pub(crate) fn server_err(addr: &str, context: &str) -> impl FnOnce(ServerError) -> CopyDataError {
+    let wrap = ServerFailure::wrap(addr, context);
+    move |source| wrap(source).into()
 }
 
 pub(crate) async fn connect(t: &ServerTarget) -> Result<Server, CopyDataError> {
