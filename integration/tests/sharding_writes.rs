@@ -132,7 +132,7 @@ async fn copy_keys_and_errors(c: &mut WriteChecks) {
         .batch_execute("CREATE TABLE users_ref (id bigint, name text)")
         .await
         .unwrap();
-    let mut pg_raw = raw::Conn::login(c.shard0, "postgres", "postgres").await;
+    let mut pg_raw = raw::Conn::login(c.shard0, "postgres", "postgres", None).await;
     let pg_err = pg_raw
         .copy_in(
             "COPY users_ref (id, name) FROM STDIN",
@@ -362,7 +362,7 @@ async fn errors_and_extended_protocol(c: &mut WriteChecks) {
     // pgdog bug: after a statement fails on a shard, pgdog forgets that the shards prepared
     // it and prepares it again: 42P05 "prepared statement __pgdog_N already exists" from
     // then on. Postgres keeps a prepared statement whose execution failed.
-    let mut lp = raw::Conn::login(c.port, USER, DB).await;
+    let mut lp = raw::Conn::login(c.port, USER, DB, None).await;
     for attempt in 1..=3 {
         let r = lp
             .exec_params("SELECT 10 / (id - 2) AS x FROM users", &[])
@@ -389,9 +389,9 @@ async fn errors_and_extended_protocol(c: &mut WriteChecks) {
     }
     // A CopyFail + Sync after an extended-protocol error (what tokio-postgres sends when
     // its COPY fails) is skipped like Postgres does.
-    let mut r3 = raw::Conn::login(c.port, USER, DB).await;
+    let mut r3 = raw::Conn::login(c.port, USER, DB, None).await;
     let mut out = raw::parse("", "SELECT 1/0");
-    out.extend_from_slice(&raw::bind(""));
+    out.extend_from_slice(&raw::bind("", &[]));
     out.extend_from_slice(&raw::execute());
     out.extend_from_slice(&raw::copy_fail("client gave up"));
     out.extend_from_slice(&raw::sync());
@@ -416,7 +416,7 @@ fn writes_copy_ddl_errors() {
             direct.push(connect_port(node.port).await);
         }
         let dog = connect_proxy(&proxy).await;
-        let rawc = raw::Conn::login(proxy.port, USER, DB).await;
+        let rawc = raw::Conn::login(proxy.port, USER, DB, None).await;
         let mut c = WriteChecks {
             direct,
             dog,

@@ -621,340 +621,81 @@ pub fn lit(v: Option<&str>) -> String {
 // A minimal protocol-3 client for what tokio-postgres only does with the extended protocol:
 // COPY through a simple Query message.
 
-pub mod raw {
-    use std::time::Duration;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use tokio::net::TcpStream;
+#[path = "../wire/mod.rs"]
+pub mod raw;
 
-    pub const READ_TIMEOUT: Duration = Duration::from_secs(20);
+/// libpq's `PQexecParams` on the raw client.
+#[allow(async_fn_in_trait)]
+pub trait ExecParams {
+    async fn exec_params(
+        &mut self,
+        sql: &str,
+        params: &[Option<String>],
+    ) -> Result<StmtResult, (String, String)>;
+}
 
-    #[derive(Debug, Clone)]
-    pub struct Msg {
-        pub tag: u8,
-        pub body: Vec<u8>,
-    }
-
-    impl Msg {
-        /// ErrorResponse / NoticeResponse field by code byte.
-        pub fn field(&self, code: u8) -> Option<String> {
-            let mut rest = &self.body[..];
-            while let Some((&c, tail)) = rest.split_first() {
-                if c == 0 {
-                    break;
-                }
-                let end = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
-                if c == code {
-                    return Some(String::from_utf8_lossy(&tail[..end]).into_owned());
-                }
-                rest = tail.get(end + 1..).unwrap_or(&[]);
-            }
-            None
+impl ExecParams for raw::Conn {
+    /// libpq's `PQexecParams`: Parse (no parameter types) / Bind (text parameters, text
+    /// results) / Describe portal / Execute / Sync. The result, or `(SQLSTATE, message)`.
+    async fn exec_params(
+        &mut self,
+        sql: &str,
+        params: &[Option<String>],
+    ) -> Result<StmtResult, (String, String)> {
+        let mut out = raw::parse("", sql);
+        out.extend_from_slice(&raw::bind_text("", params));
+        out.extend_from_slice(&raw::describe_portal());
+        out.extend_from_slice(&raw::execute());
+        out.extend_from_slice(&raw::sync());
+        self.send(&out).await;
+        let msgs = self.until_ready().await;
+        if msgs.last().map(|m| m.tag) != Some(b'Z') {
+            return Err(("08006".into(), "connection closed".into()));
         }
-
-        /// `CODE: message | where` of an ErrorResponse.
-        pub fn error_text(&self) -> String {
-            format!(
-                "{}: {} | {}",
-                self.field(b'C').unwrap_or_default(),
-                self.field(b'M').unwrap_or_default(),
-                self.field(b'W').unwrap_or_default()
-            )
+        if let Some(e) = msgs.iter().find(|m| m.tag == b'E') {
+            return Err((e.field(b'C').unwrap_or_default(), e.error_text()));
         }
-
-        /// A CommandComplete tag.
-        pub fn text(&self) -> String {
-            String::from_utf8_lossy(self.body.strip_suffix(&[0]).unwrap_or(&self.body)).into_owned()
-        }
-    }
-
-    pub fn msg(tag: u8, body: &[u8]) -> Vec<u8> {
-        let mut out = vec![tag];
-        out.extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());
-        out.extend_from_slice(body);
-        out
-    }
-
-    fn cstr(out: &mut Vec<u8>, s: &str) {
-        out.extend_from_slice(s.as_bytes());
-        out.push(0);
-    }
-
-    pub fn query(sql: &str) -> Vec<u8> {
-        let mut b = Vec::new();
-        cstr(&mut b, sql);
-        msg(b'Q', &b)
-    }
-
-    pub fn parse(name: &str, sql: &str) -> Vec<u8> {
-        let mut b = Vec::new();
-        cstr(&mut b, name);
-        cstr(&mut b, sql);
-        b.extend_from_slice(&0i16.to_be_bytes());
-        msg(b'P', &b)
-    }
-
-    /// Bind of the unnamed portal to `statement`, no parameters, text results.
-    pub fn bind(statement: &str) -> Vec<u8> {
-        let mut b = Vec::new();
-        cstr(&mut b, "");
-        cstr(&mut b, statement);
-        b.extend_from_slice(&0i16.to_be_bytes());
-        b.extend_from_slice(&0i16.to_be_bytes());
-        b.extend_from_slice(&0i16.to_be_bytes());
-        msg(b'B', &b)
-    }
-
-    pub fn execute() -> Vec<u8> {
-        let mut b = Vec::new();
-        cstr(&mut b, "");
-        b.extend_from_slice(&0i32.to_be_bytes());
-        msg(b'E', &b)
-    }
-
-    pub fn sync() -> Vec<u8> {
-        msg(b'S', &[])
-    }
-
-    /// Bind of the unnamed portal with text parameters (None: NULL) and text results.
-    pub fn bind_text(statement: &str, params: &[Option<String>]) -> Vec<u8> {
-        let mut b = Vec::new();
-        cstr(&mut b, "");
-        cstr(&mut b, statement);
-        b.extend_from_slice(&0i16.to_be_bytes());
-        b.extend_from_slice(&(params.len() as i16).to_be_bytes());
-        for p in params {
-            match p {
-                None => b.extend_from_slice(&(-1i32).to_be_bytes()),
-                Some(v) => {
-                    b.extend_from_slice(&(v.len() as i32).to_be_bytes());
-                    b.extend_from_slice(v.as_bytes());
-                }
-            }
-        }
-        b.extend_from_slice(&0i16.to_be_bytes());
-        msg(b'B', &b)
-    }
-
-    /// Describe of the unnamed portal.
-    pub fn describe_portal() -> Vec<u8> {
-        msg(b'D', b"P\0")
-    }
-
-    pub fn copy_data(data: &[u8]) -> Vec<u8> {
-        msg(b'd', data)
-    }
-
-    pub fn copy_done() -> Vec<u8> {
-        msg(b'c', &[])
-    }
-
-    pub fn copy_fail(why: &str) -> Vec<u8> {
-        let mut b = Vec::new();
-        cstr(&mut b, why);
-        msg(b'f', &b)
-    }
-
-    pub struct Conn {
-        stream: TcpStream,
-        buf: Vec<u8>,
-    }
-
-    impl Conn {
-        /// Connects and logs in with trust (or cleartext/no password asked).
-        pub async fn login(port: u16, user: &str, db: &str) -> Conn {
-            let stream = TcpStream::connect(("127.0.0.1", port))
-                .await
-                .expect("tcp connect");
-            stream.set_nodelay(true).unwrap();
-            let mut c = Conn {
-                stream,
-                buf: Vec::new(),
-            };
-            let mut b = 196608i32.to_be_bytes().to_vec();
-            for (k, v) in [("user", user), ("database", db)] {
-                cstr(&mut b, k);
-                cstr(&mut b, v);
-            }
-            b.push(0);
-            let mut out = ((b.len() + 4) as i32).to_be_bytes().to_vec();
-            out.extend_from_slice(&b);
-            c.send(&out).await;
-            loop {
-                let m = c.recv().await.expect("login: connection closed");
-                match m.tag {
-                    b'R' if m.body[..4] == [0, 0, 0, 0] => {}
-                    b'R' => panic!("raw client: only trust authentication is supported"),
-                    b'E' => panic!("login failed: {}", m.error_text()),
-                    b'Z' => return c,
-                    _ => {}
-                }
-            }
-        }
-
-        pub async fn send(&mut self, bytes: &[u8]) {
-            self.stream.write_all(bytes).await.expect("write");
-        }
-
-        /// The next message; None when the peer closed the connection.
-        pub async fn recv(&mut self) -> Option<Msg> {
-            loop {
-                if self.buf.len() >= 5 {
-                    let len =
-                        i32::from_be_bytes([self.buf[1], self.buf[2], self.buf[3], self.buf[4]])
-                            as usize;
-                    if self.buf.len() > len {
-                        let body = self.buf[5..1 + len].to_vec();
-                        let tag = self.buf[0];
-                        self.buf.drain(..1 + len);
-                        return Some(Msg { tag, body });
+        let mut r = StmtResult::default();
+        for m in &msgs {
+            match m.tag {
+                b'T' => {
+                    let n = i16::from_be_bytes([m.body[0], m.body[1]]) as usize;
+                    let mut pos = 2;
+                    for _ in 0..n {
+                        let end = pos + m.body[pos..].iter().position(|&b| b == 0).unwrap();
+                        r.columns
+                            .push(String::from_utf8_lossy(&m.body[pos..end]).into_owned());
+                        pos = end + 1 + 18;
                     }
                 }
-                let mut chunk = vec![0u8; 65536];
-                let n = tokio::time::timeout(READ_TIMEOUT, self.stream.read(&mut chunk))
-                    .await
-                    .expect("raw client: no answer within the timeout");
-                match n {
-                    Ok(0) | Err(_) => return None,
-                    Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                }
-            }
-        }
-
-        /// Messages up to and including ReadyForQuery (or until the connection closes).
-        pub async fn until_ready(&mut self) -> Vec<Msg> {
-            let mut out = Vec::new();
-            while let Some(m) = self.recv().await {
-                let done = m.tag == b'Z';
-                out.push(m);
-                if done {
-                    break;
-                }
-            }
-            out
-        }
-
-        /// `COPY ... FROM STDIN` as a simple query: the data in CopyData messages of `chunk`
-        /// bytes, then CopyDone. The CommandComplete tag, or the error.
-        pub async fn copy_in(
-            &mut self,
-            sql: &str,
-            data: &[u8],
-            chunk: usize,
-        ) -> Result<String, String> {
-            self.send(&query(sql)).await;
-            let first = self.recv().await.ok_or("connection closed")?;
-            match first.tag {
-                b'G' => {}
-                b'E' => {
-                    let err = first.error_text();
-                    self.until_ready().await;
-                    return Err(err);
-                }
-                other => return Err(format!("unexpected message {}", other as char)),
-            }
-            let mut out = Vec::new();
-            for piece in data.chunks(chunk.max(1)) {
-                out.extend_from_slice(&copy_data(piece));
-            }
-            out.extend_from_slice(&copy_done());
-            self.send(&out).await;
-            let msgs = self.until_ready().await;
-            if let Some(e) = msgs.iter().find(|m| m.tag == b'E') {
-                return Err(e.error_text());
-            }
-            if msgs.last().map(|m| m.tag) != Some(b'Z') {
-                return Err("connection closed".into());
-            }
-            msgs.iter()
-                .find(|m| m.tag == b'C')
-                .map(|m| m.text())
-                .ok_or_else(|| "no CommandComplete".into())
-        }
-
-        /// libpq's `PQexecParams`: Parse (no parameter types) / Bind (text parameters, text
-        /// results) / Describe portal / Execute / Sync. The result, or `(SQLSTATE, message)`.
-        pub async fn exec_params(
-            &mut self,
-            sql: &str,
-            params: &[Option<String>],
-        ) -> Result<super::StmtResult, (String, String)> {
-            let mut out = parse("", sql);
-            out.extend_from_slice(&bind_text("", params));
-            out.extend_from_slice(&describe_portal());
-            out.extend_from_slice(&execute());
-            out.extend_from_slice(&sync());
-            self.send(&out).await;
-            let msgs = self.until_ready().await;
-            if msgs.last().map(|m| m.tag) != Some(b'Z') {
-                return Err(("08006".into(), "connection closed".into()));
-            }
-            if let Some(e) = msgs.iter().find(|m| m.tag == b'E') {
-                return Err((e.field(b'C').unwrap_or_default(), e.error_text()));
-            }
-            let mut r = super::StmtResult::default();
-            for m in &msgs {
-                match m.tag {
-                    b'T' => {
-                        let n = i16::from_be_bytes([m.body[0], m.body[1]]) as usize;
-                        let mut pos = 2;
-                        for _ in 0..n {
-                            let end = pos + m.body[pos..].iter().position(|&b| b == 0).unwrap();
-                            r.columns
-                                .push(String::from_utf8_lossy(&m.body[pos..end]).into_owned());
-                            pos = end + 1 + 18;
+                b'D' => {
+                    let n = i16::from_be_bytes([m.body[0], m.body[1]]) as usize;
+                    let mut pos = 2;
+                    let mut row = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        let len = i32::from_be_bytes([
+                            m.body[pos],
+                            m.body[pos + 1],
+                            m.body[pos + 2],
+                            m.body[pos + 3],
+                        ]);
+                        pos += 4;
+                        if len < 0 {
+                            row.push(None);
+                        } else {
+                            let v = &m.body[pos..pos + len as usize];
+                            row.push(Some(String::from_utf8_lossy(v).into_owned()));
+                            pos += len as usize;
                         }
                     }
-                    b'D' => {
-                        let n = i16::from_be_bytes([m.body[0], m.body[1]]) as usize;
-                        let mut pos = 2;
-                        let mut row = Vec::with_capacity(n);
-                        for _ in 0..n {
-                            let len = i32::from_be_bytes([
-                                m.body[pos],
-                                m.body[pos + 1],
-                                m.body[pos + 2],
-                                m.body[pos + 3],
-                            ]);
-                            pos += 4;
-                            if len < 0 {
-                                row.push(None);
-                            } else {
-                                let v = &m.body[pos..pos + len as usize];
-                                row.push(Some(String::from_utf8_lossy(v).into_owned()));
-                                pos += len as usize;
-                            }
-                        }
-                        r.rows.push(row);
-                    }
-                    b'C' => {
-                        r.tag_count = m.text().rsplit(' ').next().and_then(|n| n.parse().ok());
-                    }
-                    _ => {}
+                    r.rows.push(row);
                 }
+                b'C' => {
+                    r.tag_count = m.text().rsplit(' ').next().and_then(|n| n.parse().ok());
+                }
+                _ => {}
             }
-            Ok(r)
         }
-
-        /// `COPY ... TO STDOUT` as a simple query: all CopyData bytes and the tag, or the error.
-        pub async fn copy_out(&mut self, sql: &str) -> Result<(Vec<u8>, String), String> {
-            self.send(&query(sql)).await;
-            let msgs = self.until_ready().await;
-            if let Some(e) = msgs.iter().find(|m| m.tag == b'E') {
-                return Err(e.error_text());
-            }
-            if msgs.last().map(|m| m.tag) != Some(b'Z') {
-                return Err("connection closed".into());
-            }
-            let mut data = Vec::new();
-            for m in msgs.iter().filter(|m| m.tag == b'd') {
-                data.extend_from_slice(&m.body);
-            }
-            let tag = msgs
-                .iter()
-                .find(|m| m.tag == b'C')
-                .map(|m| m.text())
-                .unwrap_or_default();
-            Ok((data, tag))
-        }
+        Ok(r)
     }
 }

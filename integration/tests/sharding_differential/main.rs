@@ -142,11 +142,11 @@ async fn suite(reference: &Topology, shards: &Topology, proxy: &Proxy) -> Report
     };
     let mut pg = Side {
         client: connect_port(reference.primary().port).await,
-        raw: raw::Conn::login(reference.primary().port, "postgres", "postgres").await,
+        raw: raw::Conn::login(reference.primary().port, "postgres", "postgres", None).await,
     };
     let mut dog = Side {
         client: connect_proxy(proxy).await,
-        raw: raw::Conn::login(proxy.port, USER, DB).await,
+        raw: raw::Conn::login(proxy.port, USER, DB, None).await,
     };
     let mut direct = Vec::new();
     for node in shards.nodes() {
