@@ -6,7 +6,7 @@
 mod reshard_common;
 
 use reshard_common::load::{
-    config, load, source_and_destination, wait_for_statements, ADMIN_PASSWORD, USERS,
+    admin_url, config, load, source_and_destination, wait_for_statements, ADMIN_PASSWORD, USERS,
 };
 use reshard_common::{
     app_ports, command, count_on, database, omnisharded, sharded_table, shards, text,
@@ -220,10 +220,7 @@ fn reshard_two_to_four_under_load_with_cutover() {
         .collect();
     wait_for_statements(&done, 100);
 
-    let admin_url = format!(
-        "postgres://admin:{ADMIN_PASSWORD}@127.0.0.1:{}/admin",
-        proxy.port
-    );
+    let admin_url = admin_url(proxy.port);
     let mut child = command(
         &dir,
         &source,

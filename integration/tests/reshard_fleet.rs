@@ -7,7 +7,7 @@
 mod reshard_common;
 
 use reshard_common::load::{
-    config, load, source_and_destination, wait_for_statements, ADMIN_PASSWORD, USERS,
+    admin_url, config, load, source_and_destination, wait_for_statements, ADMIN_PASSWORD, USERS,
 };
 use reshard_common::{app_ports, command, count_on, text, verify_until_equal};
 use std::process::Stdio;
@@ -43,13 +43,7 @@ fn two_proxies_cut_over_together() {
         .collect();
     wait_for_statements(&done, 200);
 
-    let admin = |p: &Proxy| {
-        format!(
-            "postgres://admin:{ADMIN_PASSWORD}@127.0.0.1:{}/admin",
-            p.port
-        )
-    };
-    let (admin_a, admin_b) = (admin(&a), admin(&b));
+    let (admin_a, admin_b) = (admin_url(a.port), admin_url(b.port));
     let mut child = command(
         &a.dir,
         &source,
@@ -157,9 +151,8 @@ fn admin_reshard_switches_its_peers() {
     let (source, dest) = source_and_destination();
     let b = Proxy::start(&config(&source, &dest), USERS).expect("pgdog B");
     let peers = format!(
-        "\n[resharding]\n[[resharding.peers]]\n\
-         admin_url = \"postgres://admin:{ADMIN_PASSWORD}@127.0.0.1:{}/admin\"\n",
-        b.port
+        "\n[resharding]\n[[resharding.peers]]\nadmin_url = \"{}\"\n",
+        admin_url(b.port)
     );
     let a = Proxy::start(&(config(&source, &dest) + &peers), USERS).expect("pgdog A");
     for id in 1..=10 {

@@ -625,18 +625,7 @@ fn copy_killed_mid_split_table_resumes() {
             "big was not committed on shard {s}"
         );
     }
-    wait_until(
-        "the temporary slots to vanish",
-        Duration::from_secs(30),
-        Duration::from_millis(20),
-        || {
-            Ok(setup
-                .primary()
-                .psql("SELECT count(*) FROM pg_replication_slots WHERE temporary")?
-                == "0")
-        },
-    )
-    .unwrap();
+    wait_for_temporary_slots_gone(&setup);
 
     setup
         .primary()

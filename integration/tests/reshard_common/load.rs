@@ -7,6 +7,11 @@ use topology::Topology;
 
 pub const ADMIN_PASSWORD: &str = "admin_pw";
 
+/// The admin database URL of the pgdog listening on `port`.
+pub fn admin_url(port: u16) -> String {
+    format!("postgres://admin:{ADMIN_PASSWORD}@127.0.0.1:{port}/admin")
+}
+
 /// A 2-shard source with `items (id bigint PRIMARY KEY, v text, n bigserial)` and publication
 /// `pub` on each shard, and 4 empty destination shards.
 pub fn source_and_destination() -> (Topology, Topology) {
