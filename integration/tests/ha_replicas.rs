@@ -210,10 +210,16 @@ async fn a_killed_replica_is_banned_and_reads_go_on() {
             .collect()
     };
     // Simple-protocol reads in flight on the victim are retried on the other replica: no
-    // error. Extended ones fail at most once per client (the query in flight).
+    // error, unless rows of the answer had reached the client when the server died (the
+    // replica flushes what it has when it is told to quit: pgdog says so in its log).
+    // Extended ones fail at most once per client (the query in flight).
+    let too_late = proxy
+        .log()
+        .matches("reached the client: not retried")
+        .count();
     assert!(
-        failures(true).is_empty(),
-        "simple-protocol reads failed: {:?}",
+        failures(true).len() <= too_late,
+        "simple-protocol reads failed ({too_late} lost after rows): {:?}",
         failures(true)
     );
     assert!(

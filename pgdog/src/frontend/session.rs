@@ -12,6 +12,7 @@ pub(crate) mod timeouts;
 
 use crate::net::tag::{backend, frontend, target};
 use crate::net::TxStatus;
+use lost::ReadRetry;
 use timeouts::{far_future, stopped};
 
 /// Whether `server_reset_query` is set (query_parser off: run before a server goes back).
@@ -115,11 +116,8 @@ pub struct Session {
     fetch_lsn: bool,
     /// read_your_writes: the primary's WAL position after this client's last write.
     write_lsn: Option<u64>,
-    /// A simple-protocol read sent to a replica and not answered yet: retried on another
-    /// server if that one dies first.
-    retry: Option<Message>,
-    /// The read's RowDescription reached the client (a retry drops the second one).
-    retry_header_sent: bool,
+    /// A simple-protocol read to a replica: can it be run again elsewhere if the server dies?
+    retry: ReadRetry,
     /// query_timeout fired: the running query was cancelled.
     cancel_sent: bool,
     /// `server_reset_query` is to run before the server goes back (query_parser off).
@@ -159,8 +157,7 @@ impl Session {
             on_primary: false,
             fetch_lsn: false,
             write_lsn: None,
-            retry: None,
-            retry_header_sent: false,
+            retry: ReadRetry::No,
             cancel_sent: false,
             reset_due: false,
             reset_done: false,
@@ -331,8 +328,11 @@ impl Session {
             self.send(&message::ready_for_query(self.status));
             return Ok(());
         }
-        self.retry = (read && fresh && self.expected.is_empty()).then(|| m.clone());
-        self.retry_header_sent = false;
+        self.retry = if read && fresh && self.expected.is_empty() {
+            ReadRetry::possible(m.clone())
+        } else {
+            ReadRetry::No
+        };
         self.expected.push_back(Expect::Ready);
         self.send_to_server(&m).await;
         Ok(())
@@ -551,17 +551,16 @@ impl Session {
     }
 
     /// Writes the queued client messages to the server; a failure is handled like a lost
-    /// server.
+    /// server (which may queue a read again for another server: written too).
     async fn flush_server(&mut self) {
-        if self.server_out.is_empty() {
-            return;
-        }
-        let data = self.server_out.split().freeze();
-        let Some(server) = self.server.as_mut() else {
-            return;
-        };
-        if let Err(e) = server.write_raw(&data).await {
-            let _ = self.server_lost(e).await;
+        while !self.server_out.is_empty() {
+            let data = self.server_out.split().freeze();
+            let Some(server) = self.server.as_mut() else {
+                return;
+            };
+            if let Err(e) = server.write_raw(&data).await {
+                let _ = self.server_lost(e).await;
+            }
         }
     }
 
@@ -696,23 +695,8 @@ impl Session {
     }
 
     fn server_message(&mut self, m: Message) {
-        if self.retry_header_sent && self.retry.is_none() && m.tag() == backend::ROW_DESCRIPTION {
-            // The retried read's RowDescription: the client has it from the first server.
-            self.retry_header_sent = false;
+        if !self.retry.forward(m.tag()) {
             return;
-        }
-        if self.retry.is_some() {
-            match m.tag() {
-                backend::NOTICE_RESPONSE | backend::PARAMETER_STATUS | backend::ERROR_RESPONSE => {}
-                backend::ROW_DESCRIPTION if !self.retry_header_sent => {
-                    self.retry_header_sent = true
-                }
-                // The client has rows or more: no retry any more.
-                _ => {
-                    self.retry = None;
-                    self.retry_header_sent = false;
-                }
-            }
         }
         self.release_synthetic();
         match m.tag() {
@@ -787,7 +771,9 @@ impl Session {
                 if let Some(s) = self.server.as_mut() {
                     s.discard();
                 }
-                if self.expected.is_empty() || (self.retry.is_some() && f.code.starts_with("57P")) {
+                if self.expected.is_empty()
+                    || (self.retry.is_possible() && f.code.starts_with("57P"))
+                {
                     // Unsolicited (idle_in_transaction_session_timeout, an administrator's
                     // pg_terminate_backend, shutdown), or ending a read that will be retried
                     // elsewhere: it explains the loss that follows.
@@ -799,8 +785,7 @@ impl Session {
             }
             _ => m.clone(),
         };
-        self.retry = None;
-        self.retry_header_sent = false;
+        self.retry = ReadRetry::No;
         self.send(&forwarded);
         while let Some(front) = self.expected.front() {
             match front {
@@ -821,8 +806,7 @@ impl Session {
     /// ReadyForQuery: one Sync/Query answered.
     fn ready(&mut self, status: TxStatus) {
         self.pop_if(|e| matches!(e, Expect::Ready));
-        self.retry = None;
-        self.retry_header_sent = false;
+        self.retry = ReadRetry::No;
         if self.may_begin && !self.expected.iter().any(|e| matches!(e, Expect::Ready)) {
             self.may_begin = false;
         }

@@ -3,26 +3,72 @@
 use super::{Aborted, Expect, Session, SessionError};
 use crate::backend::ServerError;
 use crate::net::message;
-use crate::net::TxStatus;
+use crate::net::tag::backend;
+use crate::net::{Message, TxStatus};
+
+/// A simple-protocol read sent to a replica, and whether it can still be run on another server
+/// if this one dies: only until the client has seen rows of its answer.
+pub(super) enum ReadRetry {
+    /// Not a retryable read (or answered).
+    No,
+    /// Not answered yet; `header_sent`: its RowDescription reached the client already.
+    Possible { query: Message, header_sent: bool },
+    /// Running again elsewhere: the second RowDescription is dropped (the client has one).
+    SkipHeader,
+    /// Rows reached the client: a loss now is reported, never hidden by a second answer.
+    TooLate,
+}
+
+impl ReadRetry {
+    pub(super) fn possible(query: Message) -> Self {
+        ReadRetry::Possible {
+            query,
+            header_sent: false,
+        }
+    }
+
+    pub(super) fn is_possible(&self) -> bool {
+        matches!(self, ReadRetry::Possible { .. })
+    }
+
+    /// Notes a server message of the read; false when the client must not get it.
+    pub(super) fn forward(&mut self, tag: u8) -> bool {
+        match self {
+            ReadRetry::SkipHeader if tag == backend::ROW_DESCRIPTION => {
+                *self = ReadRetry::No;
+                return false;
+            }
+            ReadRetry::Possible { header_sent, .. } => match tag {
+                backend::NOTICE_RESPONSE | backend::PARAMETER_STATUS | backend::ERROR_RESPONSE => {}
+                backend::ROW_DESCRIPTION if !*header_sent => *header_sent = true,
+                _ => *self = ReadRetry::TooLate,
+            },
+            _ => {}
+        }
+        true
+    }
+}
 
 impl Session {
     /// A simple-protocol read whose replica died before answering anything: run it again on
     /// another server (the dead one is banned now), once. Reads have no side effects, so the
     /// client only sees its answer.
-    async fn retry_read(&mut self, query: crate::net::Message) -> Result<(), SessionError> {
+    async fn retry_read(&mut self, query: Message, header_sent: bool) -> Result<(), SessionError> {
         tracing::info!(
             "client {}@{}: retrying a read on another server",
             self.client.user,
             self.client.database
         );
         if self.attach(true).await? {
+            if header_sent {
+                self.retry = ReadRetry::SkipHeader;
+            }
             self.expected.push_back(Expect::Ready);
             // Written by the session loop (no flush from here: this is the loss handler).
             self.server_out.extend_from_slice(query.bytes());
         } else {
             // attach sent the error; the query still ends with ReadyForQuery.
-            self.retry_header_sent = false;
-            self.send(&message::ready_for_query(crate::net::TxStatus::Idle));
+            self.send(&message::ready_for_query(TxStatus::Idle));
             self.flush().await?;
         }
         Ok(())
@@ -75,10 +121,18 @@ impl Session {
         self.pending.clear();
         self.may_begin = false;
         let was_pinned = self.pinned.take().is_some();
-        if let Some(query) = self.retry.take() {
-            if !in_tx && in_flight == 1 && unavailable {
-                return self.retry_read(query).await;
+        match std::mem::replace(&mut self.retry, ReadRetry::No) {
+            ReadRetry::Possible { query, header_sent }
+                if !in_tx && in_flight == 1 && unavailable =>
+            {
+                return self.retry_read(query, header_sent).await;
             }
+            ReadRetry::TooLate => tracing::warn!(
+                "client {}@{}: a read lost after rows of it reached the client: not retried",
+                self.client.user,
+                self.client.database
+            ),
+            _ => {}
         }
         if in_tx {
             let why = format!("{why}; the transaction is aborted: end it with ROLLBACK");
@@ -99,7 +153,7 @@ impl Session {
         } else if waiting {
             self.send(&message::error("08006", &why));
             if in_flight > 0 {
-                self.send(&message::ready_for_query(crate::net::TxStatus::Idle));
+                self.send(&message::ready_for_query(TxStatus::Idle));
             }
             self.skip_until_sync = in_flight == 0 || after_last_sync;
             self.status = TxStatus::Idle;
