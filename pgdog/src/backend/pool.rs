@@ -172,6 +172,24 @@ impl PooledServer {
             s.healthy = false;
         }
     }
+
+    /// Its client is gone: rolls back what it left open and, with `reset` (session mode, a
+    /// pinned client), discards its session state, so the next client finds it clean; closes it
+    /// instead when that fails.
+    pub async fn leave_clean(mut self, reset: bool) {
+        let mut ok = true;
+        if self.status != TxStatus::Idle {
+            ok = self.execute("ROLLBACK").await.is_ok();
+        }
+        if ok && reset {
+            ok = self.execute("DISCARD ALL").await.is_ok();
+            self.prepared.clear();
+            self.set_settings(Default::default());
+        }
+        if !ok || self.status != TxStatus::Idle {
+            self.discard();
+        }
+    }
 }
 
 impl Pool {

@@ -17,14 +17,20 @@ use bytes::BytesMut;
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
 
-/// What the client sent that is already buffered.
-pub enum Buffered {
-    /// A message, counted in the meter.
-    Message(Message),
-    /// Terminate: the client is leaving.
-    Terminate,
-    /// Nothing buffered: read more.
-    Empty,
+/// A session type (one server or sharded): serves its client until it leaves, then leaves its
+/// servers clean. How a session ends for the client is the same for both (`run`).
+pub(crate) trait ServeClient: Sized {
+    fn client_mut(&mut self) -> &mut Client;
+    /// Answers the client until it leaves (Err(`ClientLeft`) after Terminate) or fails.
+    async fn serve(&mut self) -> Result<(), SessionError>;
+    /// The client is gone: servers back to their pools, or closed.
+    async fn cleanup(&mut self);
+
+    async fn run(mut self) {
+        let result = self.serve().await;
+        self.client_mut().end(&result).await;
+        self.cleanup().await;
+    }
 }
 
 pub struct Client {
@@ -74,17 +80,18 @@ impl Client {
         }
     }
 
-    /// The next message already buffered from the client.
-    pub fn next_buffered(&mut self) -> Result<Buffered, ProtocolError> {
-        Ok(match self.reader.try_next()? {
-            None => Buffered::Empty,
-            Some(m) if m.tag() == frontend::TERMINATE => Buffered::Terminate,
+    /// The next message already buffered from the client (None: read more), counted in the
+    /// meter; Terminate ends the session (`ClientLeft`).
+    pub fn next_buffered(&mut self) -> Result<Option<Message>, SessionError> {
+        match self.reader.try_next()? {
+            None => Ok(None),
+            Some(m) if m.tag() == frontend::TERMINATE => Err(SessionError::ClientLeft),
             Some(m) => {
                 self.meter.received(m.len());
                 self.meter.request(m.tag());
-                Buffered::Message(m)
+                Ok(Some(m))
             }
-        })
+        }
     }
 
     /// Writes what is waiting for the client.
@@ -101,7 +108,8 @@ impl Client {
     /// writes what is still waiting for it.
     pub async fn end(&mut self, result: &Result<(), SessionError>) {
         match result {
-            Ok(()) | Err(SessionError::Client(ProtocolError::Closed)) => {}
+            Ok(())
+            | Err(SessionError::ClientLeft | SessionError::Client(ProtocolError::Closed)) => {}
             Err(SessionError::Client(e)) => {
                 tracing::info!("client {}@{}: {e}", self.user, self.database);
                 if !matches!(e, ProtocolError::Io(_)) {

@@ -4,7 +4,7 @@
 //! (`[general] admin_database`, enabled by `admin_password`) is authenticated the same way and
 //! handed to `crate::admin::session`.
 use super::cancel;
-use super::client::Client;
+use super::client::{Client, ServeClient};
 use super::params::Params;
 use super::session::Session;
 use crate::auth::scram::{ScramServer, ScramVerifier};
@@ -226,25 +226,6 @@ async fn login(
         return Ok(());
     }
     let query_parser = registry.settings.config.general.query_parser;
-    if let Some(router) = registry.router(&database) {
-        let shards = registry.shards(&user, &database).unwrap_or_default();
-        let two_phase = registry.settings.config.general.two_phase_commit;
-        drop(registry);
-        let client = Client::new(
-            stream,
-            reader,
-            user,
-            database,
-            client_params,
-            registration,
-            meter,
-        );
-        super::sharded::ShardedSession::new(client, shards, router, two_phase)
-            .run()
-            .await;
-        return Ok(());
-    }
-    drop(registry);
     let client = Client::new(
         stream,
         reader,
@@ -254,6 +235,18 @@ async fn login(
         registration,
         meter,
     );
+    if let Some(router) = registry.router(&client.database) {
+        let shards = registry
+            .shards(&client.user, &client.database)
+            .unwrap_or_default();
+        let two_phase = registry.settings.config.general.two_phase_commit;
+        drop(registry);
+        super::sharded::ShardedSession::new(client, shards, router, two_phase)
+            .run()
+            .await;
+        return Ok(());
+    }
+    drop(registry);
     Session::new(client, shard, query_parser).run().await;
     Ok(())
 }

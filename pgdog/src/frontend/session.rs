@@ -21,7 +21,7 @@ fn reset_query_set() -> bool {
 }
 
 use super::aborted::{self, Aborted};
-use super::client::{Buffered, Client};
+use super::client::{Client, ServeClient};
 use super::prepared::{self, Prepared};
 use super::statements::{self, Classified, SetChange};
 use crate::backend::{PooledServer, ServerError, Shard};
@@ -67,6 +67,9 @@ pub enum SessionError {
     /// Ended by pgdog (a timeout, KILL, shutdown): FATAL with this SQLSTATE and message.
     #[error("{1}")]
     Terminated(&'static str, String),
+    /// The client sent Terminate: a clean end.
+    #[error("the client left")]
+    ClientLeft,
 }
 
 pub struct Session {
@@ -163,23 +166,21 @@ impl Session {
             reset_done: false,
         }
     }
+}
 
-    /// Serves the client until it disconnects; then cleans up the server connection.
-    pub async fn run(mut self) {
-        let result = self.serve().await;
-        self.client.end(&result).await;
-        self.cleanup().await;
+impl ServeClient for Session {
+    fn client_mut(&mut self) -> &mut Client {
+        &mut self.client
+    }
+
+    async fn cleanup(&mut self) {
+        self.leave_server_clean().await
     }
 
     async fn serve(&mut self) -> Result<(), SessionError> {
         loop {
             // Everything already buffered from the client first.
-            loop {
-                let m = match self.client.next_buffered()? {
-                    Buffered::Message(m) => m,
-                    Buffered::Terminate => return Ok(()),
-                    Buffered::Empty => break,
-                };
+            while let Some(m) = self.client.next_buffered()? {
                 let mark = self.client.out.len();
                 if self.server.is_some()
                     && self.expected.is_empty()
@@ -233,7 +234,9 @@ impl Session {
             }
         }
     }
+}
 
+impl Session {
     /// Writes what is waiting for the client.
     async fn flush(&mut self) -> Result<(), ProtocolError> {
         self.client.flush().await
@@ -846,7 +849,7 @@ impl Session {
     }
 
     /// The client is gone: leave the server clean for the next one, or close it.
-    async fn cleanup(&mut self) {
+    async fn leave_server_clean(&mut self) {
         let Some(mut server) = self.server.take() else {
             return;
         };
@@ -857,17 +860,6 @@ impl Session {
             return;
         }
         let reset = self.client.mode == PoolerMode::Session || self.pinned.is_some();
-        let mut ok = true;
-        if server.status != TxStatus::Idle {
-            ok = server.execute("ROLLBACK").await.is_ok();
-        }
-        if ok && reset {
-            ok = server.execute("DISCARD ALL").await.is_ok();
-            server.prepared.clear();
-            server.set_settings(Default::default());
-        }
-        if !ok || server.status != TxStatus::Idle {
-            server.discard();
-        }
+        server.leave_clean(reset).await;
     }
 }

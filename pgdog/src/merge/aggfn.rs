@@ -57,7 +57,12 @@ const UNMERGEABLE: &[&str] = &[
 ];
 
 pub(crate) fn is_aggregate(name: &str) -> bool {
-    MERGEABLE.contains(&name) || UNMERGEABLE.contains(&name) || name.ends_with("_agg")
+    is_builtin_aggregate(name) || name.ends_with("_agg")
+}
+
+/// One of Postgres' own aggregates or window functions (all read-only).
+pub(crate) fn is_builtin_aggregate(name: &str) -> bool {
+    MERGEABLE.contains(&name) || UNMERGEABLE.contains(&name)
 }
 
 impl Planner {

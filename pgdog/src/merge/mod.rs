@@ -25,7 +25,7 @@ mod value;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use aggfn::is_aggregate;
+pub(crate) use aggfn::{is_aggregate, is_builtin_aggregate};
 pub use decimal::Decimal;
 pub use error::MergeError;
 pub use having::{CmpOp, Constant, HavingCond};

@@ -128,14 +128,7 @@ impl MessageReader {
                     return Ok(packet.freeze());
                 }
             }
-            let n = io.read_buf(&mut self.buf).await?;
-            if n == 0 {
-                return Err(if self.buf.is_empty() {
-                    ProtocolError::Closed
-                } else {
-                    ProtocolError::Truncated
-                });
-            }
+            self.fill(io).await?;
         }
     }
 

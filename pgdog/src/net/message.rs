@@ -217,6 +217,19 @@ pub fn command_complete(tag: &str) -> Message {
     build(b'C', |b| put_cstr(b, tag))
 }
 
+/// The row count a CommandComplete tag ends with (`INSERT 0 5`, `COPY 7`): 0 when it has none.
+pub fn rows_in_tag(tag: &str) -> u64 {
+    tag.rsplit(' ')
+        .next()
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or(0)
+}
+
+/// The row count of a CommandComplete message (see `rows_in_tag`).
+pub fn rows_completed(m: &Message) -> u64 {
+    m.reader().cstr().map_or(0, rows_in_tag)
+}
+
 pub fn parse_complete() -> Message {
     build(b'1', |_| {})
 }

@@ -288,30 +288,37 @@ fn reshard_metrics(out: &mut Out) {
             (row, labels)
         })
         .collect();
-    out.family("reshard_copied_rows", "counter", "Rows copied per table.");
-    for (r, l) in &tables {
-        out.sample("reshard_copied_rows_total", &borrowed(l), r.rows);
-    }
-    out.family(
-        "reshard_copied_bytes",
-        "counter",
-        "COPY bytes copied per table.",
-    );
-    for (r, l) in &tables {
-        out.sample("reshard_copied_bytes_total", &borrowed(l), r.bytes);
-    }
-    out.family(
-        "reshard_copy_eta_seconds",
-        "gauge",
-        "Estimated seconds left to copy a table (planner row estimate / rows per second).",
-    );
-    for (r, l) in &tables {
-        if let Some(eta) = r.eta_seconds {
-            out.sample(
-                "reshard_copy_eta_seconds",
-                &borrowed(l),
-                format!("{eta:.1}"),
-            );
+    type Value = fn(&crate::reshard::display::Row) -> Option<String>;
+    let per_table: [(&str, &str, &str, &str, Value); 3] = [
+        (
+            "reshard_copied_rows",
+            "counter",
+            "_total",
+            "Rows copied per table.",
+            |r| Some(r.rows.to_string()),
+        ),
+        (
+            "reshard_copied_bytes",
+            "counter",
+            "_total",
+            "COPY bytes copied per table.",
+            |r| Some(r.bytes.to_string()),
+        ),
+        (
+            "reshard_copy_eta_seconds",
+            "gauge",
+            "",
+            "Estimated seconds left to copy a table (planner row estimate / rows per second).",
+            |r| r.eta_seconds.map(|eta| format!("{eta:.1}")),
+        ),
+    ];
+    for (family, kind, suffix, help, value) in per_table {
+        out.family(family, kind, help);
+        let sample = format!("{family}{suffix}");
+        for (row, labels) in &tables {
+            if let Some(v) = value(row) {
+                out.sample(&sample, &borrowed(labels), v);
+            }
         }
     }
     out.family(

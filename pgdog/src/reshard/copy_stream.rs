@@ -279,12 +279,7 @@ impl Reader {
                     }
                 }
                 backend::COMMAND_COMPLETE => {
-                    source_rows = m
-                        .reader()
-                        .cstr()
-                        .ok()
-                        .and_then(|t| t.rsplit(' ').next()?.parse::<u64>().ok())
-                        .unwrap_or(0);
+                    source_rows = message::rows_completed(&m);
                 }
                 backend::ERROR_RESPONSE => {
                     error.get_or_insert(server_err(&self.addr, &self.sql)(postgres_error(

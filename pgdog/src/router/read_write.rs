@@ -214,37 +214,12 @@ const READ_ONLY_CALLS: &[&str] = &[
     "substring",
     "trim",
     "ordinality",
-    // aggregates and window functions
-    "count",
-    "sum",
-    "avg",
-    "min",
-    "max",
-    "array_agg",
-    "string_agg",
+    // other aggregates and window functions (the rest: `merge::is_builtin_aggregate`)
     "json_agg",
     "jsonb_agg",
     "json_object_agg",
     "jsonb_object_agg",
-    "bool_and",
-    "bool_or",
-    "every",
-    "bit_and",
-    "bit_or",
-    "stddev",
-    "stddev_pop",
-    "stddev_samp",
-    "variance",
-    "var_pop",
-    "var_samp",
-    "percentile_cont",
-    "percentile_disc",
-    "mode",
     "row_number",
-    "rank",
-    "dense_rank",
-    "percent_rank",
-    "cume_dist",
     "ntile",
     "lag",
     "lead",
@@ -377,7 +352,7 @@ const READ_ONLY_CALLS: &[&str] = &[
 
 /// A built-in function known not to write or leave session state.
 pub(crate) fn is_known_function(name: &str) -> bool {
-    READ_ONLY_CALLS.contains(&name)
+    READ_ONLY_CALLS.contains(&name) || crate::merge::is_builtin_aggregate(name)
 }
 
 /// Every `name(` in the text (outside literals and comments) is a known read-only call.
@@ -387,7 +362,7 @@ fn calls_only_read_functions(text: &str) -> bool {
             return false;
         }
         let name = word.rsplit('.').next().unwrap_or(word).to_ascii_lowercase();
-        !READ_ONLY_CALLS.contains(&name.as_str())
+        !is_known_function(&name)
     })
 }
 

@@ -261,50 +261,30 @@ impl ShardedSession {
             None => message::empty(b'c'),
             Some(e) => message::build(b'f', |b| message::put_cstr(b, &e.message)),
         };
-        let mut total: u64 = 0;
-        let mut server_error: Option<ClientError> = None;
+        let mut outcome = CopyOutcome::default();
         for &shard in shards {
             let Some(server) = self.servers[shard].as_mut() else {
                 continue;
             };
             if let Err(e) = server.write(&end).await {
-                server_error.get_or_insert(self.lose(shard, &e));
+                outcome.error.get_or_insert(self.lose(shard, &e));
                 continue;
             }
             loop {
                 let m = match server.read().await {
                     Ok(m) => m,
                     Err(e) => {
-                        server_error.get_or_insert(self.lose(shard, &e));
+                        outcome.error.get_or_insert(self.lose(shard, &e));
                         break;
                     }
                 };
-                match m.tag() {
-                    backend::COMMAND_COMPLETE => {
-                        total += m
-                            .reader()
-                            .cstr()
-                            .ok()
-                            .and_then(|t| t.rsplit(' ').next()?.parse::<u64>().ok())
-                            .unwrap_or(0);
-                    }
-                    backend::ERROR_RESPONSE => {
-                        if let Some(e) = ClientError::from_response(&m) {
-                            server_error.get_or_insert(e);
-                        }
-                    }
-                    backend::READY_FOR_QUERY => {
-                        server.status = TxStatus::of(&m);
-                        break;
-                    }
-                    _ => {}
+                if !outcome.note(&m) && m.tag() == backend::READY_FOR_QUERY {
+                    server.status = TxStatus::of(&m);
+                    break;
                 }
             }
         }
-        match server_error {
-            Some(e) => Err(e),
-            None => Ok(total),
-        }
+        outcome.result()
     }
 
     async fn copy_in(
@@ -387,8 +367,7 @@ impl ShardedSession {
         }
         let binary = stmt.options.format == CopyFormat::Binary;
         let csv_header = stmt.options.format == CopyFormat::Csv && stmt.options.header;
-        let mut total: u64 = 0;
-        let mut error: Option<ClientError> = None;
+        let mut outcome = CopyOutcome::default();
         let mut started = false;
         for (i, &shard) in shards.iter().enumerate() {
             let last = i + 1 == shards.len();
@@ -398,10 +377,13 @@ impl ShardedSession {
                 let m = match r {
                     Ok(m) => m,
                     Err(e) => {
-                        error.get_or_insert(self.lose(shard, &e));
+                        outcome.error.get_or_insert(self.lose(shard, &e));
                         break;
                     }
                 };
+                if outcome.note(&m) {
+                    continue;
+                }
                 match m.tag() {
                     backend::COPY_OUT_RESPONSE if !started => {
                         self.send(&m);
@@ -432,19 +414,6 @@ impl ShardedSession {
                         }
                     }
                     backend::COPY_DONE => {}
-                    backend::COMMAND_COMPLETE => {
-                        total += m
-                            .reader()
-                            .cstr()
-                            .ok()
-                            .and_then(|t| t.rsplit(' ').next()?.parse::<u64>().ok())
-                            .unwrap_or(0);
-                    }
-                    backend::ERROR_RESPONSE => {
-                        if let Some(e) = ClientError::from_response(&m) {
-                            error.get_or_insert(e);
-                        }
-                    }
                     backend::READY_FOR_QUERY => {
                         if let Some(s) = self.servers[shard].as_mut() {
                             s.status = TxStatus::of(&m);
@@ -459,12 +428,40 @@ impl ShardedSession {
                 }
             }
         }
-        if let Some(e) = error {
-            return Err(e);
-        }
+        let total = outcome.result()?;
         self.send(&message::empty(b'c'));
         self.send(&message::command_complete(&format!("COPY {total}")));
         Ok(())
+    }
+}
+
+/// What the shards answered to a COPY: the rows copied in all and the first error.
+#[derive(Default)]
+struct CopyOutcome {
+    rows: u64,
+    error: Option<ClientError>,
+}
+
+impl CopyOutcome {
+    /// Counts a CommandComplete, keeps the first ErrorResponse; false for any other message.
+    fn note(&mut self, m: &Message) -> bool {
+        match m.tag() {
+            backend::COMMAND_COMPLETE => self.rows += message::rows_completed(m),
+            backend::ERROR_RESPONSE => {
+                if let Some(e) = ClientError::from_response(m) {
+                    self.error.get_or_insert(e);
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    fn result(self) -> Result<u64, ClientError> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.rows),
+        }
     }
 }
 

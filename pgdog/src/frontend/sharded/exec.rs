@@ -584,10 +584,7 @@ fn combine_tags(parts: &[String], how: Tags) -> Option<String> {
     if last.parse::<u64>().is_err() {
         return Some(first.clone());
     }
-    let total: u64 = parts
-        .iter()
-        .filter_map(|p| p.rsplit(' ').next()?.parse::<u64>().ok())
-        .sum();
+    let total: u64 = parts.iter().map(|p| message::rows_in_tag(p)).sum();
     let total = total.to_string();
     words.pop();
     words.push(&total);

@@ -200,11 +200,7 @@ impl ShardedSession {
                 }
                 backend::COMMAND_COMPLETE => {
                     let tag = m.reader().cstr().map_err(bad)?.to_string();
-                    updated.count += tag
-                        .rsplit(' ')
-                        .next()
-                        .and_then(|n| n.parse::<u64>().ok())
-                        .unwrap_or(0);
+                    updated.count += message::rows_in_tag(&tag);
                 }
                 backend::NOTICE_RESPONSE => self.send(&m),
                 _ => {}

@@ -16,7 +16,7 @@ mod key_update;
 mod reload;
 mod tx;
 
-use super::client::{Buffered, Client};
+use super::client::{Client, ServeClient};
 use super::statements;
 use crate::backend::{PooledServer, ServerError, Shard};
 use crate::config::PoolerMode;
@@ -180,44 +180,6 @@ impl ShardedSession {
             pinned: None,
             generation: crate::registry::Registry::generation(),
             reconfigured: None,
-        }
-    }
-
-    /// Serves the client until it disconnects, then leaves the servers clean.
-    pub async fn run(mut self) {
-        let result = self.serve().await;
-        self.client.end(&result).await;
-        self.cleanup().await;
-    }
-
-    async fn serve(&mut self) -> Result<(), SessionError> {
-        loop {
-            // Everything already buffered from the client first.
-            loop {
-                let m = match self.client.next_buffered()? {
-                    Buffered::Message(m) => m,
-                    Buffered::Terminate => return Ok(()),
-                    Buffered::Empty => break,
-                };
-                let mark = self.client.out.len();
-                if self.tx.is_none() && self.servers.iter().any(|s| s.is_some()) {
-                    // Between transactions with servers kept (session mode, pinned).
-                    self.check_still_sharded();
-                }
-                if self.reconfigured.is_none() {
-                    self.client_message(m).await?;
-                }
-                if let Some(why) = self.reconfigured.take() {
-                    // Nothing of the request that ends the session is answered.
-                    self.client.out.truncate(mark);
-                    return Err(SessionError::Reconfigured(why));
-                }
-                if self.client.out.len() > 64 * 1024 {
-                    self.flush().await?;
-                }
-            }
-            self.flush().await?;
-            self.wait_for_client().await?;
         }
     }
 
@@ -890,27 +852,46 @@ impl ShardedSession {
             format!("shard {shard}: server connection lost: {e}"),
         )
     }
+}
 
+impl ServeClient for ShardedSession {
+    fn client_mut(&mut self) -> &mut Client {
+        &mut self.client
+    }
+
+    async fn serve(&mut self) -> Result<(), SessionError> {
+        loop {
+            // Everything already buffered from the client first.
+            while let Some(m) = self.client.next_buffered()? {
+                let mark = self.client.out.len();
+                if self.tx.is_none() && self.servers.iter().any(|s| s.is_some()) {
+                    // Between transactions with servers kept (session mode, pinned).
+                    self.check_still_sharded();
+                }
+                if self.reconfigured.is_none() {
+                    self.client_message(m).await?;
+                }
+                if let Some(why) = self.reconfigured.take() {
+                    // Nothing of the request that ends the session is answered.
+                    self.client.out.truncate(mark);
+                    return Err(SessionError::Reconfigured(why));
+                }
+                if self.client.out.len() > 64 * 1024 {
+                    self.flush().await?;
+                }
+            }
+            self.flush().await?;
+            self.wait_for_client().await?;
+        }
+    }
+
+    /// The client is gone: every server back clean (see `PooledServer::leave_clean`).
     async fn cleanup(&mut self) {
         *self.client.cancel.slot.lock() = None;
         self.client.cancel.others.lock().clear();
         let reset = self.client.mode == PoolerMode::Session || self.pinned.is_some();
-        for slot in self.servers.iter_mut() {
-            let Some(mut server) = slot.take() else {
-                continue;
-            };
-            let mut ok = true;
-            if server.status != TxStatus::Idle {
-                ok = server.execute("ROLLBACK").await.is_ok();
-            }
-            if ok && reset {
-                ok = server.execute("DISCARD ALL").await.is_ok();
-                server.prepared.clear();
-                server.set_settings(Default::default());
-            }
-            if !ok || server.status != TxStatus::Idle {
-                server.discard();
-            }
+        for server in self.servers.iter_mut().filter_map(Option::take) {
+            server.leave_clean(reset).await;
         }
     }
 }

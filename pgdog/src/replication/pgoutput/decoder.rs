@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use bytes::Bytes;
 
 use super::error::{DecodeError, Reason};
-use super::message::{kind, LogicalMessage, Relation};
+use super::message::{Kind, LogicalMessage, Relation};
 use super::parse;
 use super::reader::Reader;
 
@@ -85,7 +85,8 @@ impl Decoder {
         }
         let mut r = Reader::new(data);
         let kind = match r.u8("message type") {
-            Ok(kind) => kind,
+            Ok(byte) => Kind::of(byte)
+                .ok_or_else(|| Reason::other(format!("unknown message type 0x{byte:02X}")))?,
             Err(_) => return Err(Reason::other("empty message")),
         };
         self.check_allowed(kind)?;
@@ -93,39 +94,38 @@ impl Decoder {
         let xid = match (self.stream, kind) {
             (
                 Some(_),
-                kind::RELATION
-                | kind::TYPE
-                | kind::INSERT
-                | kind::UPDATE
-                | kind::DELETE
-                | kind::TRUNCATE
-                | kind::MESSAGE,
+                Kind::Relation
+                | Kind::Type
+                | Kind::Insert
+                | Kind::Update
+                | Kind::Delete
+                | Kind::Truncate
+                | Kind::Message,
             ) => Some(r.u32("streamed transaction xid")?),
             _ => None,
         };
         let message = match kind {
-            kind::BEGIN => parse::begin(&mut r)?,
-            kind::COMMIT => parse::commit(&mut r)?,
-            kind::ORIGIN => parse::origin(&mut r)?,
-            kind::RELATION => parse::relation(&mut r, xid)?,
-            kind::TYPE => parse::type_(&mut r, xid)?,
-            kind::INSERT => parse::insert(&mut r, xid, &self.relations)?,
-            kind::UPDATE => parse::update(&mut r, xid, &self.relations)?,
-            kind::DELETE => parse::delete(&mut r, xid, &self.relations)?,
-            kind::TRUNCATE => parse::truncate(&mut r, xid, &self.relations)?,
-            kind::MESSAGE => parse::message(&mut r, xid)?,
-            kind::STREAM_START => parse::stream_start(&mut r)?,
-            kind::STREAM_STOP => LogicalMessage::StreamStop,
-            kind::STREAM_COMMIT => parse::stream_commit(&mut r)?,
-            kind::STREAM_ABORT => {
+            Kind::Begin => parse::begin(&mut r)?,
+            Kind::Commit => parse::commit(&mut r)?,
+            Kind::Origin => parse::origin(&mut r)?,
+            Kind::Relation => parse::relation(&mut r, xid)?,
+            Kind::Type => parse::type_(&mut r, xid)?,
+            Kind::Insert => parse::insert(&mut r, xid, &self.relations)?,
+            Kind::Update => parse::update(&mut r, xid, &self.relations)?,
+            Kind::Delete => parse::delete(&mut r, xid, &self.relations)?,
+            Kind::Truncate => parse::truncate(&mut r, xid, &self.relations)?,
+            Kind::Message => parse::message(&mut r, xid)?,
+            Kind::StreamStart => parse::stream_start(&mut r)?,
+            Kind::StreamStop => LogicalMessage::StreamStop,
+            Kind::StreamCommit => parse::stream_commit(&mut r)?,
+            Kind::StreamAbort => {
                 parse::stream_abort(&mut r, self.proto_version >= PARALLEL_STREAM_VERSION)?
             }
-            kind::BEGIN_PREPARE => parse::begin_prepare(&mut r)?,
-            kind::PREPARE => LogicalMessage::Prepare(parse::prepare(&mut r)?),
-            kind::COMMIT_PREPARED => parse::commit_prepared(&mut r)?,
-            kind::ROLLBACK_PREPARED => parse::rollback_prepared(&mut r)?,
-            kind::STREAM_PREPARE => LogicalMessage::StreamPrepare(parse::prepare(&mut r)?),
-            other => return Err(Reason::other(format!("unknown message type 0x{other:02X}"))),
+            Kind::BeginPrepare => parse::begin_prepare(&mut r)?,
+            Kind::Prepare => LogicalMessage::Prepare(parse::prepare(&mut r)?),
+            Kind::CommitPrepared => parse::commit_prepared(&mut r)?,
+            Kind::RollbackPrepared => parse::rollback_prepared(&mut r)?,
+            Kind::StreamPrepare => LogicalMessage::StreamPrepare(parse::prepare(&mut r)?),
         };
         r.finish()?;
         // The message is whole: only now does the state change.
@@ -141,13 +141,13 @@ impl Decoder {
     }
 
     /// Rejects message types the protocol version or the stream state does not allow.
-    fn check_allowed(&self, kind: u8) -> Result<(), Reason> {
+    fn check_allowed(&self, kind: Kind) -> Result<(), Reason> {
         // Streaming changes the layout of other messages (leading xid), so it must match the
         // version. Two-phase messages are not gated: a slot created with two_phase sends them
         // whatever proto_version says (seen with PostgreSQL 18 and proto_version 2).
         if matches!(
             kind,
-            kind::STREAM_START | kind::STREAM_STOP | kind::STREAM_COMMIT | kind::STREAM_ABORT
+            Kind::StreamStart | Kind::StreamStop | Kind::StreamCommit | Kind::StreamAbort
         ) && self.proto_version < STREAM_VERSION
         {
             return Err(Reason::other(format!(
@@ -158,20 +158,20 @@ impl Decoder {
         match (self.stream, kind) {
             (
                 Some(xid),
-                kind::BEGIN
-                | kind::COMMIT
-                | kind::STREAM_START
-                | kind::STREAM_COMMIT
-                | kind::STREAM_ABORT
-                | kind::BEGIN_PREPARE
-                | kind::PREPARE
-                | kind::COMMIT_PREPARED
-                | kind::ROLLBACK_PREPARED
-                | kind::STREAM_PREPARE,
+                Kind::Begin
+                | Kind::Commit
+                | Kind::StreamStart
+                | Kind::StreamCommit
+                | Kind::StreamAbort
+                | Kind::BeginPrepare
+                | Kind::Prepare
+                | Kind::CommitPrepared
+                | Kind::RollbackPrepared
+                | Kind::StreamPrepare,
             ) => Err(Reason::other(format!(
                 "not allowed inside the streamed segment of xid {xid} (missing Stream Stop)"
             ))),
-            (None, kind::STREAM_STOP) => Err(Reason::other("Stream Stop without Stream Start")),
+            (None, Kind::StreamStop) => Err(Reason::other("Stream Stop without Stream Start")),
             _ => Ok(()),
         }
     }

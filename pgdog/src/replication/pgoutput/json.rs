@@ -264,9 +264,7 @@ fn transaction_fields(msg: &LogicalMessage, o: &mut Object) {
             xid,
             gid,
         } => {
-            put(o, "xid", *xid);
-            put(o, "gid", gid.as_str());
-            put(o, "flags", *flags);
+            put_transaction(o, *xid, gid, *flags);
             put_commit(o, *commit_lsn, *end_lsn, *commit_time);
         }
         LogicalMessage::RollbackPrepared {
@@ -278,9 +276,7 @@ fn transaction_fields(msg: &LogicalMessage, o: &mut Object) {
             xid,
             gid,
         } => {
-            put(o, "xid", *xid);
-            put(o, "gid", gid.as_str());
-            put(o, "flags", *flags);
+            put_transaction(o, *xid, gid, *flags);
             put(o, "prepare_end_lsn", lsn(*prepare_end_lsn));
             put(o, "rollback_end_lsn", lsn(*rollback_end_lsn));
             put(o, "prepare_time", time(*prepare_time));
@@ -297,10 +293,15 @@ fn put_commit(o: &mut Object, commit_lsn: u64, end_lsn: u64, commit_time: i64) {
     put(o, "commit_time", time(commit_time));
 }
 
+/// A prepared transaction: its xid, global id and flags.
+fn put_transaction(o: &mut Object, xid: u32, gid: &str, flags: u8) {
+    put(o, "xid", xid);
+    put(o, "gid", gid);
+    put(o, "flags", flags);
+}
+
 fn prepare_fields(o: &mut Object, p: &PrepareInfo) {
-    put(o, "xid", p.xid);
-    put(o, "gid", p.gid.as_str());
-    put(o, "flags", p.flags);
+    put_transaction(o, p.xid, &p.gid, p.flags);
     put(o, "prepare_lsn", lsn(p.prepare_lsn));
     put(o, "end_lsn", lsn(p.end_lsn));
     put(o, "prepare_time", time(p.prepare_time));

@@ -10,26 +10,58 @@ use bytes::Bytes;
 /// `xid: Option<u32>` on changes is the streamed transaction's xid, present only between
 /// Stream Start and Stream Stop (protocol 2+).
 /// pgoutput message kinds (the first byte of each logical replication message).
-pub mod kind {
-    pub const BEGIN: u8 = b'B';
-    pub const COMMIT: u8 = b'C';
-    pub const ORIGIN: u8 = b'O';
-    pub const RELATION: u8 = b'R';
-    pub const TYPE: u8 = b'Y';
-    pub const INSERT: u8 = b'I';
-    pub const UPDATE: u8 = b'U';
-    pub const DELETE: u8 = b'D';
-    pub const TRUNCATE: u8 = b'T';
-    pub const MESSAGE: u8 = b'M';
-    pub const STREAM_START: u8 = b'S';
-    pub const STREAM_STOP: u8 = b'E';
-    pub const STREAM_COMMIT: u8 = b'c';
-    pub const STREAM_ABORT: u8 = b'A';
-    pub const BEGIN_PREPARE: u8 = b'b';
-    pub const PREPARE: u8 = b'P';
-    pub const COMMIT_PREPARED: u8 = b'K';
-    pub const ROLLBACK_PREPARED: u8 = b'r';
-    pub const STREAM_PREPARE: u8 = b'p';
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    Begin = b'B',
+    Commit = b'C',
+    Origin = b'O',
+    Relation = b'R',
+    Type = b'Y',
+    Insert = b'I',
+    Update = b'U',
+    Delete = b'D',
+    Truncate = b'T',
+    Message = b'M',
+    StreamStart = b'S',
+    StreamStop = b'E',
+    StreamCommit = b'c',
+    StreamAbort = b'A',
+    BeginPrepare = b'b',
+    Prepare = b'P',
+    CommitPrepared = b'K',
+    RollbackPrepared = b'r',
+    StreamPrepare = b'p',
+}
+
+impl Kind {
+    /// The kind a message's first byte names, if any.
+    pub fn of(byte: u8) -> Option<Kind> {
+        use Kind::*;
+        [
+            Begin,
+            Commit,
+            Origin,
+            Relation,
+            Type,
+            Insert,
+            Update,
+            Delete,
+            Truncate,
+            Message,
+            StreamStart,
+            StreamStop,
+            StreamCommit,
+            StreamAbort,
+            BeginPrepare,
+            Prepare,
+            CommitPrepared,
+            RollbackPrepared,
+            StreamPrepare,
+        ]
+        .into_iter()
+        .find(|k| *k as u8 == byte)
+    }
 }
 
 /// Markers inside pgoutput messages: tuples (new, key, old) and column values.
@@ -155,26 +187,30 @@ pub enum LogicalMessage {
 impl LogicalMessage {
     /// The protocol's type byte for this message.
     pub fn type_byte(&self) -> u8 {
+        self.kind() as u8
+    }
+
+    pub fn kind(&self) -> Kind {
         match self {
-            LogicalMessage::Begin { .. } => kind::BEGIN,
-            LogicalMessage::Commit { .. } => kind::COMMIT,
-            LogicalMessage::Origin { .. } => kind::ORIGIN,
-            LogicalMessage::Relation(_) => kind::RELATION,
-            LogicalMessage::Type { .. } => kind::TYPE,
-            LogicalMessage::Insert { .. } => kind::INSERT,
-            LogicalMessage::Update { .. } => kind::UPDATE,
-            LogicalMessage::Delete { .. } => kind::DELETE,
-            LogicalMessage::Truncate { .. } => kind::TRUNCATE,
-            LogicalMessage::Message { .. } => kind::MESSAGE,
-            LogicalMessage::StreamStart { .. } => kind::STREAM_START,
-            LogicalMessage::StreamStop => kind::STREAM_STOP,
-            LogicalMessage::StreamCommit { .. } => kind::STREAM_COMMIT,
-            LogicalMessage::StreamAbort { .. } => kind::STREAM_ABORT,
-            LogicalMessage::BeginPrepare(_) => kind::BEGIN_PREPARE,
-            LogicalMessage::Prepare(_) => kind::PREPARE,
-            LogicalMessage::CommitPrepared { .. } => kind::COMMIT_PREPARED,
-            LogicalMessage::RollbackPrepared { .. } => kind::ROLLBACK_PREPARED,
-            LogicalMessage::StreamPrepare(_) => kind::STREAM_PREPARE,
+            LogicalMessage::Begin { .. } => Kind::Begin,
+            LogicalMessage::Commit { .. } => Kind::Commit,
+            LogicalMessage::Origin { .. } => Kind::Origin,
+            LogicalMessage::Relation(_) => Kind::Relation,
+            LogicalMessage::Type { .. } => Kind::Type,
+            LogicalMessage::Insert { .. } => Kind::Insert,
+            LogicalMessage::Update { .. } => Kind::Update,
+            LogicalMessage::Delete { .. } => Kind::Delete,
+            LogicalMessage::Truncate { .. } => Kind::Truncate,
+            LogicalMessage::Message { .. } => Kind::Message,
+            LogicalMessage::StreamStart { .. } => Kind::StreamStart,
+            LogicalMessage::StreamStop => Kind::StreamStop,
+            LogicalMessage::StreamCommit { .. } => Kind::StreamCommit,
+            LogicalMessage::StreamAbort { .. } => Kind::StreamAbort,
+            LogicalMessage::BeginPrepare(_) => Kind::BeginPrepare,
+            LogicalMessage::Prepare(_) => Kind::Prepare,
+            LogicalMessage::CommitPrepared { .. } => Kind::CommitPrepared,
+            LogicalMessage::RollbackPrepared { .. } => Kind::RollbackPrepared,
+            LogicalMessage::StreamPrepare(_) => Kind::StreamPrepare,
         }
     }
 

@@ -38,7 +38,9 @@ pub use decoder::{
     Decoder, MAX_VERSION, PARALLEL_STREAM_VERSION, STREAM_VERSION, TWO_PHASE_VERSION,
 };
 pub use error::DecodeError;
-pub use lsn::{format_lsn, format_timestamp, parse_lsn, POSTGRES_EPOCH_UNIX_MICROS};
+pub use lsn::{
+    civil_from_days, format_lsn, format_timestamp, parse_lsn, POSTGRES_EPOCH_UNIX_MICROS,
+};
 pub use message::{
     AbortInfo, ColumnValue, LogicalMessage, OldTuple, PrepareInfo, Relation, RelationColumn,
     TruncateOptions, TupleData,

@@ -130,19 +130,6 @@ pub struct CopyDataOptions {
     pub progress: Option<Arc<Progress>>,
 }
 
-impl std::fmt::Debug for CopyDataOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CopyDataOptions")
-            .field("from_database", &self.from_database)
-            .field("to_database", &self.to_database)
-            .field("publication", &self.publication)
-            .field("slot", &self.slot)
-            .field("parallel", &self.parallel)
-            .field("progress", &self.progress.is_some())
-            .finish()
-    }
-}
-
 /// The key of a source shard's rows in `pgdog_reshard_progress` and `pgdog_reshard_position`:
 /// the slot name for shard 0 (single-shard sources keep their keys), `slot/i` for shard i.
 pub(crate) fn progress_key(slot: &str, source_shard: usize) -> String {
@@ -184,6 +171,23 @@ pub struct TableCopy {
     pub readers: usize,
     /// The COPY data format used ([`choose_format`]); binary when skipped.
     pub format: CopyFormat,
+}
+
+impl TableCopy {
+    /// A table an earlier run copied into every destination shard already.
+    pub fn skipped(table: String, source_shard: usize) -> TableCopy {
+        TableCopy {
+            table,
+            source_shard,
+            rows: 0,
+            watermark: 0,
+            source: String::new(),
+            skipped: true,
+            shards: Vec::new(),
+            readers: 0,
+            format: CopyFormat::Binary,
+        }
+    }
 }
 
 impl std::fmt::Display for TableCopy {
@@ -551,17 +555,7 @@ pub async fn copy_data_tuned(
                 .filter(|&d| !done[d].contains(&key))
                 .collect();
             if job.targets.is_empty() {
-                skipped.push(TableCopy {
-                    table: job.display(),
-                    source_shard: job.source_shard,
-                    rows: 0,
-                    watermark: 0,
-                    source: String::new(),
-                    skipped: true,
-                    shards: Vec::new(),
-                    readers: 0,
-                    format: CopyFormat::Binary,
-                });
+                skipped.push(TableCopy::skipped(job.display(), job.source_shard));
             }
             !job.targets.is_empty()
         });

@@ -146,17 +146,7 @@ fn format_plan_follows_the_versions() {
 fn progress_keys() {
     assert_eq!(progress_key("s1", 0), "s1");
     assert_eq!(progress_key("s1", 3), "s1/3");
-    let skipped = TableCopy {
-        table: "public.users".into(),
-        source_shard: 2,
-        rows: 0,
-        watermark: 0,
-        source: String::new(),
-        skipped: true,
-        shards: Vec::new(),
-        readers: 0,
-        format: CopyFormat::Text,
-    };
+    let skipped = TableCopy::skipped("public.users".into(), 2);
     assert_eq!(
         skipped.to_string(),
         "table public.users (source shard 2): already copied"

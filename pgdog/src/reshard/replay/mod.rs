@@ -147,21 +147,6 @@ pub struct ReplayOptions {
     pub atomic: bool,
 }
 
-impl std::fmt::Debug for ReplayOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ReplayOptions")
-            .field("from_database", &self.from_database)
-            .field("to_database", &self.to_database)
-            .field("publication", &self.publication)
-            .field("slot", &self.slot)
-            .field("until_lsn", &self.until_lsn)
-            .field("progress", &self.progress.is_some())
-            .field("stop_at", &self.stop_at.is_some())
-            .field("atomic", &self.atomic)
-            .finish()
-    }
-}
-
 /// What a replay did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReplaySummary {

@@ -275,20 +275,19 @@ async fn verify_table(
             for s in dest.iter_mut() {
                 let p = s.misplaced(table, sharding).await?;
                 report.misplaced += p.misplaced + p.unplaceable;
-                if p.misplaced > 0 {
-                    report.problems.push(format!(
-                        "{} misplaced rows on shard {} (e.g. {})",
-                        p.misplaced,
-                        s.shard,
-                        p.example.unwrap_or_default()
-                    ));
-                }
-                if p.unplaceable > 0 {
-                    report.problems.push(format!(
-                        "{} rows with a key the router cannot place on shard {} (e.g. {})",
+                let found = [
+                    (p.misplaced, "misplaced rows", p.example),
+                    (
                         p.unplaceable,
+                        "rows with a key the router cannot place",
+                        p.unplaceable_example,
+                    ),
+                ];
+                for (count, what, example) in found.into_iter().filter(|f| f.0 > 0) {
+                    report.problems.push(format!(
+                        "{count} {what} on shard {} (e.g. {})",
                         s.shard,
-                        p.unplaceable_example.unwrap_or_default()
+                        example.unwrap_or_default()
                     ));
                 }
             }

@@ -223,19 +223,12 @@ fn options(list: &[pg_query_raw::protobuf::Node], from: bool) -> Result<CopyOpti
         let def: &DefElem = def;
         match def.defname.as_str() {
             "format" => {
-                let name = string_arg(def)?;
-                let format = match name.to_ascii_lowercase().as_str() {
-                    "text" => CopyFormat::Text,
-                    "csv" => CopyFormat::Csv,
-                    "binary" => CopyFormat::Binary,
-                    _ => {
-                        return Err(CopyError::option(
-                            "22023",
-                            format!("COPY format \"{name}\" not recognized"),
-                        ))
-                    }
-                };
-                set(&mut g.format, format)?;
+                let formats = [
+                    ("text", CopyFormat::Text),
+                    ("csv", CopyFormat::Csv),
+                    ("binary", CopyFormat::Binary),
+                ];
+                set(&mut g.format, keyword_arg(def, "format", formats)?)?;
             }
             "freeze" => set(&mut g.freeze, bool_arg(def)?)?,
             "delimiter" => set(&mut g.delimiter, string_arg(def)?)?,
@@ -260,18 +253,8 @@ fn options(list: &[pg_query_raw::protobuf::Node], from: bool) -> Result<CopyOpti
             "convert_selectively" => {}
             "encoding" => set(&mut g.encoding, string_arg(def)?)?,
             "on_error" => {
-                let value = string_arg(def)?;
-                let on_error = match value.to_ascii_lowercase().as_str() {
-                    "stop" => OnError::Stop,
-                    "ignore" => OnError::Ignore,
-                    _ => {
-                        return Err(CopyError::option(
-                            "22023",
-                            format!("COPY ON_ERROR \"{value}\" not recognized"),
-                        ))
-                    }
-                };
-                set(&mut g.on_error, on_error)?;
+                let choices = [("stop", OnError::Stop), ("ignore", OnError::Ignore)];
+                set(&mut g.on_error, keyword_arg(def, "ON_ERROR", choices)?)?;
             }
             "reject_limit" => {
                 let limit = int_arg(def)?;
@@ -386,19 +369,15 @@ fn check_quoting(
     binary: bool,
     from: bool,
 ) -> Result<(), CopyError> {
-    for (given, name) in [
-        (g.quote.is_some(), "QUOTE"),
-        (g.escape.is_some(), "ESCAPE"),
-        (g.force_quote, "FORCE_QUOTE"),
-        (g.force_not_null.is_some(), "FORCE_NOT_NULL"),
-        (g.force_null.is_some(), "FORCE_NULL"),
-    ] {
-        if given && !csv {
-            return Err(CopyError::option(
-                "0A000",
-                format!("COPY {name} requires CSV mode"),
-            ));
-        }
+    if !csv {
+        let csv_only = [
+            (g.quote.is_some(), "QUOTE"),
+            (g.escape.is_some(), "ESCAPE"),
+            (g.force_quote, "FORCE_QUOTE"),
+            (g.force_not_null.is_some(), "FORCE_NOT_NULL"),
+            (g.force_null.is_some(), "FORCE_NULL"),
+        ];
+        refuse_any(&csv_only, "0A000", "requires CSV mode")?;
     }
     if let Some(q) = &g.quote {
         o.quote = one_byte(q, "quote")?;
@@ -432,16 +411,12 @@ fn check_quoting(
             "COPY FORCE_QUOTE cannot be used with COPY FROM",
         ));
     }
-    for (given, name) in [
-        (g.force_not_null.is_some(), "FORCE_NOT_NULL"),
-        (g.force_null.is_some(), "FORCE_NULL"),
-    ] {
-        if given && !from {
-            return Err(CopyError::option(
-                "42601",
-                format!("COPY {name} cannot be used with COPY TO"),
-            ));
-        }
+    if !from {
+        let from_only = [
+            (g.force_not_null.is_some(), "FORCE_NOT_NULL"),
+            (g.force_null.is_some(), "FORCE_NULL"),
+        ];
+        refuse_any(&from_only, "42601", "cannot be used with COPY TO")?;
     }
     if !binary && o.null.as_bytes().contains(&o.delimiter) {
         return Err(invalid(
@@ -565,6 +540,32 @@ fn ascii_safe_encoding(name: &str) -> bool {
 }
 
 /// `defGetString`: strings, numbers and bare words all read as text.
+/// Postgres' error `code`, `COPY <option> <why>`, for the first option given.
+fn refuse_any(options: &[(bool, &str)], code: &'static str, why: &str) -> Result<(), CopyError> {
+    match options.iter().find(|(given, _)| *given) {
+        Some((_, name)) => Err(CopyError::option(code, format!("COPY {name} {why}"))),
+        None => Ok(()),
+    }
+}
+
+/// A keyword argument among `choices` (any case), else Postgres' 22023
+/// `COPY <what> "<value>" not recognized`.
+fn keyword_arg<T, const N: usize>(
+    def: &DefElem,
+    what: &str,
+    choices: [(&str, T); N],
+) -> Result<T, CopyError> {
+    let value = string_arg(def)?;
+    let wanted = value.to_ascii_lowercase();
+    choices
+        .into_iter()
+        .find(|(name, _)| *name == wanted)
+        .map(|(_, choice)| choice)
+        .ok_or_else(|| {
+            CopyError::option("22023", format!("COPY {what} \"{value}\" not recognized"))
+        })
+}
+
 fn string_arg(def: &DefElem) -> Result<String, CopyError> {
     let required = || CopyError::option("42601", format!("{} requires a parameter", def.defname));
     match def.arg.as_deref().and_then(|n| n.node.as_ref()) {

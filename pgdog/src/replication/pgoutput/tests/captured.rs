@@ -41,7 +41,7 @@ fn kinds(lines: &[(LogicalMessage, String)]) -> String {
 
 #[test]
 fn every_capture_decodes() {
-    for fixture in fixtures::ALL {
+    for fixture in fixtures::ALL.iter() {
         let lines = decode_all(fixture);
         assert_eq!(lines.len(), fixture.messages.len());
     }
@@ -49,7 +49,7 @@ fn every_capture_decodes() {
 
 #[test]
 fn v4_plain_changes() {
-    let lines = decode_all(&fixtures::V4_PLAIN);
+    let lines = decode_all(fixtures::named("V4_PLAIN"));
     assert_has(
         &lines,
         r#""kind":"insert","relation":"public.items","new":{"id":"1","name":"apple","qty":"3","price":"1.25","note":null}"#,
@@ -98,7 +98,7 @@ fn v4_plain_changes() {
 
 #[test]
 fn v1_binary_columns() {
-    let lines = decode_all(&fixtures::V1_BINARY);
+    let lines = decode_all(fixtures::named("V1_BINARY"));
     // int4 1, text "apple" in binary send format.
     assert_has(
         &lines,
@@ -113,7 +113,7 @@ fn v1_binary_columns() {
 
 #[test]
 fn v4_streamed_transaction() {
-    let lines = decode_all(&fixtures::V4_STREAM);
+    let lines = decode_all(fixtures::named("V4_STREAM"));
     let k = kinds(&lines);
     assert!(k.starts_with("SRII"), "{k}");
     assert!(k.ends_with("Ec"), "{k}");
@@ -133,7 +133,7 @@ fn v4_streamed_transaction() {
 
 #[test]
 fn v4_two_phase_and_parallel_abort() {
-    let lines = decode_all(&fixtures::V4_TWO_PHASE_PARALLEL);
+    let lines = decode_all(fixtures::named("V4_TWO_PHASE_PARALLEL"));
     for kind in [
         "begin_prepare",
         "prepare",
@@ -160,7 +160,7 @@ fn v4_two_phase_and_parallel_abort() {
 
 #[test]
 fn v2_stream_abort_without_abort_info() {
-    let lines = decode_all(&fixtures::V2_STREAM);
+    let lines = decode_all(fixtures::named("V2_STREAM"));
     assert!(lines
         .iter()
         .any(|(m, _)| matches!(m, LogicalMessage::StreamAbort { abort: None, .. })));

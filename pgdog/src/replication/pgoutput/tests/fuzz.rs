@@ -40,9 +40,9 @@ fn poke(d: &mut Decoder, data: Vec<u8>) -> bool {
 /// Every captured message, with the decoder state it was decoded in.
 fn samples() -> Vec<(Decoder, Vec<u8>)> {
     let mut out = Vec::new();
-    for fixture in fixtures::ALL {
+    for fixture in fixtures::ALL.iter() {
         let mut d = Decoder::new(fixture.proto_version);
-        for (_, hex) in fixture.messages {
+        for (_, hex) in &fixture.messages {
             let data = unhex(hex);
             out.push((d.clone(), data.clone()));
             d.decode(0, Bytes::from(data)).unwrap();
