@@ -451,20 +451,12 @@ pub fn databases() -> Reply {
 
 pub fn users() -> Reply {
     let registry = Registry::current();
-    let g = &registry.settings.config.general;
-    let rows = registry
-        .settings
-        .users
-        .users
-        .iter()
-        .map(|u| {
-            vec![
-                s(&u.name),
-                s(mode_name(u.pooler_mode.unwrap_or(g.pooler_mode))),
-                s(&u.database),
-            ]
-        })
-        .collect();
+    let default_mode = registry.settings.config.general.pooler_mode;
+    let row = |u: &crate::config::User| {
+        let mode = mode_name(u.pooler_mode.unwrap_or(default_mode));
+        vec![s(&u.name), s(mode), s(&u.database)]
+    };
+    let rows = registry.settings.users.users.iter().map(row).collect();
     reply(&["name", "pool_mode", "database"], rows)
 }
 

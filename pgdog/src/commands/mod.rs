@@ -164,6 +164,9 @@ pub struct ReplayArgs {
     pub atomic: bool,
 }
 
+// The argument structs repeat `--from-database`/`--to-database` (flattened `Databases`) and
+// `--slot`: clap derives each subcommand's flags from its own struct, and one struct per
+// subcommand keeps each command's --help exactly its flags (a shape the duplicates tool reports).
 #[derive(Args)]
 pub struct VerifyArgs {
     #[command(flatten)]

@@ -3,6 +3,10 @@
 //! Describe from a client and DataRow from a server), so each direction has its own module;
 //! match on these constants, not on raw bytes.
 
+// The two lists below have the same shape (a name and a letter per line), and so does any
+// table of protocol letters: they stay as they are, one constant per message of the protocol
+// documentation, which is what a reader checks them against.
+
 /// Messages a client (frontend) sends.
 pub mod frontend {
     pub const BIND: u8 = b'B';

@@ -15,6 +15,10 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
+type Cert<'a> = CertificateDer<'a>;
+type Dss = DigitallySignedStruct;
+type SignatureCheck = Result<HandshakeSignatureValid, Error>;
+
 /// `require` and `verify-ca`: the handshake signatures are checked as rustls does; the
 /// certificate not at all (`require`: encryption without authentication) or its chain without
 /// the host name (`verify-ca`: `chain` is rustls' verifier for `server_tls_ca`).
@@ -44,30 +48,22 @@ impl ServerCertVerifier for Relaxed {
         }
     }
 
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, Error> {
-        let algorithms = &self.provider.signature_verification_algorithms;
-        rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms)
+    fn verify_tls12_signature(&self, m: &[u8], c: &Cert<'_>, d: &Dss) -> SignatureCheck {
+        rustls::crypto::verify_tls12_signature(m, c, d, self.algorithms())
     }
 
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, Error> {
-        let algorithms = &self.provider.signature_verification_algorithms;
-        rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms)
+    fn verify_tls13_signature(&self, m: &[u8], c: &Cert<'_>, d: &Dss) -> SignatureCheck {
+        rustls::crypto::verify_tls13_signature(m, c, d, self.algorithms())
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
+        self.algorithms().supported_schemes()
+    }
+}
+
+impl Relaxed {
+    fn algorithms(&self) -> &rustls::crypto::WebPkiSupportedAlgorithms {
+        &self.provider.signature_verification_algorithms
     }
 }
 

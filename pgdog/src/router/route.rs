@@ -5,6 +5,7 @@ use super::cache::Parsed;
 use super::insert::{self, InsertPart};
 use super::keys::{shard_of, value_of, Params, Predicates, Value};
 use super::schema::{Schema, TableSharding};
+use super::setop::{with_branch_sources, SetOpShards};
 use super::subquery::Scope;
 use super::RouterError;
 use crate::merge::{CrossShardPlan, KeyColumn};
@@ -259,7 +260,13 @@ impl Router {
             return Ok(Route::Shard(self.any_shard()));
         }
         if stmt.set_operation {
-            return self.set_operation(parsed, i, sql, stmt, params);
+            return match self.set_operation(stmt, params)? {
+                SetOpShards::One(shard) => Ok(Route::Shard(shard)),
+                SetOpShards::Several { shards, positions } => {
+                    let plan = with_branch_sources(parsed.plan(i, sql)?, positions);
+                    Ok(self.multi(shards, Some(plan), true))
+                }
+            };
         }
         let sharded = self.sharded_relations(stmt);
         let shards = self.predicate_shards(stmt, sharded.clone(), params)?;

@@ -3,9 +3,8 @@
 //! keys pin it to one shard runs there (aggregates, LIMIT, DISTINCT allowed); any other branch
 //! runs everywhere and must be a plain filter of its tables (or grouped by their key), so its
 //! rows are the union of the shards'. The merger combines the branches (see `merge::setop`).
-use super::cache::Parsed;
 use super::keys::Params;
-use super::route::{Route, Router};
+use super::route::Router;
 use super::subquery::{passes_rows_through, Scope};
 use super::RouterError;
 use crate::merge::CrossShardPlan;
@@ -22,16 +21,38 @@ enum Source {
     All,
 }
 
+/// Where a set operation reads.
+pub(super) enum SetOpShards {
+    One(usize),
+    /// Several shards, and where each branch's rows are among them (None: on every one).
+    Several {
+        shards: Vec<usize>,
+        positions: Vec<Option<usize>>,
+    },
+}
+
+/// The merge plan with the branches' positions (see `SetOpShards::Several`).
+pub(super) fn with_branch_sources(
+    plan: Arc<CrossShardPlan>,
+    positions: Vec<Option<usize>>,
+) -> Arc<CrossShardPlan> {
+    if !positions.iter().any(Option::is_some) || plan.merge.set_op.is_none() {
+        return plan;
+    }
+    let mut p = CrossShardPlan::clone(&plan);
+    if let Some(so) = &mut p.merge.set_op {
+        so.sources = positions;
+    }
+    Arc::new(p)
+}
+
 impl Router {
-    /// Routes a top-level set operation (its CTEs, then its two inputs, recursively).
+    /// Where a top-level set operation reads (its CTEs, then its two inputs, recursively).
     pub(super) fn set_operation(
         &self,
-        parsed: &Parsed,
-        i: usize,
-        sql: &str,
         stmt: &Statement,
         params: Option<&Params<'_>>,
-    ) -> Result<Route, RouterError> {
+    ) -> Result<SetOpShards, RouterError> {
         let mut branches = Vec::new();
         branches_of(stmt, &mut branches);
         let mut sources = Vec::with_capacity(branches.len());
@@ -49,7 +70,7 @@ impl Router {
         if !everywhere && pinned.len() <= 1 {
             let shard = pinned.first().copied().unwrap_or_else(|| self.any_shard());
             self.check_nested(stmt, Scope::One(shard), params)?;
-            return Ok(Route::Shard(shard));
+            return Ok(SetOpShards::One(shard));
         }
         let ctes = &stmt.subqueries[..stmt.subqueries.len().saturating_sub(2)];
         if ctes.iter().any(|c| self.reads_sharded(c)) {
@@ -78,7 +99,6 @@ impl Router {
         } else {
             pinned.into_iter().collect()
         };
-        let plan = parsed.plan(i, sql)?;
         let positions: Vec<Option<usize>> = sources
             .iter()
             .map(|s| match s {
@@ -87,16 +107,7 @@ impl Router {
                 Source::All => None,
             })
             .collect();
-        let plan = if positions.iter().any(Option::is_some) && plan.merge.set_op.is_some() {
-            let mut p = CrossShardPlan::clone(&plan);
-            if let Some(so) = &mut p.merge.set_op {
-                so.sources = positions;
-            }
-            Arc::new(p)
-        } else {
-            plan
-        };
-        Ok(self.multi(shards, Some(plan), true))
+        Ok(SetOpShards::Several { shards, positions })
     }
 
     /// Where one branch's rows are.

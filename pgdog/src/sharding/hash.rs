@@ -177,6 +177,9 @@ mod tests {
         }
         let n = k.len();
         let byte = |i: usize, shift: u32| u32::from(k[i]) << shift;
+        // Postgres' `switch (len)` with fall-through, case by case as in hashfn.c: this
+        // reference is meant to be read against that file line by line, so its eleven
+        // near-identical cases stay written out (a repeated shape the duplicates tool reports).
         if n >= 11 {
             c = c.wrapping_add(byte(10, 24));
         }

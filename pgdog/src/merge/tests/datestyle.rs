@@ -117,13 +117,14 @@ fn dates_merge_in_every_datestyle() {
         ),
     ];
     for (style, [a, b, c]) in cases {
-        let shard = |v: [&'static str; 3]| {
+        // Each value twice: the input of both min() and max().
+        let twice = |v: [&'static str; 3]| {
             vec![v
                 .iter()
                 .flat_map(|x| [Some(*x), Some(*x)])
                 .collect::<Vec<_>>()]
         };
-        let out = run_in(&p.merge, &desc, &[shard(a), shard(b), shard(c)], style).unwrap();
+        let out = run_in(&p.merge, &desc, &[twice(a), twice(b), twice(c)], style).unwrap();
         assert_eq!(
             out,
             vec![one(&[b[0], c[0], b[1], c[1], b[2], c[2]])],
@@ -134,70 +135,59 @@ fn dates_merge_in_every_datestyle() {
 
 #[test]
 fn order_by_timestamptz_in_sql_style() {
-    let p = plan("SELECT id, created_at FROM users ORDER BY created_at DESC, id").unwrap();
-    let desc = rd(&[("id", 23), ("created_at", 1184)]);
-    let out = run_in(
-        &p.merge,
-        &desc,
-        &[
-            vec![
-                vec![Some("1"), Some("04/07/2024 12:00:00 PDT")],
-                vec![Some("2"), Some("17/12/1997 07:37:16 PST")],
-            ],
-            vec![
-                vec![Some("3"), Some("infinity")],
-                vec![Some("4"), Some("01/01/2024 00:00:00 PST")],
-                vec![Some("5"), Some("15/03/0044 01:02:03.25 LMT BC")],
-            ],
-        ],
-        "SQL, DMY",
-    )
-    .unwrap();
+    let shards = [
+        shard(&[
+            &["1", "04/07/2024 12:00:00 PDT"],
+            &["2", "17/12/1997 07:37:16 PST"],
+        ]),
+        shard(&[
+            &["3", "infinity"],
+            &["4", "01/01/2024 00:00:00 PST"],
+            &["5", "15/03/0044 01:02:03.25 LMT BC"],
+        ]),
+    ];
+    let sql = "SELECT id, created_at FROM users ORDER BY created_at DESC, id";
+    let columns = [("id", 23), ("created_at", 1184)];
+    let out = merged_in(sql, &columns, &shards, "SQL, DMY").unwrap();
     assert_eq!(col(&out, 0), vec!["3", "1", "4", "2", "5"]);
     // Dates: DMY decides which field is the day.
-    let p = plan("SELECT d FROM t ORDER BY d").unwrap();
-    let desc = rd(&[("d", 1082)]);
-    let shards = [
-        vec![vec![Some("05/04/2024")]],
-        vec![vec![Some("04/05/2024")]],
-    ];
-    let dmy = run_in(&p.merge, &desc, &shards, "SQL, DMY").unwrap();
+    let sql = "SELECT d FROM t ORDER BY d";
+    let shards = [shard(&[&["05/04/2024"]]), shard(&[&["04/05/2024"]])];
+    let dmy = merged_in(sql, &[("d", 1082)], &shards, "SQL, DMY").unwrap();
     assert_eq!(col(&dmy, 0), vec!["05/04/2024", "04/05/2024"]);
-    let mdy = run_in(&p.merge, &desc, &shards, "SQL, MDY").unwrap();
+    let mdy = merged_in(sql, &[("d", 1082)], &shards, "SQL, MDY").unwrap();
     assert_eq!(col(&mdy, 0), vec!["04/05/2024", "05/04/2024"]);
 }
 
 #[test]
 fn ambiguous_timestamptz_is_an_error_not_a_wrong_order() {
     // The repeated hour of a DST change: 01:30 PDT is before 01:10 PST.
-    let p = plan("SELECT created_at FROM users ORDER BY created_at").unwrap();
-    let desc = rd(&[("created_at", 1184)]);
     let shards = [
-        vec![vec![Some("11/03/2024 01:30:00 PDT")]],
-        vec![vec![Some("11/03/2024 01:10:00 PST")]],
+        shard(&[&["11/03/2024 01:30:00 PDT"]]),
+        shard(&[&["11/03/2024 01:10:00 PST"]]),
     ];
-    let e = run_in(&p.merge, &desc, &shards, "SQL, MDY").unwrap_err();
+    let sql = "SELECT created_at FROM users ORDER BY created_at";
+    let e = merged_in(sql, &[("created_at", 1184)], &shards, "SQL, MDY").unwrap_err();
     assert_eq!(e.code(), "0A000");
     assert!(e.to_string().contains("DateStyle 'SQL, MDY'"), "{e}");
-    let p = plan("SELECT max(created_at) FROM users").unwrap();
-    let desc = rd(&[("max", 1184)]);
-    let e = run_in(&p.merge, &desc, &shards, "SQL, MDY").unwrap_err();
+    let sql = "SELECT max(created_at) FROM users";
+    let e = merged_in(sql, &[("max", 1184)], &shards, "SQL, MDY").unwrap_err();
     assert_eq!(e.code(), "0A000");
     // Grouped results sorted after the merge.
-    let p = plan("SELECT created_at, count(*) FROM users GROUP BY 1 ORDER BY 1").unwrap();
-    let desc = rd(&[("created_at", 1184), ("count", 20)]);
+    let sql = "SELECT created_at, count(*) FROM users GROUP BY 1 ORDER BY 1";
+    let columns = [("created_at", 1184), ("count", 20)];
     let shards = [
-        vec![vec![Some("Sun Nov 03 01:30:00 2024 PDT"), Some("1")]],
-        vec![vec![Some("Sun Nov 03 01:10:00 2024 PST"), Some("1")]],
+        shard(&[&["Sun Nov 03 01:30:00 2024 PDT", "1"]]),
+        shard(&[&["Sun Nov 03 01:10:00 2024 PST", "1"]]),
     ];
-    let e = run_in(&p.merge, &desc, &shards, "Postgres, MDY").unwrap_err();
+    let e = merged_in(sql, &columns, &shards, "Postgres, MDY").unwrap_err();
     assert_eq!(e.code(), "0A000");
     // Numeric zone abbreviations are exact.
     let shards = [
-        vec![vec![Some("Sun Nov 03 01:30:00 2024 -03"), Some("1")]],
-        vec![vec![Some("Sun Nov 03 01:10:00 2024 -04"), Some("1")]],
+        shard(&[&["Sun Nov 03 01:30:00 2024 -03", "1"]]),
+        shard(&[&["Sun Nov 03 01:10:00 2024 -04", "1"]]),
     ];
-    let out = run_in(&p.merge, &desc, &shards, "Postgres, MDY").unwrap();
+    let out = merged_in(sql, &columns, &shards, "Postgres, MDY").unwrap();
     assert_eq!(
         col(&out, 0),
         vec![

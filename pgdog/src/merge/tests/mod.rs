@@ -81,6 +81,65 @@ pub(super) fn one(v: &[&str]) -> Vec<Option<String>> {
         .collect()
 }
 
+/// Client rows from string cells, each row as [`one`] makes it.
+pub(super) fn client_rows(rows: &[&[&str]]) -> Vec<Vec<Option<String>>> {
+    rows.iter().map(|r| one(r)).collect()
+}
+
+/// One shard's text rows for [`run`] from string cells, `"NULL"` standing for a null.
+pub(super) fn shard<'a>(rows: &[&[&'a str]]) -> Vec<Vec<Option<&'a str>>> {
+    rows.iter()
+        .map(|r| r.iter().map(|v| (*v != "NULL").then_some(*v)).collect())
+        .collect()
+}
+
+/// Plans `sql` and merges `shards` under a text RowDescription of `columns`.
+pub(super) fn merged(
+    sql: &str,
+    columns: &[(&str, i32)],
+    shards: &[Vec<Vec<Option<&str>>>],
+) -> Vec<Vec<Option<String>>> {
+    run(&plan(sql).unwrap().merge, &rd(columns), shards)
+}
+
+/// [`merged`] in the servers' `datestyle`; the merge's error, if any.
+pub(super) fn merged_in(
+    sql: &str,
+    columns: &[(&str, i32)],
+    shards: &[Vec<Vec<Option<&str>>>],
+    datestyle: &str,
+) -> Result<Vec<Vec<Option<String>>>, MergeError> {
+    run_in(&plan(sql).unwrap().merge, &rd(columns), shards, datestyle)
+}
+
+/// Checks that [`merged`] gives the client the `expected` rows (cells as in [`one`]).
+#[track_caller]
+pub(super) fn check(
+    sql: &str,
+    columns: &[(&str, i32)],
+    shards: &[Vec<Vec<Option<&str>>>],
+    expected: &[&[&str]],
+) {
+    assert_eq!(merged(sql, columns, shards), client_rows(expected), "{sql}");
+}
+
+/// The SQL the shards run instead of `sql` (`None`: the query itself).
+pub(super) fn rewritten(sql: &str) -> Option<String> {
+    plan(sql).unwrap().shard_sql
+}
+
+/// A RowDescription of binary-format columns `(name, type oid, type size)`.
+pub(super) fn binary_rd(cols: &[(&str, i32, i16)]) -> Message {
+    let fields: Vec<Field> = cols
+        .iter()
+        .map(|(n, oid, len)| Field {
+            format: 1,
+            ..Field::computed(n, *oid, *len)
+        })
+        .collect();
+    rows::row_description(&fields)
+}
+
 pub(super) fn col(rows: &[Vec<Option<String>>], i: usize) -> Vec<String> {
     rows.iter()
         .map(|r| r[i].clone().unwrap_or_else(|| "NULL".into()))
@@ -100,41 +159,25 @@ fn plain_select_is_passthrough() {
 
 #[test]
 fn kway_merge_with_several_keys() {
-    let p = plan("SELECT a, b FROM t ORDER BY a DESC, b NULLS FIRST").unwrap();
-    assert_eq!(p.shard_sql, None);
-    let desc = rd(&[("a", 23), ("b", 25)]);
-    let out = run(
-        &p.merge,
-        &desc,
-        &[
-            vec![
-                vec![None, Some("z")],
-                vec![Some("10"), Some("x")],
-                vec![Some("9"), None],
-                vec![Some("9"), Some("b")],
-            ],
-            vec![
-                vec![None, Some("a")],
-                vec![Some("10"), None],
-                vec![Some("2"), Some("q")],
-            ],
-            vec![],
-            vec![vec![Some("9"), Some("a")]],
-        ],
-    );
-    assert_eq!(
-        out,
-        vec![
-            one(&["NULL", "a"]),
-            one(&["NULL", "z"]),
-            one(&["10", "NULL"]),
-            one(&["10", "x"]),
-            one(&["9", "NULL"]),
-            one(&["9", "a"]),
-            one(&["9", "b"]),
-            one(&["2", "q"]),
-        ]
-    );
+    let sql = "SELECT a, b FROM t ORDER BY a DESC, b NULLS FIRST";
+    assert_eq!(rewritten(sql), None);
+    let shards = [
+        shard(&[&["NULL", "z"], &["10", "x"], &["9", "NULL"], &["9", "b"]]),
+        shard(&[&["NULL", "a"], &["10", "NULL"], &["2", "q"]]),
+        shard(&[]),
+        shard(&[&["9", "a"]]),
+    ];
+    let expected: &[&[&str]] = &[
+        &["NULL", "a"],
+        &["NULL", "z"],
+        &["10", "NULL"],
+        &["10", "x"],
+        &["9", "NULL"],
+        &["9", "a"],
+        &["9", "b"],
+        &["2", "q"],
+    ];
+    check(sql, &[("a", 23), ("b", 25)], &shards, expected);
 }
 
 #[test]
@@ -163,19 +206,14 @@ fn kway_waits_for_every_unfinished_shard() {
 
 #[test]
 fn order_by_numeric_and_float_is_typed() {
-    let p = plan("SELECT n, f FROM t ORDER BY n, f DESC").unwrap();
-    let desc = rd(&[("n", 1700), ("f", 701)]);
-    let out = run(
-        &p.merge,
-        &desc,
-        &[
-            vec![vec![Some("-10.5"), Some("1")], vec![Some("2"), Some("NaN")]],
-            vec![
-                vec![Some("-9"), Some("0")],
-                vec![Some("10"), Some("1e+15")],
-                vec![Some("NaN"), None],
-            ],
-        ],
+    let shards = [
+        shard(&[&["-10.5", "1"], &["2", "NaN"]]),
+        shard(&[&["-9", "0"], &["10", "1e+15"], &["NaN", "NULL"]]),
+    ];
+    let out = merged(
+        "SELECT n, f FROM t ORDER BY n, f DESC",
+        &[("n", 1700), ("f", 701)],
+        &shards,
     );
     assert_eq!(col(&out, 0), vec!["-10.5", "-9", "2", "10", "NaN"]);
 }
@@ -194,22 +232,21 @@ fn order_by_hidden_column_is_stripped() {
     let fields = rows::read_row_description(&client).unwrap();
     assert_eq!(fields.len(), 1);
     assert_eq!(fields[0].name, "name");
-    let out = run(
-        &p.merge,
-        &desc,
-        &[
-            vec![
-                vec![Some("a"), Some("2024-01-01 10:00:00+00")],
-                vec![Some("b"), Some("2023-01-01 00:00:00+00")],
-            ],
-            vec![
-                vec![Some("c"), Some("2024-01-01 11:00:00+02")],
-                vec![Some("d"), Some("2020-01-01 00:00:00+00")],
-            ],
-        ],
-    );
+    let shards = [
+        shard(&[
+            &["a", "2024-01-01 10:00:00+00"],
+            &["b", "2023-01-01 00:00:00+00"],
+        ]),
+        shard(&[
+            &["c", "2024-01-01 11:00:00+02"],
+            &["d", "2020-01-01 00:00:00+00"],
+        ]),
+    ];
     // 11:00+02 is 09:00 UTC: before 10:00+00.
-    assert_eq!(out, vec![one(&["a"]), one(&["c"])]);
+    assert_eq!(
+        run(&p.merge, &desc, &shards),
+        client_rows(&[&["a"], &["c"]])
+    );
 }
 
 #[test]
@@ -239,56 +276,26 @@ fn order_by_resolution() {
 
 #[test]
 fn limit_offset_across_shards() {
-    let p = plan("SELECT a FROM t ORDER BY a LIMIT 3 OFFSET 2").unwrap();
+    let sql = "SELECT a FROM t ORDER BY a LIMIT 3 OFFSET 2";
     assert_eq!(
-        p.shard_sql.as_deref(),
+        rewritten(sql).as_deref(),
         Some("SELECT a FROM t ORDER BY a LIMIT 5")
     );
-    let desc = rd(&[("a", 23)]);
-    let out = run(
-        &p.merge,
-        &desc,
-        &[
-            vec![
-                vec![Some("1")],
-                vec![Some("4")],
-                vec![Some("5")],
-                vec![Some("8")],
-            ],
-            vec![
-                vec![Some("2")],
-                vec![Some("3")],
-                vec![Some("6")],
-                vec![Some("7")],
-            ],
-        ],
-    );
+    let shards = [
+        shard(&[&["1"], &["4"], &["5"], &["8"]]),
+        shard(&[&["2"], &["3"], &["6"], &["7"]]),
+    ];
+    let out = merged(sql, &[("a", 23)], &shards);
     assert_eq!(col(&out, 0), vec!["3", "4", "5"]);
     // Without ORDER BY: any rows, but the right number.
-    let p = plan("SELECT a FROM t LIMIT 3").unwrap();
-    assert_eq!(p.shard_sql, None);
-    let out = run(
-        &p.merge,
-        &desc,
-        &[
-            vec![vec![Some("1")], vec![Some("2")]],
-            vec![vec![Some("3")], vec![Some("4")]],
-        ],
-    );
-    assert_eq!(out.len(), 3);
-    let p = plan("SELECT a FROM t OFFSET 3").unwrap();
-    assert_eq!(p.shard_sql.as_deref(), Some("SELECT a FROM t"));
-    let out = run(
-        &p.merge,
-        &desc,
-        &[
-            vec![vec![Some("1")], vec![Some("2")]],
-            vec![vec![Some("3")], vec![Some("4")]],
-        ],
-    );
-    assert_eq!(out.len(), 1);
-    let p = plan("SELECT a FROM t LIMIT 0").unwrap();
-    assert!(run(&p.merge, &desc, &[vec![vec![Some("1")]]]).is_empty());
+    let shards = [shard(&[&["1"], &["2"]]), shard(&[&["3"], &["4"]])];
+    let sql = "SELECT a FROM t LIMIT 3";
+    assert_eq!(rewritten(sql), None);
+    assert_eq!(merged(sql, &[("a", 23)], &shards).len(), 3);
+    let sql = "SELECT a FROM t OFFSET 3";
+    assert_eq!(rewritten(sql).as_deref(), Some("SELECT a FROM t"));
+    assert_eq!(merged(sql, &[("a", 23)], &shards).len(), 1);
+    assert!(merged("SELECT a FROM t LIMIT 0", &[("a", 23)], &[shard(&[&["1"]])]).is_empty());
 }
 
 #[test]
@@ -307,18 +314,19 @@ fn limit_offset_parameters() {
         .unwrap();
     assert_eq!(bound.limit, Some(Bound::Const(2)));
     assert_eq!(bound.offset, Some(Bound::Const(5)));
-    let desc = rd(&[("a", 23)]);
-    let out = run(
-        &bound,
-        &desc,
-        &[(1..=10)
-            .map(|i| {
-                vec![Some(
-                    ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10"][i - 1],
-                )]
-            })
-            .collect()],
-    );
+    let ten: &[&[&str]] = &[
+        &["1"],
+        &["2"],
+        &["3"],
+        &["4"],
+        &["5"],
+        &["6"],
+        &["7"],
+        &["8"],
+        &["9"],
+        &["10"],
+    ];
+    let out = run(&bound, &rd(&[("a", 23)]), &[shard(ten)]);
     assert_eq!(col(&out, 0), vec!["6", "7"]);
     let nulls = p.merge.bind(&[None, None], &[]).unwrap();
     assert_eq!((nulls.limit, nulls.offset), (None, None));
@@ -330,21 +338,18 @@ fn limit_offset_parameters() {
         p.merge.bind(&[Some(b"x"), None], &[]).unwrap_err().code(),
         "22P02"
     );
-    let p = plan("SELECT a FROM t LIMIT $1").unwrap();
-    assert_eq!(p.shard_sql, None);
-    let p = plan("SELECT a FROM t LIMIT 10 OFFSET $1").unwrap();
+    assert_eq!(rewritten("SELECT a FROM t LIMIT $1"), None);
     assert_eq!(
-        p.shard_sql.as_deref(),
+        rewritten("SELECT a FROM t LIMIT 10 OFFSET $1").as_deref(),
         Some("SELECT a FROM t LIMIT 10 + $1::bigint")
     );
 }
 
 #[test]
 fn count_sum_min_max_without_group_by() {
-    let p =
-        plan("SELECT count(*), count(x), sum(x), min(x), max(x), sum(f), sum(n) FROM t").unwrap();
-    assert_eq!(p.shard_sql, None);
-    let desc = rd(&[
+    let sql = "SELECT count(*), count(x), sum(x), min(x), max(x), sum(f), sum(n) FROM t";
+    assert_eq!(rewritten(sql), None);
+    let columns = [
         ("count", 20),
         ("count", 20),
         ("sum", 20),
@@ -352,59 +357,27 @@ fn count_sum_min_max_without_group_by() {
         ("max", 23),
         ("sum", 701),
         ("sum", 1700),
-    ]);
-    let out = run(
-        &p.merge,
-        &desc,
-        &[
-            vec![vec![
-                Some("3"),
-                Some("2"),
-                Some("7"),
-                Some("-1"),
-                Some("8"),
-                Some("0.1"),
-                Some("1.50"),
-            ]],
-            vec![vec![Some("0"), Some("0"), None, None, None, None, None]],
-            vec![vec![
-                Some("4"),
-                Some("4"),
-                Some("10"),
-                Some("2"),
-                Some("10"),
-                Some("0.2"),
-                Some("-0.125"),
-            ]],
-        ],
-    );
-    assert_eq!(
-        out,
-        vec![one(&[
-            "7",
-            "6",
-            "17",
-            "-1",
-            "10",
-            "0.30000000000000004",
-            "1.375"
-        ])]
-    );
+    ];
+    let shards = [
+        shard(&[&["3", "2", "7", "-1", "8", "0.1", "1.50"]]),
+        shard(&[&["0", "0", "NULL", "NULL", "NULL", "NULL", "NULL"]]),
+        shard(&[&["4", "4", "10", "2", "10", "0.2", "-0.125"]]),
+    ];
+    let expected: &[&[&str]] = &[&["7", "6", "17", "-1", "10", "0.30000000000000004", "1.375"]];
+    check(sql, &columns, &shards, expected);
 }
 
 #[test]
 fn sum_of_all_nulls_is_null_and_count_is_zero() {
-    let p = plan("SELECT count(x), sum(x), min(x) FROM t").unwrap();
-    let desc = rd(&[("count", 20), ("sum", 1700), ("min", 25)]);
-    let out = run(
-        &p.merge,
-        &desc,
+    check(
+        "SELECT count(x), sum(x), min(x) FROM t",
+        &[("count", 20), ("sum", 1700), ("min", 25)],
         &[
-            vec![vec![Some("0"), None, None]],
-            vec![vec![Some("0"), None, None]],
+            shard(&[&["0", "NULL", "NULL"]]),
+            shard(&[&["0", "NULL", "NULL"]]),
         ],
+        &[&["0", "NULL", "NULL"]],
     );
-    assert_eq!(out, vec![one(&["0", "NULL", "NULL"])]);
 }
 
 #[test]
@@ -421,77 +394,52 @@ fn bigint_sum_overflow_is_an_error() {
 
 #[test]
 fn avg_is_recomputed_from_sum_and_count() {
-    let p = plan("SELECT g, avg(x) FROM t GROUP BY g ORDER BY g").unwrap();
+    let sql = "SELECT g, avg(x) FROM t GROUP BY g ORDER BY g";
     assert_eq!(
-        p.shard_sql.as_deref(),
+        rewritten(sql).as_deref(),
         Some("SELECT g, avg(x), sum(x) AS __pgdog_0, count(x) AS __pgdog_1 FROM t GROUP BY g ORDER BY g")
     );
     // avg(int4): sum is bigint, avg numeric.
-    let desc = rd(&[
+    let columns = [
         ("g", 25),
         ("avg", 1700),
         ("__pgdog_0", 20),
         ("__pgdog_1", 20),
-    ]);
-    let out = run(
-        &p.merge,
-        &desc,
-        &[
-            vec![
-                vec![Some("a"), Some("1.5"), Some("3"), Some("2")],
-                vec![Some("b"), None, None, Some("0")],
-            ],
-            vec![
-                vec![Some("a"), Some("3.5"), Some("7"), Some("2")],
-                vec![Some("c"), Some("1"), Some("1"), Some("3")],
-            ],
-        ],
-    );
-    assert_eq!(
-        out,
-        vec![
-            one(&["a", "2.5000000000000000"]),
-            one(&["b", "NULL"]),
-            one(&["c", "0.33333333333333333333"])
-        ]
-    );
+    ];
+    let shards = [
+        shard(&[&["a", "1.5", "3", "2"], &["b", "NULL", "NULL", "0"]]),
+        shard(&[&["a", "3.5", "7", "2"], &["c", "1", "1", "3"]]),
+    ];
+    let expected: &[&[&str]] = &[
+        &["a", "2.5000000000000000"],
+        &["b", "NULL"],
+        &["c", "0.33333333333333333333"],
+    ];
+    check(sql, &columns, &shards, expected);
     // avg(real): the shards' sums are real, so the avgs weighted by counts are used.
-    let desc = rd(&[
+    let columns = [
         ("g", 25),
         ("avg", 701),
         ("__pgdog_0", 700),
         ("__pgdog_1", 20),
-    ]);
-    let out = run(
-        &p.merge,
-        &desc,
-        &[
-            vec![vec![Some("a"), Some("0.1"), Some("0.1"), Some("1")]],
-            vec![vec![Some("a"), Some("0.2"), Some("0.4"), Some("2")]],
-        ],
-    );
-    assert_eq!(out, vec![one(&["a", "0.16666666666666666"])]);
+    ];
+    let shards = [
+        shard(&[&["a", "0.1", "0.1", "1"]]),
+        shard(&[&["a", "0.2", "0.4", "2"]]),
+    ];
+    check(sql, &columns, &shards, &[&["a", "0.16666666666666666"]]);
 }
 
 #[test]
 fn group_by_merges_groups_and_null_keys() {
-    let p = plan("SELECT g, count(*) FROM t GROUP BY g ORDER BY count(*) DESC, g").unwrap();
-    let desc = rd(&[("g", 1700), ("count", 20)]);
-    let out = run(
-        &p.merge,
-        &desc,
-        &[
-            vec![
-                vec![Some("1.0"), Some("2")],
-                vec![None, Some("1")],
-                vec![Some("2"), Some("5")],
-            ],
-            vec![
-                vec![Some("1.00"), Some("2")],
-                vec![None, Some("3")],
-                vec![Some("3"), Some("1")],
-            ],
-        ],
+    let shards = [
+        shard(&[&["1.0", "2"], &["NULL", "1"], &["2", "5"]]),
+        shard(&[&["1.00", "2"], &["NULL", "3"], &["3", "1"]]),
+    ];
+    let out = merged(
+        "SELECT g, count(*) FROM t GROUP BY g ORDER BY count(*) DESC, g",
+        &[("g", 1700), ("count", 20)],
+        &shards,
     );
     assert_eq!(col(&out, 0), vec!["2", "1.0", "NULL", "3"]);
     assert_eq!(col(&out, 1), vec!["5", "4", "4", "1"]);
@@ -499,83 +447,56 @@ fn group_by_merges_groups_and_null_keys() {
 
 #[test]
 fn group_by_key_not_in_targets_is_hidden() {
-    let p = plan("SELECT count(*) FROM t GROUP BY g ORDER BY 1 LIMIT 1 OFFSET 1").unwrap();
+    let sql = "SELECT count(*) FROM t GROUP BY g ORDER BY 1 LIMIT 1 OFFSET 1";
     assert_eq!(
-        p.shard_sql.as_deref(),
+        rewritten(sql).as_deref(),
         Some("SELECT count(*), g AS __pgdog_0 FROM t GROUP BY g ORDER BY 1")
     );
-    let desc = rd(&[("count", 20), ("__pgdog_0", 23)]);
-    let out = run(
-        &p.merge,
-        &desc,
-        &[
-            vec![vec![Some("1"), Some("1")], vec![Some("1"), Some("2")]],
-            vec![vec![Some("5"), Some("1")], vec![Some("1"), Some("3")]],
-        ],
-    );
-    assert_eq!(out, vec![one(&["1"])]);
+    let shards = [
+        shard(&[&["1", "1"], &["1", "2"]]),
+        shard(&[&["5", "1"], &["1", "3"]]),
+    ];
+    check(sql, &[("count", 20), ("__pgdog_0", 23)], &shards, &[&["1"]]);
 }
 
 #[test]
 fn distinct_dedupes_across_shards() {
-    let p = plan("SELECT DISTINCT a FROM t ORDER BY a").unwrap();
-    let desc = rd(&[("a", 1700)]);
-    let out = run(
-        &p.merge,
-        &desc,
-        &[
-            vec![vec![Some("1")], vec![Some("2.0")], vec![None]],
-            vec![
-                vec![Some("1.0")],
-                vec![Some("2")],
-                vec![Some("3")],
-                vec![None],
-            ],
-        ],
+    let shards = [
+        shard(&[&["1"], &["2.0"], &["NULL"]]),
+        shard(&[&["1.0"], &["2"], &["3"], &["NULL"]]),
+    ];
+    let out = merged(
+        "SELECT DISTINCT a FROM t ORDER BY a",
+        &[("a", 1700)],
+        &shards,
     );
     assert_eq!(col(&out, 0), vec!["1", "2.0", "3", "NULL"]);
     // DISTINCT ON keeps the first row of each key in ORDER BY order.
-    let p = plan("SELECT DISTINCT ON (a) a, b FROM t ORDER BY a, b DESC").unwrap();
-    let desc = rd(&[("a", 23), ("b", 23)]);
-    let out = run(
-        &p.merge,
-        &desc,
-        &[
-            vec![vec![Some("1"), Some("5")], vec![Some("2"), Some("1")]],
-            vec![vec![Some("1"), Some("7")], vec![Some("3"), Some("0")]],
-        ],
-    );
-    assert_eq!(
-        out,
-        vec![one(&["1", "7"]), one(&["2", "1"]), one(&["3", "0"])]
+    let shards = [
+        shard(&[&["1", "5"], &["2", "1"]]),
+        shard(&[&["1", "7"], &["3", "0"]]),
+    ];
+    check(
+        "SELECT DISTINCT ON (a) a, b FROM t ORDER BY a, b DESC",
+        &[("a", 23), ("b", 23)],
+        &shards,
+        &[&["1", "7"], &["2", "1"], &["3", "0"]],
     );
 }
 
 #[test]
 fn having_filters_merged_groups() {
-    let p = plan("SELECT g FROM t GROUP BY g HAVING count(*) > 2 AND g <> 'z' AND 10 >= sum(x)")
-        .unwrap();
+    let sql = "SELECT g FROM t GROUP BY g HAVING count(*) > 2 AND g <> 'z' AND 10 >= sum(x)";
     assert_eq!(
-        p.shard_sql.as_deref(),
+        rewritten(sql).as_deref(),
         Some("SELECT g, count(*) AS __pgdog_0, sum(x) AS __pgdog_1 FROM t GROUP BY g HAVING g <> 'z'")
     );
-    let desc = rd(&[("g", 25), ("__pgdog_0", 20), ("__pgdog_1", 20)]);
-    let out = run(
-        &p.merge,
-        &desc,
-        &[
-            vec![
-                vec![Some("a"), Some("2"), Some("4")],
-                vec![Some("b"), Some("2"), Some("4")],
-                vec![Some("c"), Some("3"), Some("11")],
-            ],
-            vec![
-                vec![Some("a"), Some("1"), Some("6")],
-                vec![Some("d"), Some("5"), None],
-            ],
-        ],
-    );
-    assert_eq!(out, vec![one(&["a"])]);
+    let shards = [
+        shard(&[&["a", "2", "4"], &["b", "2", "4"], &["c", "3", "11"]]),
+        shard(&[&["a", "1", "6"], &["d", "5", "NULL"]]),
+    ];
+    let columns = [("g", 25), ("__pgdog_0", 20), ("__pgdog_1", 20)];
+    check(sql, &columns, &shards, &[&["a"]]);
     let p = plan("SELECT g, avg(x) FROM t GROUP BY g HAVING avg(x) < -1.5").unwrap();
     assert_eq!(p.merge.grouping.as_ref().unwrap().having.len(), 1);
 }
@@ -681,17 +602,7 @@ fn unorderable_types_and_bad_values_are_errors() {
 #[test]
 fn binary_columns_merge() {
     let p = plan("SELECT a, count(*) FROM t GROUP BY a ORDER BY a DESC").unwrap();
-    let fields = vec![
-        Field {
-            format: 1,
-            ..Field::computed("a", 20, 8)
-        },
-        Field {
-            format: 1,
-            ..Field::computed("count", 20, 8)
-        },
-    ];
-    let desc = rows::row_description(&fields);
+    let desc = binary_rd(&[("a", 20, 8), ("count", 20, 8)]);
     let mut m = Merger::new(&p.merge, 2);
     m.row_description(0, &desc).unwrap();
     m.row_description(1, &desc).unwrap();
@@ -722,19 +633,12 @@ fn group_by_output_alias_uses_the_target() {
     assert_eq!(g.columns, vec![AggFn::First, AggFn::Count]);
     let cols: Vec<ColumnRef> = p.merge.order_by.iter().map(|k| k.column).collect();
     assert_eq!(cols, vec![ColumnRef::Index(1), ColumnRef::Index(0)]);
-    let desc = rd(&[("t", 25), ("n", 20)]);
-    let out = run(
-        &p.merge,
-        &desc,
-        &[
-            vec![vec![Some("a"), Some("2")], vec![Some("b"), Some("1")]],
-            vec![vec![Some("b"), Some("4")], vec![Some("c"), Some("3")]],
-        ],
-    );
-    assert_eq!(
-        out,
-        vec![one(&["b", "5"]), one(&["c", "3"]), one(&["a", "2"])]
-    );
+    let shards = [
+        shard(&[&["a", "2"], &["b", "1"]]),
+        shard(&[&["b", "4"], &["c", "3"]]),
+    ];
+    let out = run(&p.merge, &rd(&[("t", 25), ("n", 20)]), &shards);
+    assert_eq!(out, client_rows(&[&["b", "5"], &["c", "3"], &["a", "2"]]));
 
     // An alias of an expression, with a positional and an expression key beside it.
     let p =
@@ -768,22 +672,14 @@ fn binary_sum_and_avg_merge_like_text() {
     // n int4; avg's hidden sum (bigint) and count come back binary too (one format code).
     let p = plan("SELECT sum(score), avg(age), count(*), sum(n) FROM users").unwrap();
     assert_eq!(p.merge.hidden_columns(), 2);
-    let cols = [
+    let desc = binary_rd(&[
         ("sum", 1700, -1),
         ("avg", 1700, -1),
         ("count", 20, 8),
         ("sum", 20, 8),
         ("__pgdog_0", 20, 8),
         ("__pgdog_1", 20, 8),
-    ];
-    let fields: Vec<Field> = cols
-        .iter()
-        .map(|(n, oid, len)| Field {
-            format: 1,
-            ..Field::computed(n, *oid, *len)
-        })
-        .collect();
-    let desc = rows::row_description(&fields);
+    ]);
     let i8b = |v: i64| Some(v.to_be_bytes().to_vec());
     // Shard rows: (sum(score), avg(age), count, sum(n), sum(age), count(age)).
     let shard_rows = [
@@ -832,20 +728,12 @@ fn binary_sum_and_avg_merge_like_text() {
 
     // avg(numeric) and sum(bigint) in binary, every shard's avg NULL: NULL results.
     let p = plan("SELECT avg(x), sum(y) FROM t").unwrap();
-    let cols = [
-        ("avg", 1700),
-        ("sum", 1700),
-        ("__pgdog_0", 1700),
-        ("__pgdog_1", 20),
-    ];
-    let fields: Vec<Field> = cols
-        .iter()
-        .map(|(n, oid)| Field {
-            format: 1,
-            ..Field::computed(n, *oid, -1)
-        })
-        .collect();
-    let desc = rows::row_description(&fields);
+    let desc = binary_rd(&[
+        ("avg", 1700, -1),
+        ("sum", 1700, -1),
+        ("__pgdog_0", 1700, -1),
+        ("__pgdog_1", 20, -1),
+    ]);
     let mut m = Merger::new(&p.merge, 2);
     m.row_description(0, &desc).unwrap();
     m.row_description(1, &desc).unwrap();
@@ -879,15 +767,18 @@ fn binary_sum_and_avg_merge_like_text() {
 
 #[test]
 fn bit_aggregates_merge() {
-    let p = plan("SELECT bit_and(a), bit_or(a), bit_xor(a) FROM t").unwrap();
-    let desc = rd(&[("bit_and", 23), ("bit_or", 23), ("bit_xor", 23)]);
     // Shard 0 saw 12 and 10, shard 1 saw 6 (and nothing on shard 2).
     let shards = [
-        vec![vec![Some("8"), Some("14"), Some("6")]],
-        vec![vec![Some("6"), Some("6"), Some("6")]],
-        vec![vec![None, None, None]],
+        shard(&[&["8", "14", "6"]]),
+        shard(&[&["6", "6", "6"]]),
+        shard(&[&["NULL", "NULL", "NULL"]]),
     ];
-    assert_eq!(run(&p.merge, &desc, &shards), vec![one(&["0", "14", "0"])]);
+    check(
+        "SELECT bit_and(a), bit_or(a), bit_xor(a) FROM t",
+        &[("bit_and", 23), ("bit_or", 23), ("bit_xor", 23)],
+        &shards,
+        &[&["0", "14", "0"]],
+    );
     assert!(plan("SELECT bit_xor(DISTINCT a) FROM t").is_err());
     assert!(plan("SELECT bit_or(DISTINCT a) FROM t").is_ok());
 }

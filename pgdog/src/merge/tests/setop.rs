@@ -14,6 +14,14 @@ fn values(rows: &[Vec<Option<String>>]) -> Vec<String> {
     col(rows, 0)
 }
 
+/// The shards' columns: an int4 value and the branch it came from.
+const INT_AND_BRANCH: [(&str, i32); 2] = [("a", 23), ("__pgdog_branch", 23)];
+
+/// Plans `sql`, merges `shards` of [`INT_AND_BRANCH`] rows and returns the values.
+fn merged_values(sql: &str, shards: &[Vec<Vec<Option<&str>>>]) -> Vec<String> {
+    values(&merged(sql, &INT_AND_BRANCH, shards))
+}
+
 #[test]
 fn shard_query_is_a_tagged_union_all() {
     assert_eq!(
@@ -60,30 +68,26 @@ fn set_operations_refused_across_shards() {
 
 #[test]
 fn union_dedupes_across_shards_and_branches() {
-    let p = plan("SELECT a FROM t UNION SELECT b FROM u ORDER BY a").unwrap();
-    let desc = rd(&[("a", 23), ("__pgdog_branch", 23)]);
     let shards = [
         tagged(&[("1", "0"), ("3", "0"), ("3", "1")]),
         tagged(&[("2", "0"), ("3", "1"), ("1", "1")]),
     ];
-    assert_eq!(values(&run(&p.merge, &desc, &shards)), ["1", "2", "3"]);
+    let sql = "SELECT a FROM t UNION SELECT b FROM u ORDER BY a";
+    assert_eq!(merged_values(sql, &shards), ["1", "2", "3"]);
 }
 
 #[test]
 fn union_all_streams_in_order_with_limit() {
-    let p =
-        plan("SELECT a FROM t UNION ALL SELECT b FROM u ORDER BY a DESC LIMIT 3 OFFSET 1").unwrap();
-    let desc = rd(&[("a", 23), ("__pgdog_branch", 23)]);
     let shards = [
         tagged(&[("9", "0"), ("5", "1"), ("1", "0")]),
         tagged(&[("8", "1"), ("5", "0"), ("2", "1")]),
     ];
-    assert_eq!(values(&run(&p.merge, &desc, &shards)), ["8", "5", "5"]);
+    let sql = "SELECT a FROM t UNION ALL SELECT b FROM u ORDER BY a DESC LIMIT 3 OFFSET 1";
+    assert_eq!(merged_values(sql, &shards), ["8", "5", "5"]);
 }
 
 #[test]
 fn intersect_and_except_count_rows() {
-    let desc = rd(&[("a", 23), ("__pgdog_branch", 23)]);
     // Branch 0 holds 1,1,1,2,3 (across shards), branch 1 holds 1,1,3,4.
     let shards = [
         tagged(&[("1", "0"), ("1", "0"), ("3", "1"), ("4", "1")]),
@@ -97,22 +101,20 @@ fn intersect_and_except_count_rows() {
         ("UNION", &["1", "2", "3", "4"]),
     ];
     for (op, want) in cases {
-        let p = plan(&format!("SELECT a FROM t {op} SELECT a FROM u ORDER BY 1")).unwrap();
-        assert_eq!(values(&run(&p.merge, &desc, &shards)), want, "{op}");
+        let sql = format!("SELECT a FROM t {op} SELECT a FROM u ORDER BY 1");
+        assert_eq!(merged_values(&sql, &shards), want, "{op}");
     }
 }
 
 #[test]
 fn nested_operations_follow_the_tree() {
     // (b0 EXCEPT b1) UNION ALL b2
-    let p = plan("(SELECT a FROM t EXCEPT SELECT a FROM u) UNION ALL SELECT a FROM v ORDER BY a")
-        .unwrap();
-    let desc = rd(&[("a", 23), ("__pgdog_branch", 23)]);
+    let sql = "(SELECT a FROM t EXCEPT SELECT a FROM u) UNION ALL SELECT a FROM v ORDER BY a";
     let shards = [
         tagged(&[("1", "0"), ("2", "0"), ("2", "2")]),
         tagged(&[("2", "1"), ("3", "0"), ("1", "2")]),
     ];
-    assert_eq!(values(&run(&p.merge, &desc, &shards)), ["1", "1", "2", "3"]);
+    assert_eq!(merged_values(sql, &shards), ["1", "1", "2", "3"]);
 }
 
 #[test]
@@ -120,20 +122,19 @@ fn branch_sources_keep_one_shards_rows() {
     let mut p = plan("SELECT a FROM t UNION ALL SELECT a FROM u").unwrap();
     // Branch 1 reads an omnisharded table: the same rows on both shards, kept once.
     p.merge.set_op.as_mut().unwrap().sources = vec![None, Some(0)];
-    let desc = rd(&[("a", 23), ("__pgdog_branch", 23)]);
     let shards = [
         tagged(&[("1", "0"), ("7", "1")]),
         tagged(&[("2", "0"), ("7", "1")]),
     ];
-    let mut got = values(&run(&p.merge, &desc, &shards));
+    let mut got = values(&run(&p.merge, &rd(&INT_AND_BRANCH), &shards));
     got.sort();
     assert_eq!(got, ["1", "2", "7"]);
 }
 
 #[test]
 fn numerically_equal_values_are_one_row() {
-    let p = plan("SELECT a FROM t UNION SELECT a FROM u").unwrap();
-    let desc = rd(&[("a", 1700), ("__pgdog_branch", 23)]);
     let shards = [tagged(&[("1.0", "0")]), tagged(&[("1.00", "1")])];
-    assert_eq!(run(&p.merge, &desc, &shards).len(), 1);
+    let columns = [("a", 1700), ("__pgdog_branch", 23)];
+    let out = merged("SELECT a FROM t UNION SELECT a FROM u", &columns, &shards);
+    assert_eq!(out.len(), 1);
 }

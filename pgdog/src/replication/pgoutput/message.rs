@@ -64,7 +64,7 @@ impl Kind {
     }
 }
 
-/// Markers inside pgoutput messages: tuples (new, key, old) and column values.
+/// The markers before a tuple in Insert, Update and Delete (a column's kind: `parse::tuple`).
 pub mod marker {
     /// A new tuple follows (Insert, Update).
     pub const NEW: u8 = b'N';
@@ -72,11 +72,6 @@ pub mod marker {
     pub const KEY: u8 = b'K';
     /// The whole old tuple follows (REPLICA IDENTITY FULL).
     pub const OLD: u8 = b'O';
-    /// Column value kinds: NULL, unchanged TOAST, text, binary.
-    pub const NULL: u8 = b'n';
-    pub const UNCHANGED: u8 = b'u';
-    pub const TEXT: u8 = b't';
-    pub const BINARY: u8 = b'b';
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

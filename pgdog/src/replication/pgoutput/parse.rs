@@ -286,6 +286,11 @@ fn tuple(r: &mut Reader, expected: usize) -> Result<TupleData, Reason> {
             "tuple has {count} column(s), the relation has {expected}"
         )));
     }
+    // The kind byte before each column: NULL, unchanged TOAST, text, binary.
+    const NULL: u8 = b'n';
+    const UNCHANGED: u8 = b'u';
+    const TEXT: u8 = b't';
+    const BINARY: u8 = b'b';
     let mut columns = Vec::with_capacity(count);
     for i in 0..count {
         let truncated = Reason::TruncatedTuple {
@@ -293,9 +298,9 @@ fn tuple(r: &mut Reader, expected: usize) -> Result<TupleData, Reason> {
             of: count,
         };
         let value = match r.u8("column kind").map_err(|_| truncated.clone())? {
-            marker::NULL => ColumnValue::Null,
-            marker::UNCHANGED => ColumnValue::Unchanged,
-            kind @ (marker::TEXT | marker::BINARY) => {
+            NULL => ColumnValue::Null,
+            UNCHANGED => ColumnValue::Unchanged,
+            kind @ (TEXT | BINARY) => {
                 let len = r.i32("column length").map_err(|_| truncated.clone())?;
                 let len = usize::try_from(len).map_err(|_| {
                     Reason::other(format!(
@@ -304,7 +309,7 @@ fn tuple(r: &mut Reader, expected: usize) -> Result<TupleData, Reason> {
                     ))
                 })?;
                 let data = r.bytes(len, "column value").map_err(|_| truncated)?;
-                if kind == marker::TEXT {
+                if kind == TEXT {
                     ColumnValue::Text(data)
                 } else {
                     ColumnValue::Binary(data)

@@ -85,40 +85,23 @@ fn copy_statements() {
 
 #[test]
 fn format_follows_major_versions() {
-    use FormatMode::{Auto, Text};
+    use CopyFormat::{Binary, Text};
+    let auto = |source, dests: &[Option<u32>]| choose_format(FormatMode::Auto, source, dests);
     // Same major version everywhere (minor releases may differ): binary.
-    assert_eq!(
-        choose_format(Auto, Some(180001), &[Some(180000), Some(180003)]),
-        CopyFormat::Binary
-    );
-    assert_eq!(
-        choose_format(Auto, Some(90605), &[Some(90612)]),
-        CopyFormat::Binary
-    );
+    assert_eq!(auto(Some(180001), &[Some(180000), Some(180003)]), Binary);
+    assert_eq!(auto(Some(90605), &[Some(90612)]), Binary);
     // Any destination on another major version: text.
-    assert_eq!(
-        choose_format(Auto, Some(180001), &[Some(180001), Some(170005)]),
-        CopyFormat::Text
-    );
-    assert_eq!(
-        choose_format(Auto, Some(160000), &[Some(180000)]),
-        CopyFormat::Text
-    );
+    assert_eq!(auto(Some(180001), &[Some(180001), Some(170005)]), Text);
+    assert_eq!(auto(Some(160000), &[Some(180000)]), Text);
     // 9.5 and 9.6 are different majors.
-    assert_eq!(
-        choose_format(Auto, Some(90605), &[Some(90500)]),
-        CopyFormat::Text
-    );
+    assert_eq!(auto(Some(90605), &[Some(90500)]), Text);
     // Unknown versions: text.
-    assert_eq!(choose_format(Auto, None, &[Some(180000)]), CopyFormat::Text);
-    assert_eq!(
-        choose_format(Auto, Some(180000), &[Some(180000), None]),
-        CopyFormat::Text
-    );
+    assert_eq!(auto(None, &[Some(180000)]), Text);
+    assert_eq!(auto(Some(180000), &[Some(180000), None]), Text);
     // Forced text, even with equal versions.
     assert_eq!(
-        choose_format(Text, Some(180001), &[Some(180001)]),
-        CopyFormat::Text
+        choose_format(FormatMode::Text, Some(180001), &[Some(180001)]),
+        Text
     );
     assert_eq!(major_version(180001), 18);
     assert_eq!(major_version(100000), 10);

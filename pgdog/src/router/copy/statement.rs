@@ -200,6 +200,18 @@ struct Given {
     reject_limit: Option<u64>,
     encoding: Option<String>,
     log_verbosity: bool,
+    /// Every option's name as written (lower case), in order.
+    names: Vec<String>,
+}
+
+impl Given {
+    /// The first of `options` given, upper case (as Postgres names it in errors).
+    fn first_of(&self, options: &[&str]) -> Option<String> {
+        let given = options
+            .iter()
+            .find(|o| self.names.iter().any(|n| n == *o))?;
+        Some(given.to_ascii_uppercase())
+    }
 }
 
 fn redundant() -> CopyError {
@@ -221,6 +233,7 @@ fn options(list: &[pg_query_raw::protobuf::Node], from: bool) -> Result<CopyOpti
             return Err(CopyError::Syntax("unexpected COPY option".into()));
         };
         let def: &DefElem = def;
+        g.names.push(def.defname.clone());
         match def.defname.as_str() {
             "format" => {
                 let formats = [
@@ -298,10 +311,6 @@ fn invalid(message: impl Into<String>) -> CopyError {
     CopyError::option("22023", message)
 }
 
-fn mode_error(option: &str, mode: &str) -> CopyError {
-    CopyError::option("42601", format!("cannot specify {option} in {mode} mode"))
-}
-
 /// Delimiter, NULL and DEFAULT strings, and HEADER: set and checked.
 fn check_delimiters(
     g: &Given,
@@ -311,16 +320,10 @@ fn check_delimiters(
     from: bool,
 ) -> Result<(), CopyError> {
     if binary {
-        for (given, name) in [
-            (g.delimiter.is_some(), "DELIMITER"),
-            (g.null.is_some(), "NULL"),
-            (g.default.is_some(), "DEFAULT"),
-            (g.header.is_some(), "HEADER"),
-        ] {
-            if given {
-                return Err(mode_error(name, "BINARY"));
-            }
-        }
+        let text_only = ["delimiter", "null", "default", "header"];
+        refuse_any(g, &text_only, "42601", |n| {
+            format!("cannot specify {n} in BINARY mode")
+        })?;
     }
     if let Some(d) = &g.delimiter {
         o.delimiter = one_byte(d, "delimiter")?;
@@ -371,13 +374,15 @@ fn check_quoting(
 ) -> Result<(), CopyError> {
     if !csv {
         let csv_only = [
-            (g.quote.is_some(), "QUOTE"),
-            (g.escape.is_some(), "ESCAPE"),
-            (g.force_quote, "FORCE_QUOTE"),
-            (g.force_not_null.is_some(), "FORCE_NOT_NULL"),
-            (g.force_null.is_some(), "FORCE_NULL"),
+            "quote",
+            "escape",
+            "force_quote",
+            "force_not_null",
+            "force_null",
         ];
-        refuse_any(&csv_only, "0A000", "requires CSV mode")?;
+        refuse_any(g, &csv_only, "0A000", |n| {
+            format!("COPY {n} requires CSV mode")
+        })?;
     }
     if let Some(q) = &g.quote {
         o.quote = one_byte(q, "quote")?;
@@ -412,11 +417,9 @@ fn check_quoting(
         ));
     }
     if !from {
-        let from_only = [
-            (g.force_not_null.is_some(), "FORCE_NOT_NULL"),
-            (g.force_null.is_some(), "FORCE_NULL"),
-        ];
-        refuse_any(&from_only, "42601", "cannot be used with COPY TO")?;
+        let from_only = ["force_not_null", "force_null"];
+        let why = |n: &str| format!("COPY {n} cannot be used with COPY TO");
+        refuse_any(g, &from_only, "42601", why)?;
     }
     if !binary && o.null.as_bytes().contains(&o.delimiter) {
         return Err(invalid(
@@ -540,10 +543,15 @@ fn ascii_safe_encoding(name: &str) -> bool {
 }
 
 /// `defGetString`: strings, numbers and bare words all read as text.
-/// Postgres' error `code`, `COPY <option> <why>`, for the first option given.
-fn refuse_any(options: &[(bool, &str)], code: &'static str, why: &str) -> Result<(), CopyError> {
-    match options.iter().find(|(given, _)| *given) {
-        Some((_, name)) => Err(CopyError::option(code, format!("COPY {name} {why}"))),
+/// Postgres' error `code` with `message(OPTION)` for the first of `options` given.
+fn refuse_any(
+    g: &Given,
+    options: &[&str],
+    code: &'static str,
+    message: impl Fn(&str) -> String,
+) -> Result<(), CopyError> {
+    match g.first_of(options) {
+        Some(name) => Err(CopyError::option(code, message(&name))),
         None => Ok(()),
     }
 }

@@ -41,6 +41,20 @@ fn key(id: &'static str) -> Vec<Col> {
     vec![Col::Text(id), Col::Null, Col::Null, Col::Null, Col::Null]
 }
 
+/// Update 'U' of items with an old tuple: `old` under `old_marker` ('K' key, 'O' full row),
+/// then `new` under `new_marker` ('N' in a valid message); `xid` in a streamed transaction.
+fn update(xid: Option<u32>, old_marker: u8, old: &[Col], new_marker: u8, new: &[Col]) -> Msg {
+    let mut m = Msg::new(b'U');
+    if let Some(xid) = xid {
+        m = m.u32(xid);
+    }
+    m.u32(ITEMS)
+        .u8(old_marker)
+        .tuple(old)
+        .u8(new_marker)
+        .tuple(new)
+}
+
 /// A decoder of `version` that already saw the items relation.
 fn ready(version: u32) -> Decoder {
     let mut d = Decoder::new(version);
@@ -199,12 +213,7 @@ fn update_without_old_with_key_with_full() {
     let msg = d.decode(LSN, plain.bytes()).unwrap();
     assert!(matches!(msg, LogicalMessage::Update { old: None, .. }));
 
-    let keyed = Msg::new(b'U')
-        .u32(ITEMS)
-        .u8(b'K')
-        .tuple(&key("1"))
-        .u8(b'N')
-        .tuple(&row("2"));
+    let keyed = update(None, b'K', &key("1"), b'N', &row("2"));
     let msg = d.decode(LSN, keyed.bytes()).unwrap();
     let LogicalMessage::Update {
         old: Some(OldTuple::Key(old)),
@@ -222,12 +231,7 @@ fn update_without_old_with_key_with_full() {
         r#"{"lsn":"0/16B3748","kind":"update","relation":"public.items","old_key":{"id":"1","name":null,"qty":null,"price":null,"note":null},"new":{"id":"2","name":"apple","qty":"3","price":"1.25","note":null}}"#
     );
 
-    let full = Msg::new(b'U')
-        .u32(ITEMS)
-        .u8(b'O')
-        .tuple(&row("1"))
-        .u8(b'N')
-        .tuple(&row("1"));
+    let full = update(None, b'O', &row("1"), b'N', &row("1"));
     let msg = d.decode(LSN, full.bytes()).unwrap();
     assert!(matches!(
         &msg,
@@ -239,12 +243,7 @@ fn update_without_old_with_key_with_full() {
     assert!(d.to_json(&msg, LSN).contains(r#""old":{"id":"1","#));
 
     // After the old tuple, 'N' is required.
-    let broken = Msg::new(b'U')
-        .u32(ITEMS)
-        .u8(b'K')
-        .tuple(&key("1"))
-        .u8(b'K')
-        .tuple(&row("2"));
+    let broken = update(None, b'K', &key("1"), b'K', &row("2"));
     assert!(err(&mut d, &broken).contains("expected tuple marker 'N', found 0x4B"));
     let broken = Msg::new(b'U').u32(ITEMS).u8(b'X');
     assert!(err(&mut d, &broken).contains("expected tuple marker 'K', 'O' or 'N'"));
@@ -370,13 +369,7 @@ fn streamed_changes_carry_xid() {
         assert!(d
             .to_json(&msg, LSN)
             .contains(r#""kind":"insert","xid":701,"relation":"public.items""#));
-        let upd = Msg::new(b'U')
-            .u32(700)
-            .u32(ITEMS)
-            .u8(b'K')
-            .tuple(&key("1"))
-            .u8(b'N')
-            .tuple(&row("2"));
+        let upd = update(Some(700), b'K', &key("1"), b'N', &row("2"));
         assert!(matches!(
             d.decode(LSN, upd.bytes()).unwrap(),
             LogicalMessage::Update {

@@ -8,6 +8,17 @@ mod messages;
 
 use bytes::Bytes;
 
+/// `Msg` methods that append an integer of the type they are named after, big-endian.
+macro_rules! big_endian {
+    ($($int:ident),*) => {
+        $(
+            pub fn $int(self, v: $int) -> Msg {
+                self.raw(&v.to_be_bytes())
+            }
+        )*
+    };
+}
+
 /// Builds one message byte by byte, big-endian like the protocol.
 #[derive(Default, Clone)]
 pub(super) struct Msg(pub Vec<u8>);
@@ -20,26 +31,7 @@ impl Msg {
         self.0.push(v);
         self
     }
-    pub fn i16(mut self, v: i16) -> Msg {
-        self.0.extend_from_slice(&v.to_be_bytes());
-        self
-    }
-    pub fn u32(mut self, v: u32) -> Msg {
-        self.0.extend_from_slice(&v.to_be_bytes());
-        self
-    }
-    pub fn i32(mut self, v: i32) -> Msg {
-        self.0.extend_from_slice(&v.to_be_bytes());
-        self
-    }
-    pub fn u64(mut self, v: u64) -> Msg {
-        self.0.extend_from_slice(&v.to_be_bytes());
-        self
-    }
-    pub fn i64(mut self, v: i64) -> Msg {
-        self.0.extend_from_slice(&v.to_be_bytes());
-        self
-    }
+    big_endian!(i16, u32, i32, u64, i64);
     pub fn str(mut self, s: &str) -> Msg {
         self.0.extend_from_slice(s.as_bytes());
         self.0.push(0);
