@@ -5,9 +5,8 @@
 # session-state leak tests on real PostgreSQL 18, collects the figures they report and writes
 # benchmarks/results/reliability.md.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-source scripts/provision.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+provision
 cargo build --locked -q --workspace --all-targets --features pgdog/failpoints
 REPORT="$(mktemp)"
 trap 'rm -f "$REPORT"' EXIT

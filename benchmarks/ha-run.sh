@@ -2,59 +2,43 @@
 # Runs inside `pgdog-topology replicas 2` (PG_PRIMARY_PORT, PG_REPLICA1_PORT, PG_REPLICA2_PORT,
 # PG_BIN, PGDOG_TOPOLOGY_DIR). See ha.sh.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 DURATION="${DURATION:-8}"
 INTERVAL="${INTERVAL:-1000}"
-OUT="${OUT:-$ROOT/benchmarks/results/ha.md}"
-WORK="$PGDOG_TOPOLOGY_DIR/bench"
-mkdir -p "$WORK"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+bench_init ha
 PORT=$(free_port)
-psql_at() { "$PG_BIN/psql" -X -q -A -t -h 127.0.0.1 -p "$1" -U postgres -v ON_ERROR_STOP=1 -c "$2" postgres; }
 now_ms() { date +%s%3N; }
 
 "$PG_BIN/pgbench" -q -i -s 10 -h 127.0.0.1 -p "$PG_PRIMARY_PORT" -U postgres postgres >/dev/null 2>&1
-psql_at "$PG_PRIMARY_PORT" "CREATE TABLE failover (id bigserial PRIMARY KEY, at timestamptz DEFAULT now()); CHECKPOINT" >/dev/null
-lsn=$(psql_at "$PG_PRIMARY_PORT" "SELECT pg_current_wal_insert_lsn()")
+psql_at "$PG_PRIMARY_PORT" -c "CREATE TABLE failover (id bigserial PRIMARY KEY, at timestamptz DEFAULT now()); CHECKPOINT" >/dev/null
+lsn=$(psql_at "$PG_PRIMARY_PORT" -c "SELECT pg_current_wal_insert_lsn()")
 for p in "$PG_REPLICA1_PORT" "$PG_REPLICA2_PORT"; do
-  until [ "$(psql_at "$p" "SELECT pg_last_wal_replay_lsn() >= '$lsn'")" = t ]; do sleep 0.05; done
+  until [ "$(psql_at "$p" -c "SELECT pg_last_wal_replay_lsn() >= '$lsn'")" = t ]; do sleep 0.05; done
 done
 
 # $1: role of the primary entry, then "port:role" for each other server.
 write_config() {
   local primary_role=$1; shift
-  cat > "$WORK/pgdog.toml" <<TOML
-[general]
-host = "127.0.0.1"
-port = $PORT
-default_pool_size = 20
-auth_type = "trust"
-healthcheck_interval = $INTERVAL
-healthcheck_timeout = 500
-connect_timeout = 1000
-
-[[databases]]
-name = "postgres"
-port = $PG_PRIMARY_PORT
-user = "postgres"
-role = "$primary_role"
-TOML
-  for s in "$@"; do
-    printf '\n[[databases]]\nname = "postgres"\nport = %s\nuser = "postgres"\nrole = "%s"\n' "${s%%:*}" "${s##*:}" >> "$WORK/pgdog.toml"
-  done
-  printf '[[users]]\nname = "postgres"\ndatabase = "postgres"\n' > "$WORK/users.toml"
+  local server
+  {
+    toml_section general host=127.0.0.1 port="$PORT" default_pool_size=20 auth_type=trust \
+      healthcheck_interval="$INTERVAL" healthcheck_timeout=500 connect_timeout=1000
+    toml_entry databases name=postgres port="$PG_PRIMARY_PORT" user=postgres role="$primary_role"
+    for server in "$@"; do
+      toml_entry databases name=postgres port="${server%%:*}" user=postgres role="${server##*:}"
+    done
+  } > "$WORK/pgdog.toml"
+  toml_entry users name=postgres database=postgres > "$WORK/users.toml"
 }
 PGDOG_PID=""
-start_pgdog() {
-  RUST_LOG=info "$ROOT/target/release/pgdog" --config "$WORK/pgdog.toml" --users "$WORK/users.toml" >> "$WORK/pgdog.log" 2>&1 &
-  PGDOG_PID=$!
-  for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && return 0; sleep 0.1; done
-  echo "pgdog did not start; see $WORK/pgdog.log" >&2; exit 1
+# ha_pgdog: pgdog with that configuration, logging at info to $WORK/pgdog.log, listening.
+ha_pgdog() {
+  start_pgdog PGDOG_PID "$WORK/pgdog.toml" "$WORK/users.toml" "$WORK/pgdog.log" info
+  wait_port "$PORT" "$PGDOG_PID" || { echo "pgdog did not start; see $WORK/pgdog.log" >&2; exit 1; }
 }
-stop_pgdog() { kill "$PGDOG_PID" 2>/dev/null || true; wait "$PGDOG_PID" 2>/dev/null || true; }
+stop_pgdog() { stop_pids "$PGDOG_PID"; }
 trap stop_pgdog EXIT
 bench() { "$PG_BIN/pgbench" -n -S -c 8 -j 2 -T "$DURATION" -h 127.0.0.1 -p "$PORT" -U postgres postgres 2>&1; }
-tps_of() { sed -n 's/^tps = \([0-9.]*\).*/\1/p' | cut -d. -f1; }
 
 # 1. Reads at 8 clients.
 declare -A TPS
@@ -64,7 +48,7 @@ for setup in primary-only one-replica two-replicas; do
     one-replica) write_config primary "$PG_REPLICA1_PORT:replica" ;;
     two-replicas) write_config primary "$PG_REPLICA1_PORT:replica" "$PG_REPLICA2_PORT:replica" ;;
   esac
-  start_pgdog
+  ha_pgdog
   TPS[$setup]=$(bench | tps_of)
   stop_pgdog
   echo "$setup: ${TPS[$setup]} TPS" >&2
@@ -74,16 +58,14 @@ direct() { "$PG_BIN/pgbench" -n -S -c 8 -j 2 -T "$DURATION" -h 127.0.0.1 -p "$1"
 DIRECT_PRIMARY=$(direct "$PG_PRIMARY_PORT")
 DIRECT_REPLICA=$(direct "$PG_REPLICA1_PORT")
 echo "direct: primary $DIRECT_PRIMARY, replica $DIRECT_REPLICA" >&2
-ratio() { python3 -c "import sys; print(f'{float(sys.argv[1])/float(sys.argv[2]):.2f}x')" "$1" "$2"; }
 
 # 2. A replica killed (pg_ctl stop -m immediate) 3 s into a pgbench -S run over 2 replicas.
 write_config primary "$PG_REPLICA1_PORT:replica" "$PG_REPLICA2_PORT:replica"
-start_pgdog
+ha_pgdog
 bench > "$WORK/kill.txt" &
 BENCH=$!
 sleep 3
-"$PG_BIN/pg_ctl" -D "$PGDOG_TOPOLOGY_DIR/replica2/data" -m immediate -w stop >/dev/null 2>&1 \
-  || runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$PGDOG_TOPOLOGY_DIR/replica2/data" -m immediate -w stop >/dev/null
+as_server "$PG_BIN/pg_ctl" -D "$PGDOG_TOPOLOGY_DIR/replica2/data" -m immediate -w stop >/dev/null
 wait $BENCH || true
 kill_tps=$(tps_of < "$WORK/kill.txt")
 kill_failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$WORK/kill.txt")
@@ -94,18 +76,16 @@ stop_pgdog
 # 3. Failover: every server "auto"; the primary is killed, replica1 promoted; time to the first
 #    write that succeeds through the same pgdog.
 write_config auto "$PG_REPLICA1_PORT:auto"
-start_pgdog
-psql_at "$PORT" "INSERT INTO failover DEFAULT VALUES" >/dev/null
+ha_pgdog
+psql_at "$PORT" -c "INSERT INTO failover DEFAULT VALUES" >/dev/null
 killed=$(now_ms)
-"$PG_BIN/pg_ctl" -D "$PGDOG_TOPOLOGY_DIR/primary/data" -m immediate -w stop >/dev/null 2>&1 \
-  || runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$PGDOG_TOPOLOGY_DIR/primary/data" -m immediate -w stop >/dev/null
-down_error=$(psql_at "$PORT" "INSERT INTO failover DEFAULT VALUES" 2>&1 | head -1 || true)
+as_server "$PG_BIN/pg_ctl" -D "$PGDOG_TOPOLOGY_DIR/primary/data" -m immediate -w stop >/dev/null
+down_error=$(psql_at "$PORT" -c "INSERT INTO failover DEFAULT VALUES" 2>&1 | head -1 || true)
 promote_start=$(now_ms)
-"$PG_BIN/pg_ctl" -D "$PGDOG_TOPOLOGY_DIR/replica1/data" -w promote >/dev/null 2>&1 \
-  || runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$PGDOG_TOPOLOGY_DIR/replica1/data" -w promote >/dev/null
+as_server "$PG_BIN/pg_ctl" -D "$PGDOG_TOPOLOGY_DIR/replica1/data" -w promote >/dev/null
 promoted=$(now_ms)
 attempts=0
-until psql_at "$PORT" "INSERT INTO failover DEFAULT VALUES" >/dev/null 2>&1; do
+until psql_at "$PORT" -c "INSERT INTO failover DEFAULT VALUES" >/dev/null 2>&1; do
   attempts=$((attempts + 1))
   [ $attempts -gt 1000 ] && { echo "no write after failover; see $WORK/pgdog.log" >&2; exit 1; }
   sleep 0.02

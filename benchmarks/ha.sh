@@ -6,8 +6,7 @@
 # Writes benchmarks/results/ha.md. DURATION=seconds per read run (default 8),
 # INTERVAL=healthcheck_interval in ms for the failover run (default 1000).
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-source scripts/provision.sh
-cargo build --release --locked -q -p pgdog -p pgdog-integration
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+provision
+build_release -q
 exec target/release/pgdog-topology replicas 2 -- bash benchmarks/ha-run.sh "$@"

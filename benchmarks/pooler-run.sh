@@ -1,41 +1,22 @@
 #!/usr/bin/env bash
 # Runs inside `pgdog-topology single` (PG_PG_PORT, PG_BIN, PGDOG_TOPOLOGY_DIR). See pooler.sh.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 DURATION="${DURATION:-8}"
 POOL="${POOL:-20}"
-OUT="${OUT:-$ROOT/benchmarks/results/pooler.md}"
-WORK="$PGDOG_TOPOLOGY_DIR/bench"
-mkdir -p "$WORK"
-chmod 777 "$WORK"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+bench_init pooler
 PGDOG_PORT=$(free_port)
 BOUNCER_PORT=$(free_port)
 
-"$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$PG_PG_PORT" -U postgres -c "ALTER SYSTEM SET max_connections = 300" postgres >/dev/null
+psql_at "$PG_PG_PORT" -c "ALTER SYSTEM SET max_connections = 300" >/dev/null
 "$PG_BIN/pgbench" -q -i -s 10 -h 127.0.0.1 -p "$PG_PG_PORT" -U postgres postgres >/dev/null 2>&1
 
-cat > "$WORK/pgdog.toml" <<TOML
-[general]
-host = "127.0.0.1"
-port = $PGDOG_PORT
-default_pool_size = $POOL
-auth_type = "trust"
-workers = ${WORKERS:-2}
-
-[[databases]]
-name = "postgres"
-host = "127.0.0.1"
-port = $PG_PG_PORT
-user = "postgres"
-TOML
-cat > "$WORK/users.toml" <<TOML
-[[users]]
-name = "postgres"
-database = "postgres"
-TOML
-RUST_LOG=warn "$ROOT/target/release/pgdog" --config "$WORK/pgdog.toml" --users "$WORK/users.toml" > "$WORK/pgdog.log" 2>&1 &
-PGDOG_PID=$!
+{
+  toml_section general host=127.0.0.1 port="$PGDOG_PORT" default_pool_size="$POOL" auth_type=trust workers="${WORKERS:-2}"
+  toml_entry databases name=postgres host=127.0.0.1 port="$PG_PG_PORT" user=postgres
+} > "$WORK/pgdog.toml"
+toml_entry users name=postgres database=postgres > "$WORK/users.toml"
+start_pgdog PGDOG_PID "$WORK/pgdog.toml" "$WORK/users.toml" "$WORK/pgdog.log"
 
 # The same database with the parser off (no reset query: the raw pooling baseline), and as a
 # one-shard sharded database (the router parses every query).
@@ -43,11 +24,12 @@ NOPARSE_PORT=$(free_port)
 ROUTER_PORT=$(free_port)
 mkdir -p "$WORK/noparse" "$WORK/router"
 sed -e "s/^port = $PGDOG_PORT/port = $NOPARSE_PORT/" -e 's/^workers = .*/&\nquery_parser = false\nserver_reset_query = ""/' "$WORK/pgdog.toml" > "$WORK/noparse/pgdog.toml"
-{ sed -e "s/^port = $PGDOG_PORT/port = $ROUTER_PORT/" "$WORK/pgdog.toml"; printf '\n[[sharded_tables]]\ndatabase = "postgres"\nname = "pgbench_accounts"\ncolumn = "aid"\n'; } > "$WORK/router/pgdog.toml"
-for d in noparse router; do
-  RUST_LOG=warn "$ROOT/target/release/pgdog" --config "$WORK/$d/pgdog.toml" --users "$WORK/users.toml" > "$WORK/$d/pgdog.log" 2>&1 &
-  eval "${d^^}_PID=\$!"
-done
+{
+  sed -e "s/^port = $PGDOG_PORT/port = $ROUTER_PORT/" "$WORK/pgdog.toml"
+  toml_entry sharded_tables database=postgres name=pgbench_accounts column=aid
+} > "$WORK/router/pgdog.toml"
+start_pgdog NOPARSE_PID "$WORK/noparse/pgdog.toml" "$WORK/users.toml" "$WORK/noparse/pgdog.log"
+start_pgdog ROUTER_PID "$WORK/router/pgdog.toml" "$WORK/users.toml" "$WORK/router/pgdog.log"
 
 cat > "$WORK/pgbouncer.ini" <<INI
 [databases]
@@ -66,21 +48,16 @@ pidfile = $WORK/pgbouncer.pid
 INI
 echo '"postgres" ""' > "$WORK/userlist.txt"
 chmod 644 "$WORK"/pgbouncer.ini "$WORK/userlist.txt"
-if [ "$(id -u)" = 0 ]; then
-  runuser -u postgres -- pgbouncer -d "$WORK/pgbouncer.ini"
-else
-  pgbouncer -d "$WORK/pgbouncer.ini"
-fi
+as_server pgbouncer -d "$WORK/pgbouncer.ini"
 cleanup() {
-  kill "$PGDOG_PID" "$NOPARSE_PID" "$ROUTER_PID" 2>/dev/null || true
+  stop_pids "$PGDOG_PID" "$NOPARSE_PID" "$ROUTER_PID"
   [ -f "$WORK/pgbouncer.pid" ] && kill "$(cat "$WORK/pgbouncer.pid")" 2>/dev/null || true
 }
 trap cleanup EXIT
-wait_port() { for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 not up" >&2; return 1; }
-wait_port "$PGDOG_PORT"
+wait_port "$PGDOG_PORT" "$PGDOG_PID"
 wait_port "$BOUNCER_PORT"
-wait_port "$NOPARSE_PORT"
-wait_port "$ROUTER_PORT"
+wait_port "$NOPARSE_PORT" "$NOPARSE_PID"
+wait_port "$ROUTER_PORT" "$ROUTER_PID"
 BOUNCER_PID=$(cat "$WORK/pgbouncer.pid")
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; } # utime + stime, clock ticks
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
@@ -91,7 +68,7 @@ run() {
   local out before after
   before=$([ -n "${4:-}" ] && cpu "$4" || echo 0)
   if out=$("$PG_BIN/pgbench" -n -S -M "$2" -c "$3" -j 2 -T "$DURATION" -h 127.0.0.1 -p "$1" -U postgres postgres 2>&1); then
-    TPS=$(echo "$out" | sed -n 's/^tps = \([0-9.]*\).*/\1/p' | cut -d. -f1)
+    TPS=$(echo "$out" | tps_of)
     TX=$(echo "$out" | sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p')
   else
     TPS="failed: $(echo "$out" | grep -m1 -iE 'error|fatal' | cut -c1-60)"
@@ -100,10 +77,6 @@ run() {
   after=$([ -n "${4:-}" ] && cpu "$4" || echo 0)
   CPU_US=$(python3 -c "import sys; t=int(sys.argv[3]); print(f'{(int(sys.argv[2])-int(sys.argv[1]))*int(sys.argv[4])/t:.1f}' if t else 'n/a')" "$before" "$after" "$TX" "$TICK_US")
 }
-ratio() { python3 -c "import sys
-a,b=sys.argv[1],sys.argv[2]
-try: print(f'{float(a)/float(b):.2f}x')
-except Exception: print('n/a')" "$1" "$2"; }
 
 rows=""
 for mode in simple extended prepared; do

@@ -4,8 +4,7 @@
 # mode), all in one run on one PG18 server; then pgdog's RSS with 1,000 idle clients.
 # Writes benchmarks/results/pooler.md. DURATION=seconds per run (default 8).
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-source scripts/provision.sh
-cargo build --release --locked -q -p pgdog -p pgdog-integration -p pgdog-benchmarks
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+provision
+build_release -q -p pgdog-benchmarks
 exec target/release/pgdog-topology single -- bash benchmarks/pooler-run.sh "$@"

@@ -1,13 +1,10 @@
 #!/usr/bin/env bash
 # Runs inside `pgdog-topology single` (PG_PG_PORT, PG_BIN, PGDOG_TOPOLOGY_DIR). See replication.sh.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 ROWS="${ROWS:-1000000}"
-OUT="${OUT:-$ROOT/benchmarks/results/replication.md}"
-WORK="$PGDOG_TOPOLOGY_DIR/bench"
-mkdir -p "$WORK"
-chmod 777 "$WORK"
-psql() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PG_PORT" -U postgres "$@" postgres; }
+bench_init replication
+psql() { psql_at "$PG_PG_PORT" "$@"; }
 
 psql -c "CREATE TABLE bench (id bigint PRIMARY KEY, email text, n int, at timestamptz)"
 psql -c "CREATE PUBLICATION pub FOR TABLE bench"
@@ -53,8 +50,9 @@ p3=$(pgdog_drain pgdog3); r3=$(recv_drain recv3); d3=$(client_drain drain3)
 EVENTS=$(awk '{print $1}' "$WORK/drain1.out")
 best() { python3 -c "import sys; print(min(float(a) for a in sys.argv[1:]))" "$@"; }
 pb=$(best "$p1" "$p2" "$p3"); rb=$(best "$r1" "$r2" "$r3"); db=$(best "$d1" "$d2" "$d3")
-ratio=$(python3 -c "import sys; print(f'{float(sys.argv[2]) / float(sys.argv[1]):.2f}x')" "$pb" "$rb")
-dratio=$(python3 -c "import sys; print(f'{float(sys.argv[2]) / float(sys.argv[1]):.2f}x')" "$db" "$rb")
+# Throughput ratios: pg_recvlogical's time over the client's.
+ratio=$(ratio "$rb" "$pb")
+dratio=$(ratio "$rb" "$db")
 decode=$("$ROOT/target/release/pgoutput-bench" --captured "$WORK/captured.hex" | tail -1)
 synthetic=$("$ROOT/target/release/pgoutput-bench" | tail -2)
 

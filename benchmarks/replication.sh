@@ -4,8 +4,7 @@
 # changes vs `pg_recvlogical` draining an identical slot, in the same run on the same server.
 # Writes benchmarks/results/replication.md. ROWS=row changes (default 1000000).
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-source scripts/provision.sh
-cargo build --release --locked -q -p pgdog -p pgdog-integration -p pgdog-benchmarks
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+provision
+build_release -q -p pgdog-benchmarks
 exec target/release/pgdog-topology single -- bash benchmarks/replication-run.sh "$@"

@@ -2,17 +2,15 @@
 # Runs inside `pgdog-topology replicated+shards 2` (PG_PRIMARY_PORT, PG_STANDBY_PORT,
 # PG_SHARD0_PORT, PG_SHARD1_PORT, PG_BIN, PGDOG_TOPOLOGY_DIR). See reshard.sh.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 SIZE_MB="${SIZE_MB:-1024}"
 RUNS="${RUNS:-2}"
 APPLY_SECONDS="${APPLY_SECONDS:-60}"
 CLIENTS="${CLIENTS:-8}"
 SCALE="${SCALE:-20}"
 VERIFY="${VERIFY:-1}"
-OUT="${OUT:-$ROOT/benchmarks/results/reshard.md}"
 # PARTS: "all" (copy and apply) or "apply" (skip the copy part).
 PARTS="${PARTS:-all}"
-WORK="$PGDOG_TOPOLOGY_DIR/bench"
 # PGDOG: the pgdog binary measured (e.g. an older build, to compare).
 PGDOG="${PGDOG:-$ROOT/target/release/pgdog}"
 # REPLAY_ARGS: extra flags of `pgdog replay` (e.g. --atomic).
@@ -20,19 +18,13 @@ REPLAY_ARGS="${REPLAY_ARGS:-}"
 SLOT=reshard_bench
 SHARDS=("$PG_SHARD0_PORT" "$PG_SHARD1_PORT")
 export PGSSLMODE=disable PGCONNECT_TIMEOUT=10
-mkdir -p "$WORK"
-chmod 777 "$WORK"
+bench_init reshard
 
 die() { echo "reshard benchmark: $*" >&2; exit 1; }
 say() { echo "reshard benchmark: $*" >&2; }
-q() {
-  local port=$1
-  shift
-  "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres -d postgres "$@"
-}
-src() { q "$PG_PRIMARY_PORT" -c "$1"; }
-stb() { q "$PG_STANDBY_PORT" -c "$1"; }
-each_shard() { for p in "${SHARDS[@]}"; do q "$p" -c "$1"; done; }
+src() { psql_at "$PG_PRIMARY_PORT" -c "$1"; }
+stb() { psql_at "$PG_STANDBY_PORT" -c "$1"; }
+each_shard() { for p in "${SHARDS[@]}"; do psql_at "$p" -c "$1"; done; }
 now() { date +%s.%N; }
 elapsed() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.3f}')" "$1" "$2"; }
 pd() { "$PGDOG" "$1" --config "$WORK/pgdog.toml" --users "$WORK/users.toml" --pg-bin "$PG_BIN" "${@:2}"; }
@@ -55,69 +47,19 @@ standby_caught_up() {
   wait_for "the standby to replay up to $lsn" 900 stb "SELECT pg_last_wal_replay_lsn() >= '$lsn'::pg_lsn"
 }
 
-cat > "$WORK/pgdog.toml" <<TOML
-# Source: the primary and its streaming standby (copy-data reads from the replica).
-[[databases]]
-name = "src"
-port = $PG_PRIMARY_PORT
-database_name = "postgres"
-user = "postgres"
-role = "primary"
-
-[[databases]]
-name = "src"
-port = $PG_STANDBY_PORT
-database_name = "postgres"
-user = "postgres"
-role = "replica"
-
-[[databases]]
-name = "dst"
-shard = 0
-port = $PG_SHARD0_PORT
-database_name = "postgres"
-user = "postgres"
-
-[[databases]]
-name = "dst"
-shard = 1
-port = $PG_SHARD1_PORT
-database_name = "postgres"
-user = "postgres"
-
-[[sharded_tables]]
-database = "dst"
-name = "big"
-column = "id"
-data_type = "bigint"
-
-[[sharded_tables]]
-database = "dst"
-name = "pgbench_accounts"
-column = "aid"
-data_type = "integer"
-
-[[sharded_tables]]
-database = "dst"
-name = "pgbench_history"
-column = "aid"
-data_type = "integer"
-
-[[omnisharded_tables]]
-database = "dst"
-tables = ["pgbench_branches", "pgbench_tellers"]
-TOML
-cat > "$WORK/users.toml" <<TOML
-[[users]]
-name = "app"
-database = "src"
-password = "secret"
-
-[[users]]
-name = "app"
-database = "dst"
-password = "secret"
-TOML
+{
+  echo "# Source: the primary and its streaming standby (copy-data reads from the replica)."
+  toml_entry databases name=src port="$PG_PRIMARY_PORT" database_name=postgres user=postgres role=primary
+  toml_entry databases name=src port="$PG_STANDBY_PORT" database_name=postgres user=postgres role=replica
+  for shard in 0 1; do
+    toml_entry databases name=dst shard="$shard" port="${SHARDS[$shard]}" database_name=postgres user=postgres
+  done
+  toml_entry sharded_tables database=dst name=big column=id data_type=bigint
+  toml_pgbench_sharding dst data_type=integer
+} > "$WORK/pgdog.toml"
+for db in src dst; do
+  toml_entry users name=app database="$db" password=secret
+done > "$WORK/users.toml"
 
 case "$PARTS" in
   all | apply) ;;
@@ -176,7 +118,7 @@ clear_dest() {
   [ "$(src "SELECT count(*) FROM pg_replication_slots WHERE slot_type = 'logical'")" = 0 ] ||
     die "a logical slot was left on the primary"
 }
-shard_rows() { q "${SHARDS[$1]}" -c "SELECT count(*) FROM big"; }
+shard_rows() { psql_at "${SHARDS[$1]}" -c "SELECT count(*) FROM big"; }
 
 run_pgdog() {
   local n=$1 t0 t1 r0 r1 log="$WORK/copy-$1.log"
@@ -200,8 +142,8 @@ run_pipe() {
   clear_dest
   say "run $n: COPY pipe"
   t0=$(now)
-  q "$PG_STANDBY_PORT" -c "COPY big (id, account, amount, note, created) TO STDOUT (FORMAT binary)" |
-    q "$PG_SHARD0_PORT" -c "COPY big (id, account, amount, note, created) FROM STDIN (FORMAT binary)" > /dev/null
+  psql_at "$PG_STANDBY_PORT" -c "COPY big (id, account, amount, note, created) TO STDOUT (FORMAT binary)" |
+    psql_at "$PG_SHARD0_PORT" -c "COPY big (id, account, amount, note, created) FROM STDIN (FORMAT binary)" > /dev/null
   t1=$(now)
   r0=$(shard_rows 0)
   [ "$r0" = "$ROWS" ] || die "pipe run $n: shard 0 holds $r0 rows, the source $ROWS"
@@ -228,12 +170,9 @@ src "INSERT INTO big2 SELECT * FROM big"
 src "VACUUM (FREEZE, ANALYZE) big2"
 src "CREATE PUBLICATION pub_copy2 FOR TABLE big, big2"
 src "CHECKPOINT"
-STANDBY2_PORT=$(python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+STANDBY2_PORT=$(free_port)
 STANDBY2="$WORK/standby2"
 rm -rf "$STANDBY2"
-# The servers run as the owner of the topology's data directories (not root).
-SERVER_USER=$(stat -c %U "$PGDOG_TOPOLOGY_DIR/primary/data")
-as_server() { if [ "$(id -u)" = 0 ]; then runuser -u "$SERVER_USER" -- "$@"; else "$@"; fi; }
 as_server "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p "$PG_PRIMARY_PORT" -U postgres -R -X stream -C -S standby2 \
   -c fast --no-sync -D "$STANDBY2" > "$WORK/basebackup.log" 2>&1 ||
   die "pg_basebackup: $(cat "$WORK/basebackup.log")"
@@ -241,7 +180,7 @@ stop_standby2() { as_server "$PG_BIN/pg_ctl" -D "$STANDBY2" -m immediate stop > 
 trap stop_standby2 EXIT
 as_server "$PG_BIN/pg_ctl" -D "$STANDBY2" -o "-p $STANDBY2_PORT" -l "$WORK/standby2.log" -w start > /dev/null ||
   die "standby2: $(cat "$WORK/standby2.log")"
-stb2() { q "$STANDBY2_PORT" -c "$1"; }
+stb2() { psql_at "$STANDBY2_PORT" -c "$1"; }
 wait_for "the second standby to stream" 60 stb2 "SELECT count(*) = 1 FROM pg_stat_wal_receiver WHERE status = 'streaming'"
 standby_caught_up
 lsn=$(src "SELECT pg_current_wal_insert_lsn()")
@@ -249,24 +188,9 @@ wait_for "the second standby to replay up to $lsn" 900 stb2 "SELECT pg_last_wal_
 stb "SELECT count(*) FROM big2" > /dev/null
 stb2 "SELECT count(*) FROM big UNION ALL SELECT count(*) FROM big2" > /dev/null
 BYTES2=$(src "SELECT pg_total_relation_size('big') + pg_total_relation_size('big2')")
-cat >> "$WORK/pgdog.toml" <<TOML
-
-[[sharded_tables]]
-database = "dst"
-name = "big2"
-column = "id"
-data_type = "bigint"
-TOML
+toml_entry sharded_tables database=dst name=big2 column=id data_type=bigint >> "$WORK/pgdog.toml"
 cp "$WORK/pgdog.toml" "$WORK/pgdog2.toml"
-cat >> "$WORK/pgdog2.toml" <<TOML
-
-[[databases]]
-name = "src"
-port = $STANDBY2_PORT
-database_name = "postgres"
-user = "postgres"
-role = "replica"
-TOML
+toml_entry databases name=src port="$STANDBY2_PORT" database_name=postgres user=postgres role=replica >> "$WORK/pgdog2.toml"
 pd schema-sync --from-database src --to-database dst --publication pub_copy2 --phase pre \
   > "$WORK/schema-sync-copy2.log" 2>&1 || die "schema-sync (copy2): $(cat "$WORK/schema-sync-copy2.log")"
 ONE_T=()
@@ -289,7 +213,7 @@ run_replicas() {
   t1=$(now)
   rows=$(($(shard_rows 0) + $(shard_rows 1)))
   [ "$rows" = "$ROWS" ] || die "copy-data ($replicas replicas) run $n: big has $rows rows, the source $ROWS"
-  rows=$(($(q "${SHARDS[0]}" -c "SELECT count(*) FROM big2") + $(q "${SHARDS[1]}" -c "SELECT count(*) FROM big2")))
+  rows=$(($(psql_at "${SHARDS[0]}" -c "SELECT count(*) FROM big2") + $(psql_at "${SHARDS[1]}" -c "SELECT count(*) FROM big2")))
   [ "$rows" = "$ROWS" ] || die "copy-data ($replicas replicas) run $n: big2 has $rows rows, the source $ROWS"
   if [ "$replicas" = 2 ]; then
     grep -q "(read from 127.0.0.1:$STANDBY2_PORT)" "$log" && grep -q "(read from 127.0.0.1:$PG_STANDBY_PORT)" "$log" ||
@@ -351,7 +275,7 @@ replay_alive() { kill -0 "$REPLAY_PID" 2> /dev/null || die "replay exited: $(cat
 # applied_past LSN: whether the replay committed on shard 0 a source transaction ending after LSN.
 applied_past() {
   replay_alive
-  q "$PG_SHARD0_PORT" -c "SELECT coalesce((SELECT lsn > '$1'::pg_lsn FROM pgdog_reshard_position WHERE slot = '$SLOT'), false)"
+  psql_at "$PG_SHARD0_PORT" -c "SELECT coalesce((SELECT lsn > '$1'::pg_lsn FROM pgdog_reshard_position WHERE slot = '$SLOT'), false)"
 }
 # A marker transaction touching an omnisharded table (so every shard): once it is applied, so is
 # everything committed on the source before it.
@@ -370,8 +294,8 @@ sampler() {
   start=$(date +%s%N)
   while [ ! -e "$WORK/stop-sampler" ]; do
     s=$(src "SELECT pg_current_wal_lsn(), (SELECT count(*) FROM pgbench_history)")
-    d0=$(q "$PG_SHARD0_PORT" -c "SELECT coalesce((SELECT lsn::text FROM pgdog_reshard_position WHERE slot = '$SLOT'), '0/0'), (SELECT count(*) FROM pgbench_history)")
-    d1=$(q "$PG_SHARD1_PORT" -c "SELECT coalesce((SELECT lsn::text FROM pgdog_reshard_position WHERE slot = '$SLOT'), '0/0'), (SELECT count(*) FROM pgbench_history)")
+    d0=$(psql_at "$PG_SHARD0_PORT" -c "SELECT coalesce((SELECT lsn::text FROM pgdog_reshard_position WHERE slot = '$SLOT'), '0/0'), (SELECT count(*) FROM pgbench_history)")
+    d1=$(psql_at "$PG_SHARD1_PORT" -c "SELECT coalesce((SELECT lsn::text FROM pgdog_reshard_position WHERE slot = '$SLOT'), '0/0'), (SELECT count(*) FROM pgbench_history)")
     echo "$(now)|$s|$d0|$d1" >> "$SAMPLES"
     k=$((k + 1))
     due=$((start + k * 1000000000))
@@ -381,8 +305,8 @@ sampler() {
 }
 dest_history() {
   local a b
-  a=$(q "$PG_SHARD0_PORT" -c "SELECT count(*) FROM pgbench_history")
-  b=$(q "$PG_SHARD1_PORT" -c "SELECT count(*) FROM pgbench_history")
+  a=$(psql_at "$PG_SHARD0_PORT" -c "SELECT count(*) FROM pgbench_history")
+  b=$(psql_at "$PG_SHARD1_PORT" -c "SELECT count(*) FROM pgbench_history")
   echo $((a + b))
 }
 H0=$(src "SELECT count(*) FROM pgbench_history")

@@ -13,8 +13,7 @@
 # PGDOG (the pgdog binary measured; target/release/pgdog, built here), REPLAY_ARGS (extra
 # `pgdog replay` flags, e.g. --atomic).
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-source scripts/provision.sh
-cargo build --release --locked -q -p pgdog -p pgdog-integration
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+provision
+build_release -q
 exec target/release/pgdog-topology replicated+shards 2 -- bash benchmarks/reshard-run.sh "$@"

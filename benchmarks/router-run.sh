@@ -2,95 +2,45 @@
 # Runs inside `pgdog-topology shards 2` (PG_SHARD0_PORT, PG_SHARD1_PORT, PG_BIN,
 # PGDOG_TOPOLOGY_DIR). See router.sh.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 DURATION="${DURATION:-8}"
 POOL="${POOL:-16}"
 SCALE="${SCALE:-2}"
-OUT="${OUT:-$ROOT/benchmarks/results/router.md}"
-WORK="$PGDOG_TOPOLOGY_DIR/bench"
-mkdir -p "$WORK"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+bench_init router
 SHARDED_PORT=$(free_port)
 SINGLE_PORT=$(free_port)
-psql0() { "$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$PG_SHARD0_PORT" -U postgres "$@"; }
 
 # The single database: "single" on shard 0's server, loaded directly.
-psql0 -c "CREATE DATABASE single" postgres >/dev/null
+psql_at "$PG_SHARD0_PORT" -c "CREATE DATABASE single" >/dev/null
 "$PG_BIN/pgbench" -q -i -s "$SCALE" -h 127.0.0.1 -p "$PG_SHARD0_PORT" -U postgres single >/dev/null 2>&1
 
-cat > "$WORK/sharded.toml" <<TOML
-[general]
-host = "127.0.0.1"
-port = $SHARDED_PORT
-default_pool_size = $POOL
-auth_type = "trust"
-
-[[databases]]
-name = "bench"
-host = "127.0.0.1"
-port = $PG_SHARD0_PORT
-database_name = "postgres"
-user = "postgres"
-shard = 0
-
-[[databases]]
-name = "bench"
-host = "127.0.0.1"
-port = $PG_SHARD1_PORT
-database_name = "postgres"
-user = "postgres"
-shard = 1
-
-[[sharded_tables]]
-database = "bench"
-name = "pgbench_accounts"
-column = "aid"
-
-[[sharded_tables]]
-database = "bench"
-name = "pgbench_history"
-column = "aid"
-
-[[omnisharded_tables]]
-database = "bench"
-tables = ["pgbench_branches", "pgbench_tellers"]
-TOML
-cat > "$WORK/single.toml" <<TOML
-[general]
-host = "127.0.0.1"
-port = $SINGLE_PORT
-default_pool_size = $POOL
-auth_type = "trust"
-query_parser = false
-# The raw pooling baseline: no reset between transactions either.
-server_reset_query = ""
-
-[[databases]]
-name = "bench"
-host = "127.0.0.1"
-port = $PG_SHARD0_PORT
-database_name = "single"
-user = "postgres"
-TOML
-cat > "$WORK/users.toml" <<TOML
-[[users]]
-name = "postgres"
-database = "bench"
-TOML
-RUST_LOG=warn "$ROOT/target/release/pgdog" --config "$WORK/sharded.toml" --users "$WORK/users.toml" > "$WORK/sharded.log" 2>&1 &
-P1=$!
-RUST_LOG=warn "$ROOT/target/release/pgdog" --config "$WORK/single.toml" --users "$WORK/users.toml" > "$WORK/single.log" 2>&1 &
-P2=$!
-trap 'kill $P1 $P2 2>/dev/null || true' EXIT
-wait_port() { for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 not up" >&2; return 1; }
-wait_port "$SHARDED_PORT"
-wait_port "$SINGLE_PORT"
+# general ARGS...: the [general] section both pgdogs share.
+general() { toml_section general host=127.0.0.1 default_pool_size="$POOL" auth_type=trust "$@"; }
+{
+  general port="$SHARDED_PORT"
+  for shard in 0 1; do
+    port_var="PG_SHARD${shard}_PORT"
+    toml_entry databases name=bench host=127.0.0.1 port="${!port_var}" database_name=postgres user=postgres shard="$shard"
+  done
+  toml_pgbench_sharding bench
+} > "$WORK/sharded.toml"
+{
+  # The raw pooling baseline: no parsing, no reset between transactions either.
+  general port="$SINGLE_PORT" query_parser=false server_reset_query=
+  toml_entry databases name=bench host=127.0.0.1 port="$PG_SHARD0_PORT" database_name=single user=postgres
+} > "$WORK/single.toml"
+toml_entry users name=postgres database=bench > "$WORK/users.toml"
+start_pgdog P1 "$WORK/sharded.toml" "$WORK/users.toml" "$WORK/sharded.log"
+start_pgdog P2 "$WORK/single.toml" "$WORK/users.toml" "$WORK/single.log"
+trap 'stop_pids $P1 $P2' EXIT
+wait_port "$SHARDED_PORT" "$P1"
+wait_port "$SINGLE_PORT" "$P2"
 
 # The sharded copy, loaded through pgdog (DDL to both shards, accounts split by COPY).
 "$PG_BIN/pgbench" -q -i -s "$SCALE" -h 127.0.0.1 -p "$SHARDED_PORT" -U postgres bench > "$WORK/init.log" 2>&1 \
   || { cat "$WORK/init.log" >&2; exit 1; }
-a0=$(psql0 -tA -c "SELECT count(*) FROM pgbench_accounts" postgres)
-a1=$("$PG_BIN/psql" -X -tA -h 127.0.0.1 -p "$PG_SHARD1_PORT" -U postgres -c "SELECT count(*) FROM pgbench_accounts" postgres)
+a0=$(psql_at "$PG_SHARD0_PORT" -c "SELECT count(*) FROM pgbench_accounts")
+a1=$(psql_at "$PG_SHARD1_PORT" -c "SELECT count(*) FROM pgbench_accounts")
 
 ACCOUNTS=$((SCALE * 100000))
 cat > "$WORK/select.sql" <<SQL
@@ -106,15 +56,11 @@ SQL
 tps() { # port script clients -> TPS
   local out
   if out=$("$PG_BIN/pgbench" -n -f "$WORK/$2" -M extended -c "$3" -j 2 -T "$DURATION" -h 127.0.0.1 -p "$1" -U postgres bench 2>&1); then
-    echo "$out" | sed -n 's/^tps = \([0-9.]*\).*/\1/p' | cut -d. -f1
+    echo "$out" | tps_of
   else
     echo "failed: $(echo "$out" | grep -m1 -iE 'error|fatal' | cut -c1-80)"
   fi
 }
-ratio() { python3 -c "import sys
-a,b=sys.argv[1],sys.argv[2]
-try: print(f'{float(a)/float(b):.2f}x')
-except Exception: print('n/a')" "$1" "$2"; }
 
 rows=""
 for script in select.sql update.sql; do
@@ -126,7 +72,8 @@ for script in select.sql update.sql; do
   done
 done
 
-micro=$("$ROOT/target/release/router-bench")
+# The same configuration as the sharded pgdog.
+micro=$("$ROOT/target/release/router-bench" "$WORK/sharded.toml" "$WORK/users.toml")
 
 cat > "$OUT" <<MD
 # Router benchmark

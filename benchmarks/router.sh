@@ -5,8 +5,7 @@
 # routing and the query cache's hit ratio (router-bench, in-process).
 # Writes benchmarks/results/router.md. DURATION=seconds per run (default 8).
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-source scripts/provision.sh
-cargo build --release --locked -q -p pgdog -p pgdog-integration -p pgdog-benchmarks
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+provision
+build_release -q -p pgdog-benchmarks
 exec target/release/pgdog-topology shards 2 -- bash benchmarks/router-run.sh "$@"

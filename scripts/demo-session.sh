@@ -6,12 +6,18 @@
 # its admin database and prints how to connect.
 # Ctrl-C stops pgdog; the topology then stops the servers.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 PORT="${PGDOG_PORT:-6432}"
 METRICS_PORT="${PGDOG_METRICS_PORT:-9930}"
 CONF="$PGDOG_TOPOLOGY_DIR/pgdog"
 mkdir -p "$CONF"
-cat > "$CONF/pgdog.toml" <<TOML
+# sharded_tables DATABASE: users by id and pgbench's tables (toml_pgbench_sharding) in DATABASE.
+sharded_tables() {
+  toml_entry sharded_tables database="$1" name=users column=id
+  toml_pgbench_sharding "$1"
+}
+{
+  cat <<TOML
 [general]
 host = "127.0.0.1"
 port = $PORT
@@ -26,120 +32,34 @@ openmetrics_port = $METRICS_PORT
 # Tables are sharded by their key column exactly as
 # Postgres' PARTITION BY HASH would place them; pgbench's branches and tellers are copied on
 # every shard.
-[[databases]]
-name = "pgdog"
-host = "127.0.0.1"
-port = $PG_SHARD0_PORT
-database_name = "postgres"
-user = "postgres"
-shard = 0
-role = "primary"
-
-[[databases]]
-name = "pgdog"
-host = "127.0.0.1"
-port = $PG_SHARD0_REPLICA_PORT
-database_name = "postgres"
-user = "postgres"
-shard = 0
-role = "replica"
-
-[[databases]]
-name = "pgdog"
-host = "127.0.0.1"
-port = $PG_SHARD1_PORT
-database_name = "postgres"
-user = "postgres"
-shard = 1
-role = "primary"
-
-[[databases]]
-name = "pgdog"
-host = "127.0.0.1"
-port = $PG_SHARD1_REPLICA_PORT
-database_name = "postgres"
-user = "postgres"
-shard = 1
-role = "replica"
-
-[[sharded_tables]]
-database = "pgdog"
-name = "users"
-column = "id"
-
-[[sharded_tables]]
-database = "pgdog"
-name = "pgbench_accounts"
-column = "aid"
-
-[[sharded_tables]]
-database = "pgdog"
-name = "pgbench_history"
-column = "aid"
-
-[[omnisharded_tables]]
-database = "pgdog"
-tables = ["pgbench_branches", "pgbench_tellers"]
-
-# The resharding destination: 4 empty shards, the same tables sharded the same way.
 TOML
-for i in 2 3 4 5; do
-  port_var="PG_SHARD${i}_PORT"
-  cat >> "$CONF/pgdog.toml" <<TOML
-
-[[databases]]
-name = "pgdog_new"
-host = "127.0.0.1"
-port = ${!port_var}
-database_name = "postgres"
-user = "postgres"
-shard = $((i - 2))
-TOML
-done
-cat >> "$CONF/pgdog.toml" <<TOML
-
-[[sharded_tables]]
-database = "pgdog_new"
-name = "users"
-column = "id"
-
-[[sharded_tables]]
-database = "pgdog_new"
-name = "pgbench_accounts"
-column = "aid"
-
-[[sharded_tables]]
-database = "pgdog_new"
-name = "pgbench_history"
-column = "aid"
-
-[[omnisharded_tables]]
-database = "pgdog_new"
-tables = ["pgbench_branches", "pgbench_tellers"]
-
-# The resharding engine's pg_dump (the admin database's RESHARD runs it in this process).
-[resharding]
-pg_bin = "$PG_BIN"
-TOML
-cat > "$CONF/users.toml" <<TOML
-[[users]]
-name = "pgdog"
-database = "pgdog"
-password = "pgdog"
-
-[[users]]
-name = "pgdog"
-database = "pgdog_new"
-password = "pgdog"
-TOML
+  for shard in 0 1; do
+    primary="PG_SHARD${shard}_PORT" replica="PG_SHARD${shard}_REPLICA_PORT"
+    toml_entry databases name=pgdog host=127.0.0.1 port="${!primary}" database_name=postgres user=postgres \
+      shard="$shard" role=primary
+    toml_entry databases name=pgdog host=127.0.0.1 port="${!replica}" database_name=postgres user=postgres \
+      shard="$shard" role=replica
+  done
+  sharded_tables pgdog
+  echo
+  echo "# The resharding destination: 4 empty shards, the same tables sharded the same way."
+  for i in 2 3 4 5; do
+    port_var="PG_SHARD${i}_PORT"
+    toml_entry databases name=pgdog_new host=127.0.0.1 port="${!port_var}" database_name=postgres user=postgres \
+      shard=$((i - 2))
+  done
+  sharded_tables pgdog_new
+  echo
+  echo "# The resharding engine's pg_dump (the admin database's RESHARD runs it in this process)."
+  toml_section resharding pg_bin="$PG_BIN"
+} > "$CONF/pgdog.toml"
+for db in pgdog pgdog_new; do
+  toml_entry users name=pgdog database="$db" password=pgdog
+done > "$CONF/users.toml"
 "$ROOT/target/release/pgdog" --config "$CONF/pgdog.toml" --users "$CONF/users.toml" &
 PGDOG_PID=$!
 trap 'kill $PGDOG_PID 2>/dev/null; wait $PGDOG_PID 2>/dev/null; exit 0' INT TERM
-for _ in $(seq 1 100); do
-  (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
-  kill -0 $PGDOG_PID 2>/dev/null || { echo "pgdog exited; see the messages above" >&2; exit 1; }
-  sleep 0.1
-done
+wait_port "$PORT" "$PGDOG_PID" || { echo "pgdog did not start; see the messages above" >&2; exit 1; }
 cat <<MSG
 
 pgdog is listening on 127.0.0.1:$PORT (user pgdog, password pgdog, database pgdog, sharded

@@ -8,7 +8,7 @@
 # `pgdog verify` (old shards, kept in sync by reverse replication, against the new ones), then
 # makes the move final (`pgdog reshard --abort` on the reverse slot).
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 CONF="${1:?usage: reshard-demo.sh CONFIG_FOLDER (printed by scripts/run.sh)}"
 PORT="${PGDOG_PORT:-6432}"
 SCALE="${SCALE:-10}"

@@ -5,8 +5,7 @@
 # resharding walkthrough: scripts/reshard-demo.sh), printing how to connect.
 # Ctrl-C stops the servers and removes their data.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-source scripts/provision.sh
-cargo build --release --locked -p pgdog -p pgdog-integration
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+provision
+build_release
 exec target/release/pgdog-topology shards+replicas 6 2 -- bash scripts/demo-session.sh

@@ -2,13 +2,12 @@
 # Runs every test: provisioning, build, rustfmt, clippy, unit and integration tests against real
 # PostgreSQL 18. The README's test command, and what CI runs (.ci/run).
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 start=$(date +%s)
 step() { echo "==> $* ($(( $(date +%s) - start ))s)"; }
 
 step provision
-source scripts/provision.sh
+provision
 # Test builds carry the failpoints (fail crate) the crash tests drive through FAILPOINTS; release
 # builds (scripts/run.sh) do not.
 FEATURES=(--features pgdog/failpoints)

@@ -120,81 +120,61 @@ fn cases() -> Vec<Case> {
     .collect()
 }
 
+/// An operation calling `f` on each statement of a case.
+fn on_stmts<T>(name: &'static str, f: impl Fn(&'static str) -> T + 'static) -> Op {
+    Op {
+        name,
+        run: Box::new(move |c| {
+            c.stmts.iter().for_each(|s| {
+                black_box(f(s));
+            })
+        }),
+    }
+}
+
+/// An operation calling `f` on each parse tree of a case.
+fn on_trees<T>(
+    name: &'static str,
+    f: impl Fn(&pg_query::protobuf::ParseResult) -> T + 'static,
+) -> Op {
+    Op {
+        name,
+        run: Box::new(move |c| {
+            c.trees.iter().for_each(|t| {
+                black_box(f(t));
+            })
+        }),
+    }
+}
+
 /// The operations measured on every workload.
 fn ops() -> Vec<Op> {
     vec![
-        Op {
-            name: "C raw parse alone (floor)",
-            run: Box::new(|c| {
-                c.stmts.iter().for_each(|s| {
-                    black_box(pg_query_raw::raw_parse_only(s).unwrap());
-                })
-            }),
-        },
-        Op {
-            name: "pg_query::parse",
-            run: Box::new(|c| {
-                c.stmts.iter().for_each(|s| {
-                    black_box(pg_query::parse(s, 0).unwrap());
-                })
-            }),
-        },
-        Op {
-            name: "pg_query_raw::parse (full, with summaries)",
-            run: Box::new(|c| {
-                c.stmts.iter().for_each(|s| {
-                    black_box(pg_query_raw::parse(s).unwrap());
-                })
-            }),
-        },
-        Op {
-            name: "pg_query_raw::parse_protobuf (full tree)",
-            run: Box::new(|c| {
-                c.stmts.iter().for_each(|s| {
-                    black_box(pg_query_raw::parse_protobuf(s).unwrap());
-                })
-            }),
-        },
-        Op {
-            name: "pg_query_raw::router::parse (fast path)",
-            run: Box::new(|c| {
-                c.stmts.iter().for_each(|s| {
-                    black_box(pg_query_raw::router::parse(s).unwrap());
-                })
-            }),
-        },
-        Op {
-            name: "pg_query::deparse",
-            run: Box::new(|c| {
-                c.trees.iter().for_each(|t| {
-                    black_box(pg_query::deparse(t, Default::default()).unwrap());
-                })
-            }),
-        },
-        Op {
-            name: "pg_query_raw::deparse",
-            run: Box::new(|c| {
-                c.trees.iter().for_each(|t| {
-                    black_box(pg_query_raw::deparse(t).unwrap());
-                })
-            }),
-        },
-        Op {
-            name: "pg_query::fingerprint",
-            run: Box::new(|c| {
-                c.stmts.iter().for_each(|s| {
-                    black_box(pg_query::fingerprint(s, 0, 0).unwrap());
-                })
-            }),
-        },
-        Op {
-            name: "pg_query_raw::fingerprint",
-            run: Box::new(|c| {
-                c.stmts.iter().for_each(|s| {
-                    black_box(pg_query_raw::fingerprint(s, 0).unwrap());
-                })
-            }),
-        },
+        on_stmts("C raw parse alone (floor)", |s| {
+            pg_query_raw::raw_parse_only(s).unwrap()
+        }),
+        on_stmts("pg_query::parse", |s| pg_query::parse(s, 0).unwrap()),
+        on_stmts("pg_query_raw::parse (full, with summaries)", |s| {
+            pg_query_raw::parse(s).unwrap()
+        }),
+        on_stmts("pg_query_raw::parse_protobuf (full tree)", |s| {
+            pg_query_raw::parse_protobuf(s).unwrap()
+        }),
+        on_stmts("pg_query_raw::router::parse (fast path)", |s| {
+            pg_query_raw::router::parse(s).unwrap()
+        }),
+        on_trees("pg_query::deparse", |t| {
+            pg_query::deparse(t, Default::default()).unwrap()
+        }),
+        on_trees("pg_query_raw::deparse", |t| {
+            pg_query_raw::deparse(t).unwrap()
+        }),
+        on_stmts("pg_query::fingerprint", |s| {
+            pg_query::fingerprint(s, 0, 0).unwrap()
+        }),
+        on_stmts("pg_query_raw::fingerprint", |s| {
+            pg_query_raw::fingerprint(s, 0).unwrap()
+        }),
     ]
 }
 

@@ -1,36 +1,24 @@
 //! Parsing and routing cost per query, in-process: pgbench-style statements by key with random
 //! keys as Bind parameters, through pgdog's query cache and router exactly as a sharded session
 //! routes each Execute. Prints a Markdown table (µs per query, cache hit ratio).
+//!
+//! `router-bench PGDOG_TOML USERS_TOML [QUERIES]`: the configuration written by
+//! benchmarks/router-run.sh (database "bench", 2 shards); QUERIES per statement (200,000).
 use pgdog::config::Settings;
 use pgdog::router::route::Overrides;
 use pgdog::router::{Params, QueryCache, Router, Schema};
+use std::path::Path;
 use std::time::Instant;
 
-const CONFIG: &str = r#"
-[[databases]]
-name = "bench"
-port = 5432
-shard = 0
-[[databases]]
-name = "bench"
-port = 5433
-shard = 1
-[[sharded_tables]]
-database = "bench"
-name = "pgbench_accounts"
-column = "aid"
-[[omnisharded_tables]]
-database = "bench"
-tables = ["pgbench_branches", "pgbench_tellers"]
-"#;
-
 fn main() {
-    let dir = std::env::temp_dir().join(format!("router-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let config = dir.join("pgdog.toml");
-    std::fs::write(&config, CONFIG).expect("write config");
-    let settings = Settings::load(&config, &dir.join("users.toml")).expect("config");
-    let _ = std::fs::remove_dir_all(&dir);
+    // The configuration of the sharded database "bench" that benchmarks/router-run.sh measures
+    // through pgdog (pgbench_accounts sharded by aid over 2 shards): the same routing here.
+    let args: Vec<String> = std::env::args().collect();
+    let [_, config, users, rest @ ..] = &args[..] else {
+        eprintln!("usage: router-bench PGDOG_TOML USERS_TOML [QUERIES]");
+        std::process::exit(2);
+    };
+    let settings = Settings::load(Path::new(config), Path::new(users)).expect("config");
     let router = Router::new(Schema::new(&settings, "bench").expect("schema"));
     let overrides = Overrides::default();
     let cache = QueryCache::global();
@@ -44,10 +32,7 @@ fn main() {
             "UPDATE pgbench_accounts SET abalance = abalance + $2 WHERE aid = $1",
         ),
     ];
-    let n: u64 = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(200_000);
+    let n: u64 = rest.first().and_then(|a| a.parse().ok()).unwrap_or(200_000);
     println!("| statement | µs per query (parse via cache + route) | shards hit |");
     println!("|---|---|---|");
     let mut seed: u64 = 0x2545F4914F6CDD1D;

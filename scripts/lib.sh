@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Shared helpers of the scripts in scripts/ and benchmarks/; source it, don't run it:
+#   source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"   # from benchmarks/
+#   source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"              # from scripts/
+# Sets ROOT (the repository, absolute) so callers work from any directory. The functions that
+# talk to PostgreSQL expect the variables `pgdog-topology` exports (PG_BIN, PGDOG_TOPOLOGY_DIR).
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+# ---------------------------------------------------------------------------------------------
+# Entry points: provisioning and building.
+
+# provision: cd to the repository and install what is missing (scripts/provision.sh: Debian
+# packages, PostgreSQL 18 in .venv; exports PGDOG_PG_BIN).
+provision() {
+  cd "$ROOT"
+  source "$ROOT/scripts/provision.sh"
+}
+
+# build_release [CARGO_FLAGS...]: release build of pgdog and of the topology harness
+# (pgdog-integration: target/release/pgdog-topology), plus whatever CARGO_FLAGS add (-q, -p ...).
+build_release() {
+  cargo build --release --locked -p pgdog -p pgdog-integration "$@"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Inside a topology (`pgdog-topology ... -- bash SCRIPT`).
+
+# bench_init NAME: the common setup of benchmarks/NAME-run.sh: OUT, the results table it writes
+# (unless set: benchmarks/results/NAME.md), and WORK, a scratch folder $PGDOG_TOPOLOGY_DIR/bench
+# (removed with the topology), world-writable: as root the servers and PgBouncer run as another
+# user and write there.
+bench_init() {
+  OUT="${OUT:-$ROOT/benchmarks/results/$1.md}"
+  WORK="$PGDOG_TOPOLOGY_DIR/bench"
+  mkdir -p "$WORK"
+  chmod 777 "$WORK"
+}
+
+# free_port: prints a TCP port free on 127.0.0.1 right now.
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# wait_port PORT [PID]: waits up to 10 s for 127.0.0.1:PORT to accept connections; with PID,
+# gives up as soon as that process has exited. Returns 1 (with a message) when it does not come up.
+wait_port() {
+  local port=$1 pid=${2:-}
+  for _ in $(seq 1 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+    if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+      echo "process $pid exited before port $port was up" >&2
+      return 1
+    fi
+    sleep 0.1
+  done
+  echo "port $port not up" >&2
+  return 1
+}
+
+# start_pgdog PID_VAR CONFIG USERS LOG [RUST_LOG]: starts target/release/pgdog in the
+# background, its output appended to LOG, logging at RUST_LOG (default warn); sets the variable
+# named PID_VAR to its pid.
+start_pgdog() {
+  RUST_LOG="${5:-warn}" "$ROOT/target/release/pgdog" --config "$2" --users "$3" >> "$4" 2>&1 &
+  printf -v "$1" '%s' "$!"
+}
+
+# stop_pids PID...: kills those processes (the empty ones and those already gone are skipped)
+# and waits for them.
+stop_pids() {
+  local pids=() pid
+  for pid in "$@"; do [ -z "$pid" ] || pids+=("$pid"); done
+  [ ${#pids[@]} -gt 0 ] || return 0
+  kill "${pids[@]}" 2>/dev/null || true
+  wait "${pids[@]}" 2>/dev/null || true
+}
+
+# as_server CMD...: runs CMD as the OS user the topology's servers run as (as root:
+# $PGDOG_PG_USER, default postgres, like pgdog-topology; pg_ctl and PgBouncer refuse root).
+as_server() {
+  if [ "$(id -u)" = 0 ]; then
+    runuser -u "${PGDOG_PG_USER:-postgres}" -- "$@"
+  else
+    "$@"
+  fi
+}
+
+# psql_at PORT PSQL_ARGS...: psql as postgres to database postgres on 127.0.0.1:PORT: no psqlrc,
+# quiet, unaligned tuples only, stopping at the first error.
+psql_at() {
+  local port=$1
+  shift
+  "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres -d postgres "$@"
+}
+
+# tps_of: reads pgbench's output on stdin, prints its TPS as an integer.
+tps_of() {
+  sed -n 's/^tps = \([0-9.]*\).*/\1/p' | cut -d. -f1
+}
+
+# ratio A B: prints A / B as "1.23x", or "n/a" when either is not a number.
+ratio() {
+  python3 -c "import sys
+a,b=sys.argv[1],sys.argv[2]
+try: print(f'{float(a)/float(b):.2f}x')
+except Exception: print('n/a')" "$1" "$2"
+}
+
+# ---------------------------------------------------------------------------------------------
+# pgdog configuration (TOML), printed on stdout. Values: numbers, true, false and arrays
+# ([...]) are written as they are, anything else as a quoted string.
+
+_toml_pairs() {
+  local pair key value
+  for pair in "$@"; do
+    key=${pair%%=*}
+    value=${pair#*=}
+    case $value in
+      true | false | \[*) ;;
+      "" | *[!0-9]*)
+        value=${value//\\/\\\\}
+        value="\"${value//\"/\\\"}\""
+        ;;
+    esac
+    printf '%s = %s\n' "$key" "$value"
+  done
+}
+
+# toml_section NAME KEY=VALUE...: a [NAME] table, e.g. toml_section general port=6432.
+toml_section() {
+  printf '[%s]\n' "$1"
+  _toml_pairs "${@:2}"
+}
+
+# toml_entry NAME KEY=VALUE...: one [[NAME]] entry after a blank line, e.g.
+#   toml_entry databases name=bench port="$PG_SHARD0_PORT" user=postgres shard=0
+toml_entry() {
+  printf '\n[[%s]]\n' "$1"
+  _toml_pairs "${@:2}"
+}
+
+# toml_pgbench_sharding DATABASE [KEY=VALUE...]: pgbench's tables in a sharded DATABASE:
+# pgbench_accounts and pgbench_history sharded by aid (each entry with the extra KEY=VALUEs,
+# e.g. data_type=integer), pgbench_branches and pgbench_tellers on every shard.
+toml_pgbench_sharding() {
+  local db=$1 table
+  shift
+  for table in pgbench_accounts pgbench_history; do
+    toml_entry sharded_tables database="$db" name="$table" column=aid "$@"
+  done
+  toml_entry omnisharded_tables database="$db" 'tables=["pgbench_branches", "pgbench_tellers"]'
+}
