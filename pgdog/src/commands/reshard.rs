@@ -51,8 +51,11 @@ fn traffic(admin_urls: &[String], settings: &Settings) -> Result<Traffic, String
     Ok(Traffic::Admin(peers))
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
+/// The runtime `command` runs on; an error is printed (the command then exits with 1).
+fn runtime(command: &str) -> Option<tokio::runtime::Runtime> {
     super::jobs::runtime(2)
+        .map_err(|e| eprintln!("pgdog: {command}: {e}"))
+        .ok()
 }
 
 /// Prints the progress every second on a terminal, every 10 s otherwise.
@@ -105,12 +108,8 @@ pub(super) fn reshard_main(
     } else {
         Traffic::Detached
     };
-    let rt = match runtime() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("pgdog: reshard: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(rt) = runtime("reshard") else {
+        return ExitCode::FAILURE;
     };
     rt.block_on(async move {
         if abort_it {
@@ -192,12 +191,8 @@ pub(super) fn cutover_main(
             return ExitCode::from(2);
         }
     };
-    let rt = match runtime() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("pgdog: cutover: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(rt) = runtime("cutover") else {
+        return ExitCode::FAILURE;
     };
     rt.block_on(async move {
         let replay = RunningReplay::start(

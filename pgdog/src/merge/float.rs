@@ -29,24 +29,21 @@ pub fn parse(s: &str) -> Option<f64> {
 
 /// `float8out`.
 pub fn format_f64(v: f64) -> String {
-    if v.is_nan() {
-        return "NaN".into();
-    }
-    if v.is_infinite() {
-        return if v < 0.0 { "-Infinity" } else { "Infinity" }.into();
-    }
-    pg_style(&format!("{v:e}"), 15)
+    special(v).unwrap_or_else(|| pg_style(&format!("{v:e}"), 15))
 }
 
 /// `float4out`.
 pub fn format_f32(v: f32) -> String {
+    special(f64::from(v)).unwrap_or_else(|| pg_style(&format!("{v:e}"), 6))
+}
+
+/// NaN and the infinities as Postgres spells them.
+fn special(v: f64) -> Option<String> {
     if v.is_nan() {
-        return "NaN".into();
+        return Some("NaN".into());
     }
-    if v.is_infinite() {
-        return if v < 0.0 { "-Infinity" } else { "Infinity" }.into();
-    }
-    pg_style(&format!("{v:e}"), 6)
+    v.is_infinite()
+        .then(|| if v < 0.0 { "-Infinity" } else { "Infinity" }.into())
 }
 
 /// Rewrites Rust's shortest `d.ddde[-]x` as Postgres prints it: fixed notation for decimal

@@ -24,6 +24,13 @@ use std::sync::Arc;
 
 static RUNNING: Mutex<Option<Arc<Control>>> = Mutex::new(None);
 
+/// The reshard still running, or 55000 with `otherwise`.
+fn unfinished(otherwise: &str) -> Result<Arc<Control>, AdminError> {
+    running()
+        .filter(|c| !c.is_finished())
+        .ok_or_else(|| failed("55000", otherwise))
+}
+
 /// The reshard running in this process, if any (for the metrics).
 pub fn running() -> Option<Arc<Control>> {
     RUNNING.lock().clone()
@@ -268,9 +275,7 @@ async fn execute(command: Command) -> Result<Reply, AdminError> {
             })
         }
         Command::Cutover => {
-            let c = running()
-                .filter(|c| !c.is_finished())
-                .ok_or_else(|| failed("55000", "no reshard is running: start one with RESHARD"))?;
+            let c = unfinished("no reshard is running: start one with RESHARD")?;
             c.request_cutover();
             finished(&c, true).await;
             match c.step() {
@@ -287,9 +292,7 @@ async fn execute(command: Command) -> Result<Reply, AdminError> {
             Ok(Reply::Tag("SWITCH".into()))
         }
         Command::Stop => {
-            let c = running()
-                .filter(|c| !c.is_finished())
-                .ok_or_else(|| failed("55000", "no reshard is running"))?;
+            let c = unfinished("no reshard is running")?;
             c.stop();
             finished(&c, false).await;
             Ok(Reply::Tag("STOP".into()))

@@ -231,20 +231,16 @@ tables = ["countries"]
     fn swaps_names_and_keeps_server_databases() {
         let out = swap_databases(TEXT, "app", "app_new").unwrap();
         let config: Config = toml::from_str(&out).unwrap();
-        let app: Vec<_> = config
-            .databases
-            .iter()
-            .filter(|d| d.name == "app")
-            .collect();
+        let named = |name: &str| -> Vec<_> {
+            let entries = config.databases.iter();
+            entries.filter(|d| d.name == name).collect()
+        };
+        let app = named("app");
         assert_eq!(app.len(), 2);
         assert!(app
             .iter()
             .all(|d| d.port >= 6000 && d.database_name() == "postgres"));
-        let old: Vec<_> = config
-            .databases
-            .iter()
-            .filter(|d| d.name == "app_new")
-            .collect();
+        let old = named("app_new");
         assert_eq!(old.len(), 1);
         assert_eq!(old[0].port, 5000);
         assert_eq!(old[0].database_name(), "app");

@@ -82,11 +82,7 @@ impl ShardedSession {
             }
             Transaction::Commit => {
                 if self.tx.is_none() {
-                    self.send(&crate::net::message::error_response(
-                        "WARNING",
-                        "25P01",
-                        "there is no transaction in progress",
-                    ));
+                    self.warn_no_transaction();
                     return Ok("COMMIT".into());
                 }
                 if self.status == TxStatus::Failed {
@@ -102,11 +98,7 @@ impl ShardedSession {
             }
             Transaction::Rollback => {
                 if self.tx.is_none() {
-                    self.send(&crate::net::message::error_response(
-                        "WARNING",
-                        "25P01",
-                        "there is no transaction in progress",
-                    ));
+                    self.warn_no_transaction();
                     return Ok("ROLLBACK".into());
                 }
                 self.rollback().await?;
@@ -163,6 +155,16 @@ impl ShardedSession {
 
     /// A server of the transaction that died while the client was idle in it (found before
     /// anything commits, so no shard commits while another's work is gone): the error to give.
+    /// COMMIT or ROLLBACK outside a transaction: Postgres' WARNING, and the command succeeds.
+    fn warn_no_transaction(&mut self) {
+        let m = crate::net::message::error_response(
+            "WARNING",
+            "25P01",
+            "there is no transaction in progress",
+        );
+        self.send(&m);
+    }
+
     fn lost_before_commit(&mut self) -> Option<ClientError> {
         let begun: Vec<usize> = self
             .tx

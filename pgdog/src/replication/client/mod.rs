@@ -180,30 +180,21 @@ impl ReplicationClient {
                 "a command was sent while replication is streaming: stop() first",
             ));
         }
-        let addr = self.addr().to_string();
-        let wrap = |source| ReplicationError::Command {
-            command: command.to_string(),
-            addr: addr.clone(),
-            source: Box::new(source),
-        };
+        let wrap = command_error(command, self.addr());
         self.server
             .write(&message::query(command))
             .await
-            .map_err(wrap)?;
+            .map_err(&wrap)?;
         read_rows(&mut self.server).await.map_err(wrap)
     }
 
     /// Sends `command` without waiting for its result (see [`standby`]).
     async fn send(&mut self, command: &str) -> Result<()> {
-        let addr = self.addr().to_string();
+        let wrap = command_error(command, self.addr());
         self.server
             .write(&message::query(command))
             .await
-            .map_err(|source| ReplicationError::Command {
-                command: command.to_string(),
-                addr,
-                source: Box::new(source),
-            })
+            .map_err(wrap)
     }
 
     /// START_REPLICATION from `lsn` (0: from the slot's confirmed position). The server
@@ -223,18 +214,14 @@ impl ReplicationClient {
         }
         let command = options.command(slot, lsn)?;
         let addr = self.addr().to_string();
-        let wrap = |source| ReplicationError::Command {
-            command: command.clone(),
-            addr: addr.clone(),
-            source: Box::new(source),
-        };
+        let wrap = command_error(&command, &addr);
         self.server
             .write(&message::query(&command))
             .await
-            .map_err(wrap)?;
+            .map_err(&wrap)?;
         let mut error = None;
         loop {
-            let m = self.server.read().await.map_err(wrap)?;
+            let m = self.server.read().await.map_err(&wrap)?;
             match m.tag() {
                 backend::COPY_BOTH_RESPONSE => break,
                 backend::ERROR_RESPONSE => error = Some(postgres_error(m)),
@@ -496,4 +483,14 @@ fn data_row(m: &Message) -> Result<Vec<Option<String>>, crate::net::ProtocolErro
         }
     }
     Ok(row)
+}
+
+/// The error of `command` on the server at `addr`.
+fn command_error(command: &str, addr: &str) -> impl Fn(ServerError) -> ReplicationError {
+    let (command, addr) = (command.to_string(), addr.to_string());
+    move |source| ReplicationError::Command {
+        command: command.clone(),
+        addr: addr.clone(),
+        source: Box::new(source),
+    }
 }

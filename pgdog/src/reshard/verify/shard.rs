@@ -210,25 +210,26 @@ impl Shard {
                     let key = row.first().cloned().flatten();
                     match sharding.shard_of_text(key.as_deref()) {
                         Ok(s) if s == self.shard => {}
-                        Ok(s) => {
-                            result.misplaced += 1;
-                            if result.example.is_none() {
-                                result.example = Some(format!(
-                                    "key {} on shard {} belongs on shard {s}",
-                                    key.as_deref().unwrap_or("NULL"),
-                                    self.shard
-                                ));
-                            }
-                        }
-                        Err(e) => {
-                            result.unplaceable += 1;
-                            if result.unplaceable_example.is_none() {
-                                result.unplaceable_example = Some(format!(
-                                    "key {} on shard {}: {e}",
-                                    key.as_deref().unwrap_or("NULL"),
-                                    self.shard
-                                ));
-                            }
+                        found => {
+                            let at = format!(
+                                "key {} on shard {}",
+                                key.as_deref().unwrap_or("NULL"),
+                                self.shard
+                            );
+                            let (count, example, why) = match found {
+                                Ok(s) => (
+                                    &mut result.misplaced,
+                                    &mut result.example,
+                                    format!(" belongs on shard {s}"),
+                                ),
+                                Err(e) => (
+                                    &mut result.unplaceable,
+                                    &mut result.unplaceable_example,
+                                    format!(": {e}"),
+                                ),
+                            };
+                            *count += 1;
+                            example.get_or_insert_with(|| format!("{at}{why}"));
                         }
                     }
                 }

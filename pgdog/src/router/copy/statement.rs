@@ -311,14 +311,17 @@ fn invalid(message: impl Into<String>) -> CopyError {
     CopyError::option("22023", message)
 }
 
-/// Delimiter, NULL and DEFAULT strings, and HEADER: set and checked.
-fn check_delimiters(
-    g: &Given,
-    o: &mut CopyOptions,
+/// What the options are checked against: the format and the direction.
+#[derive(Clone, Copy)]
+struct Mode {
     csv: bool,
     binary: bool,
     from: bool,
-) -> Result<(), CopyError> {
+}
+
+/// Delimiter, NULL and DEFAULT strings, and HEADER: set and checked.
+fn check_delimiters(g: &Given, o: &mut CopyOptions, mode: Mode) -> Result<(), CopyError> {
+    let Mode { csv, binary, from } = mode;
     if binary {
         let text_only = ["delimiter", "null", "default", "header"];
         refuse_any(g, &text_only, "42601", |n| {
@@ -365,13 +368,8 @@ fn check_delimiters(
 }
 
 /// The CSV-only options (QUOTE, ESCAPE, FORCE_*) and DEFAULT against the others.
-fn check_quoting(
-    g: &Given,
-    o: &mut CopyOptions,
-    csv: bool,
-    binary: bool,
-    from: bool,
-) -> Result<(), CopyError> {
+fn check_quoting(g: &Given, o: &mut CopyOptions, mode: Mode) -> Result<(), CopyError> {
+    let Mode { csv, binary, from } = mode;
     if !csv {
         let csv_only = [
             "quote",
@@ -453,12 +451,8 @@ fn check_quoting(
 }
 
 /// ON_ERROR, REJECT_LIMIT and ENCODING.
-fn check_error_handling(
-    g: &Given,
-    o: &mut CopyOptions,
-    binary: bool,
-    from: bool,
-) -> Result<(), CopyError> {
+fn check_error_handling(g: &Given, o: &mut CopyOptions, mode: Mode) -> Result<(), CopyError> {
+    let Mode { binary, from, .. } = mode;
     o.on_error = g.on_error.unwrap_or_default();
     if o.on_error == OnError::Ignore && binary {
         return Err(CopyError::option(
@@ -500,13 +494,14 @@ fn check(g: Given, from: bool) -> Result<CopyOptions, CopyError> {
     let csv = format == CopyFormat::Csv;
     let binary = format == CopyFormat::Binary;
     let mut o = CopyOptions::for_format(format);
-    check_delimiters(&g, &mut o, csv, binary, from)?;
-    check_quoting(&g, &mut o, csv, binary, from)?;
+    let mode = Mode { csv, binary, from };
+    check_delimiters(&g, &mut o, mode)?;
+    check_quoting(&g, &mut o, mode)?;
     o.default = g.default.clone();
     o.force_null = g.force_null.clone().unwrap_or_default();
     o.force_not_null = g.force_not_null.clone().unwrap_or_default();
     debug_assert!(csv || !(o.force_null.is_set() || o.force_not_null.is_set()));
-    check_error_handling(&g, &mut o, binary, from)?;
+    check_error_handling(&g, &mut o, mode)?;
     o.encoding = g.encoding;
     Ok(o)
 }
