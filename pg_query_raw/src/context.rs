@@ -29,6 +29,29 @@ pub(crate) fn c_string(sql: &str) -> Result<CString, Error> {
     CString::new(sql).map_err(|e| Error::InteriorNul(e.nul_position()))
 }
 
+/// Runs libpg_query's raw parser on `sql` in a fresh memory context and calls `read` with the
+/// statement list (a `List *` of `RawStmt`) and the parser's stderr output (a C string, may be
+/// null). Both are freed once `read` returns: it copies what it keeps.
+pub(crate) fn with_raw_parse<T>(
+    sql: &str,
+    read: impl FnOnce(*const c::List, *const c_char) -> Result<T, Error>,
+) -> Result<T, Error> {
+    let input = c_string(sql)?;
+    let _ctx = Context::enter();
+    // SAFETY: pg_query_raw_parse catches Postgres errors itself; the tree lives in `_ctx`, which
+    // outlives `read`; the stderr buffer and the error are malloc'd and freed here.
+    unsafe {
+        let raw = c::pg_query_raw_parse(input.as_ptr(), 0);
+        let result = if raw.error.is_null() {
+            read(raw.tree, raw.stderr_buffer)
+        } else {
+            Err(take_error(raw.error))
+        };
+        libc::free(raw.stderr_buffer as *mut libc::c_void);
+        result
+    }
+}
+
 /// Reads and frees a `PgQueryError`.
 ///
 /// # Safety

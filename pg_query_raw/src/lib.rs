@@ -27,7 +27,7 @@ pub use pg_query::protobuf;
 pub use utility::{fingerprint, normalize, scan, split};
 
 use bindings as c;
-use context::{c_string, cstr, take_error, Context};
+use context::{cstr, take_error, with_raw_parse, Context};
 use std::ffi::c_char;
 
 /// Parses `sql` into the full `pg_query` tree (statements, plus pg_query's table, function and
@@ -44,20 +44,11 @@ pub fn parse_protobuf(sql: &str) -> Result<protobuf::ParseResult> {
 }
 
 fn parse_with_stderr(sql: &str) -> Result<(protobuf::ParseResult, String)> {
-    let input = c_string(sql)?;
-    let _ctx = Context::enter();
-    // SAFETY: pg_query_raw_parse catches Postgres errors itself; the tree lives in `_ctx`, which
-    // outlives the conversion; the stderr buffer and error are malloc'd and freed here.
-    unsafe {
-        let raw = c::pg_query_raw_parse(input.as_ptr(), 0);
-        let stderr = cstr(raw.stderr_buffer);
-        libc::free(raw.stderr_buffer as *mut libc::c_void);
-        if !raw.error.is_null() {
-            return Err(take_error(raw.error));
-        }
-        let tree = convert::out_parse_result(raw.tree)?;
-        Ok((tree, stderr))
-    }
+    // SAFETY: the tree and the stderr buffer are valid while the closure runs; the conversion
+    // copies everything into owned values.
+    with_raw_parse(sql, |tree, stderr| unsafe {
+        Ok((convert::out_parse_result(tree)?, cstr(stderr)))
+    })
 }
 
 /// Refuses trees libpg_query's deparser cannot print: it would abort on an assertion (debug
@@ -102,17 +93,10 @@ fn check_deparsable(tree: &protobuf::ParseResult) -> Result<()> {
 /// any conversion adds to, for benchmarks.
 #[doc(hidden)]
 pub fn raw_parse_only(sql: &str) -> Result<usize> {
-    let input = c_string(sql)?;
-    let _ctx = Context::enter();
     // SAFETY: as in `parse_with_stderr`.
-    unsafe {
-        let raw = c::pg_query_raw_parse(input.as_ptr(), 0);
-        libc::free(raw.stderr_buffer as *mut libc::c_void);
-        if !raw.error.is_null() {
-            return Err(take_error(raw.error));
-        }
-        Ok(convert::list_items(raw.tree).len())
-    }
+    with_raw_parse(sql, |tree, _| unsafe {
+        Ok(convert::list_items(tree).len())
+    })
 }
 
 /// Turns a tree back into SQL, identical to `pg_query::deparse(tree, Default::default())`.

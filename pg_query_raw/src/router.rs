@@ -8,7 +8,7 @@
 //! else inside an expression is kept as [`Expr::Other`] with its node name, so a consumer can tell
 //! "something I do not understand" from "nothing".
 use crate::bindings as c;
-use crate::context::{c_string, cstr, take_error, Context};
+use crate::context::{cstr, with_raw_parse};
 use crate::convert::list_items;
 use crate::error::{Error, Result};
 use std::borrow::Cow;
@@ -37,18 +37,11 @@ pub use types::*;
 
 /// Parses `sql` and returns the router's view of each statement.
 pub fn parse(sql: &str) -> Result<Vec<Statement>> {
-    let input = c_string(sql)?;
-    let _ctx = Context::enter();
-    // SAFETY: pg_query_raw_parse catches Postgres errors; the tree lives in `_ctx` while we read
-    // it, and everything read is copied into owned Rust values.
-    unsafe {
-        let raw = c::pg_query_raw_parse(input.as_ptr(), 0);
-        libc::free(raw.stderr_buffer as *mut libc::c_void);
-        if !raw.error.is_null() {
-            return Err(take_error(raw.error));
-        }
+    // SAFETY: the tree is valid while the closure runs, and everything read is copied into owned
+    // Rust values.
+    with_raw_parse(sql, |tree, _| unsafe {
         let mut out = Vec::with_capacity(1);
-        for cell in list_items(raw.tree) {
+        for cell in list_items(tree) {
             let raw_stmt = &*(cell.ptr_value as *const c::RawStmt);
             let mut stmt = Reader::default().statement(raw_stmt.stmt)?;
             stmt.location = raw_stmt.stmt_location.max(0) as usize;
@@ -60,7 +53,7 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
             out.push(stmt);
         }
         Ok(out)
-    }
+    })
 }
 
 #[derive(Default)]
