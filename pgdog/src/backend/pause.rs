@@ -213,6 +213,16 @@ pub fn is_paused(database: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// Whether `condition` holds within `limit` (checked between yields).
+    async fn soon(limit: Duration, condition: impl Fn() -> bool) -> bool {
+        let wait = async {
+            while !condition() {
+                tokio::task::yield_now().await;
+            }
+        };
+        tokio::time::timeout(limit, wait).await.is_ok()
+    }
+
     #[tokio::test]
     async fn pause_waits_for_tickets_and_blocks_new_ones() {
         let db = "pause-unit-a".to_string();
@@ -223,13 +233,7 @@ mod tests {
             async move { pause_all(&[db], Duration::from_secs(10)).await }
         });
         // Still pending while the ticket is held.
-        tokio::time::timeout(Duration::from_millis(100), async {
-            while !is_paused("pause-unit-a") {
-                tokio::task::yield_now().await;
-            }
-        })
-        .await
-        .unwrap();
+        assert!(soon(Duration::from_millis(100), || is_paused("pause-unit-a")).await);
         assert!(!p.is_finished());
         drop(t);
         p.await.unwrap().unwrap();
@@ -237,13 +241,8 @@ mod tests {
             let g = g.clone();
             async move { enter(&g).await }
         });
-        let pending = tokio::time::timeout(Duration::from_millis(100), async {
-            while g.waiting.load(SeqCst) == 0 {
-                tokio::task::yield_now().await;
-            }
-        })
-        .await;
-        assert!(pending.is_ok(), "the session waits in the pause");
+        let pending = soon(Duration::from_millis(100), || g.waiting.load(SeqCst) > 0).await;
+        assert!(pending, "the session waits in the pause");
         assert!(!waiter.is_finished());
         resume_all(&[db]);
         let _ticket = tokio::time::timeout(Duration::from_secs(5), waiter)
@@ -261,13 +260,7 @@ mod tests {
             let db = db.clone();
             async move { pause_all(&[db], Duration::from_secs(30)).await }
         });
-        tokio::time::timeout(Duration::from_secs(5), async {
-            while !is_paused("pause-unit-c") {
-                tokio::task::yield_now().await;
-            }
-        })
-        .await
-        .unwrap();
+        assert!(soon(Duration::from_secs(5), || is_paused("pause-unit-c")).await);
         resume_all(std::slice::from_ref(&db));
         let err = tokio::time::timeout(Duration::from_secs(5), p)
             .await

@@ -537,20 +537,38 @@ impl Settings {
 mod tests {
     use super::*;
 
-    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-        let p = dir.join(name);
-        std::fs::write(&p, text).unwrap();
-        p
+    /// A scratch folder for configuration files, removed when dropped.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Scratch {
+            let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            Scratch(dir)
+        }
+
+        fn write(&self, name: &str, text: &str) -> PathBuf {
+            let p = self.0.join(name);
+            std::fs::write(&p, text).unwrap();
+            p
+        }
     }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// users.toml with user `app` of database `db`.
+    const APP_USERS: &str = "[[users]]\nname = \"app\"\ndatabase = \"db\"\npassword = \"pw\"\n";
 
     #[test]
     fn example_file_is_valid_and_documents_every_general_option() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let example = root.join("pgdog.toml.example");
-        let dir = std::env::temp_dir().join(format!("pgdog-example-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let users = write(
-            &dir,
+        let dir = Scratch::new("pgdog-example-test");
+        let users = dir.write(
             "users.toml",
             "[[users]]\nname = \"pgdog\"\ndatabase = \"pgdog\"\npassword = \"pgdog\"\n",
         );
@@ -599,55 +617,40 @@ mod tests {
                 "pgdog.toml.example does not document {key}"
             );
         }
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn defaults_and_unknown_key_with_line() {
-        let dir = std::env::temp_dir().join(format!("pgdog-config-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let c = write(
-            &dir,
+        let dir = Scratch::new("pgdog-config-test");
+        let c = dir.write(
             "a.toml",
             "[general]\nport = 7000\n\n[[databases]]\nname = \"db\"\n",
         );
-        let u = write(
-            &dir,
-            "u.toml",
-            "[[users]]\nname = \"app\"\ndatabase = \"db\"\npassword = \"pw\"\n",
-        );
+        let u = dir.write("u.toml", APP_USERS);
         let s = Settings::load(&c, &u).unwrap();
         assert_eq!(s.config.general.port, 7000);
         assert_eq!(s.config.general.host, "127.0.0.1");
         assert_eq!(s.config.general.pooler_mode, PoolerMode::Transaction);
         assert_eq!(s.config.databases[0].database_name(), "db");
         assert_eq!(s.config.databases[0].port, 5432);
-        let c = write(&dir, "b.toml", "[general]\nport = 7000\npool_sise = 3\n");
+        let c = dir.write("b.toml", "[general]\nport = 7000\npool_sise = 3\n");
         let err = Settings::load(&c, &u).unwrap_err().to_string();
         assert!(err.contains("line 3") && err.contains("pool_sise"), "{err}");
-        let u = write(
-            &dir,
+        let u = dir.write(
             "u2.toml",
             "[[users]]\nname = \"app\"\ndatabase = \"nope\"\npassword = \"pw\"\n",
         );
-        let c = write(&dir, "c.toml", "[[databases]]\nname = \"db\"\n");
+        let c = dir.write("c.toml", "[[databases]]\nname = \"db\"\n");
         let err = Settings::load(&c, &u).unwrap_err().to_string();
         assert!(err.contains("nope"), "{err}");
         // The admin database may not shadow a configured database.
-        let u = write(
-            &dir,
-            "u3.toml",
-            "[[users]]\nname = \"app\"\ndatabase = \"db\"\npassword = \"pw\"\n",
-        );
-        let c = write(
-            &dir,
-            "d.toml",
+        let u = dir.write("u3.toml", APP_USERS);
+        let c = dir.write("d.toml",
             "[general]\nadmin_database = \"db\"\nadmin_password = \"x\"\n\n[[databases]]\nname = \"db\"\n",
         );
         let err = Settings::load(&c, &u).unwrap_err().to_string();
         assert!(err.contains("admin_database"), "{err}");
-        let c = write(
-            &dir,
+        let c = dir.write(
             "e.toml",
             "[general]\nadmin_password = \"x\"\n\n[[databases]]\nname = \"db\"\n",
         );
@@ -656,35 +659,28 @@ mod tests {
         assert_eq!(s.config.general.admin_user, "admin");
         assert_eq!(s.config.general.pause_timeout, 30_000);
         // An admin database always has a password: an empty one is refused.
-        let c = write(
-            &dir,
+        let c = dir.write(
             "f.toml",
             "[general]\nadmin_password = \"\"\n\n[[databases]]\nname = \"db\"\n",
         );
         let err = Settings::load(&c, &u).unwrap_err().to_string();
         assert!(err.contains("admin_password is empty"), "{err}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn replicas_need_a_primary_or_auto_and_distinct_servers() {
-        let dir = std::env::temp_dir().join(format!("pgdog-config-ha-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let u = write(
-            &dir,
-            "u.toml",
-            "[[users]]\nname = \"app\"\ndatabase = \"db\"\npassword = \"pw\"\n",
-        );
+        let dir = Scratch::new("pgdog-config-ha");
+        let u = dir.write("u.toml", APP_USERS);
         let entry = |port: u16, role: &str| {
             format!("[[databases]]\nname = \"db\"\nport = {port}\nrole = \"{role}\"\n\n")
         };
         let only_replicas = format!("{}{}", entry(5433, "replica"), entry(5434, "replica"));
-        let err = Settings::load(&write(&dir, "a.toml", &only_replicas), &u)
+        let err = Settings::load(&dir.write("a.toml", &only_replicas), &u)
             .unwrap_err()
             .to_string();
         assert!(err.contains("no primary"), "{err}");
         let twice = format!("{}{}", entry(5433, "primary"), entry(5433, "replica"));
-        let err = Settings::load(&write(&dir, "b.toml", &twice), &u)
+        let err = Settings::load(&dir.write("b.toml", &twice), &u)
             .unwrap_err()
             .to_string();
         assert!(err.contains("same server twice"), "{err}");
@@ -693,10 +689,9 @@ mod tests {
             entry(5433, "auto"),
             entry(5434, "auto")
         );
-        let s = Settings::load(&write(&dir, "c.toml", &auto), &u).unwrap();
+        let s = Settings::load(&dir.write("c.toml", &auto), &u).unwrap();
         assert_eq!(s.shard_hosts("db", 0).len(), 2);
         assert_eq!(s.config.general.healthcheck_interval, 5_000);
         assert_eq!(s.config.general.max_replica_lag, 16 << 20);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
