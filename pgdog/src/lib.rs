@@ -27,6 +27,8 @@ pub mod registry;
 pub mod replication;
 pub mod reshard;
 pub mod router;
+#[cfg(test)]
+mod scratch;
 pub mod sharding;
 pub mod signals;
 pub mod stats;

@@ -51,6 +51,13 @@ fn traffic(admin_urls: &[String], settings: &Settings) -> Result<Traffic, String
     Ok(Traffic::Admin(peers))
 }
 
+/// The configuration `command` works with; an error is printed (the command then exits with 1).
+fn load(config: &Path, users: &Path, command: &str) -> Option<pgdog::config::Settings> {
+    pgdog::registry::load_settings(config, users)
+        .map_err(|e| eprintln!("pgdog: {command}: loading the configuration: {e}"))
+        .ok()
+}
+
 /// The runtime `command` runs on; an error is printed (the command then exits with 1).
 fn runtime(command: &str) -> Option<tokio::runtime::Runtime> {
     super::jobs::runtime(2)
@@ -90,12 +97,8 @@ pub(super) fn reshard_main(
     admin_urls: &[String],
     abort_it: bool,
 ) -> ExitCode {
-    let settings = match pgdog::registry::load_settings(config, users) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("pgdog: reshard: loading the configuration: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(settings) = load(config, users, "reshard") else {
+        return ExitCode::FAILURE;
     };
     let traffic = if options.cutover {
         match traffic(admin_urls, &settings) {
@@ -177,12 +180,8 @@ pub(super) fn cutover_main(
     options: ReshardOptions,
     admin_urls: &[String],
 ) -> ExitCode {
-    let settings = match pgdog::registry::load_settings(config, users) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("pgdog: cutover: loading the configuration: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(settings) = load(config, users, "cutover") else {
+        return ExitCode::FAILURE;
     };
     let traffic = match traffic(admin_urls, &settings) {
         Ok(t) => t,

@@ -536,29 +536,7 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A scratch folder for configuration files, removed when dropped.
-    struct Scratch(PathBuf);
-
-    impl Scratch {
-        fn new(name: &str) -> Scratch {
-            let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
-            std::fs::create_dir_all(&dir).unwrap();
-            Scratch(dir)
-        }
-
-        fn write(&self, name: &str, text: &str) -> PathBuf {
-            let p = self.0.join(name);
-            std::fs::write(&p, text).unwrap();
-            p
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
+    use crate::scratch::Scratch;
 
     /// users.toml with user `app` of database `db`.
     const APP_USERS: &str = "[[users]]\nname = \"app\"\ndatabase = \"db\"\npassword = \"pw\"\n";

@@ -249,8 +249,7 @@ mod tests {
 
     #[test]
     fn load_settings_refuses_a_placement_on_a_missing_shard() {
-        let dir = std::env::temp_dir().join(format!("pgdog-registry-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch::Scratch::new("pgdog-registry");
         let mut config = String::new();
         for shard in 0..2 {
             config.push_str(&format!(
@@ -262,9 +261,10 @@ mod tests {
             "[[sharded_tables]]\ndatabase = \"app\"\nname = \"users\"\ncolumn = \"id\"\n\
              data_type = \"bigint\"\n\n[[sharded_tables.mapping]]\nvalues = [1]\nshard = 5\n",
         );
-        let (c, u) = (dir.join("pgdog.toml"), dir.join("users.toml"));
-        std::fs::write(&c, config).unwrap();
-        std::fs::write(&u, "").unwrap();
+        let (c, u) = (
+            dir.write("pgdog.toml", &config),
+            dir.write("users.toml", ""),
+        );
         // The configuration layer alone accepts it; the entry points' load refuses it.
         assert!(Settings::read(&c, &u).is_ok());
         let err = load_settings(&c, &u).unwrap_err().to_string();
@@ -272,6 +272,5 @@ mod tests {
             err.contains("sharded_tables[0]") && err.contains("shard 5 does not exist"),
             "{err}"
         );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -267,29 +267,20 @@ tables = ["countries"]
 
     #[test]
     fn file_swap_keeps_a_backup() {
-        let dir = std::env::temp_dir().join(format!("pgdog-swap-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("pgdog.toml");
-        std::fs::write(&path, TEXT).unwrap();
+        let dir = crate::scratch::Scratch::new("pgdog-swap");
+        let path = dir.write("pgdog.toml", TEXT);
         let backup = swap_file(&path, "app", "app_new").unwrap();
         assert_eq!(std::fs::read_to_string(&backup).unwrap(), TEXT);
         let config: Config = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(config.sharded_tables[0].database, "app");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn a_shared_file_is_switched_once() {
-        let dir = std::env::temp_dir().join(format!("pgdog-switch-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("pgdog.toml");
-        std::fs::write(&path, TEXT).unwrap();
-        let users = dir.join("users.toml");
-        std::fs::write(
-            &users,
-            "[[users]]\nname = \"u\"\ndatabase = \"app\"\npassword = \"p\"\n",
-        )
-        .unwrap();
+        let dir = crate::scratch::Scratch::new("pgdog-switch");
+        let path = dir.write("pgdog.toml", TEXT);
+        let users_toml = "[[users]]\nname = \"u\"\ndatabase = \"app\"\npassword = \"p\"\n";
+        let users = dir.write("users.toml", users_toml);
         // Two proxies loaded the same file before the switch.
         let running = crate::config::Settings::load(&path, &users).unwrap();
         assert!(switch_file(&path, "app", "app_new", &running)
@@ -301,6 +292,5 @@ tables = ["countries"]
             .unwrap()
             .is_none());
         assert_eq!(std::fs::read_to_string(&path).unwrap(), once);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -121,17 +121,12 @@ impl ReplicationClient {
     pub async fn identify_system(&mut self) -> Result<SystemInfo> {
         let command = "IDENTIFY_SYSTEM";
         let rows = self.query(command).await?;
-        let row = rows
-            .first()
-            .ok_or_else(|| self.malformed(command, "result"))?;
-        let col = |i: usize| row.get(i).cloned().flatten();
+        let col = self.first_row(command, &rows)?;
         let system_id = col(0).ok_or_else(|| self.malformed(command, "systemid"))?;
         let timeline = col(1)
             .and_then(|t| t.parse().ok())
             .ok_or_else(|| self.malformed(command, "timeline"))?;
-        let xlogpos = col(2)
-            .and_then(|l| parse_lsn(&l).ok())
-            .ok_or_else(|| self.malformed(command, "xlogpos"))?;
+        let xlogpos = self.lsn_in(command, col(2), "xlogpos")?;
         Ok(SystemInfo {
             system_id,
             timeline,
@@ -150,14 +145,9 @@ impl ReplicationClient {
 
     /// Reads CREATE_REPLICATION_SLOT's row.
     fn created_slot(&self, command: &str, rows: Rows) -> Result<CreatedSlot> {
-        let row = rows
-            .first()
-            .ok_or_else(|| self.malformed(command, "result"))?;
-        let col = |i: usize| row.get(i).cloned().flatten();
+        let col = self.first_row(command, &rows)?;
         let name = col(0).ok_or_else(|| self.malformed(command, "slot_name"))?;
-        let consistent_point = col(1)
-            .and_then(|l| parse_lsn(&l).ok())
-            .ok_or_else(|| self.malformed(command, "consistent_point"))?;
+        let consistent_point = self.lsn_in(command, col(1), "consistent_point")?;
         Ok(CreatedSlot {
             name,
             consistent_point,
@@ -394,6 +384,25 @@ impl ReplicationClient {
     /// Ends the connection (a temporary slot goes with it).
     pub async fn close(self) {
         self.server.terminate().await;
+    }
+
+    /// The columns of the first row of `command`'s answer (None for NULL or past the end).
+    fn first_row<'r>(
+        &self,
+        command: &str,
+        rows: &'r Rows,
+    ) -> Result<impl Fn(usize) -> Option<String> + 'r> {
+        let row = rows
+            .first()
+            .ok_or_else(|| self.malformed(command, "result"))?;
+        Ok(move |i: usize| row.get(i).cloned().flatten())
+    }
+
+    /// The LSN in column `what` of `command`'s answer.
+    fn lsn_in(&self, command: &str, value: Option<String>, what: &'static str) -> Result<u64> {
+        value
+            .and_then(|l| parse_lsn(&l).ok())
+            .ok_or_else(|| self.malformed(command, what))
     }
 
     fn malformed(&self, command: &str, what: &'static str) -> ReplicationError {
