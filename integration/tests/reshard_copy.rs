@@ -5,9 +5,14 @@
 //! exist on the primary and no temporary slot may be left on the standby.
 mod reshard_common;
 
+use pgdog::config::Settings;
+use pgdog::reshard::copy::CopyDataOptions;
 use reshard_common::{
-    count_on, omnisharded, pgdog_with, run_ok, sharded_table, shards, text, write_files, USERS,
+    assert_spread_over_two_shards, config_dir, count_on, drop_slot, line_starting, omnisharded,
+    pgdog_with, schema_sync_pre, sharded_table, shards, text, verify_ok, wait_for_no_slots,
+    SRC_DST as DBS,
 };
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -30,67 +35,93 @@ CREATE PUBLICATION pub_other FOR TABLE other;
 ";
 
 const ROWS: i64 = 5000;
-const DBS: [&str; 4] = ["--from-database", "src", "--to-database", "dst"];
 
-fn write_config(dir: &Path, source: &Topology, dest: &Topology) {
+/// A primary + standby source with [`SCHEMA`] and `rows`, a two-shard destination with its
+/// pre-data schema (`schema-sync`, once the standby caught up), and the configuration folder
+/// `pgdog-<tag>-<pid>`: `src` on the primary and the standby (a replica), `dst` on the shards
+/// with `users` sharded by id and `kinds` omnisharded.
+fn setup(tag: &str, rows: &str) -> (Topology, Topology, PathBuf) {
+    let source = Topology::replicated().expect("source topology");
+    let dest = Topology::shards(2).expect("destination topology");
     let config = reshard_common::database("src", 0, source.primary().port, "primary")
         + &reshard_common::database("src", 0, source.standby().port, "replica")
-        + &shards("dst", dest, 2)
+        + &shards("dst", &dest, 2)
         + &sharded_table("dst", "users", "id", "bigint")
         + &omnisharded("dst", &["kinds"]);
-    write_files(dir, &config, USERS);
+    let dir = config_dir(tag, &config);
+    let primary = source.primary();
+    primary.psql(SCHEMA).expect("source schema");
+    primary.psql(rows).expect("source rows");
+    source
+        .wait_for_standby(Duration::from_secs(30))
+        .expect("standby caught up");
+    schema_sync_pre(&dir, &source);
+    (source, dest, dir)
+}
+
+/// The settings of `dir` and in-process copy-data options of `pub` from src to dst.
+fn copy_options(dir: &Path, slot: &str, parallel: usize) -> (Settings, CopyDataOptions) {
+    let settings = Settings::load(&dir.join("pgdog.toml"), &dir.join("users.toml")).unwrap();
+    let options = CopyDataOptions {
+        config: dir.join("pgdog.toml"),
+        users: dir.join("users.toml"),
+        from_database: "src".into(),
+        to_database: "dst".into(),
+        publication: "pub".into(),
+        slot: Some(slot.into()),
+        parallel,
+        progress: None,
+    };
+    (settings, options)
 }
 
 /// The temporary slots of the copies leave with their connections.
 fn wait_standby_slots_gone(source: &Topology) {
-    wait_until(
+    wait_for_no_slots(
+        source.standby(),
+        "slot_type = 'logical'",
         "the temporary slots on the standby to go away",
-        Duration::from_secs(30),
-        Duration::from_millis(20),
-        || {
-            Ok(source
-                .standby()
-                .psql("SELECT count(*) FROM pg_replication_slots WHERE slot_type = 'logical'")?
-                == "0")
-        },
-    )
-    .expect("no temporary slot left on the standby");
+    );
+}
+
+/// `copy-data --publication <publication> --slot <slot> <more...>` from src to dst fails
+/// (exit 1) with each of `said` in its output, and leaves no slot `slot` on the primary.
+fn copy_data_fails(
+    dir: &Path,
+    source: &Topology,
+    (publication, slot, more): (&str, &str, &[&str]),
+    said: &[&str],
+) {
+    let args = [&["--publication", publication, "--slot", slot], more].concat();
+    let out = pgdog_with(dir, source, "copy-data", &DBS, &args);
+    let output = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{output}");
+    for s in said {
+        assert!(output.contains(s), "{output}");
+    }
+    assert_eq!(
+        source
+            .primary()
+            .psql(&format!(
+                "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '{slot}'"
+            ))
+            .unwrap(),
+        "0",
+        "the failed copy's permanent slot {slot} is dropped"
+    );
 }
 
 /// A failure on one shard rolls the table back on every shard (kind 1 already exists on shard
 /// 1 only) and drops the slot the copy made; the destination is cleared afterwards.
 fn failed_copy_rolls_back(dir: &Path, source: &Topology, dest: &Topology) {
-    let primary = source.primary();
     dest.shard(1)
         .psql("INSERT INTO kinds VALUES (1, 'in the way')")
         .unwrap();
-    let out = pgdog_with(
+    copy_data_fails(
         dir,
         source,
-        "copy-data",
-        &DBS,
-        &[
-            "--publication",
-            "pub",
-            "--slot",
-            "reshard0",
-            "--parallel",
-            "1",
-        ],
-    );
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(text(&out).contains("kinds_pkey"), "{}", text(&out));
-    assert!(
-        text(&out).contains("slot reshard0 created"),
-        "{}",
-        text(&out)
-    );
-    assert_eq!(
-        primary
-            .psql("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'reshard0'")
-            .unwrap(),
-        "0",
-        "the failed copy's permanent slot is dropped"
+        ("pub", "reshard0", &["--parallel", "1"]),
+        &["kinds_pkey", "slot reshard0 created"],
     );
     assert_eq!(
         dest.shard(0).psql("SELECT count(*) FROM kinds").unwrap(),
@@ -105,17 +136,8 @@ fn failed_copy_rolls_back(dir: &Path, source: &Topology, dest: &Topology) {
 
 #[test]
 fn copy_data_from_standby_into_two_shards() {
-    let source = Topology::replicated().expect("source topology");
-    let dest = Topology::shards(2).expect("destination topology");
-    let dir: PathBuf = std::env::temp_dir().join(format!("pgdog-copy-data-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    write_config(&dir, &source, &dest);
-
-    let primary = source.primary();
-    primary.psql(SCHEMA).expect("source schema");
-    primary
-        .psql(&format!(
-            "INSERT INTO users
+    let rows = format!(
+        "INSERT INTO users
              SELECT i,
                     CASE WHEN i % 10 = 0 THEN NULL ELSE 'user ' || i END,
                     CASE WHEN i % 3 = 0 THEN E'tab\\there\\nnew line\\\\ back' WHEN i % 3 = 1 THEN NULL ELSE '' END,
@@ -125,11 +147,11 @@ fn copy_data_from_standby_into_two_shards() {
              FROM generate_series(-{half}, {rest}) i;
              INSERT INTO kinds VALUES (1, 'one'), (2, E'two\\ttabs'), (3, NULL);
              INSERT INTO other VALUES (1);",
-            half = ROWS / 2,
-            rest = ROWS - ROWS / 2 - 1
-        ))
-        .expect("source rows");
-    sync_schema(&dir, &source);
+        half = ROWS / 2,
+        rest = ROWS - ROWS / 2 - 1
+    );
+    let (source, dest, dir) = setup("copy-data", &rows);
+    let primary = source.primary();
 
     failed_copy_rolls_back(&dir, &source, &dest);
 
@@ -163,17 +185,7 @@ fn copy_data_from_standby_into_two_shards() {
     assert_eq!(output.matches(&standby).count(), 2, "{output}");
 
     // Both shards got users, each kind is everywhere.
-    let counts: Vec<i64> = (0..2)
-        .map(|s| {
-            dest.shard(s)
-                .psql("SELECT count(*) FROM users")
-                .unwrap()
-                .parse()
-                .unwrap()
-        })
-        .collect();
-    assert!(counts.iter().all(|&c| c > 0), "{counts:?}");
-    assert_eq!(counts.iter().sum::<i64>(), ROWS);
+    assert_spread_over_two_shards(&dest, "users", ROWS);
     for s in 0..2 {
         assert_eq!(
             dest.shard(s).psql("SELECT count(*) FROM kinds").unwrap(),
@@ -181,14 +193,7 @@ fn copy_data_from_standby_into_two_shards() {
         );
     }
 
-    let out = pgdog_with(
-        &dir,
-        &source,
-        "verify",
-        &DBS,
-        &["--table", "users", "--table", "kinds"],
-    );
-    assert!(out.status.success(), "verify: {}", text(&out));
+    verify_ok(&dir, &source, &["users", "kinds"], "");
 
     // The permanent slot is on the primary; the temporary ones left with their connections.
     assert_eq!(
@@ -201,29 +206,14 @@ fn copy_data_from_standby_into_two_shards() {
 
     // A table the destination neither shards nor replicates: refused, naming the table, before
     // any slot is made.
-    let out = pgdog_with(
+    copy_data_fails(
         &dir,
         &source,
-        "copy-data",
-        &DBS,
-        &["--publication", "pub_other", "--slot", "reshard2"],
-    );
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        text(&out).contains("public.other is neither sharded nor omnisharded"),
-        "{}",
-        text(&out)
-    );
-    assert_eq!(
-        primary
-            .psql("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'reshard2'")
-            .unwrap(),
-        "0"
+        ("pub_other", "reshard2", &[]),
+        &["public.other is neither sharded nor omnisharded"],
     );
 
-    primary
-        .psql("SELECT pg_drop_replication_slot('reshard1')")
-        .expect("dropping the slot");
+    drop_slot(primary, "reshard1");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -247,18 +237,11 @@ struct Written {
 /// after the watermark must not be.
 #[test]
 fn copy_data_respects_each_tables_watermark_under_writes() {
-    let source = Topology::replicated().expect("source topology");
-    let dest = Topology::shards(2).expect("destination topology");
-    let dir: PathBuf =
-        std::env::temp_dir().join(format!("pgdog-copy-data-live-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    write_config(&dir, &source, &dest);
+    let (source, dest, dir) = setup(
+        "copy-data-live",
+        "INSERT INTO users (id, name) SELECT i, 'user ' || i FROM generate_series(1, 2000) i",
+    );
     let primary = source.primary();
-    primary.psql(SCHEMA).expect("source schema");
-    primary
-        .psql("INSERT INTO users (id, name) SELECT i, 'user ' || i FROM generate_series(1, 2000) i")
-        .expect("source rows");
-    sync_schema(&dir, &source);
 
     let stop = Arc::new(AtomicBool::new(false));
     let written: Arc<Mutex<Vec<Written>>> = Arc::default();
@@ -279,10 +262,7 @@ fn copy_data_respects_each_tables_watermark_under_writes() {
     stop.store(true, Ordering::SeqCst);
     writer.join().expect("writer");
 
-    let line = output
-        .lines()
-        .find(|l| l.starts_with("table public.users: "))
-        .unwrap_or_else(|| panic!("no users line: {output}"));
+    let line = line_starting(&output, "table public.users: ");
     let watermark = lsn(line
         .split("watermark ")
         .nth(1)
@@ -379,20 +359,6 @@ fn assert_watermark(written: &[Written], copied: &std::collections::HashSet<i64>
     );
 }
 
-/// `schema-sync --phase pre` of `pub` from src to dst, once the standby caught up.
-fn sync_schema(dir: &Path, source: &Topology) {
-    source
-        .wait_for_standby(Duration::from_secs(30))
-        .expect("standby caught up");
-    run_ok(
-        dir,
-        source,
-        "schema-sync",
-        &DBS,
-        &["--publication", "pub", "--phase", "pre"],
-    );
-}
-
 /// Count and order-independent checksum of the users below id 1000000 on one node.
 const USERS_SUM: &str =
     "SELECT count(*) || ' ' || coalesce(sum(hashtext(u::text)::bigint), 0) FROM users u WHERE id < 1000000";
@@ -412,26 +378,17 @@ fn sum_of(rows: &[String]) -> (i64, i64) {
 /// the watermark and none inserted after it, and the small omnisharded table is read whole.
 #[test]
 fn copy_data_splits_a_large_table_into_ranges_under_writes() {
-    use pgdog::reshard::copy::{copy_data_tuned, CopyDataOptions, CopyTuning, TableCopy};
-    let source = Topology::replicated().expect("source topology");
-    let dest = Topology::shards(2).expect("destination topology");
-    let dir: PathBuf =
-        std::env::temp_dir().join(format!("pgdog-copy-data-split-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    write_config(&dir, &source, &dest);
+    use pgdog::reshard::copy::{copy_data_tuned, CopyTuning, TableCopy};
+    let (source, dest, dir) = setup(
+        "copy-data-split",
+        "INSERT INTO users (id, name, note, data, score)
+         SELECT i, 'user ' || i, CASE WHEN i % 7 = 0 THEN NULL ELSE repeat('n', i % 90) END,
+                decode(md5(i::text), 'hex'), i * 0.5
+         FROM generate_series(1, 20000) i;
+         DELETE FROM users WHERE id % 11 = 0;
+         INSERT INTO kinds VALUES (1, 'one'), (2, NULL);",
+    );
     let primary = source.primary();
-    primary.psql(SCHEMA).expect("source schema");
-    primary
-        .psql(
-            "INSERT INTO users (id, name, note, data, score)
-             SELECT i, 'user ' || i, CASE WHEN i % 7 = 0 THEN NULL ELSE repeat('n', i % 90) END,
-                    decode(md5(i::text), 'hex'), i * 0.5
-             FROM generate_series(1, 20000) i;
-             DELETE FROM users WHERE id % 11 = 0;
-             INSERT INTO kinds VALUES (1, 'one'), (2, NULL);",
-        )
-        .expect("source rows");
-    sync_schema(&dir, &source);
     let expected = sum_of(&[primary.psql(USERS_SUM).unwrap()]);
     assert_eq!(expected.0, 20000 - 20000 / 11);
 
@@ -440,18 +397,7 @@ fn copy_data_splits_a_large_table_into_ranges_under_writes() {
     let writer = spawn_writer(primary.url("postgres"), stop.clone(), written.clone());
     wait_written(&written, 0, 20);
 
-    let settings =
-        pgdog::config::Settings::load(&dir.join("pgdog.toml"), &dir.join("users.toml")).unwrap();
-    let options = CopyDataOptions {
-        config: dir.join("pgdog.toml"),
-        users: dir.join("users.toml"),
-        from_database: "src".into(),
-        to_database: "dst".into(),
-        publication: "pub".into(),
-        slot: Some("split".into()),
-        parallel: 3,
-        progress: None,
-    };
+    let (settings, options) = copy_options(&dir, "split", 3);
     let tuning = CopyTuning {
         split_bytes: 64 * 1024,
     };
@@ -513,9 +459,7 @@ fn copy_data_splits_a_large_table_into_ranges_under_writes() {
         );
     }
     wait_standby_slots_gone(&source);
-    primary
-        .psql("SELECT pg_drop_replication_slot('split')")
-        .expect("dropping the slot");
+    drop_slot(primary, "split");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -525,38 +469,18 @@ fn copy_data_splits_a_large_table_into_ranges_under_writes() {
 /// no watermark was committed.
 #[test]
 fn dropping_copy_data_aborts_its_copies() {
-    use pgdog::reshard::copy::{copy_data_tuned, CopyDataOptions, CopyTuning, PROGRESS_DDL};
-    let source = Topology::replicated().expect("source topology");
-    let dest = Topology::shards(2).expect("destination topology");
-    let dir: PathBuf =
-        std::env::temp_dir().join(format!("pgdog-copy-data-drop-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    write_config(&dir, &source, &dest);
+    use pgdog::reshard::copy::{copy_data_tuned, CopyTuning, PROGRESS_DDL};
+    let (source, dest, dir) = setup(
+        "copy-data-drop",
+        "INSERT INTO users (id, name) SELECT i, 'user ' || i FROM generate_series(1, 5000) i;
+         INSERT INTO kinds VALUES (1, 'one');",
+    );
     let primary = source.primary();
-    primary.psql(SCHEMA).expect("source schema");
-    primary
-        .psql(
-            "INSERT INTO users (id, name) SELECT i, 'user ' || i FROM generate_series(1, 5000) i;
-             INSERT INTO kinds VALUES (1, 'one');",
-        )
-        .expect("source rows");
-    sync_schema(&dir, &source);
     for s in 0..2 {
         dest.shard(s).psql(PROGRESS_DDL).expect("progress tables");
     }
 
-    let settings =
-        pgdog::config::Settings::load(&dir.join("pgdog.toml"), &dir.join("users.toml")).unwrap();
-    let options = CopyDataOptions {
-        config: dir.join("pgdog.toml"),
-        users: dir.join("users.toml"),
-        from_database: "src".into(),
-        to_database: "dst".into(),
-        publication: "pub".into(),
-        slot: Some("dropped".into()),
-        parallel: 2,
-        progress: None,
-    };
+    let (settings, options) = copy_options(&dir, "dropped", 2);
     let tuning = CopyTuning { split_bytes: 8192 };
     let standby_url = source.standby().url("postgres");
     let shard1_url = dest.shard(1).url("postgres");
@@ -621,20 +545,16 @@ fn dropping_copy_data_aborts_its_copies() {
         drop(copy);
 
         // Still locked: only aborting the copies can close their replication connections.
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        while temporary_slots().await > 0 {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the temporary slots stayed after the copy was dropped"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        wait_for_zero(
+            "the temporary slots stayed after the copy was dropped",
+            temporary_slots,
+        )
+        .await;
         // A backend waiting for a lock notices its client is gone only once it gets the lock:
         // unblock, then the copy's sessions end without committing.
         locker.batch_execute("COMMIT").await.expect("unlock");
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            let left: i64 = watcher
+        let copy_sessions = || async {
+            watcher
                 .query_one(
                     "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'INSERT INTO pgdog_reshard_progress%' \
                         OR query LIKE 'COPY %FROM STDIN%'",
@@ -642,16 +562,13 @@ fn dropping_copy_data_aborts_its_copies() {
                 )
                 .await
                 .expect("activity")
-                .get(0);
-            if left == 0 {
-                break;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the copy's destination sessions stayed after the copy was dropped"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+                .get::<_, i64>(0)
+        };
+        wait_for_zero(
+            "the copy's destination sessions stayed after the copy was dropped",
+            copy_sessions,
+        )
+        .await;
     });
     for s in 0..2 {
         for table in ["users", "kinds", "pgdog_reshard_progress"] {
@@ -664,8 +581,15 @@ fn dropping_copy_data_aborts_its_copies() {
             );
         }
     }
-    primary
-        .psql("SELECT pg_drop_replication_slot('dropped')")
-        .expect("dropping the slot");
+    drop_slot(primary, "dropped");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Polls the async `count` every 20 ms until it is 0; fails with `stayed` after 30 s.
+async fn wait_for_zero<F: Future<Output = i64>>(stayed: &str, count: impl Fn() -> F) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while count().await > 0 {
+        assert!(tokio::time::Instant::now() < deadline, "{stayed}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

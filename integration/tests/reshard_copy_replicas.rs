@@ -4,22 +4,22 @@
 //! none is read from the primary); `pgdog verify` then finds the destination equal.
 mod reshard_common;
 
-use reshard_common::{pgdog, run_ok, sharded_table, shards, text, write_files, USERS};
+use reshard_common::{
+    config_dir, copy_data_ok, database, line_starting, schema_sync_pre, sharded_table, shards,
+    verify_ok,
+};
 use std::time::Duration;
 use topology::{Kind, Topology};
-
-const DBS: [&str; 4] = ["--from-database", "src", "--to-database", "dst"];
 
 #[test]
 fn copy_data_spreads_tables_over_every_replica() {
     let source = Topology::start(Kind::Replicas(2)).expect("primary and two replicas");
     let dest = Topology::shards(2).expect("destination topology");
-    let dir = std::env::temp_dir().join(format!("pgdog-copy-replicas-{}", std::process::id()));
     let primary = source.primary();
     let replica = |i: usize| source.node(&format!("replica{i}")).expect("replica");
-    let mut config = reshard_common::database("src", 0, primary.port, "primary")
-        + &reshard_common::database("src", 0, replica(1).port, "replica")
-        + &reshard_common::database("src", 0, replica(2).port, "replica")
+    let mut config = database("src", 0, primary.port, "primary")
+        + &database("src", 0, replica(1).port, "replica")
+        + &database("src", 0, replica(2).port, "replica")
         + &shards("dst", &dest, 2);
     let sizes = [("t1", 8000), ("t2", 6000), ("t3", 4000), ("t4", 2000)];
     let mut schema = String::new();
@@ -31,7 +31,7 @@ fn copy_data_spreads_tables_over_every_replica() {
         );
     }
     schema += "CREATE PUBLICATION pub FOR TABLE t1, t2, t3, t4;";
-    write_files(&dir, &config, USERS);
+    let dir = config_dir("copy-replicas", &config);
     primary.psql(&schema).expect("source tables");
     for i in 1..=2 {
         source
@@ -39,25 +39,10 @@ fn copy_data_spreads_tables_over_every_replica() {
             .expect("replica caught up");
     }
 
-    run_ok(
-        &dir,
-        &source,
-        "schema-sync",
-        &DBS,
-        &["--publication", "pub", "--phase", "pre"],
-    );
-    let output = run_ok(
-        &dir,
-        &source,
-        "copy-data",
-        &DBS,
-        &["--publication", "pub", "--parallel", "1"],
-    );
+    schema_sync_pre(&dir, &source);
+    let output = copy_data_ok(&dir, &source, &["--parallel", "1"]);
     let read_from = |t: &str| -> u16 {
-        let line = output
-            .lines()
-            .find(|l| l.starts_with(&format!("table public.{t}:")))
-            .unwrap_or_else(|| panic!("no line for {t}:\n{output}"));
+        let line = line_starting(&output, &format!("table public.{t}:"));
         let addr = line.split("(read from 127.0.0.1:").nth(1).expect(line);
         addr.split(')').next().unwrap().parse().expect(line)
     };
@@ -66,6 +51,5 @@ fn copy_data_spreads_tables_over_every_replica() {
     let got: Vec<u16> = sizes.iter().map(|(t, _)| read_from(t)).collect();
     assert_eq!(got, vec![r1, r2, r2, r1], "{output}");
 
-    let out = pgdog(&dir, &source, "verify", &DBS);
-    assert!(out.status.success(), "verify: {}", text(&out));
+    verify_ok(&dir, &source, &[], "");
 }

@@ -9,10 +9,9 @@
 mod reshard_common;
 
 use reshard_common::{
-    command, omnisharded, pgdog, set_resharding, sharded_table, shards, text, write_files, USERS,
+    assert_spread_over_two_shards, drop_slot, line_starting, omnisharded, pgdog_with,
+    schema_sync_pre, set_resharding, sharded_table, single_to_two_shards, text, verify_ok, SRC_DST,
 };
-use std::path::PathBuf;
-use topology::Topology;
 
 const SCHEMA: &str = "
 CREATE TABLE awkward (
@@ -70,15 +69,10 @@ INSERT INTO labels VALUES (1, E'a\tb'), (2, NULL), (3, ''), (4, E'\\');
 
 #[test]
 fn copy_data_in_text_format_matches_the_source() {
-    let source = Topology::single().expect("source topology");
-    let dest = Topology::shards(2).expect("destination topology");
-    let dir: PathBuf =
-        std::env::temp_dir().join(format!("pgdog-copy-data-text-{}", std::process::id()));
-    let config = reshard_common::database("src", 0, source.primary().port, "primary")
-        + &shards("dst", &dest, 2)
-        + &sharded_table("dst", "awkward", "id", "bigint")
-        + &omnisharded("dst", &["labels"]);
-    write_files(&dir, &config, USERS);
+    let (source, dest, dir) = single_to_two_shards(
+        "copy-data-text",
+        &(sharded_table("dst", "awkward", "id", "bigint") + &omnisharded("dst", &["labels"])),
+    );
     set_resharding(&dir, "copy_format = \"text\"\ncopy_split_bytes = 65536");
 
     let primary = source.primary();
@@ -95,21 +89,7 @@ fn copy_data_in_text_format_matches_the_source() {
         .unwrap();
     assert!(pages >= 16, "awkward has {pages} pages: too few for ranges");
 
-    let args = [
-        "--from-database",
-        "src",
-        "--to-database",
-        "dst",
-        "--publication",
-        "pub",
-    ];
-    let out = pgdog(
-        &dir,
-        &source,
-        "schema-sync",
-        &[&args[..], &["--phase", "pre"]].concat(),
-    );
-    assert!(out.status.success(), "schema-sync: {}", text(&out));
+    schema_sync_pre(&dir, &source);
 
     // Session defaults of the copy's source connections that print values in a form the
     // destination's defaults would misread (DMY dates) or that lose data (float digits).
@@ -123,57 +103,25 @@ fn copy_data_in_text_format_matches_the_source() {
         )
         .expect("source session defaults");
 
-    let out = command(
-        &dir,
-        &source,
-        "copy-data",
-        &[&args[..], &["--slot", "text1", "--parallel", "3"]].concat(),
-    )
-    .output()
-    .expect("running pgdog copy-data");
+    let more = ["--publication", "pub", "--slot", "text1", "--parallel", "3"];
+    let out = pgdog_with(&dir, &source, "copy-data", &SRC_DST, &more);
     let output = text(&out);
     primary
         .psql("ALTER DATABASE postgres RESET ALL")
         .expect("resetting the source session defaults");
     assert!(out.status.success(), "copy-data: {output}");
-    let awkward_line = output
-        .lines()
-        .find(|l| l.starts_with("table public.awkward: "))
-        .unwrap_or_else(|| panic!("no line for awkward: {output}"));
+    let awkward_line = line_starting(&output, "table public.awkward: ");
     assert!(
         awkward_line.starts_with(&format!("table public.awkward: {ROWS} rows, watermark ")),
         "{output}"
     );
     // Read in CTID ranges, in text format.
     assert!(awkward_line.contains(" ranges, text format"), "{output}");
-    let labels_line = output
-        .lines()
-        .find(|l| l.starts_with("table public.labels: 4 rows, watermark "))
-        .unwrap_or_else(|| panic!("no line for labels: {output}"));
+    let labels_line = line_starting(&output, "table public.labels: 4 rows, watermark ");
     assert!(labels_line.ends_with(", text format"), "{output}");
 
-    let counts: Vec<i64> = (0..2)
-        .map(|s| {
-            dest.shard(s)
-                .psql("SELECT count(*) FROM awkward")
-                .unwrap()
-                .parse()
-                .unwrap()
-        })
-        .collect();
-    assert!(counts.iter().all(|&c| c > 0), "{counts:?}");
-    assert_eq!(counts.iter().sum::<i64>(), ROWS);
-
-    let out = pgdog(
-        &dir,
-        &source,
-        "verify",
-        &[&args[..4], &["--table", "awkward", "--table", "labels"]].concat(),
-    );
-    assert!(out.status.success(), "verify: {}", text(&out));
-
-    primary
-        .psql("SELECT pg_drop_replication_slot('text1')")
-        .expect("dropping the slot");
+    assert_spread_over_two_shards(&dest, "awkward", ROWS);
+    verify_ok(&dir, &source, &["awkward", "labels"], "");
+    drop_slot(primary, "text1");
     let _ = std::fs::remove_dir_all(&dir);
 }

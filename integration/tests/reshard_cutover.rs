@@ -6,14 +6,18 @@
 mod reshard_common;
 
 use reshard_common::load::{
-    admin_url, config, load, source_and_destination, wait_for_statements, ADMIN_PASSWORD, USERS,
+    admin_url, assert_item_on, config, cutover_args, runtime, source_and_destination, start_loads,
+    stop_clean_loads, stop_loads, wait_for_cutover, wait_for_statements, ADMIN_PASSWORD, APP_DBS,
+    USERS,
 };
 use reshard_common::{
-    app_ports, command, count_on, database, omnisharded, sharded_table, shards, text,
-    verify_until_equal, wait_for, write_files,
+    app_ports, command, count_on, count_on_shard, database, omnisharded, pgdog_with, sharded_table,
+    shards, sigterm, slot_active, slot_active_on_shards, spawn, text, verify_until_equal, wait_for,
+    write_files,
 };
-use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::path::Path;
+use std::process::Child;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use topology::proxy::Proxy;
@@ -32,26 +36,15 @@ struct Rollback<'a> {
 impl Rollback<'_> {
     fn run(&self, proxy: &Proxy, source: &Topology, dest: &Topology) {
         let stop = Arc::new(AtomicBool::new(false));
-        let loads: Vec<_> = (1..=2)
-            .map(|k| {
-                self.rt.spawn(load(
-                    self.url.to_string(),
-                    10_000_000 + k * 1_000_000,
-                    stop.clone(),
-                    self.done.clone(),
-                ))
-            })
-            .collect();
+        let urls = (1..=2).map(|k| (self.url.to_string(), 10_000_000 + k * 1_000_000));
+        let loads = start_loads(self.rt, urls, &stop, self.done);
         wait_for_statements(self.done, 50);
-        let out = command(
+        let out = pgdog_with(
             &proxy.dir,
             source,
             "cutover",
+            &APP_DBS,
             &[
-                "--from-database",
-                "app",
-                "--to-database",
-                "app_new",
                 "--publication",
                 "pub",
                 "--slot",
@@ -59,9 +52,7 @@ impl Rollback<'_> {
                 "--admin-url",
                 self.admin_url,
             ],
-        )
-        .output()
-        .unwrap();
+        );
         assert!(
             out.status.success(),
             "rollback: {}\n{}",
@@ -69,21 +60,14 @@ impl Rollback<'_> {
             proxy.log()
         );
         wait_for_statements(self.done, 100);
-        stop.store(true, Ordering::SeqCst);
-        for l in loads {
-            let (_, errors, last) = self.rt.block_on(l).unwrap();
+        for (_, errors, last) in stop_loads(self.rt, &stop, loads) {
             assert!(
                 errors.is_empty(),
                 "clients saw errors during the rollback: {errors:?}\n{}",
                 proxy.log()
             );
             // Written after the rollback: on the old shards.
-            let on_old = count_on(
-                source,
-                2,
-                &format!("SELECT count(*) FROM items WHERE id = {}", last - 1),
-            );
-            assert_eq!(on_old, 1, "row {} on the old shards", last - 1);
+            assert_item_on(source, 2, last - 1, "the old shards");
         }
         let toml = std::fs::read_to_string(proxy.dir.join("pgdog.toml")).unwrap();
         let source_ports: Vec<String> = (0..2).map(|s| source.shard(s).port.to_string()).collect();
@@ -133,12 +117,7 @@ fn seed_items(rt: &tokio::runtime::Runtime, url: &str, source: &Topology) {
         }
     });
     for s in 0..2 {
-        let n: i64 = source
-            .shard(s)
-            .psql("SELECT count(*) FROM items")
-            .unwrap()
-            .parse()
-            .unwrap();
+        let n = count_on_shard(source, s, "SELECT count(*) FROM items");
         assert!(n > 1000, "source shard {s} has {n} rows");
     }
 }
@@ -146,14 +125,9 @@ fn seed_items(rt: &tokio::runtime::Runtime, url: &str, source: &Topology) {
 /// After the cutover: every new shard holds rows, the configuration serves `app` from the new
 /// shards (the old ones are `app_new`), the source slots are gone and the sequences moved
 /// forward.
-fn check_switched(dir: &std::path::Path, source: &Topology, dest: &Topology) {
+fn check_switched(dir: &Path, source: &Topology, dest: &Topology) {
     for s in 0..4 {
-        let n: i64 = dest
-            .shard(s)
-            .psql("SELECT count(*) FROM items")
-            .unwrap()
-            .parse()
-            .unwrap();
+        let n = count_on_shard(dest, s, "SELECT count(*) FROM items");
         assert!(n > 500, "destination shard {s} has {n} rows");
     }
     let toml = std::fs::read_to_string(dir.join("pgdog.toml")).unwrap();
@@ -205,107 +179,36 @@ fn reshard_two_to_four_under_load_with_cutover() {
     let dir = proxy.dir.clone();
     let url = proxy.url("app", "secret", "app");
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     seed_items(&rt, &url, &source);
 
     // Load through pgdog for the whole move.
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
-    let loads: Vec<_> = (1..=2)
-        .map(|k| rt.spawn(load(url.clone(), k * 1_000_000, stop.clone(), done.clone())))
-        .collect();
+    let urls = (1..=2).map(|k| (url.clone(), k * 1_000_000));
+    let loads = start_loads(&rt, urls, &stop, &done);
     wait_for_statements(&done, 100);
 
-    let admin_url = admin_url(proxy.port);
-    let mut child = command(
-        &dir,
-        &source,
-        "reshard",
-        &[
-            "--from-database",
-            "app",
-            "--to-database",
-            "app_new",
-            "--publication",
-            "pub",
-            "--slot",
-            "move",
-            "--cutover",
-            "--reverse",
-            "--admin-url",
-            &admin_url,
-        ],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("pgdog reshard starts");
-    // The cutover is done once reverse replication reads its slot on the new shards.
-    let deadline = Instant::now() + Duration::from_secs(180);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "pgdog reshard ended early ({status}): {}\n{}",
-                text(&out),
-                proxy.log()
-            );
-        }
-        // Reverse replication starts after the configuration swap (slots are also active
-        // for a moment while they are created).
-        let active = dir.join("pgdog.toml.before-cutover").is_file()
-            && (0..4).all(|s| {
-                dest.shard(s)
-                    .psql(
-                        "SELECT count(*) FROM pg_replication_slots \
-                     WHERE slot_name = 'move_reverse' AND active",
-                    )
-                    .map(|n| n == "1")
-                    .unwrap_or(false)
-            });
-        if active {
-            break;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "pgdog reshard did not cut over: {}\n{}",
-                text(&out),
-                proxy.log()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let admin_urls = [admin_url(proxy.port)];
+    let mut child = spawn(&dir, &source, "reshard", &cutover_args("move", &admin_urls));
+    // The cutover is done once reverse replication reads its slot on the new shards; it
+    // starts after the configuration swap (slots are also active for a moment while they are
+    // created).
+    let cutover_done = || {
+        dir.join("pgdog.toml.before-cutover").is_file()
+            && slot_active_on_shards(&dest, 4, "move_reverse")
+    };
+    let what = "pgdog reshard did not cut over";
+    wait_for_cutover(&mut child, 180, what, || proxy.log(), cutover_done);
 
     // Clients keep writing after the cutover, now to the new shards.
     wait_for_statements(&done, 200);
-    stop.store(true, Ordering::SeqCst);
-    let mut last_ids = Vec::new();
-    for l in loads {
-        let (n, errors, last) = rt.block_on(l).unwrap();
-        assert!(n > 0);
-        assert!(
-            errors.is_empty(),
-            "clients saw errors: {errors:?}\n{}",
-            proxy.log()
-        );
-        last_ids.push(last);
-    }
+    let last_ids = stop_clean_loads(&rt, &stop, loads, || proxy.log());
 
     // The last rows written are on the new shards (and back on the old ones through reverse
     // replication, checked by verify below).
     for id in last_ids {
-        let on_dest = count_on(
-            &dest,
-            4,
-            &format!("SELECT count(*) FROM items WHERE id = {}", id - 1),
-        );
-        assert_eq!(on_dest, 1, "row {} on the new shards", id - 1);
+        assert_item_on(&dest, 4, id - 1, "the new shards");
     }
     check_switched(&dir, &source, &dest);
 
@@ -314,10 +217,7 @@ fn reshard_two_to_four_under_load_with_cutover() {
     verify_until_equal(&dir, &source, "app_new", "app");
 
     // Stopping the reshard ends reverse replication; its slots stay for a rollback.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGTERM);
-    }
-    let out = child.wait_with_output().unwrap();
+    let out = sigterm(child);
     assert!(out.status.success(), "pgdog reshard: {}", text(&out));
     assert!(text(&out).contains("cutover done"), "{}", text(&out));
     assert!(text(&out).contains("roll back"), "{}", text(&out));
@@ -334,7 +234,7 @@ fn reshard_two_to_four_under_load_with_cutover() {
         rt: &rt,
         url: &url,
         done: &done,
-        admin_url: &admin_url,
+        admin_url: &admin_urls[0],
     };
     rollback.run(&proxy, &source, &dest);
 }
@@ -479,11 +379,7 @@ fn reshard_one_to_three_from_the_admin_database() {
     let dir = proxy.dir.clone();
     let url = proxy.url("app", "secret", "app");
     let admin_url = proxy.url("admin", ADMIN_PASSWORD, "admin");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let admin_client = rt.block_on(async {
         let (c, conn) = tokio_postgres::connect(&admin_url, tokio_postgres::NoTls)
             .await
@@ -493,34 +389,11 @@ fn reshard_one_to_three_from_the_admin_database() {
     });
 
     let done = Arc::new(AtomicU64::new(0));
-    let start_load = |stop: &Arc<AtomicBool>, round: i64| -> Vec<_> {
-        (1..=2)
-            .map(|k| {
-                rt.spawn(load(
-                    url.clone(),
-                    round * 10_000_000 + k * 1_000_000,
-                    stop.clone(),
-                    done.clone(),
-                ))
-            })
-            .collect()
+    let start_load = |stop: &Arc<AtomicBool>, round: i64| {
+        let urls = (1..=2).map(|k| (url.clone(), round * 10_000_000 + k * 1_000_000));
+        start_loads(&rt, urls, stop, &done)
     };
-    let finish = |stop: &Arc<AtomicBool>, loads: Vec<tokio::task::JoinHandle<_>>| -> Vec<i64> {
-        stop.store(true, Ordering::SeqCst);
-        loads
-            .into_iter()
-            .map(|l| {
-                let (n, errors, last): (u64, Vec<String>, i64) = rt.block_on(l).unwrap();
-                assert!(n > 0);
-                assert!(
-                    errors.is_empty(),
-                    "clients saw errors: {errors:?}\n{}",
-                    proxy.log()
-                );
-                last
-            })
-            .collect()
-    };
+    let finish = |stop: &AtomicBool, loads| stop_clean_loads(&rt, stop, loads, || proxy.log());
 
     // Start the reshard from the admin database while clients write.
     let stop = Arc::new(AtomicBool::new(false));
@@ -556,12 +429,7 @@ fn reshard_one_to_three_from_the_admin_database() {
 
     // Writes after the cutover are on the new shards, not on the old server.
     for id in last {
-        let on_dest = count_on(
-            &dest,
-            3,
-            &format!("SELECT count(*) FROM items WHERE id = {}", id - 1),
-        );
-        assert_eq!(on_dest, 1, "row {} on the new shards", id - 1);
+        assert_item_on(&dest, 3, id - 1, "the new shards");
         assert_eq!(
             primary
                 .psql(&format!("SELECT count(*) FROM items WHERE id = {}", id - 1))
@@ -570,21 +438,14 @@ fn reshard_one_to_three_from_the_admin_database() {
         );
     }
     // The static table matches: old (now app_new) against new (now app).
-    let out = command(
+    let old_to_new = ["--from-database", "app_new", "--to-database", "app"];
+    let out = pgdog_with(
         &dir,
         &source,
         "verify",
-        &[
-            "--from-database",
-            "app_new",
-            "--to-database",
-            "app",
-            "--table",
-            "accounts",
-        ],
-    )
-    .output()
-    .unwrap();
+        &old_to_new,
+        &["--table", "accounts"],
+    );
     assert!(out.status.success(), "verify accounts: {}", text(&out));
     // Nothing left behind: no logical slot, no progress tables.
     assert_eq!(
@@ -596,22 +457,51 @@ fn reshard_one_to_three_from_the_admin_database() {
     assert_no_progress_tables(&dest, 3);
 }
 
-#[test]
-fn reshard_refuses_keyless_tables_stops_resumes_and_aborts() {
+/// A single source server with `sql` run on it, and 2 empty destination shards.
+fn single_source_and_two_shards(sql: &str) -> (Topology, Topology) {
     let source = Topology::single().expect("source");
     let dest = Topology::shards(2).expect("destination");
+    source.primary().psql(sql).expect("source schema");
+    (source, dest)
+}
+
+/// `--from-database app --to-database app_new --publication pub --slot <slot>`.
+fn move_args(slot: &str) -> Vec<&str> {
+    [&APP_DBS[..], &["--publication", "pub", "--slot", slot]].concat()
+}
+
+/// Starts `pgdog reshard` ([`move_args`]) from `source`'s primary to `dest`'s 2 shards and
+/// waits until its replay streams: the slot is also active while it is being created, so
+/// streaming means the copy committed (`watermarks` watermark rows of the slot on every shard)
+/// and the slot is in use again.
+fn reshard_until_streaming(
+    dir: &Path,
+    source: &Topology,
+    dest: &Topology,
+    slot: &str,
+    watermarks: &str,
+) -> Child {
+    let child = spawn(dir, source, "reshard", &move_args(slot));
+    let sql = format!("SELECT count(*) FROM pgdog_reshard_progress WHERE slot = '{slot}'");
+    wait_for("the replay to stream", || {
+        (0..2).all(|s| dest.shard(s).psql(&sql).is_ok_and(|n| n == watermarks))
+            && slot_active(source.primary(), slot)
+    });
+    child
+}
+
+#[test]
+fn reshard_refuses_keyless_tables_stops_resumes_and_aborts() {
+    let (source, dest) = single_source_and_two_shards(
+        "CREATE TABLE keyed (id bigint PRIMARY KEY, v text);
+         CREATE TABLE nokey (v int);
+         CREATE TABLE wrongkey (id bigint PRIMARY KEY, tenant int NOT NULL, v text);
+         INSERT INTO keyed SELECT i, 'k' || i FROM generate_series(1, 1000) i;
+         INSERT INTO nokey SELECT i FROM generate_series(1, 50) i;
+         INSERT INTO wrongkey SELECT i, i % 7, 'w' FROM generate_series(1, 70) i;
+         CREATE PUBLICATION pub FOR TABLE keyed, nokey, wrongkey;",
+    );
     let primary = source.primary();
-    primary
-        .psql(
-            "CREATE TABLE keyed (id bigint PRIMARY KEY, v text);
-             CREATE TABLE nokey (v int);
-             CREATE TABLE wrongkey (id bigint PRIMARY KEY, tenant int NOT NULL, v text);
-             INSERT INTO keyed SELECT i, 'k' || i FROM generate_series(1, 1000) i;
-             INSERT INTO nokey SELECT i FROM generate_series(1, 50) i;
-             INSERT INTO wrongkey SELECT i, i % 7, 'w' FROM generate_series(1, 70) i;
-             CREATE PUBLICATION pub FOR TABLE keyed, nokey, wrongkey;",
-        )
-        .unwrap();
     let dir = std::env::temp_dir().join(format!("pgdog-reshard-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let config = database("app", 0, primary.port, "primary")
@@ -620,16 +510,7 @@ fn reshard_refuses_keyless_tables_stops_resumes_and_aborts() {
         + &sharded_table("app_new", "wrongkey", "tenant", "integer")
         + &omnisharded("app_new", &["nokey"]);
     write_files(&dir, &config, USERS);
-    let args = [
-        "--from-database",
-        "app",
-        "--to-database",
-        "app_new",
-        "--publication",
-        "pub",
-        "--slot",
-        "cli",
-    ];
+    let args = move_args("cli");
     let slots = || {
         primary
             .psql("SELECT count(*) FROM pg_replication_slots WHERE slot_type = 'logical'")
@@ -662,34 +543,10 @@ fn reshard_refuses_keyless_tables_stops_resumes_and_aborts() {
     primary
         .psql("ALTER TABLE nokey REPLICA IDENTITY FULL; ALTER TABLE wrongkey REPLICA IDENTITY FULL")
         .unwrap();
-    let run_until_streaming_then_stop = || {
-        let child = command(&dir, &source, "reshard", &args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // The slot is also active while it is being created: streaming means the copy
-        // committed (watermarks on every shard) and the slot is in use again.
-        wait_for("the replay to stream", || {
-            (0..2).all(|s| {
-                dest.shard(s)
-                    .psql("SELECT count(*) FROM pgdog_reshard_progress WHERE slot = 'cli'")
-                    .map(|n| n == "3")
-                    .unwrap_or(false)
-            }) && primary
-                .psql(
-                    "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'cli' AND active",
-                )
-                .unwrap()
-                == "1"
-        });
-        child
-    };
-    let stop = |child: std::process::Child| {
-        unsafe {
-            libc::kill(child.id() as i32, libc::SIGTERM);
-        }
-        let out = child.wait_with_output().unwrap();
+    let run_until_streaming_then_stop =
+        || reshard_until_streaming(&dir, &source, &dest, "cli", "3");
+    let stop = |child: Child| {
+        let out = sigterm(child);
         assert_eq!(out.status.code(), Some(3), "{}", text(&out));
         assert!(text(&out).contains("stopped during"), "{}", text(&out));
     };
@@ -711,14 +568,7 @@ fn reshard_refuses_keyless_tables_stops_resumes_and_aborts() {
             && (0..2).all(|s| dest.shard(s).psql("SELECT count(*) FROM nokey").unwrap() == "40")
     });
     stop(child);
-    let out = command(
-        &dir,
-        &source,
-        "verify",
-        &["--from-database", "app", "--to-database", "app_new"],
-    )
-    .output()
-    .unwrap();
+    let out = pgdog_with(&dir, &source, "verify", &APP_DBS, &[]);
     assert!(out.status.success(), "verify: {}", text(&out));
 
     // --abort leaves nothing behind on the servers.
@@ -733,16 +583,12 @@ fn reshard_refuses_keyless_tables_stops_resumes_and_aborts() {
 
 #[test]
 fn pgdog_cutover_after_a_stopped_reshard_moves_a_connected_client() {
-    let source = Topology::single().expect("source");
-    let dest = Topology::shards(2).expect("destination");
+    let (source, dest) = single_source_and_two_shards(
+        "CREATE TABLE keyed (id bigint PRIMARY KEY, v text);
+         INSERT INTO keyed SELECT i, 'k' || i FROM generate_series(1, 500) i;
+         CREATE PUBLICATION pub FOR TABLE keyed;",
+    );
     let primary = source.primary();
-    primary
-        .psql(
-            "CREATE TABLE keyed (id bigint PRIMARY KEY, v text);
-             INSERT INTO keyed SELECT i, 'k' || i FROM generate_series(1, 500) i;
-             CREATE PUBLICATION pub FOR TABLE keyed;",
-        )
-        .unwrap();
     // `app` is declared shardable, so its sessions follow it from 1 to 2 shards in place.
     let config = format!("admin_password = \"{ADMIN_PASSWORD}\"\n")
         + &database("app", 0, primary.port, "primary")
@@ -751,38 +597,9 @@ fn pgdog_cutover_after_a_stopped_reshard_moves_a_connected_client() {
         + &sharded_table("app_new", "keyed", "id", "bigint");
     let proxy = Proxy::start(&config, USERS).expect("pgdog starts");
     let dir = proxy.dir.clone();
-    let args = [
-        "--from-database",
-        "app",
-        "--to-database",
-        "app_new",
-        "--publication",
-        "pub",
-        "--slot",
-        "later",
-    ];
-    let child = command(&dir, &source, "reshard", &args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The slot is also active while it is being created: streaming means the copy committed
-    // (its watermark is on every shard) and the slot is in use again.
-    wait_for("the replay to stream", || {
-        (0..2).all(|s| {
-            dest.shard(s)
-                .psql("SELECT count(*) FROM pgdog_reshard_progress WHERE slot = 'later'")
-                .map(|n| n == "1")
-                .unwrap_or(false)
-        }) && primary
-            .psql("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'later' AND active")
-            .unwrap()
-            == "1"
-    });
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGTERM);
-    }
-    let out = child.wait_with_output().unwrap();
+    let args = move_args("later");
+    let child = reshard_until_streaming(&dir, &source, &dest, "later", "1");
+    let out = sigterm(child);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
 
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -7,134 +7,77 @@
 mod reshard_common;
 
 use reshard_common::load::{
-    admin_url, config, load, source_and_destination, wait_for_statements, ADMIN_PASSWORD, USERS,
+    admin_url, assert_item_on, config, cutover_args, runtime, source_and_destination, start_loads,
+    stop_clean_loads, wait_for_cutover, wait_for_statements, ADMIN_PASSWORD, USERS,
 };
-use reshard_common::{app_ports, command, count_on, text, verify_until_equal};
-use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use reshard_common::{app_ports, count_on, slot_active_on_shards, spawn, verify_until_equal};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use topology::proxy::Proxy;
+
+/// `p`'s admin database shows the 4 new shards (`dest_ports`) under `app`.
+fn assert_shows_new_shards(p: &Proxy, dest_ports: &[u16]) {
+    let shown = p
+        .psql("admin", ADMIN_PASSWORD, "admin", "SHOW DATABASES")
+        .expect("SHOW DATABASES");
+    let ports: Vec<u16> = shown
+        .lines()
+        .filter(|l| l.starts_with("app|"))
+        .filter_map(|l| l.split('|').nth(2)?.parse().ok())
+        .collect();
+    assert_eq!(ports.len(), 4, "{shown}");
+    assert!(ports.iter().all(|p| dest_ports.contains(p)), "{shown}");
+}
 
 #[test]
 fn two_proxies_cut_over_together() {
     let (source, dest) = source_and_destination();
     let a = Proxy::start(&config(&source, &dest), USERS).expect("pgdog A");
     let b = Proxy::start(&config(&source, &dest), USERS).expect("pgdog B");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
-    let loads: Vec<_> = [&a, &b, &a, &b]
-        .iter()
+    let urls = [&a, &b, &a, &b]
+        .into_iter()
         .enumerate()
-        .map(|(k, p)| {
-            let url = p.url("app", "secret", "app");
-            rt.spawn(load(
-                url,
-                (k as i64 + 1) * 1_000_000,
-                stop.clone(),
-                done.clone(),
-            ))
-        })
-        .collect();
+        .map(|(k, p)| (p.url("app", "secret", "app"), (k as i64 + 1) * 1_000_000));
+    let loads = start_loads(&rt, urls, &stop, &done);
     wait_for_statements(&done, 200);
 
-    let (admin_a, admin_b) = (admin_url(a.port), admin_url(b.port));
-    let mut child = command(
+    let admin_urls = [admin_url(a.port), admin_url(b.port)];
+    let mut child = spawn(
         &a.dir,
         &source,
         "reshard",
-        &[
-            "--from-database",
-            "app",
-            "--to-database",
-            "app_new",
-            "--publication",
-            "pub",
-            "--slot",
-            "fleet",
-            "--cutover",
-            "--reverse",
-            "--admin-url",
-            &admin_a,
-            "--admin-url",
-            &admin_b,
-        ],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("pgdog reshard starts");
+        &cutover_args("fleet", &admin_urls),
+    );
     let dest_ports: Vec<u16> = (0..4).map(|s| dest.shard(s).port).collect();
-    let deadline = Instant::now() + Duration::from_secs(180);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            let out = child.wait_with_output().unwrap();
-            panic!("pgdog reshard ended early ({status}): {}", text(&out));
-        }
-        // Both files switched and reverse replication reading its slot on the new shards.
-        let switched = [&a, &b].iter().all(|p| {
+    let logs = || format!("A: {}\nB: {}", a.log(), b.log());
+    // Both files switched and reverse replication reading its slot on the new shards.
+    let switched = || {
+        [&a, &b].iter().all(|p| {
             app_ports(&p.dir)
                 .iter()
                 .all(|port| dest_ports.contains(port))
-        });
-        let reverse = (0..4).all(|s| {
-            dest.shard(s)
-                .psql("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'fleet_reverse' AND active")
-                .map(|n| n == "1")
-                .unwrap_or(false)
-        });
-        if switched && reverse {
-            break;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "the fleet did not cut over: {}\nA: {}\nB: {}",
-                text(&out),
-                a.log(),
-                b.log()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        }) && slot_active_on_shards(&dest, 4, "fleet_reverse")
+    };
+    wait_for_cutover(
+        &mut child,
+        180,
+        "the fleet did not cut over",
+        logs,
+        switched,
+    );
 
     // Clients of both proxies go on writing, now to the new shards, without an error.
     wait_for_statements(&done, 200);
-    stop.store(true, Ordering::SeqCst);
-    for l in loads {
-        let (n, errors, last) = rt.block_on(l).unwrap();
-        assert!(n > 0);
-        assert!(
-            errors.is_empty(),
-            "clients saw errors: {errors:?}\nA: {}\nB: {}",
-            a.log(),
-            b.log()
-        );
-        let on_dest = count_on(
-            &dest,
-            4,
-            &format!("SELECT count(*) FROM items WHERE id = {}", last - 1),
-        );
-        assert_eq!(on_dest, 1, "row {} on the new shards", last - 1);
+    for last in stop_clean_loads(&rt, &stop, loads, logs) {
+        assert_item_on(&dest, 4, last - 1, "the new shards");
     }
     // Each proxy's admin database shows the new shards under `app`.
     for p in [&a, &b] {
-        let shown = p
-            .psql("admin", ADMIN_PASSWORD, "admin", "SHOW DATABASES")
-            .expect("SHOW DATABASES");
-        let ports: Vec<u16> = shown
-            .lines()
-            .filter(|l| l.starts_with("app|"))
-            .filter_map(|l| l.split('|').nth(2)?.parse().ok())
-            .collect();
-        assert_eq!(ports.len(), 4, "{shown}");
-        assert!(ports.iter().all(|p| dest_ports.contains(p)), "{shown}");
+        assert_shows_new_shards(p, &dest_ports);
     }
 
     // Old (now app_new, fed by reverse replication) equals new (now app).
@@ -190,14 +133,7 @@ fn admin_reshard_switches_its_peers() {
     }
     let dest_ports: Vec<u16> = (0..4).map(|s| dest.shard(s).port).collect();
     for p in [&a, &b] {
-        let shown = admin(p, "SHOW DATABASES").expect("SHOW DATABASES");
-        let ports: Vec<u16> = shown
-            .lines()
-            .filter(|l| l.starts_with("app|"))
-            .filter_map(|l| l.split('|').nth(2)?.parse().ok())
-            .collect();
-        assert_eq!(ports.len(), 4, "{shown}");
-        assert!(ports.iter().all(|p| dest_ports.contains(p)), "{shown}");
+        assert_shows_new_shards(p, &dest_ports);
         assert!(app_ports(&p.dir).iter().all(|p| dest_ports.contains(p)));
     }
     // A write through B lands on the new shards, with the copied rows.

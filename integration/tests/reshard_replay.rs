@@ -5,49 +5,36 @@
 //! (`pgdog verify`), and a second run must apply nothing (resume from the stored position).
 mod reshard_common;
 
-use reshard_common::{pgdog, run_ok, sharded_table, shards, text, write_files, USERS};
-use std::path::Path;
+use reshard_common::{
+    copy_data_ok, current_lsn, drop_slot, pgdog_with, replay_again_applies_nothing, replay_applies,
+    schema_sync_pre, shard_of, sharded_table, single_to_two_shards, text, verify_ok, SRC_DST,
+};
+use std::path::{Path, PathBuf};
 use topology::Topology;
 
-const DBS: [&str; 4] = ["--from-database", "src", "--to-database", "dst"];
-
-fn write_config(dir: &Path, source: &Topology, dest: &Topology) {
-    let config = reshard_common::database("src", 0, source.primary().port, "primary")
-        + &shards("dst", dest, 2)
-        + &sharded_table("dst", "items", "id", "bigint");
-    write_files(dir, &config, USERS);
+/// A single source with `items (id bigint PRIMARY KEY, name text, qty int)`, publication `pub`
+/// and rows 1 to `rows`, copied (slot `s1`) into a two-shard destination with the pre-data
+/// schema; the configuration folder `pgdog-<tag>-<pid>`.
+fn copied_items(tag: &str, rows: i64) -> (Topology, Topology, PathBuf) {
+    let (source, dest, dir) =
+        single_to_two_shards(tag, &sharded_table("dst", "items", "id", "bigint"));
+    source
+        .primary()
+        .psql(&format!(
+            "CREATE TABLE items (id bigint PRIMARY KEY, name text, qty int);
+             CREATE PUBLICATION pub FOR TABLE items;
+             INSERT INTO items SELECT i, 'item ' || i, i FROM generate_series(1, {rows}) i;"
+        ))
+        .expect("source schema");
+    schema_sync_pre(&dir, &source);
+    copy_data_ok(&dir, &source, &["--slot", "s1"]);
+    (source, dest, dir)
 }
 
 #[test]
 fn replay_applies_changes_and_resumes() {
-    let source = Topology::single().expect("source topology");
-    let dest = Topology::shards(2).expect("destination topology");
-    let dir = std::env::temp_dir().join(format!("pgdog-replay-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    write_config(&dir, &source, &dest);
+    let (source, dest, dir) = copied_items("replay", 200);
     let primary = source.primary();
-    primary
-        .psql(
-            "CREATE TABLE items (id bigint PRIMARY KEY, name text, qty int);
-             CREATE PUBLICATION pub FOR TABLE items;
-             INSERT INTO items SELECT i, 'item ' || i, i FROM generate_series(1, 200) i;",
-        )
-        .expect("source schema");
-
-    run_ok(
-        &dir,
-        &source,
-        "schema-sync",
-        &DBS,
-        &["--publication", "pub", "--phase", "pre"],
-    );
-    run_ok(
-        &dir,
-        &source,
-        "copy-data",
-        &DBS,
-        &["--publication", "pub", "--slot", "s1"],
-    );
     assert_eq!(
         dest.shard(1)
             .psql("SELECT count(*) FROM pgdog_reshard_progress WHERE slot = 's1'")
@@ -56,16 +43,7 @@ fn replay_applies_changes_and_resumes() {
     );
 
     // Find a key on the other shard than id 5, to move the row there.
-    let shard_of = |id: i64| -> usize {
-        (0..2)
-            .find(|&s| {
-                dest.shard(s)
-                    .psql(&format!("SELECT count(*) FROM items WHERE id = {id}"))
-                    .unwrap()
-                    == "1"
-            })
-            .expect("copied row")
-    };
+    let shard_of = |id: i64| shard_of(&dest, 2, "items", id);
     let home = shard_of(5);
     let other = (6..200).find(|&id| shard_of(id) != home).unwrap();
     primary
@@ -86,50 +64,16 @@ fn replay_applies_changes_and_resumes() {
              COMMIT;"
         ))
         .expect("source changes");
-    let lsn = primary.psql("SELECT pg_current_wal_insert_lsn()").unwrap();
+    let lsn = current_lsn(primary);
 
-    let replay = || {
-        pgdog(
-            &dir,
-            &source,
-            "replay",
-            &[
-                DBS[0],
-                DBS[1],
-                DBS[2],
-                DBS[3],
-                "--publication",
-                "pub",
-                "--slot",
-                "s1",
-                "--until-lsn",
-                &lsn,
-            ],
-        )
-    };
-    let out = replay();
-    let output = text(&out);
-    assert!(out.status.success(), "replay: {output}");
+    let output = replay_applies(&dir, &source, "s1", &lsn);
     assert!(output.contains("replayed "), "{output}");
-    assert!(!output.contains("replayed 0 transactions"), "{output}");
+    verify_ok(&dir, &source, &[], "");
 
-    let verify = || pgdog(&dir, &source, "verify", &DBS);
-    let out = verify();
-    assert!(out.status.success(), "verify: {}", text(&out));
+    replay_again_applies_nothing(&dir, &source, "s1", &lsn);
+    verify_ok(&dir, &source, &[], " after resume");
 
-    let out = replay();
-    let output = text(&out);
-    assert!(out.status.success(), "second replay: {output}");
-    assert!(
-        output.contains("replayed 0 transactions, 0 rows applied"),
-        "{output}"
-    );
-    let out = verify();
-    assert!(out.status.success(), "verify after resume: {}", text(&out));
-
-    primary
-        .psql("SELECT pg_drop_replication_slot('s1')")
-        .expect("dropping the slot");
+    drop_slot(primary, "s1");
 }
 
 /// Runs a script with psql -f: each statement outside BEGIN/COMMIT its own transaction.
@@ -161,30 +105,9 @@ fn commits(dest: &Topology, shard: usize) -> i64 {
 /// transaction behind.
 #[test]
 fn replay_groups_transactions_and_atomic_flag() {
-    let source = Topology::single().expect("source topology");
-    let dest = Topology::shards(2).expect("destination topology");
-    let dir = std::env::temp_dir().join(format!("pgdog-replay-batch-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    write_config(&dir, &source, &dest);
+    let (source, dest, dir) = copied_items("replay-batch", 100);
     let primary = source.primary();
-    primary
-        .psql(
-            "CREATE TABLE items (id bigint PRIMARY KEY, name text, qty int);
-             CREATE PUBLICATION pub FOR TABLE items;
-             INSERT INTO items SELECT i, 'item ' || i, i FROM generate_series(1, 100) i;",
-        )
-        .expect("source schema");
-    let with_dbs =
-        |rest: &[&str]| -> Vec<String> { DBS.iter().chain(rest).map(|s| s.to_string()).collect() };
-    let run = |command: &str, rest: &[&str]| {
-        let args = with_dbs(rest);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        pgdog(&dir, &source, command, &args)
-    };
-    let out = run("schema-sync", &["--publication", "pub", "--phase", "pre"]);
-    assert!(out.status.success(), "schema-sync: {}", text(&out));
-    let out = run("copy-data", &["--publication", "pub", "--slot", "s1"]);
-    assert!(out.status.success(), "copy-data: {}", text(&out));
+    let run = |command: &str, rest: &[&str]| pgdog_with(&dir, &source, command, &SRC_DST, rest);
 
     // 300 source transactions, each one row, then an update of each: 600 in all.
     let mut sql = String::new();
@@ -195,7 +118,7 @@ fn replay_groups_transactions_and_atomic_flag() {
         sql.push_str(&format!("UPDATE items SET qty = qty + 1 WHERE id = {i};\n"));
     }
     script(primary, &dir, "batch.sql", &sql);
-    let lsn = primary.psql("SELECT pg_current_wal_insert_lsn()").unwrap();
+    let lsn = current_lsn(primary);
     let before = commits(&dest, 0) + commits(&dest, 1);
     let out = run(
         "replay",
@@ -212,8 +135,7 @@ fn replay_groups_transactions_and_atomic_flag() {
         destination_commits < 150,
         "600 source transactions took {destination_commits} destination transactions"
     );
-    let out = run("verify", &[]);
-    assert!(out.status.success(), "verify: {}", text(&out));
+    verify_ok(&dir, &source, &[], "");
 
     // --atomic: every source transaction touches both shards.
     let mut sql = String::new();
@@ -224,7 +146,7 @@ fn replay_groups_transactions_and_atomic_flag() {
         ));
     }
     script(primary, &dir, "atomic.sql", &sql);
-    let lsn = primary.psql("SELECT pg_current_wal_insert_lsn()").unwrap();
+    let lsn = current_lsn(primary);
     let out = run(
         "replay",
         &[
@@ -248,14 +170,6 @@ fn replay_groups_transactions_and_atomic_flag() {
             "0"
         );
     }
-    let out = run("verify", &[]);
-    assert!(
-        out.status.success(),
-        "verify after --atomic: {}",
-        text(&out)
-    );
-
-    primary
-        .psql("SELECT pg_drop_replication_slot('s1')")
-        .expect("dropping the slot");
+    verify_ok(&dir, &source, &[], " after --atomic");
+    drop_slot(primary, "s1");
 }

@@ -4,42 +4,35 @@
 //! composite primary keys, TRUNCATE on the source while the replay runs, then new rows.
 mod reshard_common;
 
-use reshard_common::{count_on, pgdog, sharded_table, shards, text, write_files, USERS};
-use std::path::Path;
+use reshard_common::{
+    copy_data_ok, count_on, current_lsn, drop_slot, replay_until, schema_sync_pre, shard_of,
+    sharded_table, single_to_two_shards, text, verify_ok,
+};
+use std::path::PathBuf;
 use topology::Topology;
 
-fn write_config(dir: &Path, source: &Topology, dest: &Topology) {
-    let config = reshard_common::database("src", 0, source.primary().port, "primary")
-        + &shards("dst", dest, 2)
-        + &sharded_table("dst", "docs", "id", "bigint")
-        + &sharded_table("dst", "pairs", "a", "integer")
-        + &sharded_table("dst", "logs", "id", "bigint");
-    write_files(dir, &config, USERS);
+/// A single source with `schema` (tables docs, pairs and logs in publication `pub`) copied
+/// (slot `cases`) into two shards with the pre-data schema; the configuration folder
+/// `pgdog-<tag>-<pid>`.
+fn copied(tag: &str, schema: &str) -> (Topology, Topology, PathBuf) {
+    let (source, dest, dir) = single_to_two_shards(
+        tag,
+        &(sharded_table("dst", "docs", "id", "bigint")
+            + &sharded_table("dst", "pairs", "a", "integer")
+            + &sharded_table("dst", "logs", "id", "bigint")),
+    );
+    source.primary().psql(schema).expect("source schema");
+    schema_sync_pre(&dir, &source);
+    copy_data_ok(&dir, &source, &["--slot", "cases"]);
+    (source, dest, dir)
 }
-
-const ARGS: [&str; 8] = [
-    "--from-database",
-    "src",
-    "--to-database",
-    "dst",
-    "--publication",
-    "pub",
-    "--slot",
-    "cases",
-];
 
 #[test]
 fn toast_composite_keys_and_truncate_replay_exactly() {
-    let source = Topology::single().expect("source");
-    let dest = Topology::shards(2).expect("destination");
-    let dir = std::env::temp_dir().join(format!("pgdog-replay-cases-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    write_config(&dir, &source, &dest);
-    let primary = source.primary();
     // Bodies of ~64 kB of hex digits: incompressible enough to be stored out of line.
-    primary
-        .psql(
-            "CREATE TABLE docs (id bigint PRIMARY KEY, body text, tag int);
+    let (source, dest, dir) = copied(
+        "replay-cases",
+        "CREATE TABLE docs (id bigint PRIMARY KEY, body text, tag int);
              ALTER TABLE docs REPLICA IDENTITY FULL;
              CREATE TABLE pairs (a int, b int, v text, PRIMARY KEY (a, b));
              CREATE TABLE logs (id bigint PRIMARY KEY, msg text);
@@ -49,31 +42,11 @@ fn toast_composite_keys_and_truncate_replay_exactly() {
                FROM generate_series(1, 20) i;
              INSERT INTO pairs SELECT i % 10, i, 'v' || i FROM generate_series(1, 200) i;
              INSERT INTO logs SELECT i, 'before ' || i FROM generate_series(1, 100) i;",
-        )
-        .expect("source schema");
-    let out = pgdog(
-        &dir,
-        &source,
-        "schema-sync",
-        &[
-            ARGS[0], ARGS[1], ARGS[2], ARGS[3], ARGS[4], ARGS[5], "--phase", "pre",
-        ],
     );
-    assert!(out.status.success(), "schema-sync: {}", text(&out));
-    let out = pgdog(&dir, &source, "copy-data", &ARGS);
-    assert!(out.status.success(), "copy-data: {}", text(&out));
+    let primary = source.primary();
 
     // The shard of doc 1, and a doc id on the other shard to move it to.
-    let shard_of = |id: i64| {
-        (0..2)
-            .find(|&s| {
-                dest.shard(s)
-                    .psql(&format!("SELECT count(*) FROM docs WHERE id = {id}"))
-                    .unwrap()
-                    == "1"
-            })
-            .expect("copied doc")
-    };
+    let shard_of = |id: i64| shard_of(&dest, 2, "docs", id);
     let home = shard_of(1);
     let other = (2..=20).find(|&id| shard_of(id) != home).unwrap();
     primary
@@ -88,29 +61,18 @@ fn toast_composite_keys_and_truncate_replay_exactly() {
         ))
         .expect("source changes");
     // The unchanged TOAST body of an updated row is not in the stream: the row must keep it.
-    let lsn = primary.psql("SELECT pg_current_wal_insert_lsn()").unwrap();
-    let mut args = ARGS.to_vec();
-    args.extend(["--until-lsn", &lsn]);
-    let out = pgdog(&dir, &source, "replay", &args);
+    let lsn = current_lsn(primary);
+    let out = replay_until(&dir, &source, "cases", &lsn);
     assert!(out.status.success(), "replay: {}", text(&out));
 
-    let out = pgdog(&dir, &source, "verify", &ARGS[..4]);
-    assert!(out.status.success(), "verify: {}", text(&out));
-    let moved: i64 = (0..2)
-        .map(|s| {
-            dest.shard(s)
-                .psql(&format!(
-                    "SELECT count(*) FROM docs WHERE id = {other} + 1000 AND length(body) = 64000"
-                ))
-                .unwrap()
-                .parse::<i64>()
-                .unwrap()
-        })
-        .sum();
+    verify_ok(&dir, &source, &[], "");
+    let moved = count_on(
+        &dest,
+        2,
+        &format!("SELECT count(*) FROM docs WHERE id = {other} + 1000 AND length(body) = 64000"),
+    );
     assert_eq!(moved, 1, "the moved document kept its body");
-    primary
-        .psql("SELECT pg_drop_replication_slot('cases')")
-        .expect("dropping the slot");
+    drop_slot(primary, "cases");
 }
 
 /// A destination that diverged (a row deleted there by hand): the replay reads every result of
@@ -119,32 +81,15 @@ fn toast_composite_keys_and_truncate_replay_exactly() {
 /// the table, the key and the LSN; a rerun stops at the same change.
 #[test]
 fn a_diverged_destination_stops_the_replay_before_commit() {
-    let source = Topology::single().expect("source");
-    let dest = Topology::shards(2).expect("destination");
-    let dir = std::env::temp_dir().join(format!("pgdog-replay-diverged-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    write_config(&dir, &source, &dest);
-    let primary = source.primary();
-    primary
-        .psql(
-            "CREATE TABLE logs (id bigint PRIMARY KEY, msg text);
+    let (source, dest, dir) = copied(
+        "replay-diverged",
+        "CREATE TABLE logs (id bigint PRIMARY KEY, msg text);
              CREATE TABLE docs (id bigint PRIMARY KEY, body text, tag int);
              CREATE TABLE pairs (a int, b int, v text, PRIMARY KEY (a, b));
              CREATE PUBLICATION pub FOR TABLE docs, pairs, logs;
              INSERT INTO logs SELECT i, 'before ' || i FROM generate_series(1, 100) i;",
-        )
-        .expect("source schema");
-    let out = pgdog(
-        &dir,
-        &source,
-        "schema-sync",
-        &[
-            ARGS[0], ARGS[1], ARGS[2], ARGS[3], ARGS[4], ARGS[5], "--phase", "pre",
-        ],
     );
-    assert!(out.status.success(), "schema-sync: {}", text(&out));
-    let out = pgdog(&dir, &source, "copy-data", &ARGS);
-    assert!(out.status.success(), "copy-data: {}", text(&out));
+    let primary = source.primary();
     // Row 7 disappears from the destination behind the replay's back.
     for s in 0..2 {
         dest.shard(s).psql("DELETE FROM logs WHERE id = 7").unwrap();
@@ -152,10 +97,9 @@ fn a_diverged_destination_stops_the_replay_before_commit() {
     primary
         .psql("BEGIN; INSERT INTO logs VALUES (500, 'same transaction'); UPDATE logs SET msg = 'changed' WHERE id = 7; COMMIT;")
         .unwrap();
-    let lsn = primary.psql("SELECT pg_current_wal_insert_lsn()").unwrap();
-    let replay_args: Vec<&str> = ARGS.iter().copied().chain(["--until-lsn", &lsn]).collect();
+    let lsn = current_lsn(primary);
     for attempt in 0..2 {
-        let out = pgdog(&dir, &source, "replay", &replay_args);
+        let out = replay_until(&dir, &source, "cases", &lsn);
         let said = text(&out);
         assert!(!out.status.success(), "attempt {attempt}: {said}");
         assert!(said.contains("UPDATE 0"), "{said}");
@@ -166,7 +110,5 @@ fn a_diverged_destination_stops_the_replay_before_commit() {
         let inserted: i64 = count_on(&dest, 2, "SELECT count(*) FROM logs WHERE id = 500");
         assert_eq!(inserted, 0, "attempt {attempt}: the batch was rolled back");
     }
-    primary
-        .psql("SELECT pg_drop_replication_slot('cases')")
-        .expect("dropping the slot");
+    drop_slot(primary, "cases");
 }

@@ -14,12 +14,21 @@
 mod reshard_common;
 
 use pgdog::replication::client::parse_lsn;
-use reshard_common::{set_resharding, shards, text, write_files, USERS};
+use reshard_common::{
+    copy_data_again, count_on, current_lsn, drop_slot, line_starting, replay_until,
+    schema_sync_pre, set_resharding, single_to_two_shards, text, wait_for_no_slots, SRC_DST,
+};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Output, Stdio};
 use std::time::Duration;
 use topology::{wait_until, Node, Topology};
+
+/// The rows of the copy tests: `big` large enough to be copied mid-table when pgdog is killed.
+const ROWS_TO_COPY: &str =
+    "INSERT INTO big SELECT i, repeat('x', 50) FROM generate_series(1, 200000) i;
+         INSERT INTO small SELECT i, i FROM generate_series(1, 1000) i;
+         INSERT INTO events SELECT i, 'e' || i FROM generate_series(1, 100) i;";
 
 const SCHEMA: &str = "
 CREATE TABLE big (id bigint PRIMARY KEY, pad text);
@@ -28,8 +37,6 @@ CREATE TABLE events (id bigint, v text);
 ALTER TABLE events REPLICA IDENTITY FULL;
 CREATE PUBLICATION pub FOR TABLE big, small, events;
 ";
-
-const DBS: [&str; 4] = ["--from-database", "src", "--to-database", "dst"];
 
 struct Setup {
     source: Topology,
@@ -45,35 +52,21 @@ impl Drop for Setup {
 
 impl Setup {
     fn new(name: &str, rows: &str) -> Setup {
-        let source = Topology::single().expect("source topology");
-        let dest = Topology::shards(2).expect("destination topology");
-        let dir = std::env::temp_dir().join(format!("pgdog-resume-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
         // One name-less sharded table entry: every table sharded by its `id` column.
-        let config = reshard_common::database("src", 0, source.primary().port, "primary")
-            + &shards("dst", &dest, 2)
-            + "\n[[sharded_tables]]\ndatabase = \"dst\"\ncolumn = \"id\"\ndata_type = \"bigint\"\n";
-        write_files(&dir, &config, USERS);
+        let (source, dest, dir) = single_to_two_shards(
+            &format!("resume-{name}"),
+            "\n[[sharded_tables]]\ndatabase = \"dst\"\ncolumn = \"id\"\ndata_type = \"bigint\"\n",
+        );
         source.primary().psql(SCHEMA).expect("source schema");
         source.primary().psql(rows).expect("source rows");
-        let setup = Setup { source, dest, dir };
-        let out = setup.run("schema-sync", &["--publication", "pub", "--phase", "pre"]);
-        assert!(out.status.success(), "schema-sync: {}", text(&out));
-        setup
+        schema_sync_pre(&dir, &source);
+        Setup { source, dest, dir }
     }
 
+    /// `pgdog command` from src to dst with `args`.
     fn command(&self, command: &str, args: &[&str]) -> Command {
-        let mut cmd = Command::new(topology::proxy::binary());
-        cmd.arg(command)
-            .arg("--config")
-            .arg(self.dir.join("pgdog.toml"))
-            .arg("--users")
-            .arg(self.dir.join("users.toml"))
-            .args(DBS)
-            .args(args)
-            .arg("--pg-bin")
-            .arg(self.source.install().bin_dir());
-        cmd
+        let args = [&SRC_DST[..], args].concat();
+        reshard_common::command(&self.dir, &self.source, command, &args)
     }
 
     fn run(&self, command: &str, args: &[&str]) -> Output {
@@ -110,16 +103,20 @@ impl Setup {
     }
 
     fn replay_until(&self, lsn: &str) -> Output {
-        self.run(
-            "replay",
-            &["--publication", "pub", "--slot", "s1", "--until-lsn", lsn],
-        )
+        replay_until(&self.dir, &self.source, "s1", lsn)
     }
 
     fn current_lsn(&self) -> String {
-        self.primary()
-            .psql("SELECT pg_current_wal_insert_lsn()")
-            .unwrap()
+        current_lsn(self.primary())
+    }
+
+    /// Copies (slot `s1`), then runs `count` source transactions on `events` ([`event_script`]);
+    /// the WAL position after them.
+    fn copy_then_events(&self, count: i64) -> String {
+        let out = self.copy();
+        assert!(out.status.success(), "copy-data: {}", text(&out));
+        run_script(self.primary(), &event_script(&self.dir, 0, count));
+        self.current_lsn()
     }
 
     /// `pgdog verify` passes and `events` holds no duplicated row on any shard.
@@ -147,9 +144,12 @@ impl Setup {
     }
 
     fn drop_slot(&self) {
-        self.primary()
-            .psql("SELECT pg_drop_replication_slot('s1')")
-            .expect("dropping the slot");
+        drop_slot(self.primary(), "s1");
+    }
+
+    /// The rows of `events` on the destination shards.
+    fn events(&self) -> i64 {
+        count_on(&self.dest, 2, "SELECT count(*) FROM events")
     }
 }
 
@@ -192,10 +192,16 @@ impl Session {
     }
 }
 
-/// The copy of big waits for the blocker on one shard, after the other tables are done.
-fn wait_for_big_to_block(setup: &Setup, copy: &mut std::process::Child) {
+/// The copy of big waits for the blocker on one shard (after the other tables are done when
+/// `others_copied`).
+fn wait_for_big_to_block(setup: &Setup, copy: &mut Child, others_copied: bool) {
+    let what = if others_copied {
+        "the copy of big to block mid-table"
+    } else {
+        "the copy of big to block"
+    };
     wait_until(
-        "the copy of big to block mid-table",
+        what,
         Duration::from_secs(60),
         Duration::from_millis(10),
         || {
@@ -211,44 +217,25 @@ fn wait_for_big_to_block(setup: &Setup, copy: &mut std::process::Child) {
                     )
                     .is_ok_and(|n| n == "1")
             });
-            let others = setup
-                .shard(1)
-                .psql(
-                    "SELECT count(*) FROM pgdog_reshard_progress WHERE table_name <> 'public.big'",
-                )
-                .unwrap_or_default();
-            Ok(blocked && others == "2")
+            let others = !others_copied
+                || setup
+                    .shard(1)
+                    .psql(
+                        "SELECT count(*) FROM pgdog_reshard_progress WHERE table_name <> 'public.big'",
+                    )
+                    .unwrap_or_default()
+                    == "2";
+            Ok(blocked && others)
         },
     )
     .unwrap();
 }
 
-/// The killed walsenders take the temporary slots with them.
-fn wait_for_temporary_slots_gone(setup: &Setup) {
-    wait_until(
-        "the temporary slots to vanish",
-        Duration::from_secs(30),
-        Duration::from_millis(20),
-        || {
-            Ok(setup
-                .primary()
-                .psql("SELECT count(*) FROM pg_replication_slots WHERE temporary")?
-                == "0")
-        },
-    )
-    .unwrap();
-}
-
-#[test]
-fn copy_killed_mid_table_resumes() {
-    let setup = Setup::new(
-        "copy",
-        "INSERT INTO big SELECT i, repeat('x', 50) FROM generate_series(1, 200000) i;
-         INSERT INTO small SELECT i, i FROM generate_series(1, 1000) i;
-         INSERT INTO events SELECT i, 'e' || i FROM generate_series(1, 100) i;",
-    );
-    // An uncommitted row with a key near the end of `big` on both destination shards: the copy
-    // blocks on it on the shard the key belongs to.
+/// With an uncommitted row of `big` (key 199990, near its end) held on both destination shards,
+/// `copy-data --parallel 3` runs until its copy of big blocks on it on the shard the key belongs
+/// to ([`wait_for_big_to_block`]) and is killed; the blockers are released. Nothing of big is
+/// committed, and the killed walsenders take the temporary slots with them.
+fn kill_copy_blocked_in_big(setup: &Setup, others_copied: bool) {
     let mut blockers: Vec<Session> = (0..2).map(|s| Session::open(setup.shard(s))).collect();
     for b in blockers.iter_mut() {
         b.send("BEGIN; INSERT INTO big VALUES (199990, 'blocker');");
@@ -275,7 +262,7 @@ fn copy_killed_mid_table_resumes() {
         &["--publication", "pub", "--slot", "s1", "--parallel", "3"],
         &[],
     );
-    wait_for_big_to_block(&setup, &mut copy);
+    wait_for_big_to_block(setup, &mut copy, others_copied);
     kill9(&mut copy);
     for b in blockers {
         b.close();
@@ -290,7 +277,19 @@ fn copy_killed_mid_table_resumes() {
             "big was not committed on shard {s}"
         );
     }
-    wait_for_temporary_slots_gone(&setup);
+    wait_for_no_slots(
+        setup.primary(),
+        "temporary",
+        "the temporary slots to vanish",
+    );
+}
+
+#[test]
+fn copy_killed_mid_table_resumes() {
+    let setup = Setup::new("copy", ROWS_TO_COPY);
+    // An uncommitted row with a key near the end of `big` on both destination shards: the copy
+    // blocks on it on the shard the key belongs to.
+    kill_copy_blocked_in_big(&setup, true);
 
     // A kill between two shards' commits: small committed on shard 0 only.
     setup
@@ -320,9 +319,7 @@ fn copy_killed_mid_table_resumes() {
             .unwrap()
     };
     let first = small_watermark(0);
-    let out = setup.copy();
-    let output = text(&out);
-    assert!(out.status.success(), "copy-data again: {output}");
+    let output = copy_data_again(&setup.dir, &setup.source, &["--slot", "s1"]);
     assert!(output.contains("slot s1 reused"), "{output}");
     assert!(
         output.contains("table public.events: already copied"),
@@ -399,10 +396,7 @@ fn replay_killed_mid_stream_resumes_exactly() {
         "replay",
         "INSERT INTO small VALUES (1, 1); INSERT INTO big VALUES (1, 'x');",
     );
-    let out = setup.copy();
-    assert!(out.status.success(), "copy-data: {}", text(&out));
-    run_script(setup.primary(), &event_script(&setup.dir, 0, 3000));
-    let lsn = setup.current_lsn();
+    let lsn = setup.copy_then_events(3000);
     let end = parse_lsn(&lsn).unwrap();
 
     let mut replay = setup.spawn("replay", &["--publication", "pub", "--slot", "s1"], &[]);
@@ -430,19 +424,7 @@ fn replay_killed_mid_stream_resumes_exactly() {
     assert!(out.status.success(), "replay again: {output}");
     assert!(!output.contains("replayed 0 transactions"), "{output}");
     setup.assert_equal();
-    assert_eq!(
-        (0..2)
-            .map(|s| {
-                setup
-                    .shard(s)
-                    .psql("SELECT count(*) FROM events")
-                    .unwrap()
-                    .parse::<i64>()
-                    .unwrap()
-            })
-            .sum::<i64>(),
-        30000 - 300
-    );
+    assert_eq!(setup.events(), 30000 - 300);
     setup.drop_slot();
 }
 
@@ -451,10 +433,7 @@ fn replay_aborted_after_a_commit_resumes_exactly() {
     let setup = Setup::new("abort", "INSERT INTO small VALUES (1, 1);");
     // Batches of 4 source transactions: the 7th destination commit is mid-stream.
     set_resharding(&setup.dir, "replay_batch = 4");
-    let out = setup.copy();
-    assert!(out.status.success(), "copy-data: {}", text(&out));
-    run_script(setup.primary(), &event_script(&setup.dir, 0, 50));
-    let lsn = setup.current_lsn();
+    let lsn = setup.copy_then_events(50);
 
     let mut replay = setup.spawn(
         "replay",
@@ -470,18 +449,7 @@ fn replay_aborted_after_a_commit_resumes_exactly() {
         "aborted by the hook: {log}"
     );
     // Committed on the destination, not confirmed on the slot.
-    let applied = setup
-        .shard(0)
-        .psql("SELECT count(*) FROM events")
-        .unwrap()
-        .parse::<i64>()
-        .unwrap()
-        + setup
-            .shard(1)
-            .psql("SELECT count(*) FROM events")
-            .unwrap()
-            .parse::<i64>()
-            .unwrap();
+    let applied = setup.events();
     assert!(applied > 0 && applied < 490, "applied {applied}");
 
     let out = setup.replay_until(&lsn);
@@ -509,10 +477,7 @@ fn atomic_replay_aborted_between_prepare_and_commit_resumes() {
     let setup = Setup::new("atomic", "INSERT INTO small VALUES (1, 1);");
     // Two-phase batches of 4 source transactions, each touching both shards.
     set_resharding(&setup.dir, "replay_batch = 4\nreplay_atomic = true");
-    let out = setup.copy();
-    assert!(out.status.success(), "copy-data: {}", text(&out));
-    run_script(setup.primary(), &event_script(&setup.dir, 0, 50));
-    let lsn = setup.current_lsn();
+    let lsn = setup.copy_then_events(50);
     let args = ["--publication", "pub", "--slot", "s1", "--until-lsn", &lsn];
     let aborted = |hook: &str| {
         let mut replay = setup.spawn("replay", &args, &[("PGDOG_TEST_ABORT_IN_2PC", hook)]);
@@ -540,7 +505,7 @@ fn atomic_replay_aborted_between_prepare_and_commit_resumes() {
 
     let mut atomic_args = args.to_vec();
     atomic_args.push("--atomic");
-    let out = setup.command("replay", &atomic_args).output().unwrap();
+    let out = setup.run("replay", &atomic_args);
     let output = text(&out);
     assert!(out.status.success(), "replay to the end: {output}");
     assert!(
@@ -557,95 +522,24 @@ fn atomic_replay_aborted_between_prepare_and_commit_resumes() {
 /// the rerun copies it whole again (in ranges) so that source and destination match.
 #[test]
 fn copy_killed_mid_split_table_resumes() {
-    let setup = Setup::new(
-        "copy-split",
-        "INSERT INTO big SELECT i, repeat('x', 50) FROM generate_series(1, 200000) i;
-         INSERT INTO small SELECT i, i FROM generate_series(1, 1000) i;
-         INSERT INTO events SELECT i, 'e' || i FROM generate_series(1, 100) i;",
-    );
+    let setup = Setup::new("copy-split", ROWS_TO_COPY);
     set_resharding(&setup.dir, "copy_split_bytes = 65536");
-    // An uncommitted row with a key in the last range of `big` on both destination shards.
-    let mut blockers: Vec<Session> = (0..2).map(|s| Session::open(setup.shard(s))).collect();
-    for b in blockers.iter_mut() {
-        b.send("BEGIN; INSERT INTO big VALUES (199990, 'blocker');");
-    }
-    wait_until(
-        "the blocking rows to be inserted",
-        Duration::from_secs(10),
-        Duration::from_millis(10),
-        || {
-            Ok((0..2).all(|s| {
-                setup
-                    .shard(s)
-                    .psql(
-                        "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction'",
-                    )
-                    .is_ok_and(|n| n == "1")
-            }))
-        },
-    )
-    .unwrap();
-    let mut copy = setup.spawn(
-        "copy-data",
-        &["--publication", "pub", "--slot", "s1", "--parallel", "3"],
-        &[],
-    );
-    wait_until(
-        "the copy of big to block",
-        Duration::from_secs(60),
-        Duration::from_millis(10),
-        || {
-            if let Some(status) = copy.try_wait().unwrap() {
-                panic!("copy-data ended: {status}: {}", setup.log("copy-data"));
-            }
-            Ok((0..2).any(|s| {
-                setup
-                    .shard(s)
-                    .psql(
-                        "SELECT count(*) FROM pg_stat_activity \
-                         WHERE query LIKE 'COPY \"public\".\"big\"%' AND wait_event_type = 'Lock'",
-                    )
-                    .is_ok_and(|n| n == "1")
-            }))
-        },
-    )
-    .unwrap();
-    // Several readers of big are (or were) connected to the source under the same snapshot.
-    kill9(&mut copy);
-    for b in blockers {
-        b.close();
-    }
-    for s in 0..2 {
-        assert_eq!(
-            setup
-                .shard(s)
-                .psql("SELECT count(*) FROM pgdog_reshard_progress WHERE table_name = 'public.big'")
-                .unwrap(),
-            "0",
-            "big was not committed on shard {s}"
-        );
-    }
-    wait_for_temporary_slots_gone(&setup);
+    // An uncommitted row with a key in the last range of `big` on both destination shards;
+    // several readers of big are (or were) connected to the source under the same snapshot.
+    kill_copy_blocked_in_big(&setup, false);
 
     setup
         .primary()
         .psql("DELETE FROM big WHERE id BETWEEN 1000 AND 1100")
         .unwrap();
-    let out = setup
-        .command(
-            "copy-data",
-            &["--publication", "pub", "--slot", "s1", "--parallel", "4"],
-        )
-        .output()
-        .unwrap();
-    let output = text(&out);
-    assert!(out.status.success(), "copy-data again: {output}");
+    let output = copy_data_again(
+        &setup.dir,
+        &setup.source,
+        &["--slot", "s1", "--parallel", "4"],
+    );
     assert!(output.contains("slot s1 reused"), "{output}");
     // 4 readers for at most 3 tables at once: big gets at least one extra, so 2 to 4 ranges.
-    let big = output
-        .lines()
-        .find(|l| l.starts_with("table public.big: "))
-        .unwrap_or_else(|| panic!("no big line: {output}"));
+    let big = line_starting(&output, "table public.big: ");
     assert!(big.starts_with("table public.big: 199899 rows"), "{output}");
     assert!(
         [" in 2 ranges", " in 3 ranges", " in 4 ranges"]

@@ -1,8 +1,10 @@
 //! `pgdog schema-sync` end to end: a publication's tables copied from a single server to two
 //! shards, pre-data (types, tables, sequences, primary keys) then post-data (indexes, foreign
 //! keys, triggers), and a second run that succeeds and changes nothing.
+mod reshard_common;
+
+use reshard_common::{command, sharded_table, single_to_two_shards, SRC_DST};
 use std::path::PathBuf;
-use std::process::Command;
 use topology::{Node, Topology};
 
 const SCHEMA: &str = "
@@ -48,6 +50,19 @@ const FINGERPRINT: &str = "SELECT string_agg(x, ' | ' ORDER BY x) FROM (
     UNION ALL SELECT 'seq ' || seqrelid::regclass::text FROM pg_sequence
 ) s(x)";
 
+/// The table left out of the publication.
+const UNPUBLISHED: &str = "SELECT count(*) FROM pg_class WHERE relname = 'unpublished'";
+
+/// The post-data objects of `node`, counted: the index, the foreign keys, the triggers.
+fn post_data(node: &Node) -> [i64; 3] {
+    [
+        "SELECT count(*) FROM pg_class WHERE relname = 'orders_user_idx'",
+        "SELECT count(*) FROM pg_constraint WHERE contype = 'f'",
+        "SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal",
+    ]
+    .map(|sql| count(node, sql))
+}
+
 struct Setup {
     source: Topology,
     dest: Topology,
@@ -55,54 +70,21 @@ struct Setup {
 }
 
 fn setup(tag: &str) -> Setup {
-    let source = Topology::single().expect("source topology");
-    let dest = Topology::shards(2).expect("destination topology");
+    let (source, dest, dir) = single_to_two_shards(
+        &format!("schema-sync-{tag}"),
+        &sharded_table("dst", "users", "id", "bigint"),
+    );
     source.primary().psql(SCHEMA).expect("source schema");
-    let dir = std::env::temp_dir().join(format!("pgdog-schema-sync-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut config = format!(
-        "[[databases]]\nname = \"src\"\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n",
-        source.primary().port
-    );
-    for shard in 0..2 {
-        config.push_str(&format!(
-            "\n[[databases]]\nname = \"dst\"\nshard = {shard}\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n",
-            dest.shard(shard).port
-        ));
-    }
-    config.push_str(
-        "\n[[sharded_tables]]\ndatabase = \"dst\"\nname = \"users\"\ncolumn = \"id\"\ndata_type = \"bigint\"\n",
-    );
-    let users = "[[users]]\nname = \"app\"\ndatabase = \"src\"\npassword = \"secret\"\n\n\
-                 [[users]]\nname = \"app\"\ndatabase = \"dst\"\npassword = \"secret\"\n";
-    std::fs::write(dir.join("pgdog.toml"), config).unwrap();
-    std::fs::write(dir.join("users.toml"), users).unwrap();
     Setup { source, dest, dir }
 }
 
 impl Setup {
     /// Runs `pgdog schema-sync` with `phase`; panics with its output when it fails.
     fn sync(&self, phase: Option<&str>) -> String {
-        let mut cmd = Command::new(topology::proxy::binary());
-        cmd.arg("schema-sync")
-            .arg("--config")
-            .arg(self.dir.join("pgdog.toml"))
-            .arg("--users")
-            .arg(self.dir.join("users.toml"))
-            .args([
-                "--from-database",
-                "src",
-                "--to-database",
-                "dst",
-                "--publication",
-                "pub",
-            ])
-            .arg("--pg-bin")
-            .arg(self.source.install().bin_dir());
-        if let Some(phase) = phase {
-            cmd.args(["--phase", phase]);
-        }
-        let out = cmd.output().expect("running pgdog schema-sync");
+        let out = self
+            .schema_sync("pub", phase)
+            .output()
+            .expect("running pgdog schema-sync");
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         assert!(
             out.status.success(),
@@ -110,6 +92,13 @@ impl Setup {
             String::from_utf8_lossy(&out.stderr)
         );
         stdout
+    }
+
+    /// `pgdog schema-sync` of `publication` from src to dst (`--phase phase` when given).
+    fn schema_sync(&self, publication: &str, phase: Option<&str>) -> std::process::Command {
+        let mut args = [&SRC_DST[..], &["--publication", publication]].concat();
+        args.extend(phase.iter().flat_map(|p| ["--phase", p]));
+        command(&self.dir, &self.source, "schema-sync", &args)
     }
 
     fn shards(&self) -> [&Node; 2] {
@@ -151,27 +140,7 @@ fn schema_sync_pre_then_post_then_again_changes_nothing() {
             "{happy,sad}"
         );
         // Nothing of post-data yet.
-        assert_eq!(
-            count(
-                node,
-                "SELECT count(*) FROM pg_class WHERE relname = 'orders_user_idx'"
-            ),
-            0
-        );
-        assert_eq!(
-            count(
-                node,
-                "SELECT count(*) FROM pg_constraint WHERE contype = 'f'"
-            ),
-            0
-        );
-        assert_eq!(
-            count(
-                node,
-                "SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal"
-            ),
-            0
-        );
+        assert_eq!(post_data(node), [0, 0, 0]);
         // The sequences work: a serial default and an identity column.
         assert_eq!(
             node.psql("INSERT INTO users (email, feeling) VALUES ('a@b', 'happy') RETURNING id")
@@ -187,20 +156,8 @@ fn schema_sync_pre_then_post_then_again_changes_nothing() {
 
     s.sync(Some("post"));
     for node in s.shards() {
-        assert_eq!(
-            count(
-                node,
-                "SELECT count(*) FROM pg_class WHERE relname = 'orders_user_idx'"
-            ),
-            1
-        );
-        assert_eq!(
-            count(
-                node,
-                "SELECT count(*) FROM pg_constraint WHERE contype = 'f'"
-            ),
-            2
-        );
+        // The index and the foreign keys.
+        assert_eq!(post_data(node)[..2], [1, 2]);
         assert_eq!(
             node.psql("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")
                 .unwrap(),
@@ -232,13 +189,7 @@ fn schema_sync_pre_then_post_then_again_changes_nothing() {
     assert_eq!(before, after);
     assert!(before[0].contains("orders_user_idx"));
     // The source is untouched and the unpublished table stayed there.
-    assert_eq!(
-        count(
-            s.source.primary(),
-            "SELECT count(*) FROM pg_class WHERE relname = 'unpublished'"
-        ),
-        1
-    );
+    assert_eq!(count(s.source.primary(), UNPUBLISHED), 1);
     let _ = std::fs::remove_dir_all(&s.dir);
 }
 
@@ -247,53 +198,10 @@ fn schema_sync_both_phases_at_once_and_unknown_publication() {
     let s = setup("both");
     s.sync(None);
     for node in s.shards() {
-        assert_eq!(
-            count(
-                node,
-                "SELECT count(*) FROM pg_class WHERE relname = 'orders_user_idx'"
-            ),
-            1
-        );
-        assert_eq!(
-            count(
-                node,
-                "SELECT count(*) FROM pg_constraint WHERE contype = 'f'"
-            ),
-            2
-        );
-        assert_eq!(
-            count(
-                node,
-                "SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal"
-            ),
-            1
-        );
-        assert_eq!(
-            count(
-                node,
-                "SELECT count(*) FROM pg_class WHERE relname = 'unpublished'"
-            ),
-            0
-        );
+        assert_eq!(post_data(node), [1, 2, 1]);
+        assert_eq!(count(node, UNPUBLISHED), 0);
     }
-    let out = Command::new(topology::proxy::binary())
-        .arg("schema-sync")
-        .arg("--config")
-        .arg(s.dir.join("pgdog.toml"))
-        .arg("--users")
-        .arg(s.dir.join("users.toml"))
-        .args([
-            "--from-database",
-            "src",
-            "--to-database",
-            "dst",
-            "--publication",
-            "nope",
-        ])
-        .arg("--pg-bin")
-        .arg(s.source.install().bin_dir())
-        .output()
-        .unwrap();
+    let out = s.schema_sync("nope", None).output().unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("publication `nope`"), "{stderr}");

@@ -6,26 +6,17 @@ mod reshard_common;
 use reshard_common::*;
 use topology::Topology;
 
-const DBS: [&str; 4] = ["--from-database", "src", "--to-database", "dst"];
-
 fn count(dest: &Topology, shard: usize, table: &str) -> i64 {
-    dest.shard(shard)
-        .psql(&format!("SELECT count(*) FROM {table}"))
-        .unwrap()
-        .parse()
-        .unwrap()
+    count_on_shard(dest, shard, &format!("SELECT count(*) FROM {table}"))
 }
 
 #[test]
 fn schemas_move_as_units() {
-    let source = Topology::single().expect("source topology");
-    let dest = Topology::shards(2).expect("destination topology");
-    let dir = std::env::temp_dir().join(format!("pgdog-reshard-schemas-{}", std::process::id()));
-    let config = database("src", 0, source.primary().port, "primary")
-        + &shards("dst", &dest, 2)
-        + "\n[[sharded_schemas]]\ndatabase = \"dst\"\nname = \"tenant_a\"\nshard = 0\n\
-           \n[[sharded_schemas]]\ndatabase = \"dst\"\nname = \"tenant_b\"\nshard = 1\n";
-    write_files(&dir, &config, USERS);
+    let (source, dest, dir) = single_to_two_shards(
+        "reshard-schemas",
+        "\n[[sharded_schemas]]\ndatabase = \"dst\"\nname = \"tenant_a\"\nshard = 0\n\
+           \n[[sharded_schemas]]\ndatabase = \"dst\"\nname = \"tenant_b\"\nshard = 1\n",
+    );
     let primary = source.primary();
     primary
         .psql(
@@ -37,14 +28,8 @@ fn schemas_move_as_units() {
              CREATE PUBLICATION pub FOR TABLE tenant_a.items, tenant_b.items;",
         )
         .expect("source schema");
-    let run = |command: &str, rest: &[&str]| {
-        let args: Vec<&str> = DBS.iter().chain(rest).copied().collect();
-        pgdog(&dir, &source, command, &args)
-    };
-    let out = run("schema-sync", &["--publication", "pub", "--phase", "pre"]);
-    assert!(out.status.success(), "schema-sync: {}", text(&out));
-    let out = run("copy-data", &["--publication", "pub", "--slot", "s1"]);
-    assert!(out.status.success(), "copy-data: {}", text(&out));
+    schema_sync_pre(&dir, &source);
+    copy_data_ok(&dir, &source, &["--slot", "s1"]);
     assert_eq!(count(&dest, 0, "tenant_a.items"), 700);
     assert_eq!(count(&dest, 1, "tenant_a.items"), 0);
     assert_eq!(count(&dest, 0, "tenant_b.items"), 0);
@@ -58,30 +43,24 @@ fn schemas_move_as_units() {
              DELETE FROM tenant_b.items WHERE id > 290;",
         )
         .expect("source writes");
-    let lsn = primary.psql("SELECT pg_current_wal_insert_lsn()").unwrap();
-    let out = run(
-        "replay",
-        &["--publication", "pub", "--slot", "s1", "--until-lsn", &lsn],
-    );
+    let lsn = current_lsn(primary);
+    let out = replay_until(&dir, &source, "s1", &lsn);
     assert!(out.status.success(), "replay: {}", text(&out));
     assert_eq!(count(&dest, 0, "tenant_a.items"), 701);
     assert_eq!(count(&dest, 1, "tenant_b.items"), 290);
     assert_eq!(count(&dest, 1, "tenant_b.items WHERE v = 'changed'"), 10);
-    let out = run("verify", &[]);
-    assert!(out.status.success(), "verify: {}", text(&out));
+    verify_ok(&dir, &source, &[], "");
 
     // A row on the wrong shard is reported.
     dest.shard(1)
         .psql("INSERT INTO tenant_a.items VALUES (9999, 'misplaced')")
         .unwrap();
-    let out = run("verify", &[]);
+    let out = pgdog(&dir, &source, "verify", &SRC_DST);
     assert!(!out.status.success(), "verify should fail: {}", text(&out));
     assert!(
         text(&out).contains("schema tenant_a lives on shard 0"),
         "{}",
         text(&out)
     );
-    primary
-        .psql("SELECT pg_drop_replication_slot('s1')")
-        .expect("dropping the slot");
+    drop_slot(primary, "s1");
 }

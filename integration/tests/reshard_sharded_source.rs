@@ -13,21 +13,14 @@ use pgdog::replication::client::parse_lsn;
 use pgdog::reshard::copy::{copy_data, CopyDataOptions};
 use pgdog::reshard::progress::{Progress, StopAt};
 use pgdog::reshard::replay::{replay, ReplayOptions};
-use reshard_common::{omnisharded, pgdog, run_ok, sharded_table, shards, text, write_files, USERS};
+use reshard_common::{
+    config_dir, copy_data_again, drop_slot, omnisharded, replay_again_applies_nothing,
+    replay_applies, schema_sync_pre, sharded_table, shards, verify_ok,
+};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use topology::{wait_until, Node, Topology};
-
-fn write_config(dir: &Path, source: &Topology, dest: &Topology) {
-    let config = shards("src", source, 2)
-        + &shards("dst", dest, 4)
-        + &sharded_table("dst", "items", "id", "bigint")
-        + &omnisharded("dst", &["kinds"]);
-    write_files(dir, &config, USERS);
-}
-
-const DBS: [&str; 4] = ["--from-database", "src", "--to-database", "dst"];
 
 fn lsn(node: &Node) -> u64 {
     parse_lsn(&node.psql("SELECT pg_current_wal_insert_lsn()").unwrap()).unwrap()
@@ -50,7 +43,7 @@ fn advance_past(node: &Node, target: u64) {
 
 /// The first copy, in process with live progress: a slot on each source shard, one copy per
 /// (table, source shard) but the omnisharded table once, watermarks keyed per source shard.
-fn copy_in_process(dir: &std::path::Path, source: &Topology, dest: &Topology) -> Settings {
+fn copy_in_process(dir: &Path, source: &Topology, dest: &Topology) -> Settings {
     let settings = Settings::load(&dir.join("pgdog.toml"), &dir.join("users.toml")).unwrap();
     let progress = Arc::new(Progress::default());
     let copy_options = CopyDataOptions {
@@ -128,7 +121,7 @@ fn copy_in_process(dir: &std::path::Path, source: &Topology, dest: &Topology) ->
 
 /// In process: the replay's progress and the per-stream stop targets set while it runs; it
 /// returns soon after both streams reached theirs, and verify finds the destination equal.
-fn replay_in_process_to_targets(dir: &std::path::Path, source: &Topology, settings: Settings) {
+fn replay_in_process_to_targets(dir: &Path, source: &Topology, settings: Settings) {
     let progress = Arc::new(Progress::default());
     let stop_at = Arc::new(StopAt::default());
     let options = ReplayOptions {
@@ -191,17 +184,18 @@ fn replay_in_process_to_targets(dir: &std::path::Path, source: &Topology, settin
         assert!(s.last_commit_time.is_some());
         assert!(s.received_lsn >= s.applied_lsn.min(*target));
     }
-    let out = pgdog(dir, source, "verify", &DBS);
-    assert!(out.status.success(), "verify at the end: {}", text(&out));
+    verify_ok(dir, source, &[], " at the end");
 }
 
 #[test]
 fn sharded_source_into_four_shards() {
     let source = Topology::shards(2).expect("source topology");
     let dest = Topology::shards(4).expect("destination topology");
-    let dir = std::env::temp_dir().join(format!("pgdog-sharded-source-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    write_config(&dir, &source, &dest);
+    let config = shards("src", &source, 2)
+        + &shards("dst", &dest, 4)
+        + &sharded_table("dst", "items", "id", "bigint")
+        + &omnisharded("dst", &["kinds"]);
+    let dir = config_dir("sharded-source", &config);
     for s in 0..2 {
         source
             .shard(s)
@@ -216,38 +210,12 @@ fn sharded_source_into_four_shards() {
             .expect("source schema");
     }
 
-    run_ok(
-        &dir,
-        &source,
-        "schema-sync",
-        &DBS,
-        &["--publication", "pub", "--phase", "pre"],
-    );
-    let copy = || {
-        pgdog(
-            &dir,
-            &source,
-            "copy-data",
-            &[
-                DBS[0],
-                DBS[1],
-                DBS[2],
-                DBS[3],
-                "--publication",
-                "pub",
-                "--slot",
-                "s1",
-            ],
-        )
-    };
+    schema_sync_pre(&dir, &source);
     let settings = copy_in_process(&dir, &source, &dest);
-    let out = pgdog(&dir, &source, "verify", &DBS);
-    assert!(out.status.success(), "verify after copy: {}", text(&out));
+    verify_ok(&dir, &source, &[], " after copy");
 
     // A second copy-data with the same slot finds everything done.
-    let out = copy();
-    let output = text(&out);
-    assert!(out.status.success(), "copy-data again: {output}");
+    let output = copy_data_again(&dir, &source, &["--slot", "s1"]);
     assert!(output.contains("reused"), "{output}");
     assert!(
         output.contains("copied 0 tables, 0 rows, 3 already copied"),
@@ -277,52 +245,20 @@ fn sharded_source_into_four_shards() {
         advance_past(source.shard(s), until);
     }
     let until_text = format!("{:X}/{:X}", until >> 32, until & 0xFFFF_FFFF);
-    let replay_cli = || {
-        pgdog(
-            &dir,
-            &source,
-            "replay",
-            &[
-                DBS[0],
-                DBS[1],
-                DBS[2],
-                DBS[3],
-                "--publication",
-                "pub",
-                "--slot",
-                "s1",
-                "--until-lsn",
-                &until_text,
-            ],
-        )
-    };
-    let out = replay_cli();
-    let output = text(&out);
-    assert!(out.status.success(), "replay: {output}");
-    assert!(!output.contains("replayed 0 transactions"), "{output}");
-    let out = pgdog(&dir, &source, "verify", &DBS);
-    assert!(out.status.success(), "verify after replay: {}", text(&out));
+    replay_applies(&dir, &source, "s1", &until_text);
+    verify_ok(&dir, &source, &[], " after replay");
     assert_eq!(
         dest.shard(0)
             .psql("SELECT string_agg(slot, ',' ORDER BY slot) FROM pgdog_reshard_position")
             .unwrap(),
         "s1,s1/1"
     );
-    let out = replay_cli();
-    let output = text(&out);
-    assert!(out.status.success(), "second replay: {output}");
-    assert!(
-        output.contains("replayed 0 transactions, 0 rows applied"),
-        "{output}"
-    );
+    replay_again_applies_nothing(&dir, &source, "s1", &until_text);
 
     replay_in_process_to_targets(&dir, &source, settings);
 
     for s in 0..2 {
-        source
-            .shard(s)
-            .psql("SELECT pg_drop_replication_slot('s1')")
-            .expect("dropping the slot");
+        drop_slot(source.shard(s), "s1");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

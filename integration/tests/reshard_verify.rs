@@ -1,11 +1,13 @@
 //! `pgdog verify` end to end: a single source server against a two-shard destination loaded
 //! with pgdog's own placement, then broken three ways (a row deleted on a shard, a value
 //! changed, a row moved to the wrong shard) and an omnisharded table out of step.
+mod reshard_common;
+
 use pgdog::config::Settings;
 use pgdog::router::schema::Schema;
+use reshard_common::{command, omnisharded, sharded_table, single_to_two_shards, SRC_DST};
 use std::path::PathBuf;
-use std::process::Command;
-use topology::{Node, Topology};
+use topology::Topology;
 
 const SCHEMA: &str = "
 CREATE TABLE items (id bigint PRIMARY KEY, name text, qty int, tags text[]);
@@ -21,28 +23,10 @@ struct Setup {
 }
 
 fn setup() -> Setup {
-    let source = Topology::single().expect("source topology");
-    let dest = Topology::shards(2).expect("destination topology");
-    let dir = std::env::temp_dir().join(format!("pgdog-verify-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut config = format!(
-        "[[databases]]\nname = \"src\"\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n",
-        source.primary().port
+    let (source, dest, dir) = single_to_two_shards(
+        "verify",
+        &(sharded_table("dst", "items", "id", "bigint") + &omnisharded("dst", &["kinds"])),
     );
-    for shard in 0..2 {
-        config.push_str(&format!(
-            "\n[[databases]]\nname = \"dst\"\nshard = {shard}\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n",
-            dest.shard(shard).port
-        ));
-    }
-    config.push_str(
-        "\n[[sharded_tables]]\ndatabase = \"dst\"\nname = \"items\"\ncolumn = \"id\"\ndata_type = \"bigint\"\n\
-         \n[[omnisharded_tables]]\ndatabase = \"dst\"\ntables = [\"kinds\"]\n",
-    );
-    let users = "[[users]]\nname = \"app\"\ndatabase = \"src\"\npassword = \"secret\"\n\n\
-                 [[users]]\nname = \"app\"\ndatabase = \"dst\"\npassword = \"secret\"\n";
-    std::fs::write(dir.join("pgdog.toml"), config).unwrap();
-    std::fs::write(dir.join("users.toml"), users).unwrap();
 
     source.primary().psql(SCHEMA).expect("source schema");
     source
@@ -87,17 +71,11 @@ impl Setup {
 
     /// Runs `pgdog verify`; its exit success and stdout.
     fn verify(&self, tables: &[&str]) -> (bool, String) {
-        let mut cmd = Command::new(topology::proxy::binary());
-        cmd.arg("verify")
-            .arg("--config")
-            .arg(self.dir.join("pgdog.toml"))
-            .arg("--users")
-            .arg(self.dir.join("users.toml"))
-            .args(["--from-database", "src", "--to-database", "dst"]);
-        for t in tables {
-            cmd.args(["--table", t]);
-        }
-        let out = cmd.output().expect("running pgdog verify");
+        let mut args = SRC_DST.to_vec();
+        args.extend(tables.iter().flat_map(|t| ["--table", t]));
+        let out = command(&self.dir, &self.source, "verify", &args)
+            .output()
+            .expect("running pgdog verify");
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(
@@ -119,21 +97,22 @@ impl Setup {
         assert!(out.contains("kinds: OK (3 rows, "), "{out}");
     }
 
-    /// The shard holding item `id`.
-    fn shard_of(&self, id: i64) -> usize {
-        (0..2)
-            .find(|&s| {
-                self.dest
-                    .shard(s)
-                    .psql(&format!("SELECT count(*) FROM items WHERE id = {id}"))
-                    .unwrap()
-                    == "1"
-            })
-            .expect("item is somewhere")
+    /// `pgdog verify` of every table fails (`broken` says what broke the destination); its
+    /// output.
+    fn verify_fails(&self, broken: &str) -> String {
+        let (ok, out) = self.verify(&[]);
+        assert!(!ok, "{broken} must fail:\n{out}");
+        out
     }
 
-    fn node(&self, shard: usize) -> &Node {
-        self.dest.shard(shard)
+    /// The shard holding item `id`.
+    fn shard_of(&self, id: i64) -> usize {
+        reshard_common::shard_of(&self.dest, 2, "items", id)
+    }
+
+    /// Runs `sql` on destination shard `shard`.
+    fn on(&self, shard: usize, sql: &str) {
+        self.dest.shard(shard).psql(sql).unwrap();
     }
 }
 
@@ -167,11 +146,8 @@ fn verify_finds_missing_changed_and_misplaced_rows() {
 
     // 1. A row deleted on its shard.
     let shard = s.shard_of(17);
-    s.node(shard)
-        .psql("DELETE FROM items WHERE id = 17")
-        .unwrap();
-    let (ok, out) = s.verify(&[]);
-    assert!(!ok, "a missing row must fail:\n{out}");
+    s.on(shard, "DELETE FROM items WHERE id = 17");
+    let out = s.verify_fails("a missing row");
     let line = item_line(&out);
     assert!(
         line.contains(&format!(
@@ -181,37 +157,29 @@ fn verify_finds_missing_changed_and_misplaced_rows() {
         "{out}"
     );
     assert!(out.contains("kinds: OK (3 rows, "), "{out}");
-    s.node(shard)
-        .psql("INSERT INTO items VALUES (17, 'item 17', 17 % 7, ARRAY['a', '17'])")
-        .unwrap();
+    s.on(
+        shard,
+        "INSERT INTO items VALUES (17, 'item 17', 17 % 7, ARRAY['a', '17'])",
+    );
     s.assert_clean();
 
     // 2. A value changed.
     let shard = s.shard_of(42);
-    s.node(shard)
-        .psql("UPDATE items SET name = 'changed' WHERE id = 42")
-        .unwrap();
-    let (ok, out) = s.verify(&[]);
-    assert!(!ok, "a changed value must fail:\n{out}");
+    s.on(shard, "UPDATE items SET name = 'changed' WHERE id = 42");
+    let out = s.verify_fails("a changed value");
     let line = item_line(&out);
     assert!(line.contains("checksum"), "{out}");
     assert!(line.contains("same row count, different rows"), "{out}");
-    s.node(shard)
-        .psql("UPDATE items SET name = 'item 42' WHERE id = 42")
-        .unwrap();
+    s.on(shard, "UPDATE items SET name = 'item 42' WHERE id = 42");
     s.assert_clean();
 
     // 3. A row moved, unchanged, to the wrong shard: counts and checksums still match.
     let shard = s.shard_of(99);
     let other = 1 - shard;
-    s.node(shard)
-        .psql("DELETE FROM items WHERE id = 99")
-        .unwrap();
-    s.node(other)
-        .psql("INSERT INTO items VALUES (99, 'item 99', 99 % 7, ARRAY['a', '99'])")
-        .unwrap();
-    let (ok, out) = s.verify(&[]);
-    assert!(!ok, "a misplaced row must fail:\n{out}");
+    let item_99 = "INSERT INTO items VALUES (99, 'item 99', 99 % 7, ARRAY['a', '99'])";
+    s.on(shard, "DELETE FROM items WHERE id = 99");
+    s.on(other, item_99);
+    let out = s.verify_fails("a misplaced row");
     let line = item_line(&out);
     assert!(
         line.contains(&format!(
@@ -223,20 +191,13 @@ fn verify_finds_missing_changed_and_misplaced_rows() {
         !line.contains("row count") && !line.contains("checksum"),
         "{out}"
     );
-    s.node(other)
-        .psql("DELETE FROM items WHERE id = 99")
-        .unwrap();
-    s.node(shard)
-        .psql("INSERT INTO items VALUES (99, 'item 99', 99 % 7, ARRAY['a', '99'])")
-        .unwrap();
+    s.on(other, "DELETE FROM items WHERE id = 99");
+    s.on(shard, item_99);
     s.assert_clean();
 
     // 4. An omnisharded table out of step on one shard.
-    s.node(1)
-        .psql("UPDATE kinds SET label = 'uno' WHERE id = 1")
-        .unwrap();
-    let (ok, out) = s.verify(&[]);
-    assert!(!ok, "{out}");
+    s.on(1, "UPDATE kinds SET label = 'uno' WHERE id = 1");
+    let out = s.verify_fails("an omnisharded table out of step");
     assert!(
         out.contains("kinds: DIFFERENT: omnisharded: checksum on shard 1 differs"),
         "{out}"

@@ -4,32 +4,27 @@
 //! directly on one destination shard is reported; the replay goes on after each verify.
 mod reshard_common;
 
-use reshard_common::load::{config, load, source_and_destination, wait_for_statements, USERS};
-use reshard_common::{command, count_on, pgdog, run_ok, text, wait_for};
+use reshard_common::load::{
+    config, runtime, source_and_destination, start_loads, stop_loads, wait_for_statements,
+    APP_DBS as DBS, USERS,
+};
+use reshard_common::{
+    count_on, line_starting, pgdog, run_ok, slot_active_on_shards, spawn, text, wait_for,
+};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use topology::proxy::Proxy;
-
-const DBS: [&str; 4] = ["--from-database", "app", "--to-database", "app_new"];
 
 #[test]
 fn verify_under_writes_holds_the_replay() {
     let (source, dest) = source_and_destination();
     let proxy = Proxy::start(&config(&source, &dest), USERS).expect("pgdog");
     let dir = proxy.dir.clone();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
-    let loads: Vec<_> = (0..2)
-        .map(|k| {
-            let url = proxy.url("app", "secret", "app");
-            rt.spawn(load(url, (k + 1) * 1_000_000, stop.clone(), done.clone()))
-        })
-        .collect();
+    let urls = (0..2).map(|k| (proxy.url("app", "secret", "app"), (k + 1) * 1_000_000));
+    let loads = start_loads(&rt, urls, &stop, &done);
     wait_for_statements(&done, 200);
 
     let publication = ["--publication", "pub"];
@@ -40,32 +35,12 @@ fn verify_under_writes_holds_the_replay() {
         &DBS,
         &[publication[0], publication[1], "--phase", "pre"],
     );
-    let move_args = [
-        DBS[0],
-        DBS[1],
-        DBS[2],
-        DBS[3],
-        publication[0],
-        publication[1],
-        "--slot",
-        "live",
-    ];
+    let move_args = [&DBS[..], &publication, &["--slot", "live"]].concat();
     let out = pgdog(&dir, &source, "copy-data", &move_args);
     assert!(out.status.success(), "copy-data: {}", text(&out));
-    let mut replay = command(&dir, &source, "replay", &move_args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("pgdog replay starts");
+    let mut replay = spawn(&dir, &source, "replay", &move_args);
     wait_for("the replay to read both source slots", || {
-        (0..2).all(|s| {
-            source
-                .shard(s)
-                .psql(
-                    "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'live' AND active",
-                )
-                .is_ok_and(|n| n == "1")
-        })
+        slot_active_on_shards(&source, 2, "live")
     });
 
     let verify = || {
@@ -83,10 +58,7 @@ fn verify_under_writes_holds_the_replay() {
             out.contains("the replay of slot live held there for "),
             "{out}"
         );
-        let items = out
-            .lines()
-            .find(|l| l.starts_with("items: OK ("))
-            .expect(&out);
+        let items = line_starting(&out, "items: OK (");
         assert!(items.contains(", 0 misplaced) at "), "{out}");
         // Writes went on meanwhile, and the replay goes on after the hold.
         assert!(done.load(Ordering::SeqCst) > before, "the load stood still");
@@ -123,9 +95,7 @@ fn verify_under_writes_holds_the_replay() {
         "{out}"
     );
 
-    stop.store(true, Ordering::SeqCst);
-    for l in loads {
-        let (_, errors, _) = rt.block_on(l).unwrap();
+    for (_, errors, _) in stop_loads(&rt, &stop, loads) {
         assert!(errors.is_empty(), "clients saw errors: {errors:?}");
     }
     assert!(

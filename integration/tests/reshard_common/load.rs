@@ -114,3 +114,136 @@ pub fn wait_for_statements(done: &AtomicU64, more: u64) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// `--from-database app --to-database app_new`.
+pub const APP_DBS: [&str; 4] = ["--from-database", "app", "--to-database", "app_new"];
+
+/// `pgdog reshard` arguments moving `app` to `app_new` (publication `pub`, slot `slot`) with
+/// `--cutover --reverse`, pausing and switching every pgdog of `admin_urls`.
+pub fn cutover_args<'a>(slot: &'a str, admin_urls: &'a [String]) -> Vec<&'a str> {
+    let mut args = APP_DBS.to_vec();
+    args.extend([
+        "--publication",
+        "pub",
+        "--slot",
+        slot,
+        "--cutover",
+        "--reverse",
+    ]);
+    for url in admin_urls {
+        args.extend(["--admin-url", url.as_str()]);
+    }
+    args
+}
+
+/// The handle of one [`load`] task: (statements done, errors seen, highest id inserted).
+pub type LoadTask = tokio::task::JoinHandle<(u64, Vec<String>, i64)>;
+
+/// A multi-thread runtime with 2 workers, for the loads.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Starts one [`load`] on `rt` per (pgdog URL, first id), all stopped by `stop` and counting
+/// their statements in `done`.
+pub fn start_loads(
+    rt: &tokio::runtime::Runtime,
+    loads: impl IntoIterator<Item = (String, i64)>,
+    stop: &Arc<AtomicBool>,
+    done: &Arc<AtomicU64>,
+) -> Vec<LoadTask> {
+    loads
+        .into_iter()
+        .map(|(url, base)| rt.spawn(load(url, base, stop.clone(), done.clone())))
+        .collect()
+}
+
+/// Sets `stop` and waits for every load; their (statements done, errors seen, highest id).
+pub fn stop_loads(
+    rt: &tokio::runtime::Runtime,
+    stop: &AtomicBool,
+    loads: Vec<LoadTask>,
+) -> Vec<(u64, Vec<String>, i64)> {
+    stop.store(true, Ordering::SeqCst);
+    loads.into_iter().map(|l| rt.block_on(l).unwrap()).collect()
+}
+
+/// [`stop_loads`], then every load did some statements and saw no error (`logs` for the
+/// message); the highest id each inserted.
+pub fn stop_clean_loads(
+    rt: &tokio::runtime::Runtime,
+    stop: &AtomicBool,
+    loads: Vec<LoadTask>,
+    logs: impl Fn() -> String,
+) -> Vec<i64> {
+    stop_loads(rt, stop, loads)
+        .into_iter()
+        .map(|(n, errors, last)| {
+            assert!(n > 0);
+            assert!(
+                errors.is_empty(),
+                "clients saw errors: {errors:?}\n{}",
+                logs()
+            );
+            last
+        })
+        .collect()
+}
+
+/// Row `id` of `items` is on exactly one of the first `shards` shards of `topo` (`which` names
+/// them in the message).
+pub fn assert_item_on(topo: &Topology, shards: usize, id: i64, which: &str) {
+    let n = super::count_on(
+        topo,
+        shards,
+        &format!("SELECT count(*) FROM items WHERE id = {id}"),
+    );
+    assert_eq!(n, 1, "row {id} on {which}");
+}
+
+/// Polls `switched` every 50 ms while the [`super::spawn`]ed `child` (a `pgdog reshard
+/// --cutover`) runs: panics with its output and `logs` if it ends first, or (killing it) if
+/// `switched` does not hold within `secs` seconds (`what` names the failure).
+pub fn wait_for_cutover(
+    child: &mut std::process::Child,
+    secs: u64,
+    what: &str,
+    logs: impl Fn() -> String,
+    mut switched: impl FnMut() -> bool,
+) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let out = read_output(child);
+            panic!("pgdog reshard ended early ({status}): {out}\n{}", logs());
+        }
+        if switched() {
+            return;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = read_output(child);
+            panic!("{what}: {out}\n{}", logs());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The stdout and stderr of an ended (or killed) child with piped output.
+fn read_output(child: &mut std::process::Child) -> String {
+    use std::io::Read;
+    let _ = child.wait();
+    let mut out = String::new();
+    if let Some(mut s) = child.stdout.take() {
+        let _ = s.read_to_string(&mut out);
+    }
+    out.push('\n');
+    if let Some(mut s) = child.stderr.take() {
+        let _ = s.read_to_string(&mut out);
+    }
+    out
+}

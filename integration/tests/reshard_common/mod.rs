@@ -2,9 +2,11 @@
 //! configuration folder, its output as text, and waiting for a condition with a deadline.
 #![allow(dead_code)]
 pub mod load;
+pub mod steps;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
+pub use steps::*;
 use topology::Topology;
 
 /// `app` / `secret` on the source `src` and the destination `dst`.
@@ -97,13 +99,7 @@ pub fn run_ok(dir: &Path, source: &Topology, cmd: &str, dbs: &[&str], more: &[&s
 
 /// The sum over the first `shards` shards of `topo` of a `SELECT count(*) ...`.
 pub fn count_on(topo: &Topology, shards: usize, sql: &str) -> i64 {
-    (0..shards)
-        .map(|s| {
-            let n = topo.shard(s).psql(sql).unwrap();
-            n.parse::<i64>()
-                .unwrap_or_else(|_| panic!("{sql} on shard {s}: {n}"))
-        })
-        .sum()
+    (0..shards).map(|s| count_on_shard(topo, s, sql)).sum()
 }
 
 /// The ports of database `app`'s servers in `dir/pgdog.toml`.
