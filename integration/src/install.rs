@@ -93,6 +93,27 @@ impl Install {
         self.bin.join(name)
     }
 
+    /// A `psql` command to 127.0.0.1:`port`: no psqlrc, unaligned tuples only, stops at the
+    /// first error, no TLS, a 10 s connect timeout. The caller adds user, database, password.
+    pub(crate) fn psql(&self, port: u16) -> Command {
+        let mut cmd = Command::new(self.tool("psql"));
+        cmd.args([
+            "-X",
+            "-q",
+            "-A",
+            "-t",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-h",
+            "127.0.0.1",
+        ])
+        .arg("-p")
+        .arg(port.to_string())
+        .env("PGCONNECT_TIMEOUT", "10")
+        .env("PGSSLMODE", "disable");
+        cmd
+    }
+
     pub fn server_user(&self) -> Option<&ServerUser> {
         self.user.as_ref()
     }

@@ -49,14 +49,19 @@ fn free_bytes(path: &Path) -> u64 {
     }
 }
 
-/// Takes an exclusive lock on `path` (created if missing). `Ok(None)`: someone else holds it.
-pub fn try_lock(path: &Path) -> Result<Option<File>> {
-    let file = OpenOptions::new()
+/// Opens (creating it if missing) the file locked at `path`.
+fn open_lock_file(path: &Path) -> Result<File> {
+    OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(path)
-        .context(|| format!("opening lock {}", path.display()))?;
+        .context(|| format!("opening lock {}", path.display()))
+}
+
+/// Takes an exclusive lock on `path` (created if missing). `Ok(None)`: someone else holds it.
+pub fn try_lock(path: &Path) -> Result<Option<File>> {
+    let file = open_lock_file(path)?;
     // SAFETY: flock on a file descriptor we own.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
         Ok(Some(file))
@@ -72,12 +77,7 @@ pub fn try_lock(path: &Path) -> Result<Option<File>> {
 
 /// Waits for an exclusive lock on `path`.
 pub fn lock(path: &Path) -> Result<File> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .context(|| format!("opening lock {}", path.display()))?;
+    let file = open_lock_file(path)?;
     // SAFETY: flock on a file descriptor we own.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
         return Err(std::io::Error::last_os_error())

@@ -113,26 +113,9 @@ impl Node {
     /// A `psql` command connected to database `db` of this node: no psqlrc, unaligned tuples only,
     /// stops at the first error.
     pub fn psql_command(&self, db: &str) -> Command {
-        let mut cmd = Command::new(self.install.tool("psql"));
-        cmd.args([
-            "-X",
-            "-q",
-            "-A",
-            "-t",
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-h",
-            "127.0.0.1",
-            "-U",
-            "postgres",
-        ])
-        .arg("-p")
-        .arg(self.port.to_string())
-        .arg("-d")
-        .arg(db)
-        .env("PGCONNECT_TIMEOUT", "10")
-        .env("PGSSLMODE", "disable")
-        .env_remove("PGPASSWORD");
+        let mut cmd = self.install.psql(self.port);
+        cmd.args(["-U", "postgres", "-d", db])
+            .env_remove("PGPASSWORD");
         cmd
     }
 

@@ -110,26 +110,8 @@ impl Proxy {
 
     /// A `psql` command connected through pgdog.
     pub fn psql_command(&self, user: &str, password: &str, db: &str) -> Command {
-        let mut cmd = Command::new(self.install.tool("psql"));
-        cmd.args([
-            "-X",
-            "-q",
-            "-A",
-            "-t",
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-h",
-            "127.0.0.1",
-        ])
-        .arg("-p")
-        .arg(self.port.to_string())
-        .arg("-U")
-        .arg(user)
-        .arg("-d")
-        .arg(db)
-        .env("PGPASSWORD", password)
-        .env("PGSSLMODE", "disable")
-        .env("PGCONNECT_TIMEOUT", "10");
+        let mut cmd = self.install.psql(self.port);
+        cmd.args(["-U", user, "-d", db]).env("PGPASSWORD", password);
         cmd
     }
 

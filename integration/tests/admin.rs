@@ -6,33 +6,21 @@ mod common;
 use common::*;
 use std::time::{Duration, Instant};
 use tokio_postgres::{Client, SimpleQueryMessage};
-use topology::{Proxy, Topology};
+use topology::Topology;
 
 const ADMIN: &str = "admin";
-const ADMIN_PASSWORD: &str = "admin-pw";
 
 /// Data rows of a simple query, every value as text ("NULL" for NULL).
 async fn rows(client: &Client, sql: &str) -> Vec<Vec<String>> {
-    let msgs = client
-        .simple_query(sql)
+    simple_rows(client, sql)
         .await
-        .unwrap_or_else(|e| panic!("{sql}: {}", err_text(&e)));
-    msgs.into_iter()
-        .filter_map(|m| match m {
-            SimpleQueryMessage::Row(r) => Some(
-                (0..r.len())
-                    .map(|i| r.get(i).unwrap_or("NULL").to_string())
-                    .collect(),
-            ),
-            _ => None,
+        .iter()
+        .map(|r| {
+            (0..r.len())
+                .map(|i| r.get(i).unwrap_or("NULL").to_string())
+                .collect()
         })
         .collect()
-}
-
-async fn admin(proxy: &Proxy) -> Client {
-    connect_as(proxy, ADMIN, ADMIN_PASSWORD, ADMIN)
-        .await
-        .unwrap_or_else(|e| panic!("admin login: {}", err_text(&e)))
 }
 
 /// A direct connection to a server (not through pgdog).
@@ -68,25 +56,62 @@ fn admin_general(extra: &str) -> String {
     format!("admin_password = \"{ADMIN_PASSWORD}\"\n{extra}")
 }
 
+type Pending<T> = tokio::task::JoinHandle<Result<T, tokio_postgres::Error>>;
+
+/// Sends `PAUSE app` on `a` while a transaction is in flight: the pause shows in SHOW PAUSED
+/// (asked on `watcher`) but the command keeps waiting. Gives `a` back once PAUSE returns.
+async fn pause_behind_a_transaction(a: Client, watcher: &Client) -> Pending<Client> {
+    let pause = tokio::spawn(async move { a.simple_query("PAUSE app").await.map(|_| a) });
+    eventually("app to be paused", Duration::from_secs(10), || async {
+        paused(watcher).await.iter().any(|(db, _)| db == "app")
+    })
+    .await;
+    still_pending(
+        &pause,
+        Duration::from_millis(300),
+        "PAUSE with X in a transaction",
+    )
+    .await;
+    pause
+}
+
+/// What `task` returns; it must finish within 10 s and succeed (`what` says what it was).
+async fn completes<T>(task: Pending<T>, what: &str) -> T {
+    tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect(what)
+        .unwrap()
+        .unwrap_or_else(|e| panic!("{what}: {}", err_text(&e)))
+}
+
+/// Sends `sql` on Y while app is paused and waits until SHOW PAUSED (on `watcher`) counts it.
+async fn held_in_the_pause(
+    y: &std::sync::Arc<Client>,
+    sql: &'static str,
+    watcher: &Client,
+) -> Pending<String> {
+    let held = tokio::spawn({
+        let y = y.clone();
+        async move { simple_value(&y, sql).await }
+    });
+    eventually(
+        "Y to wait in the pause",
+        Duration::from_secs(10),
+        || async { paused(watcher).await == vec![("app".to_string(), 1)] },
+    )
+    .await;
+    held
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn login_show_commands_and_errors() {
     let (topo, proxy) = pgdog(&admin_general(""), 4);
     let port = topo.primary().port;
 
     let err = connect_as(&proxy, ADMIN, "wrong", ADMIN).await.unwrap_err();
-    assert_eq!(
-        sqlstate(&err).as_deref(),
-        Some("28P01"),
-        "{}",
-        err_text(&err)
-    );
+    assert_sqlstate(&err, "28P01");
     let err = connect_as(&proxy, USER, PASSWORD, ADMIN).await.unwrap_err();
-    assert_eq!(
-        sqlstate(&err).as_deref(),
-        Some("28P01"),
-        "{}",
-        err_text(&err)
-    );
+    assert_sqlstate(&err, "28P01");
 
     let app = connect(&proxy).await;
     assert_eq!(one(&app, "SELECT 41 + 1").await, "42");
@@ -132,20 +157,10 @@ async fn login_show_commands_and_errors() {
 
     // Unknown commands and the extended protocol: an error, the session goes on.
     let err = a.simple_query("SELECT 1").await.unwrap_err();
-    assert_eq!(
-        sqlstate(&err).as_deref(),
-        Some("42601"),
-        "{}",
-        err_text(&err)
-    );
+    assert_sqlstate(&err, "42601");
     assert!(err_text(&err).contains("SHOW POOLS"), "{}", err_text(&err));
     let err = a.query("SHOW VERSION", &[]).await.unwrap_err();
-    assert_eq!(
-        sqlstate(&err).as_deref(),
-        Some("0A000"),
-        "{}",
-        err_text(&err)
-    );
+    assert_sqlstate(&err, "0A000");
     // Several statements in one Query; an error stops the rest of it.
     let msgs = a.simple_query("SHOW VERSION; show paused").await.unwrap();
     let done = msgs
@@ -159,12 +174,7 @@ async fn login_show_commands_and_errors() {
         .simple_query("PAUSE nope_db; SHOW VERSION")
         .await
         .unwrap_err();
-    assert_eq!(
-        sqlstate(&err).as_deref(),
-        Some("3D000"),
-        "{}",
-        err_text(&err)
-    );
+    assert_sqlstate(&err, "3D000");
     assert!(paused(&a).await.is_empty());
     // PAUSE without a name: every database (nothing in flight here, so it returns at once).
     rows(&a, "PAUSE").await;
@@ -196,41 +206,21 @@ async fn login_show_commands_and_errors() {
     let err = connect_as(&plain, ADMIN, ADMIN_PASSWORD, ADMIN)
         .await
         .unwrap_err();
-    assert_eq!(
-        sqlstate(&err).as_deref(),
-        Some("28P01"),
-        "{}",
-        err_text(&err)
-    );
+    assert_sqlstate(&err, "28P01");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pause_waits_for_transactions_and_holds_new_ones_until_resume() {
     let (topo, proxy) = pgdog(&admin_general(""), 4);
     let server = direct(topo.primary().port).await;
-    server
-        .batch_execute("CREATE TABLE admin_t (v int)")
-        .await
-        .unwrap();
+    exec(&server, "CREATE TABLE admin_t (v int)").await;
     let x = connect(&proxy).await;
     let y = std::sync::Arc::new(connect(&proxy).await);
     let a = admin(&proxy).await;
     let watcher = admin(&proxy).await;
 
-    x.batch_execute("BEGIN; INSERT INTO admin_t VALUES (1)")
-        .await
-        .unwrap();
-    let pause = tokio::spawn(async move { a.simple_query("PAUSE app").await.map(|_| a) });
-    eventually("app to be paused", Duration::from_secs(10), || async {
-        paused(&watcher).await.iter().any(|(db, _)| db == "app")
-    })
-    .await;
-    still_pending(
-        &pause,
-        Duration::from_millis(300),
-        "PAUSE with X in a transaction",
-    )
-    .await;
+    exec(&x, "BEGIN; INSERT INTO admin_t VALUES (1)").await;
+    let pause = pause_behind_a_transaction(a, &watcher).await;
     // X's transaction goes on normally while the pause waits for it.
     assert_eq!(one(&x, "SELECT count(*) FROM admin_t").await, "1");
     still_pending(
@@ -239,25 +229,12 @@ async fn pause_waits_for_transactions_and_holds_new_ones_until_resume() {
         "PAUSE with X in a transaction",
     )
     .await;
-    x.batch_execute("COMMIT").await.unwrap();
-    let a = tokio::time::timeout(Duration::from_secs(10), pause)
-        .await
-        .expect("PAUSE completes once X committed")
-        .unwrap()
-        .unwrap_or_else(|e| panic!("PAUSE: {}", err_text(&e)));
+    exec(&x, "COMMIT").await;
+    let a = completes(pause, "PAUSE completes once X committed").await;
 
     // Y's next statement waits in the pause: it never reaches the server.
     let query = "SELECT 'marker-y', count(*) FROM admin_t";
-    let held = tokio::spawn({
-        let y = y.clone();
-        async move { simple_value(&y, query).await }
-    });
-    eventually(
-        "Y to wait in the pause",
-        Duration::from_secs(10),
-        || async { paused(&watcher).await == vec![("app".to_string(), 1)] },
-    )
-    .await;
+    let held = held_in_the_pause(&y, query, &watcher).await;
     still_pending(&held, Duration::from_millis(300), "Y's query while paused").await;
     let seen = rows(
         &server,
@@ -267,11 +244,7 @@ async fn pause_waits_for_transactions_and_holds_new_ones_until_resume() {
     assert_eq!(seen[0][0], "0", "Y's query reached the server while paused");
 
     rows(&a, "RESUME app").await;
-    let got = tokio::time::timeout(Duration::from_secs(10), held)
-        .await
-        .expect("Y continues after RESUME")
-        .unwrap()
-        .unwrap_or_else(|e| panic!("Y after RESUME: {}", err_text(&e)));
+    let got = completes(held, "Y continues after RESUME").await;
     assert_eq!(got, "marker-y");
     assert_eq!(
         rows(&y, query).await,
@@ -283,14 +256,9 @@ async fn pause_waits_for_transactions_and_holds_new_ones_until_resume() {
 /// pgdog.toml with the admin database and database `app` on `port` (and `shard1` as its
 /// second shard when given).
 fn config_for(port: u16, shard1: Option<u16>) -> String {
-    let mut c = format!(
-        "{}\n[[databases]]\nname = \"{DB}\"\nhost = \"127.0.0.1\"\nport = {port}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\npool_size = 4\n",
-        admin_general("")
-    );
+    let mut c = admin_general("") + &database(port, "pool_size = 4\n");
     if let Some(p) = shard1 {
-        c.push_str(&format!(
-            "\n[[databases]]\nname = \"{DB}\"\nhost = \"127.0.0.1\"\nport = {p}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\npool_size = 4\nshard = 1\n"
-        ));
+        c.push_str(&database(p, "pool_size = 4\nshard = 1\n"));
     }
     c
 }
@@ -305,16 +273,7 @@ async fn reload_switches_a_paused_client_to_the_new_server() {
     assert_eq!(one(&y, "SHOW port").await, p0.to_string());
 
     rows(&a, "PAUSE app").await;
-    let held = tokio::spawn({
-        let y = y.clone();
-        async move { simple_value(&y, "SHOW port").await }
-    });
-    eventually(
-        "Y to wait in the pause",
-        Duration::from_secs(10),
-        || async { paused(&a).await == vec![("app".to_string(), 1)] },
-    )
-    .await;
+    let held = held_in_the_pause(&y, "SHOW port", &a).await;
 
     proxy.rewrite(&config_for(p1, None), &users("")).unwrap();
     rows(&a, "RELOAD").await;
@@ -326,11 +285,7 @@ async fn reload_switches_a_paused_client_to_the_new_server() {
     );
     still_pending(&held, Duration::from_millis(100), "Y's query while paused").await;
     rows(&a, "RESUME").await;
-    let got = tokio::time::timeout(Duration::from_secs(10), held)
-        .await
-        .expect("Y continues after RESUME")
-        .unwrap()
-        .unwrap_or_else(|e| panic!("Y after RESUME: {}", err_text(&e)));
+    let got = completes(held, "Y continues after RESUME").await;
     assert_eq!(
         got,
         p1.to_string(),
@@ -340,12 +295,7 @@ async fn reload_switches_a_paused_client_to_the_new_server() {
     // A broken file: RELOAD fails, the running configuration stays.
     proxy.rewrite("[general\nnot toml", &users("")).unwrap();
     let err = a.simple_query("RELOAD").await.unwrap_err();
-    assert_eq!(
-        sqlstate(&err).as_deref(),
-        Some("F0000"),
-        "{}",
-        err_text(&err)
-    );
+    assert_sqlstate(&err, "F0000");
     assert_eq!(rows(&a, "SHOW DATABASES").await[0][2], p1.to_string());
     assert_eq!(one(&y, "SHOW port").await, p1.to_string());
 
@@ -355,12 +305,7 @@ async fn reload_switches_a_paused_client_to_the_new_server() {
         .unwrap();
     rows(&a, "RELOAD").await;
     let err = y.simple_query("SHOW port").await.unwrap_err();
-    assert_eq!(
-        sqlstate(&err).as_deref(),
-        Some("57P01"),
-        "{}",
-        err_text(&err)
-    );
+    assert_sqlstate(&err, "57P01");
     assert!(
         err_text(&err).contains("reconfigured"),
         "{}",
@@ -382,12 +327,7 @@ async fn pause_gives_up_after_pause_timeout_on_a_session_mode_client() {
     let start = Instant::now();
     let err = a.simple_query("PAUSE app").await.unwrap_err();
     let took = start.elapsed();
-    assert_eq!(
-        sqlstate(&err).as_deref(),
-        Some("57014"),
-        "{}",
-        err_text(&err)
-    );
+    assert_sqlstate(&err, "57014");
     assert!(
         took >= Duration::from_millis(300) && took < Duration::from_secs(10),
         "{took:?}"
@@ -400,19 +340,12 @@ async fn pause_gives_up_after_pause_timeout_on_a_session_mode_client() {
     // The database becomes sharded (both shards on the same server here): the session-mode
     // client, which keeps its server, ends before its next transaction instead of going on.
     let port = topo.primary().port;
-    let sharded = format!(
-        "{}\n[[databases]]\nname = \"{DB}\"\nhost = \"127.0.0.1\"\nport = {port}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\nshard = 1\n",
-        config(&topo, &admin_general("pooler_mode = \"session\""), 4)
-    );
+    let sharded = config(&topo, &admin_general("pooler_mode = \"session\""), 4)
+        + &database(port, "shard = 1\n");
     proxy.rewrite(&sharded, &users("")).unwrap();
     rows(&a, "RELOAD").await;
     let err = s.simple_query("SELECT 4").await.unwrap_err();
-    assert_eq!(
-        sqlstate(&err).as_deref(),
-        Some("57P01"),
-        "{}",
-        err_text(&err)
-    );
+    assert_sqlstate(&err, "57P01");
     assert_eq!(one(&connect(&proxy).await, "SELECT 5").await, "5");
 }
 
@@ -445,39 +378,16 @@ async fn sharded_sessions_wait_in_the_pause_and_route_with_the_reloaded_config()
     let watcher = admin(&proxy).await;
     assert_eq!(one(&y, where_is_1).await, p0.to_string());
 
-    x.batch_execute("BEGIN").await.unwrap();
+    exec(&x, "BEGIN").await;
     assert_eq!(
         one(&x, "SELECT current_setting('port') FROM t WHERE id = 2").await,
         p1.to_string()
     );
-    let pause = tokio::spawn(async move { a.simple_query("PAUSE app").await.map(|_| a) });
-    eventually("app to be paused", Duration::from_secs(10), || async {
-        paused(&watcher).await.iter().any(|(db, _)| db == "app")
-    })
-    .await;
-    still_pending(
-        &pause,
-        Duration::from_millis(300),
-        "PAUSE with X in a transaction",
-    )
-    .await;
-    x.batch_execute("COMMIT").await.unwrap();
-    let a = tokio::time::timeout(Duration::from_secs(10), pause)
-        .await
-        .expect("PAUSE completes once X committed")
-        .unwrap()
-        .unwrap_or_else(|e| panic!("PAUSE: {}", err_text(&e)));
+    let pause = pause_behind_a_transaction(a, &watcher).await;
+    exec(&x, "COMMIT").await;
+    let a = completes(pause, "PAUSE completes once X committed").await;
 
-    let held = tokio::spawn({
-        let y = y.clone();
-        async move { simple_value(&y, where_is_1).await }
-    });
-    eventually(
-        "Y to wait in the pause",
-        Duration::from_secs(10),
-        || async { paused(&watcher).await == vec![("app".to_string(), 1)] },
-    )
-    .await;
+    let held = held_in_the_pause(&y, where_is_1, &watcher).await;
     // id 1 moves to the other shard while Y waits: Y must be routed by the new configuration.
     proxy
         .rewrite(&sharded_config(p0, p1, 1), &users(""))
@@ -485,11 +395,7 @@ async fn sharded_sessions_wait_in_the_pause_and_route_with_the_reloaded_config()
     rows(&a, "RELOAD").await;
     still_pending(&held, Duration::from_millis(100), "Y's query while paused").await;
     rows(&a, "RESUME app").await;
-    let got = tokio::time::timeout(Duration::from_secs(10), held)
-        .await
-        .expect("Y continues after RESUME")
-        .unwrap()
-        .unwrap_or_else(|e| panic!("Y after RESUME: {}", err_text(&e)));
+    let got = completes(held, "Y continues after RESUME").await;
     assert_eq!(got, p1.to_string(), "routed with the reloaded mapping");
 
     // No longer sharded: the sharded sessions end at their next transaction.
@@ -497,12 +403,7 @@ async fn sharded_sessions_wait_in_the_pause_and_route_with_the_reloaded_config()
     rows(&a, "RELOAD").await;
     for client in [&*y, &x] {
         let err = client.simple_query("SELECT 1").await.unwrap_err();
-        assert_eq!(
-            sqlstate(&err).as_deref(),
-            Some("57P01"),
-            "{}",
-            err_text(&err)
-        );
+        assert_sqlstate(&err, "57P01");
     }
     let fresh = connect(&proxy).await;
     assert_eq!(

@@ -30,10 +30,7 @@ async fn two_thousand_clients_on_a_pool_of_twenty() {
     raise_fd_limit();
     let (topo, proxy) = pgdog("auth_type = \"trust\"\ncheckout_timeout = 20000", 20);
     let setup = connect(&proxy).await;
-    setup
-        .batch_execute("CREATE TABLE many (id int PRIMARY KEY)")
-        .await
-        .unwrap();
+    exec(&setup, "CREATE TABLE many (id int PRIMARY KEY)").await;
     let clients = 2000;
     let ok = Arc::new(AtomicU64::new(0));
     let refused = Arc::new(AtomicU64::new(0));
@@ -93,11 +90,11 @@ async fn two_thousand_clients_on_a_pool_of_twenty() {
 async fn killed_clients_leave_clean_servers() {
     let (_topo, proxy) = pgdog("auth_type = \"plain\"\ncheckout_timeout = 3000", 1);
     let app = connect(&proxy).await;
-    app.batch_execute(
+    exec(
+        &app,
         "CREATE TABLE victim (id int PRIMARY KEY, v text); INSERT INTO victim VALUES (1, 'a')",
     )
-    .await
-    .unwrap();
+    .await;
     drop(app);
     let cases: [(&str, Vec<Vec<u8>>); 3] = [
         (
@@ -137,7 +134,7 @@ async fn killed_clients_leave_clean_servers() {
         drop(c); // the client dies (socket closed without Terminate)
         let next = connect(&proxy).await;
         // The pool's one server is back, with no lock, no transaction, no COPY in progress.
-        next.batch_execute("SET lock_timeout = 1000").await.unwrap();
+        exec(&next, "SET lock_timeout = 1000").await;
         next.batch_execute("UPDATE victim SET v = 'a' WHERE id = 1")
             .await
             .unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -160,7 +157,7 @@ async fn a_frozen_server_times_out_and_the_pool_recovers() {
     let (_topo, proxy) = pgdog("query_timeout = 500\ncheckout_timeout = 1000", 2);
     let a = connect(&proxy).await;
     let b = connect(&proxy).await;
-    a.batch_execute("BEGIN").await.unwrap();
+    exec(&a, "BEGIN").await;
     let pid: i32 = one(&a, "SELECT pg_backend_pid()").await.parse().unwrap();
     // SAFETY: kill(2) on a backend of this test's own server.
     unsafe { libc::kill(pid, libc::SIGSTOP) };
@@ -188,9 +185,9 @@ async fn a_frozen_server_times_out_and_the_pool_recovers() {
     // The pool is whole again: two clients at once.
     let c = connect(&proxy).await;
     let d = connect(&proxy).await;
-    c.batch_execute("BEGIN").await.unwrap();
+    exec(&c, "BEGIN").await;
     assert_eq!(one(&d, "SELECT 3").await, "3");
-    c.batch_execute("COMMIT").await.unwrap();
+    exec(&c, "COMMIT").await;
     report("frozen_server_other_client_ms", other.as_millis());
 }
 
@@ -282,9 +279,7 @@ async fn a_shard_killed_under_load_loses_nothing() {
     config.push_str("\n[[sharded_tables]]\ndatabase = \"app\"\nname = \"load\"\ncolumn = \"id\"\n");
     let proxy = start_with(&config, &users(""));
     let app = connect(&proxy).await;
-    app.batch_execute("CREATE TABLE load (id bigint PRIMARY KEY)")
-        .await
-        .unwrap();
+    exec(&app, "CREATE TABLE load (id bigint PRIMARY KEY)").await;
     let mut acked = BTreeSet::new();
     let mut failed = BTreeSet::new();
     let mut client = connect(&proxy).await;
@@ -442,14 +437,7 @@ async fn bad_inputs_get_clear_errors_and_nothing_else_breaks() {
         };
         let _ = c.try_send(&bytes).await;
         // Up to ReadyForQuery (the session goes on) or the end (a malformed message closes it).
-        let mut msgs = Vec::new();
-        while let Some(m) = c.recv().await {
-            let done = m.tag == b'Z';
-            msgs.push(m);
-            if done {
-                break;
-            }
-        }
+        let msgs = c.until_ready().await;
         let error = msgs.iter().find(|m| m.tag == b'E');
         assert!(
             error.is_some_and(|e| e.sqlstate().is_some_and(|s| s.len() == 5)) || msgs.is_empty(),

@@ -33,6 +33,19 @@ fn expect_08006(result: Result<(), tokio_postgres::Error>, what: &str) {
     );
 }
 
+/// pgdog (plain-text passwords) on a server with table `lost`, and a raw client logged in.
+async fn with_raw_client() -> (Topology, topology::Proxy, Conn) {
+    let (topo, proxy) = pgdog("auth_type = \"plain\"", 2);
+    create_table(topo.primary());
+    let conn = Conn::login(proxy.port, USER, DB, Some(PASSWORD)).await;
+    (topo, proxy, conn)
+}
+
+/// INSERT INTO lost VALUES (`id`), which must succeed.
+async fn insert(client: &tokio_postgres::Client, id: i32) {
+    exec(client, &format!("INSERT INTO lost VALUES ({id})")).await;
+}
+
 /// `pg_ctl stop -m immediate`, then start again (the pool's connections are now dead).
 fn restart(node: &Node) {
     tokio::task::block_in_place(|| {
@@ -47,7 +60,7 @@ async fn lost_transaction_is_never_committed(mode: &str, extended: bool) {
     let pg = topo.primary();
     create_table(pg);
     let client = connect(&proxy).await;
-    client.batch_execute("BEGIN").await.unwrap();
+    exec(&client, "BEGIN").await;
     // One prepared statement kept for both inserts (a statement dropped by tokio-postgres sends
     // Close + Sync in the background, whose error would be the one that says why).
     let insert = client
@@ -57,10 +70,7 @@ async fn lost_transaction_is_never_committed(mode: &str, extended: bool) {
     if extended {
         client.execute(&insert, &[&1i32]).await.unwrap();
     } else {
-        client
-            .batch_execute("INSERT INTO lost VALUES (1)")
-            .await
-            .unwrap();
+        exec(&client, "INSERT INTO lost VALUES (1)").await;
     }
     restart(pg);
     let second = if extended {
@@ -69,12 +79,7 @@ async fn lost_transaction_is_never_committed(mode: &str, extended: bool) {
         client.batch_execute("INSERT INTO lost VALUES (2)").await
     };
     let err = second.expect_err("a statement after the server was lost mid-transaction");
-    assert_eq!(
-        sqlstate(&err).as_deref(),
-        Some("08006"),
-        "{}",
-        err_text(&err)
-    );
+    assert_sqlstate(&err, "08006");
     // Still failed: a third statement gets 25P02, not autocommit.
     let third = client.batch_execute("INSERT INTO lost VALUES (3)").await;
     assert_eq!(
@@ -94,10 +99,7 @@ async fn lost_transaction_is_never_committed(mode: &str, extended: bool) {
         "{mode}: rows of a lost transaction were committed"
     );
     // The session goes on normally afterwards.
-    client
-        .batch_execute("INSERT INTO lost VALUES (4)")
-        .await
-        .unwrap();
+    exec(&client, "INSERT INTO lost VALUES (4)").await;
     assert_eq!(count(pg), "1");
 }
 
@@ -119,10 +121,8 @@ async fn session_mode() {
 /// COMMIT through raw messages answers the tag ROLLBACK (as Postgres does for a failed one).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commit_of_a_lost_transaction_answers_rollback() {
-    let (topo, proxy) = pgdog("auth_type = \"plain\"", 2);
+    let (topo, _proxy, mut conn) = with_raw_client().await;
     let pg = topo.primary();
-    create_table(pg);
-    let mut conn = Conn::login(proxy.port, USER, DB, Some(PASSWORD)).await;
     conn.send(&raw::query("BEGIN; INSERT INTO lost VALUES (1)"))
         .await;
     let reply = conn.until_ready().await;
@@ -143,10 +143,8 @@ async fn commit_of_a_lost_transaction_answers_rollback() {
 /// error and ReadyForQuery `E`, nothing commits, ROLLBACK ends it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pipelined_batches_in_flight() {
-    let (topo, proxy) = pgdog("auth_type = \"plain\"", 2);
+    let (topo, _proxy, mut conn) = with_raw_client().await;
     let pg = topo.primary();
-    create_table(pg);
-    let mut conn = Conn::login(proxy.port, USER, DB, Some(PASSWORD)).await;
     let statement = |sql: &str| {
         let mut b = raw::parse("", sql);
         b.extend(raw::bind("", &[]));
@@ -214,14 +212,8 @@ async fn idle_in_transaction_timeout_fails_the_transaction() {
     let pg = topo.primary();
     create_table(pg);
     let client = connect(&proxy).await;
-    client
-        .batch_execute("SET idle_in_transaction_session_timeout = 300")
-        .await
-        .unwrap();
-    client
-        .batch_execute("BEGIN; INSERT INTO lost VALUES (1)")
-        .await
-        .unwrap();
+    exec(&client, "SET idle_in_transaction_session_timeout = 300").await;
+    exec(&client, "BEGIN; INSERT INTO lost VALUES (1)").await;
     eventually(
         "the server to end the idle transaction",
         Duration::from_secs(10),
@@ -245,7 +237,7 @@ async fn idle_in_transaction_timeout_fails_the_transaction() {
         "{text}"
     );
     assert!(text.contains("idle-in-transaction"), "{text}");
-    client.batch_execute("COMMIT").await.unwrap();
+    exec(&client, "COMMIT").await;
     assert_eq!(count(pg), "0");
 }
 
@@ -267,10 +259,7 @@ async fn sharded_commit_after_a_lost_shard_commits_nothing() {
     // Two ids on different shards.
     let mut ids = Vec::new();
     for id in 1..50 {
-        client
-            .batch_execute(&format!("INSERT INTO lost VALUES ({id})"))
-            .await
-            .unwrap();
+        insert(&client, id).await;
         let on0 = topo
             .shard(0)
             .psql(&format!("SELECT count(*) FROM lost WHERE id = {id}"))
@@ -292,15 +281,9 @@ async fn sharded_commit_after_a_lost_shard_commits_nothing() {
     } else {
         topo.shard(1)
     };
-    client.batch_execute("BEGIN").await.unwrap();
-    client
-        .batch_execute(&format!("INSERT INTO lost VALUES ({a})"))
-        .await
-        .unwrap();
-    client
-        .batch_execute(&format!("INSERT INTO lost VALUES ({b})"))
-        .await
-        .unwrap();
+    exec(&client, "BEGIN").await;
+    insert(&client, a).await;
+    insert(&client, b).await;
     restart(lost_shard);
     expect_08006(
         client.batch_execute("COMMIT").await,
@@ -315,12 +298,11 @@ async fn sharded_commit_after_a_lost_shard_commits_nothing() {
         );
     }
     // The next transaction works on both shards.
-    client
-        .batch_execute(&format!(
-            "BEGIN; INSERT INTO lost VALUES ({a}); INSERT INTO lost VALUES ({b}); COMMIT"
-        ))
-        .await
-        .unwrap();
+    exec(
+        &client,
+        &format!("BEGIN; INSERT INTO lost VALUES ({a}); INSERT INTO lost VALUES ({b}); COMMIT"),
+    )
+    .await;
     assert_eq!(count(topo.shard(0)), "1");
     assert_eq!(count(topo.shard(1)), "1");
 
@@ -328,11 +310,8 @@ async fn sharded_commit_after_a_lost_shard_commits_nothing() {
     for node in topo.nodes() {
         node.psql("TRUNCATE lost").unwrap();
     }
-    client.batch_execute("BEGIN; SAVEPOINT s").await.unwrap();
-    client
-        .batch_execute(&format!("INSERT INTO lost VALUES ({b})"))
-        .await
-        .unwrap();
+    exec(&client, "BEGIN; SAVEPOINT s").await;
+    insert(&client, b).await;
     restart(lost_shard);
     expect_08006(
         client
@@ -344,6 +323,6 @@ async fn sharded_commit_after_a_lost_shard_commits_nothing() {
         client.batch_execute("ROLLBACK TO SAVEPOINT s").await,
         "a savepoint cannot bring back a lost shard",
     );
-    client.batch_execute("COMMIT").await.unwrap();
+    exec(&client, "COMMIT").await;
     assert_eq!(count(lost_shard), "0");
 }

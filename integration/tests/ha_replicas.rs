@@ -74,31 +74,25 @@ async fn reads_go_to_replicas_and_writes_to_the_primary() {
     let sql = "SELECT inet_server_port() FROM (SELECT nextval('s')) x";
     assert_eq!(port_of(&pinned, sql).await, p, "{sql}");
     // An explicit transaction runs on the primary from BEGIN to COMMIT.
-    client.batch_execute("BEGIN").await.unwrap();
+    exec(&client, "BEGIN").await;
     assert_eq!(port_of(&client, "SELECT inet_server_port()").await, p);
-    client
-        .batch_execute("INSERT INTO t VALUES (2)")
-        .await
-        .unwrap();
+    exec(&client, "INSERT INTO t VALUES (2)").await;
     assert_eq!(port_of(&client, "SELECT inet_server_port()").await, p);
-    client.batch_execute("COMMIT").await.unwrap();
+    exec(&client, "COMMIT").await;
     // A read-only transaction stays on one replica.
-    client.batch_execute("BEGIN READ ONLY").await.unwrap();
+    exec(&client, "BEGIN READ ONLY").await;
     let first = port_of(&client, "SELECT inet_server_port()").await;
     assert!(replica_ports.contains(&first));
     for _ in 0..3 {
         assert_eq!(port_of(&client, "SELECT inet_server_port()").await, first);
     }
-    client.batch_execute("COMMIT").await.unwrap();
+    exec(&client, "COMMIT").await;
     // The client pins itself to the primary, then back.
-    client
-        .batch_execute("SET pgdog.role = 'primary'")
-        .await
-        .unwrap();
+    exec(&client, "SET pgdog.role = 'primary'").await;
     for _ in 0..3 {
         assert_eq!(port_of(&client, "SELECT inet_server_port()").await, p);
     }
-    client.batch_execute("RESET pgdog.role").await.unwrap();
+    exec(&client, "RESET pgdog.role").await;
     assert!(replica_ports.contains(&port_of(&client, "SELECT inet_server_port()").await));
     let err = client
         .batch_execute("SET pgdog.role = 'nowhere'")
@@ -353,21 +347,24 @@ async fn failover_with_auto_roles_needs_no_reload() {
     );
 }
 
+/// Shard `i`'s primary, where table `t` is created (its replica gets it by streaming), and its
+/// replica.
+fn shard_with_table(topo: &Topology, i: usize) -> (&Node, &Node) {
+    let primary = topo.shard(i);
+    primary
+        .psql("CREATE TABLE t (id bigint PRIMARY KEY, v int)")
+        .unwrap();
+    (primary, topo.node(&format!("shard{i}_replica")).unwrap())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sharded_database_with_a_replica_per_shard() {
     let topo = Topology::start(Kind::ShardReplicas(2, 2)).unwrap();
     let mut config = GENERAL.to_string();
     for i in 0..2 {
-        let primary = topo.shard(i);
-        primary
-            .psql("CREATE TABLE t (id bigint PRIMARY KEY, v int)")
-            .unwrap();
+        let (primary, replica) = shard_with_table(&topo, i);
         config.push_str(&entry(primary, "primary", i));
-        config.push_str(&entry(
-            topo.node(&format!("shard{i}_replica")).unwrap(),
-            "replica",
-            i,
-        ));
+        config.push_str(&entry(replica, "replica", i));
     }
     config.push_str(&format!(
         "\n[[sharded_tables]]\ndatabase = \"{DB}\"\nname = \"t\"\ncolumn = \"id\"\n"
@@ -375,10 +372,7 @@ async fn sharded_database_with_a_replica_per_shard() {
     let proxy = start_with(&config, &users(""));
     let client = connect(&proxy).await;
     for id in 1..=20 {
-        client
-            .batch_execute(&format!("INSERT INTO t VALUES ({id}, 0)"))
-            .await
-            .unwrap();
+        exec(&client, &format!("INSERT INTO t VALUES ({id}, 0)")).await;
     }
     // Each shard's rows reach its replica.
     for i in 0..2 {
@@ -431,10 +425,10 @@ async fn sharded_database_with_a_replica_per_shard() {
         "both replicas served: {counts:?}"
     );
     // In a transaction everything is on the primaries.
-    client.batch_execute("BEGIN").await.unwrap();
+    exec(&client, "BEGIN").await;
     let in_tx = port_of(&client, "SELECT inet_server_port() FROM t WHERE id = 1").await;
     assert!(primary_ports.contains(&in_tx));
-    client.batch_execute("COMMIT").await.unwrap();
+    exec(&client, "COMMIT").await;
 }
 
 /// read_your_writes: right after a client's write its reads go to the primary (and see the
@@ -483,11 +477,7 @@ async fn read_your_writes_unsharded_and_sharded() {
     let mut single = general.clone();
     let mut sharded = general.clone();
     for i in 0..2 {
-        let primary = topo.shard(i);
-        primary
-            .psql("CREATE TABLE t (id bigint PRIMARY KEY, v int)")
-            .unwrap();
-        let replica = topo.node(&format!("shard{i}_replica")).unwrap();
+        let (primary, replica) = shard_with_table(&topo, i);
         sharded.push_str(&entry(primary, "primary", i));
         sharded.push_str(&entry(replica, "replica", i));
         if i == 0 {

@@ -74,19 +74,19 @@ async fn check_auth_type(auth_type: &str) {
     assert_eq!(one(&client, "SELECT 'still in'").await, "still in");
 }
 
+/// psql through pgdog (`general`: its `[general]` lines) with `PGREQUIREAUTH=require`, so
+/// that libpq accepts only that method: the login must succeed.
+fn psql_requiring(general: &str, require: &str, sql: &str, what: &str) {
+    let (_topo, proxy) = pgdog(general, 2);
+    let mut cmd = proxy.psql_command(USER, PASSWORD, DB);
+    cmd.env("PGREQUIREAUTH", require).args(["-c", sql]);
+    run_ok(&mut cmd, what);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scram_is_the_default() {
-    let (_topo, proxy) = pgdog("", 2);
     // libpq with require_auth: only a SCRAM exchange is accepted by the client.
-    let mut cmd = proxy.psql_command(USER, PASSWORD, DB);
-    cmd.env("PGREQUIREAUTH", "scram-sha-256")
-        .args(["-c", "SELECT 'scram'"]);
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "SCRAM login: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    psql_requiring("", "scram-sha-256", "SELECT 'scram'", "SCRAM login");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -97,29 +97,17 @@ async fn scram() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn md5() {
     check_auth_type("md5").await;
-    let (_topo, proxy) = pgdog("auth_type = \"md5\"", 2);
-    let mut cmd = proxy.psql_command(USER, PASSWORD, DB);
-    cmd.env("PGREQUIREAUTH", "md5").args(["-c", "SELECT 1"]);
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "MD5 login: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    psql_requiring("auth_type = \"md5\"", "md5", "SELECT 1", "MD5 login");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain() {
     check_auth_type("plain").await;
-    let (_topo, proxy) = pgdog("auth_type = \"plain\"", 2);
-    let mut cmd = proxy.psql_command(USER, PASSWORD, DB);
-    cmd.env("PGREQUIREAUTH", "password")
-        .args(["-c", "SELECT 1"]);
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "cleartext login: {}",
-        String::from_utf8_lossy(&out.stderr)
+    psql_requiring(
+        "auth_type = \"plain\"",
+        "password",
+        "SELECT 1",
+        "cleartext login",
     );
 }
 
@@ -186,12 +174,7 @@ async fn trust_needs_no_password() {
     cmd.env_remove("PGPASSWORD")
         .arg("-w")
         .args(["-c", "SELECT 1"]);
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "psql without password: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(&mut cmd, "psql without password");
     // Users and databases are still checked, with one answer for both.
     assert_eq!(
         login_error(&proxy, "nobody", "x", DB).await,

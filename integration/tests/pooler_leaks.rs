@@ -50,13 +50,12 @@ async fn observed(proxy: &topology::Proxy) -> Option<String> {
 async fn no_session_state_reaches_the_next_client() {
     let (_topo, proxy) = pgdog("checkout_timeout = 300", 1);
     let setup = connect(&proxy).await;
-    setup
-        .batch_execute(
-            "CREATE OR REPLACE FUNCTION leaky_setter() RETURNS int LANGUAGE plpgsql AS \
+    exec(
+        &setup,
+        "CREATE OR REPLACE FUNCTION leaky_setter() RETURNS int LANGUAGE plpgsql AS \
              $$ BEGIN PERFORM set_config('work_mem', '7777kB', false); RETURN 1; END $$",
-        )
-        .await
-        .unwrap();
+    )
+    .await;
     drop(setup);
     let fresh = observed(&proxy).await.expect("baseline");
     let changes = [
@@ -125,7 +124,7 @@ async fn without_the_parser_servers_are_reset_between_clients() {
     let (_topo, proxy) = pgdog("query_parser = false", 1);
     let fresh = observed(&proxy).await.expect("baseline");
     let a = connect(&proxy).await;
-    a.batch_execute("SET work_mem = '9999kB'").await.unwrap();
+    exec(&a, "SET work_mem = '9999kB'").await;
     drop(a);
     assert_eq!(observed_eventually(&proxy, "the server back").await, fresh);
 }

@@ -99,7 +99,7 @@ async fn checkout_timeout_gives_a_clear_error() {
     let (_topo, proxy) = pgdog("checkout_timeout = 300", 1);
     let holder = connect(&proxy).await;
     let waiter = connect(&proxy).await;
-    holder.batch_execute("BEGIN").await.unwrap();
+    exec(&holder, "BEGIN").await;
     one(&holder, "SELECT 1").await;
 
     let started = Instant::now();
@@ -119,7 +119,7 @@ async fn checkout_timeout_gives_a_clear_error() {
         "error after {waited:?}, expected about 300 ms"
     );
     // The same client again after the holder is done.
-    holder.batch_execute("COMMIT").await.unwrap();
+    exec(&holder, "COMMIT").await;
     assert_eq!(one(&waiter, "SELECT 'waited'").await, "waited");
     assert_eq!(one(&holder, "SELECT 'holder'").await, "holder");
 }
@@ -130,7 +130,7 @@ async fn lose_client_holding_a_lock(proxy: &topology::Proxy, terminate: bool) {
     let (client, task) = connect_str(&proxy.conninfo(USER, PASSWORD, DB))
         .await
         .unwrap();
-    client.batch_execute("BEGIN").await.unwrap();
+    exec(&client, "BEGIN").await;
     client
         .query_one("SELECT id FROM locked WHERE id = 1 FOR UPDATE", &[])
         .await
@@ -147,11 +147,11 @@ async fn lose_client_holding_a_lock(proxy: &topology::Proxy, terminate: bool) {
 
 /// Whether `client` can lock row 1 right now.
 async fn can_lock(client: &tokio_postgres::Client) -> bool {
-    client.batch_execute("BEGIN").await.unwrap();
+    exec(client, "BEGIN").await;
     let r = client
         .query("SELECT id FROM locked WHERE id = 1 FOR UPDATE NOWAIT", &[])
         .await;
-    client.batch_execute("ROLLBACK").await.unwrap();
+    exec(client, "ROLLBACK").await;
     match r {
         Ok(rows) => rows.len() == 1,
         Err(e) if sqlstate(&e).as_deref() == Some("55P03") => false,
@@ -191,8 +191,8 @@ async fn client_gone_mid_transaction_is_rolled_back() {
     // Both servers still serve.
     let a = connect(&proxy).await;
     let b = connect(&proxy).await;
-    a.batch_execute("BEGIN").await.unwrap();
-    b.batch_execute("BEGIN").await.unwrap();
+    exec(&a, "BEGIN").await;
+    exec(&b, "BEGIN").await;
     assert_eq!(one(&a, "SELECT count(*) FROM locked").await, "1");
     assert_eq!(one(&b, "SELECT count(*) FROM locked").await, "1");
 }
@@ -201,21 +201,23 @@ async fn client_gone_mid_transaction_is_rolled_back() {
 async fn session_mode_keeps_settings_per_client_only() {
     let (_topo, proxy) = pgdog("pooler_mode = \"session\"", 1);
     let first = connect(&proxy).await;
-    first
-        .batch_execute("SET statement_timeout = '4321ms'; SET application_name = 'first'")
-        .await
-        .unwrap();
-    first
-        .batch_execute("CREATE TEMP TABLE session_tmp (x int); PREPARE session_stmt AS SELECT 1")
-        .await
-        .unwrap();
+    exec(
+        &first,
+        "SET statement_timeout = '4321ms'; SET application_name = 'first'",
+    )
+    .await;
+    exec(
+        &first,
+        "CREATE TEMP TABLE session_tmp (x int); PREPARE session_stmt AS SELECT 1",
+    )
+    .await;
     let pid = one(&first, "SELECT pg_backend_pid()").await;
     for _ in 0..3 {
-        first.batch_execute("BEGIN").await.unwrap();
+        exec(&first, "BEGIN").await;
         assert_eq!(one(&first, "SHOW statement_timeout").await, "4321ms");
         assert_eq!(one(&first, "SHOW application_name").await, "first");
         assert_eq!(one(&first, "SELECT pg_backend_pid()").await, pid);
-        first.batch_execute("COMMIT").await.unwrap();
+        exec(&first, "COMMIT").await;
     }
     drop(first);
 

@@ -183,10 +183,11 @@ async fn tokio_postgres_pipelined_queries() {
 async fn copy_in_and_out_100k_rows() {
     let (topo, proxy) = pgdog("", 2);
     let client = connect(&proxy).await;
-    client
-        .batch_execute("CREATE TABLE copy_t (id int PRIMARY KEY, name text, score float8)")
-        .await
-        .unwrap();
+    exec(
+        &client,
+        "CREATE TABLE copy_t (id int PRIMARY KEY, name text, score float8)",
+    )
+    .await;
     let mut data = Vec::new();
     for i in 0..100_000u32 {
         data.extend_from_slice(
@@ -275,9 +276,7 @@ async fn notices_and_notifications() {
     let (a, mut a_messages) = connect_with_messages(&proxy).await;
     let (b, mut b_messages) = connect_with_messages(&proxy).await;
 
-    a.batch_execute("DO $$ BEGIN RAISE NOTICE 'hello %', 42; END $$")
-        .await
-        .unwrap();
+    exec(&a, "DO $$ BEGIN RAISE NOTICE 'hello %', 42; END $$").await;
     match tokio::time::timeout(Duration::from_secs(5), a_messages.recv()).await {
         Ok(Some(AsyncMessage::Notice(n))) => {
             assert_eq!(n.message(), "hello 42");
@@ -286,17 +285,19 @@ async fn notices_and_notifications() {
         other => panic!("expected a notice, got {other:?}"),
     }
 
-    a.batch_execute("LISTEN pooler_chan").await.unwrap();
+    exec(&a, "LISTEN pooler_chan").await;
     // A notification from another client, outside and inside a transaction.
-    b.batch_execute("NOTIFY pooler_chan, 'first'")
-        .await
-        .unwrap();
-    b.batch_execute("BEGIN; SELECT pg_notify('pooler_chan', 'second'); COMMIT")
-        .await
-        .unwrap();
-    b.batch_execute("BEGIN; SELECT pg_notify('pooler_chan', 'never'); ROLLBACK")
-        .await
-        .unwrap();
+    exec(&b, "NOTIFY pooler_chan, 'first'").await;
+    exec(
+        &b,
+        "BEGIN; SELECT pg_notify('pooler_chan', 'second'); COMMIT",
+    )
+    .await;
+    exec(
+        &b,
+        "BEGIN; SELECT pg_notify('pooler_chan', 'never'); ROLLBACK",
+    )
+    .await;
     for expected in ["first", "second"] {
         match tokio::time::timeout(Duration::from_secs(5), a_messages.recv()).await {
             Ok(Some(AsyncMessage::Notification(n))) => {
@@ -307,7 +308,7 @@ async fn notices_and_notifications() {
         }
     }
     // A's own NOTIFY reaches it too; the rolled-back one never arrived before it.
-    a.batch_execute("NOTIFY pooler_chan, 'own'").await.unwrap();
+    exec(&a, "NOTIFY pooler_chan, 'own'").await;
     match tokio::time::timeout(Duration::from_secs(5), a_messages.recv()).await {
         Ok(Some(AsyncMessage::Notification(n))) => assert_eq!(n.payload(), "own"),
         other => panic!("expected notification own, got {other:?}"),
@@ -355,6 +356,17 @@ async fn expect_protocol_violation(
         "{what}: {:?}",
         error.fields()
     );
+}
+
+/// Stops the client of `background_client`, which must have run queries without an error.
+async fn stop_unharmed(
+    stop: &AtomicBool,
+    background: tokio::task::JoinHandle<(usize, Option<String>)>,
+) {
+    stop.store(true, Ordering::Relaxed);
+    let (ok, err) = background.await.unwrap();
+    assert!(err.is_none(), "the other client failed: {err:?}");
+    assert!(ok > 0);
 }
 
 /// A client running queries until `stop`: (successes, first error).
@@ -416,10 +428,7 @@ async fn malformed_messages_get_08p01_and_a_disconnect() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
-    stop.store(true, Ordering::Relaxed);
-    let (ok, err) = background.await.unwrap();
-    assert!(err.is_none(), "the other client failed: {err:?}");
-    assert!(ok > 0);
+    stop_unharmed(&stop, background).await;
     let fresh = connect(&proxy).await;
     assert_eq!(one(&fresh, "SELECT 'still serving'").await, "still serving");
 }
@@ -433,10 +442,7 @@ async fn truncated_message_then_close_gets_08p01() {
     let mut cut = vec![b'Q', 0, 0, 0, 100];
     cut.extend_from_slice(b"SELECT 1, ");
     expect_protocol_violation(proxy.port, "truncated message", &[], &cut, true).await;
-    stop.store(true, Ordering::Relaxed);
-    let (ok, err) = background.await.unwrap();
-    assert!(err.is_none(), "the other client failed: {err:?}");
-    assert!(ok > 0);
+    stop_unharmed(&stop, background).await;
     let fresh = connect(&proxy).await;
     assert_eq!(one(&fresh, "SELECT 1").await, "1");
 }

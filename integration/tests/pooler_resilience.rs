@@ -187,10 +187,10 @@ async fn postgres_restart_recovers_without_restarting_pgdog() {
     let m = connect(&proxy).await;
     let n = connect(&proxy).await;
     // Both servers in use, then idle in the pool.
-    m.batch_execute("BEGIN").await.unwrap();
-    n.batch_execute("BEGIN").await.unwrap();
-    m.batch_execute("COMMIT").await.unwrap();
-    n.batch_execute("COMMIT").await.unwrap();
+    exec(&m, "BEGIN").await;
+    exec(&n, "BEGIN").await;
+    exec(&m, "COMMIT").await;
+    exec(&n, "COMMIT").await;
     eventually("the query loop to run", Duration::from_secs(5), || async {
         results
             .lock()
@@ -272,6 +272,16 @@ fn reloads(proxy: &topology::Proxy, ok: bool) -> usize {
     proxy.log().matches(needle).count()
 }
 
+/// Sends SIGHUP and waits (`what`) until pgdog logs one more reload done (`ok`) or refused.
+async fn reload(proxy: &topology::Proxy, ok: bool, what: &str) {
+    let before = reloads(proxy, ok);
+    proxy.reload();
+    eventually(what, Duration::from_secs(5), || async {
+        reloads(proxy, ok) > before
+    })
+    .await;
+}
+
 /// Holds `n` transactions open at once on new clients; the distinct server pids (or an error).
 async fn hold_transactions(proxy: &topology::Proxy, n: usize) -> Result<usize, String> {
     let mut clients = Vec::new();
@@ -312,14 +322,7 @@ async fn reload_applies_new_settings_and_keeps_connected_clients() {
         users("pool_size = 5")
     );
     proxy.rewrite(&cfg, &new_users).unwrap();
-    let before = reloads(&proxy, true);
-    proxy.reload();
-    eventually(
-        "pgdog to log the reload",
-        Duration::from_secs(5),
-        || async { reloads(&proxy, true) > before },
-    )
-    .await;
+    reload(&proxy, true, "pgdog to log the reload").await;
     let app2 = connect_as(&proxy, "app2", "secret2", DB)
         .await
         .unwrap_or_else(|e| panic!("the new user cannot log in: {e}\n{}", proxy.log()));
@@ -355,16 +358,11 @@ async fn bad_config_on_reload_keeps_the_old_one() {
     let cfg = config(&topo, "checkout_timeout = 500", 3);
     let proxy = start_with(&cfg, &users(""));
     let a = connect(&proxy).await;
-    a.batch_execute("BEGIN").await.unwrap();
+    exec(&a, "BEGIN").await;
     assert_eq!(one(&a, "SELECT 'in transaction'").await, "in transaction");
 
     // An unchanged reload first: nothing happens to anyone.
-    let before = reloads(&proxy, true);
-    proxy.reload();
-    eventually("the no-op reload", Duration::from_secs(5), || async {
-        reloads(&proxy, true) > before
-    })
-    .await;
+    reload(&proxy, true, "the no-op reload").await;
     assert_eq!(
         one(&a, "SELECT 'still in transaction'").await,
         "still in transaction"
@@ -387,21 +385,14 @@ async fn bad_config_on_reload_keeps_the_old_one() {
         ),
     ] {
         proxy.rewrite(&config, &users_toml).unwrap();
-        let failed = reloads(&proxy, false);
-        proxy.reload();
-        eventually(
-            &format!("pgdog to reject the {what}"),
-            Duration::from_secs(5),
-            || async { reloads(&proxy, false) > failed },
-        )
-        .await;
+        reload(&proxy, false, &format!("pgdog to reject the {what}")).await;
         // Old configuration in force: the open transaction, new logins, the pool of 3.
         assert_eq!(one(&a, "SELECT 'kept'").await, "kept", "{what}");
         let b = connect(&proxy).await;
         assert_eq!(one(&b, "SELECT 'new client'").await, "new client", "{what}");
         assert_eq!(hold_transactions(&proxy, 2).await, Ok(2), "{what}");
     }
-    a.batch_execute("COMMIT").await.unwrap();
+    exec(&a, "COMMIT").await;
     assert_eq!(hold_transactions(&proxy, 3).await, Ok(3));
     assert!(!proxy.log().contains("panicked"), "{}", proxy.log());
 }

@@ -18,16 +18,27 @@ async fn connect_with(proxy: &topology::Proxy, extra: &str) -> tokio_postgres::C
         .0
 }
 
+/// pgdog with a pool of 1 and two clients, A and B, that always share its server connection.
+async fn sharing_one_server() -> (
+    topology::Topology,
+    topology::Proxy,
+    tokio_postgres::Client,
+    tokio_postgres::Client,
+) {
+    let (topo, proxy) = pgdog("", 1);
+    let a = connect(&proxy).await;
+    let b = connect(&proxy).await;
+    (topo, proxy, a, b)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_does_not_leak_between_clients() {
     // Pool of 1: both clients always share the one server connection.
     let (_topo, proxy) = pgdog("", 1);
     let a = connect(&proxy).await;
     let b = connect_with(&proxy, "application_name=b").await;
-    a.batch_execute("SET statement_timeout = '1234ms'")
-        .await
-        .unwrap();
-    a.batch_execute("SET application_name = 'a'").await.unwrap();
+    exec(&a, "SET statement_timeout = '1234ms'").await;
+    exec(&a, "SET application_name = 'a'").await;
     let pid = one(&a, "SELECT pg_backend_pid()").await;
 
     for round in 0..3 {
@@ -38,14 +49,14 @@ async fn set_does_not_leak_between_clients() {
             "round {round}"
         );
         assert_eq!(one(&b, "SHOW application_name").await, "b", "round {round}");
-        a.batch_execute("BEGIN").await.unwrap();
+        exec(&a, "BEGIN").await;
         assert_eq!(
             one(&a, "SHOW statement_timeout").await,
             "1234ms",
             "round {round}"
         );
         assert_eq!(one(&a, "SHOW application_name").await, "a", "round {round}");
-        a.batch_execute("COMMIT").await.unwrap();
+        exec(&a, "COMMIT").await;
     }
     // The value is really in force for A, and really not for B.
     let err = a.simple_query("SELECT pg_sleep(1.6)").await.unwrap_err();
@@ -55,15 +66,13 @@ async fn set_does_not_leak_between_clients() {
         .expect("B has no statement_timeout");
 
     // RESET goes back to the default for A, wherever it runs.
-    a.batch_execute("RESET statement_timeout").await.unwrap();
+    exec(&a, "RESET statement_timeout").await;
     assert_eq!(one(&b, "SHOW statement_timeout").await, "0");
     assert_eq!(one(&a, "SHOW statement_timeout").await, "0");
     assert_eq!(one(&a, "SHOW application_name").await, "a");
-    b.batch_execute("SET statement_timeout = '5s'")
-        .await
-        .unwrap();
+    exec(&b, "SET statement_timeout = '5s'").await;
     assert_eq!(one(&a, "SHOW statement_timeout").await, "0");
-    a.batch_execute("RESET ALL").await.unwrap();
+    exec(&a, "RESET ALL").await;
     assert_eq!(one(&b, "SHOW statement_timeout").await, "5s");
     let name = one(&a, "SHOW application_name").await;
     assert!(name != "a" && name != "b", "after RESET ALL: {name}");
@@ -132,12 +141,7 @@ async fn startup_parameters_are_applied() {
             "-c",
             "SELECT v || ' ' || current_setting('statement_timeout') || ' ' || current_setting('application_name') FROM only_there",
         ]);
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_ok(&mut cmd, "psql with PGOPTIONS");
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
         "found 4242ms psqlapp"
@@ -147,23 +151,19 @@ async fn startup_parameters_are_applied() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_local_stays_in_its_transaction() {
-    let (_topo, proxy) = pgdog("", 1);
-    let a = connect(&proxy).await;
-    let b = connect(&proxy).await;
-    a.batch_execute("BEGIN").await.unwrap();
-    a.batch_execute("SET LOCAL statement_timeout = '777ms'")
-        .await
-        .unwrap();
+    let (_topo, _proxy, a, b) = sharing_one_server().await;
+    exec(&a, "BEGIN").await;
+    exec(&a, "SET LOCAL statement_timeout = '777ms'").await;
     assert_eq!(one(&a, "SHOW statement_timeout").await, "777ms");
-    a.batch_execute("COMMIT").await.unwrap();
+    exec(&a, "COMMIT").await;
     assert_eq!(one(&a, "SHOW statement_timeout").await, "0");
     assert_eq!(one(&b, "SHOW statement_timeout").await, "0");
     // In one simple-query batch, and with set_config(..., true).
-    a.batch_execute(
+    exec(
+        &a,
         "BEGIN; SET LOCAL lock_timeout = '55s'; SELECT set_config('work_mem', '7MB', true); COMMIT",
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(one(&a, "SHOW lock_timeout").await, "0");
     assert_eq!(one(&b, "SHOW lock_timeout").await, "0");
     assert_eq!(
@@ -175,39 +175,29 @@ async fn set_local_stays_in_its_transaction() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_in_rolled_back_transaction_is_dropped() {
-    let (_topo, proxy) = pgdog("", 1);
-    let a = connect(&proxy).await;
-    let b = connect(&proxy).await;
+    let (_topo, _proxy, a, b) = sharing_one_server().await;
     // ROLLBACK.
-    a.batch_execute("BEGIN").await.unwrap();
-    a.batch_execute("SET statement_timeout = '888ms'")
-        .await
-        .unwrap();
-    a.batch_execute("ROLLBACK").await.unwrap();
+    exec(&a, "BEGIN").await;
+    exec(&a, "SET statement_timeout = '888ms'").await;
+    exec(&a, "ROLLBACK").await;
     assert_eq!(one(&a, "SHOW statement_timeout").await, "0");
-    b.batch_execute("SET statement_timeout = '3s'")
-        .await
-        .unwrap();
+    exec(&b, "SET statement_timeout = '3s'").await;
     assert_eq!(
         one(&a, "SHOW statement_timeout").await,
         "0",
         "after B used the server"
     );
     // A failed transaction ended by ROLLBACK.
-    a.batch_execute("BEGIN").await.unwrap();
-    a.batch_execute("SET statement_timeout = '889ms'")
-        .await
-        .unwrap();
+    exec(&a, "BEGIN").await;
+    exec(&a, "SET statement_timeout = '889ms'").await;
     assert!(a.batch_execute("SELECT 1/0").await.is_err());
-    a.batch_execute("ROLLBACK").await.unwrap();
+    exec(&a, "ROLLBACK").await;
     assert_eq!(one(&b, "SHOW statement_timeout").await, "3s");
     assert_eq!(one(&a, "SHOW statement_timeout").await, "0");
     // COMMIT keeps it.
-    a.batch_execute("BEGIN").await.unwrap();
-    a.batch_execute("SET statement_timeout = '999ms'")
-        .await
-        .unwrap();
-    a.batch_execute("COMMIT").await.unwrap();
+    exec(&a, "BEGIN").await;
+    exec(&a, "SET statement_timeout = '999ms'").await;
+    exec(&a, "COMMIT").await;
     assert_eq!(one(&b, "SHOW statement_timeout").await, "3s");
     assert_eq!(one(&a, "SHOW statement_timeout").await, "999ms");
     // A multi-statement query is one implicit transaction: its error undoes its SET.
@@ -222,18 +212,14 @@ async fn set_in_rolled_back_transaction_is_dropped() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_before_a_rolled_back_savepoint_is_kept() {
-    let (_topo, proxy) = pgdog("", 1);
-    let a = connect(&proxy).await;
-    let b = connect(&proxy).await;
+    let (_topo, _proxy, a, b) = sharing_one_server().await;
     // PostgreSQL keeps the SET made before the savepoint and undoes the one after it.
-    a.batch_execute("BEGIN").await.unwrap();
-    a.batch_execute("SET statement_timeout = '321ms'")
-        .await
-        .unwrap();
-    a.batch_execute("SAVEPOINT s").await.unwrap();
-    a.batch_execute("SET lock_timeout = '654ms'").await.unwrap();
-    a.batch_execute("ROLLBACK TO SAVEPOINT s").await.unwrap();
-    a.batch_execute("COMMIT").await.unwrap();
+    exec(&a, "BEGIN").await;
+    exec(&a, "SET statement_timeout = '321ms'").await;
+    exec(&a, "SAVEPOINT s").await;
+    exec(&a, "SET lock_timeout = '654ms'").await;
+    exec(&a, "ROLLBACK TO SAVEPOINT s").await;
+    exec(&a, "COMMIT").await;
     assert_eq!(
         shows(&a, &["statement_timeout", "lock_timeout"]).await,
         ["321ms", "0"]
@@ -244,7 +230,7 @@ async fn set_before_a_rolled_back_savepoint_is_kept() {
         ["0", "0"],
         "A's settings leaked to B"
     );
-    b.batch_execute("SET lock_timeout = '2s'").await.unwrap();
+    exec(&b, "SET lock_timeout = '2s'").await;
     assert_eq!(
         shows(&a, &["statement_timeout", "lock_timeout"]).await,
         ["321ms", "0"],
@@ -254,25 +240,19 @@ async fn set_before_a_rolled_back_savepoint_is_kept() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_after_an_error_recovered_by_savepoint_is_kept() {
-    let (_topo, proxy) = pgdog("", 1);
-    let a = connect(&proxy).await;
-    let b = connect(&proxy).await;
-    a.batch_execute("BEGIN; SAVEPOINT s").await.unwrap();
+    let (_topo, _proxy, a, b) = sharing_one_server().await;
+    exec(&a, "BEGIN; SAVEPOINT s").await;
     assert!(a.batch_execute("SELECT 1/0").await.is_err());
-    a.batch_execute("ROLLBACK TO SAVEPOINT s").await.unwrap();
-    a.batch_execute("SET statement_timeout = '222ms'")
-        .await
-        .unwrap();
-    a.batch_execute("COMMIT").await.unwrap();
+    exec(&a, "ROLLBACK TO SAVEPOINT s").await;
+    exec(&a, "SET statement_timeout = '222ms'").await;
+    exec(&a, "COMMIT").await;
     assert_eq!(one(&a, "SHOW statement_timeout").await, "222ms");
     assert_eq!(
         one(&b, "SHOW statement_timeout").await,
         "0",
         "A's setting leaked to B"
     );
-    b.batch_execute("SET statement_timeout = '4s'")
-        .await
-        .unwrap();
+    exec(&b, "SET statement_timeout = '4s'").await;
     assert_eq!(
         one(&a, "SHOW statement_timeout").await,
         "222ms",
@@ -304,7 +284,7 @@ async fn prepared_statements_shared_by_many_clients() {
                 };
                 for k in 0..50i32 {
                     if k % 10 == 0 {
-                        c.batch_execute("BEGIN").await.unwrap();
+                        exec(&c, "BEGIN").await;
                     }
                     let r: i32 = c.query_one(&same, &[&k]).await.unwrap().get(0);
                     assert_eq!(r, 2 * k, "client {i}");
@@ -319,7 +299,7 @@ async fn prepared_statements_shared_by_many_clients() {
                         assert_eq!(r, k.to_string());
                     }
                     if k % 10 == 0 {
-                        c.batch_execute("COMMIT").await.unwrap();
+                        exec(&c, "COMMIT").await;
                     }
                     if k % 10 == 5 {
                         // Prepared, used and closed (dropping a Statement sends Close).
@@ -441,7 +421,7 @@ async fn deallocate_protocol_statements() {
         client.query_one(&stmt, &[]).await.unwrap().get::<_, i32>(0),
         42
     );
-    client.batch_execute("DEALLOCATE ALL").await.unwrap();
+    exec(&client, "DEALLOCATE ALL").await;
     let err = client.query_one(&stmt, &[]).await.unwrap_err();
     assert_eq!(sqlstate(&err).as_deref(), Some("26000"), "{err}");
     let again = client.prepare("SELECT 41 + 1").await.unwrap();
@@ -515,7 +495,7 @@ async fn close_and_describe_protocol_statements() {
     // Describe of a statement on a server that has not seen it yet: another client holds
     // the server c1/d1 were prepared on, so this one runs on the other.
     let holder = connect(&proxy).await;
-    holder.batch_execute("BEGIN").await.unwrap();
+    exec(&holder, "BEGIN").await;
     let pid_holder = one(&holder, "SELECT pg_backend_pid()").await;
     let r = exchange(&mut c, &[raw::target(b'D', b'S', "d1"), raw::sync()]).await;
     assert_eq!(raw::tags(&r), "tTZ", "{:?}", error_code(&r));
@@ -526,7 +506,7 @@ async fn close_and_describe_protocol_statements() {
     .await;
     assert_eq!(raw::tags(&r), "2DCZ", "{:?}", error_code(&r));
     assert_eq!(r[1].text(), "6");
-    holder.batch_execute("COMMIT").await.unwrap();
+    exec(&holder, "COMMIT").await;
     assert!(!pid_holder.is_empty());
 }
 
@@ -553,19 +533,19 @@ async fn session_state_never_reaches_other_clients() {
     let (_topo, proxy) = pgdog("", 2);
     let clean = "0 0 0 0 0 true";
     let a = connect(&proxy).await;
-    a.batch_execute("CREATE TEMP TABLE a_tmp (x int); INSERT INTO a_tmp VALUES (1)")
-        .await
-        .unwrap();
-    a.batch_execute("SELECT pg_advisory_lock(42)")
-        .await
-        .unwrap();
-    a.batch_execute("LISTEN a_chan").await.unwrap();
-    a.batch_execute("PREPARE a_stmt AS SELECT 'prepared'")
-        .await
-        .unwrap();
-    a.batch_execute("DECLARE a_cur CURSOR WITH HOLD FOR SELECT generate_series(1, 10)")
-        .await
-        .unwrap();
+    exec(
+        &a,
+        "CREATE TEMP TABLE a_tmp (x int); INSERT INTO a_tmp VALUES (1)",
+    )
+    .await;
+    exec(&a, "SELECT pg_advisory_lock(42)").await;
+    exec(&a, "LISTEN a_chan").await;
+    exec(&a, "PREPARE a_stmt AS SELECT 'prepared'").await;
+    exec(
+        &a,
+        "DECLARE a_cur CURSOR WITH HOLD FOR SELECT generate_series(1, 10)",
+    )
+    .await;
     let (a_pid, a_state) = state(&a).await;
     assert_eq!(a_state, "1 1 1 1 1 false", "A's own session state");
 
@@ -580,13 +560,13 @@ async fn session_state_never_reaches_other_clients() {
         let (b_pid, b_state) = state(&b).await;
         assert_ne!(b_pid, a_pid, "B got A's pinned server");
         assert_eq!(b_state, clean, "B on server {b_pid}");
-        b.batch_execute("BEGIN").await.unwrap();
+        exec(&b, "BEGIN").await;
         assert_eq!(
             one(&b, "SELECT pg_try_advisory_xact_lock(42)").await,
             "f",
             "A's session lock must still be held"
         );
-        b.batch_execute("COMMIT").await.unwrap();
+        exec(&b, "COMMIT").await;
     }
     drop(a);
 
@@ -598,9 +578,9 @@ async fn session_state_never_reaches_other_clients() {
         let (pid, st) = state(&c).await;
         assert_eq!(st, clean, "client on server {pid} (A was on {a_pid})");
         if pid == a_pid {
-            c.batch_execute("BEGIN").await.unwrap();
+            exec(&c, "BEGIN").await;
             assert_eq!(one(&c, "SELECT pg_try_advisory_xact_lock(42)").await, "t");
-            c.batch_execute("COMMIT").await.unwrap();
+            exec(&c, "COMMIT").await;
             break;
         }
         seen.push(pid);

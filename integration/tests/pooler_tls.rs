@@ -67,30 +67,8 @@ fn run_client(port: u16) -> String {
 fn tls_session_when_configured_and_plain_otherwise() {
     let dir = std::env::temp_dir().join(format!("pgdog-tls-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    common::self_signed(&dir, "server", "/CN=localhost", 1);
     let (cert, key) = (dir.join("server.crt"), dir.join("server.key"));
-    let status = Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=localhost",
-            "-keyout",
-        ])
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .output()
-        .expect("openssl (Debian package openssl) is needed to make a test certificate");
-    assert!(
-        status.status.success(),
-        "{}",
-        String::from_utf8_lossy(&status.stderr)
-    );
 
     let topo = topology::Topology::single().unwrap();
     let general = format!(

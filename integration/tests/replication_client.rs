@@ -21,6 +21,18 @@ fn sqlstate(e: &ReplicationError) -> String {
     }
 }
 
+/// Waits until no connection holds the standby's slot `slot`.
+fn wait_released(topo: &topology::Topology, slot: &str) {
+    let sql = format!("SELECT active FROM pg_replication_slots WHERE slot_name = '{slot}'");
+    wait_until(
+        "the slot to be released",
+        DEADLINE,
+        Duration::from_millis(20),
+        || Ok(topo.standby().psql(&sql)? == "f"),
+    )
+    .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn identify_system_on_primary_and_standby() {
     let topo = replicated("");
@@ -108,11 +120,7 @@ async fn slot_commands_and_server_errors() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn standby_slot_create_is_cancelled_at_deadline() {
     let topo = replicated("CREATE TABLE blocker (id int)");
-    let (blocker, conn) =
-        tokio_postgres::connect(&topo.primary().url("postgres"), tokio_postgres::NoTls)
-            .await
-            .unwrap();
-    tokio::spawn(conn);
+    let blocker = sql_client(topo.primary()).await;
     blocker
         .batch_execute("BEGIN; INSERT INTO blocker VALUES (1)")
         .await
@@ -230,18 +238,7 @@ async fn restart_from_confirmed_lsn_loses_and_repeats_nothing() {
         Err(ReplicationError::State(_))
     ));
     c.client.close().await;
-    wait_until(
-        "the slot to be released",
-        DEADLINE,
-        Duration::from_millis(20),
-        || {
-            Ok(topo
-                .standby()
-                .psql("SELECT active FROM pg_replication_slots WHERE slot_name = 'r1'")?
-                == "f")
-        },
-    )
-    .unwrap();
+    wait_released(&topo, "r1");
 
     // Session 2, new connection, from the confirmed LSN: three more commits.
     let client = connect(topo.standby()).await;
@@ -251,18 +248,7 @@ async fn restart_from_confirmed_lsn_loses_and_repeats_nothing() {
     assert_eq!(second, [6, 7, 8]);
     c2.client.stop().await.unwrap();
     c2.client.close().await;
-    wait_until(
-        "the slot to be released",
-        DEADLINE,
-        Duration::from_millis(20),
-        || {
-            Ok(topo
-                .standby()
-                .psql("SELECT active FROM pg_replication_slots WHERE slot_name = 'r1'")?
-                == "f")
-        },
-    )
-    .unwrap();
+    wait_released(&topo, "r1");
 
     // Session 3, new connection, LSN 0: the slot's own confirmed position; plus new rows.
     topo.primary().psql("INSERT INTO r VALUES (11)").unwrap();

@@ -36,6 +36,20 @@ fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
     }
 }
 
+/// Waits for the child to exit (as `wait_exit`) and asserts it succeeded; its standard error.
+fn exits_successfully(child: &mut Child) -> String {
+    let status = wait_exit(child);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(status.success(), "{status}: {err}");
+    err
+}
+
 #[test]
 fn logical_dump_prints_json_and_stops_at_until_lsn() {
     let topo = setup();
@@ -65,22 +79,14 @@ fn logical_dump_prints_json_and_stops_at_until_lsn() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("pgdog binary (cargo build -p pgdog)");
-    let status = wait_exit(&mut child);
+    let err = exits_successfully(&mut child);
     let mut out = String::new();
-    let mut err = String::new();
     child
         .stdout
         .take()
         .unwrap()
         .read_to_string(&mut out)
         .unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    assert!(status.success(), "{status}: {err}");
     let kinds: Vec<&str> = out
         .lines()
         .map(|l| {
@@ -171,15 +177,7 @@ fn logical_dump_stops_cleanly_on_sigterm() {
     );
     // SAFETY: plain kill(2) on our own child's pid.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
-    let status = wait_exit(&mut child);
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    assert!(status.success(), "{status}: {err}");
+    let err = exits_successfully(&mut child);
     assert!(err.contains("stopped"), "{err}");
     wait_until(
         "the temporary slot to go away",

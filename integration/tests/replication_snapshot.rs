@@ -16,11 +16,7 @@ async fn snapshot_copy_and_stream_cover_every_row_once() {
         replicated("CREATE TABLE snap (id int PRIMARY KEY); CREATE PUBLICATION pub FOR TABLE snap");
 
     // The writer: one row per transaction through a normal connection, until told to stop.
-    let (writer, conn) =
-        tokio_postgres::connect(&topo.primary().url("postgres"), tokio_postgres::NoTls)
-            .await
-            .unwrap();
-    tokio::spawn(conn);
+    let writer = sql_client(topo.primary()).await;
     let written = Arc::new(AtomicI64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let task = {
@@ -60,11 +56,7 @@ async fn snapshot_copy_and_stream_cover_every_row_once() {
     let at_slot = written.load(Ordering::SeqCst);
 
     // The COPY under the exported snapshot, on the standby, while the writer goes on.
-    let (reader, conn) =
-        tokio_postgres::connect(&topo.standby().url("postgres"), tokio_postgres::NoTls)
-            .await
-            .unwrap();
-    tokio::spawn(conn);
+    let reader = sql_client(topo.standby()).await;
     reader
         .batch_execute(&format!(
             "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT '{snapshot}'"

@@ -393,7 +393,9 @@ fn route_files(
 
 /// The tables of `route_command`: a list mapping with a default shard, ranges, a hashed
 /// table, an omnisharded one.
-const ROUTE_TABLES: &str = r#"
+fn route_tables() -> String {
+    format!(
+        r#"
 [[sharded_tables]]
 database = "app"
 name = "accounts"
@@ -407,25 +409,7 @@ shard = 0
 [[sharded_tables.mapping]]
 values = [150, 151]
 shard = 1
-
-[[sharded_tables]]
-database = "app"
-name = "ranges"
-column = "id"
-
-[[sharded_tables.mapping]]
-end = 0
-shard = 0
-
-[[sharded_tables.mapping]]
-start = 0
-end = 100
-shard = 1
-
-[[sharded_tables.mapping]]
-start = 100
-shard = 2
-
+{ranges}
 [[sharded_tables]]
 database = "app"
 name = "users"
@@ -434,7 +418,42 @@ column = "id"
 [[omnisharded_tables]]
 database = "app"
 tables = ["countries"]
-"#;
+"#,
+        ranges = three_ranges("ranges", "id", 100)
+    )
+}
+
+/// What `pgdog route` prints for statements on `route_tables`: SQL, parameters, the lines
+/// expected (one ending in `*`: a prefix).
+#[rustfmt::skip]
+const ROUTE_CASES: &[(&str, &[&str], &[&str])] = &[
+    ("SELECT * FROM accounts WHERE id = 1", &[], &["shard 0"]),
+    ("SELECT * FROM accounts WHERE id = 3", &[], &["shard 0"]),
+    ("SELECT * FROM accounts WHERE id = 150", &[], &["shard 1"]),
+    ("SELECT * FROM accounts WHERE id = 999", &[], &["shard 2"]),
+    ("SELECT * FROM accounts WHERE id = $1", &["151"], &["shard 1"]),
+    ("SELECT * FROM ranges WHERE id = -5", &[], &["shard 0"]),
+    ("SELECT * FROM ranges WHERE id = 0", &[], &["shard 1"]),
+    ("SELECT * FROM ranges WHERE id = 99", &[], &["shard 1"]),
+    ("SELECT * FROM ranges WHERE id = 100", &[], &["shard 2"]),
+    ("SELECT * FROM ranges WHERE id = $1", &["12345"], &["shard 2"]),
+    ("SELECT * FROM ranges WHERE id IN (-1, 5)", &[], &["shards 0,1*"]),
+    ("SELECT * FROM accounts WHERE id IN (1, 150)", &[], &["shards 0,1*"]),
+    ("SELECT * FROM accounts", &[], &["shards 0,1,2*"]),
+    ("SELECT count(*) FROM accounts", &[], &["shards 0,1,2 (merged)"]),
+    ("SELECT id FROM accounts ORDER BY id LIMIT 5", &[], &["shards 0,1,2 (merged)"]),
+    ("INSERT INTO accounts (id) VALUES (1), (150)", &[], &["shards 0,1 (rows split)"]),
+    ("INSERT INTO accounts (id) VALUES (2), (3)", &[], &["shard 0"]),
+    ("UPDATE accounts SET id = 5 WHERE id = 1", &[], &["error 0A000*"]),
+    ("SELECT id, row_number() OVER () FROM accounts", &[], &["error 0A000*"]),
+    ("SELECT * FROM countries", &[], &["shard *"]),
+    ("CREATE TABLE x (id int)", &[], &["shards 0,1,2"]),
+    ("BEGIN; SELECT * FROM accounts WHERE id = 2; COMMIT", &[], &["pgdog (transaction and session control*", "shard 0", "pgdog (transaction and session control*"]),
+    ("SET pgdog.shard = 1; SELECT * FROM accounts", &[], &["pgdog (session setting)", "shard 1"]),
+    ("/* pgdog_shard: 2 */ SELECT * FROM accounts WHERE id = 1", &[], &["shard 2"]),
+    ("SELECT * FRM accounts", &[], &["error 42601*"]),
+    ("SELECT * FROM users WHERE id = 1 AND id = 2", &[], &["shard *"]),
+];
 
 #[test]
 fn route_command() {
@@ -447,7 +466,7 @@ fn route_command() {
             5000 + shard
         ));
     }
-    config.push_str(ROUTE_TABLES);
+    config.push_str(&route_tables());
     let config_path = dir.join("pgdog.toml");
     let users_path = dir.join("users.toml");
     std::fs::write(&config_path, &config).unwrap();
@@ -468,92 +487,9 @@ fn route_command() {
             failures.push(format!("{sql} {params:?}: got {got:?}, want {want:?}"));
         }
     };
-    check("SELECT * FROM accounts WHERE id = 1", &[], &["shard 0"]);
-    check("SELECT * FROM accounts WHERE id = 3", &[], &["shard 0"]);
-    check("SELECT * FROM accounts WHERE id = 150", &[], &["shard 1"]);
-    check("SELECT * FROM accounts WHERE id = 999", &[], &["shard 2"]);
-    check(
-        "SELECT * FROM accounts WHERE id = $1",
-        &["151"],
-        &["shard 1"],
-    );
-    check("SELECT * FROM ranges WHERE id = -5", &[], &["shard 0"]);
-    check("SELECT * FROM ranges WHERE id = 0", &[], &["shard 1"]);
-    check("SELECT * FROM ranges WHERE id = 99", &[], &["shard 1"]);
-    check("SELECT * FROM ranges WHERE id = 100", &[], &["shard 2"]);
-    check(
-        "SELECT * FROM ranges WHERE id = $1",
-        &["12345"],
-        &["shard 2"],
-    );
-    check(
-        "SELECT * FROM ranges WHERE id IN (-1, 5)",
-        &[],
-        &["shards 0,1*"],
-    );
-    check(
-        "SELECT * FROM accounts WHERE id IN (1, 150)",
-        &[],
-        &["shards 0,1*"],
-    );
-    check("SELECT * FROM accounts", &[], &["shards 0,1,2*"]);
-    check(
-        "SELECT count(*) FROM accounts",
-        &[],
-        &["shards 0,1,2 (merged)"],
-    );
-    check(
-        "SELECT id FROM accounts ORDER BY id LIMIT 5",
-        &[],
-        &["shards 0,1,2 (merged)"],
-    );
-    check(
-        "INSERT INTO accounts (id) VALUES (1), (150)",
-        &[],
-        &["shards 0,1 (rows split)"],
-    );
-    check(
-        "INSERT INTO accounts (id) VALUES (2), (3)",
-        &[],
-        &["shard 0"],
-    );
-    check(
-        "UPDATE accounts SET id = 5 WHERE id = 1",
-        &[],
-        &["error 0A000*"],
-    );
-    check(
-        "SELECT id, row_number() OVER () FROM accounts",
-        &[],
-        &["error 0A000*"],
-    );
-    check("SELECT * FROM countries", &[], &["shard *"]);
-    check("CREATE TABLE x (id int)", &[], &["shards 0,1,2"]);
-    check(
-        "BEGIN; SELECT * FROM accounts WHERE id = 2; COMMIT",
-        &[],
-        &[
-            "pgdog (transaction and session control*",
-            "shard 0",
-            "pgdog (transaction and session control*",
-        ],
-    );
-    check(
-        "SET pgdog.shard = 1; SELECT * FROM accounts",
-        &[],
-        &["pgdog (session setting)", "shard 1"],
-    );
-    check(
-        "/* pgdog_shard: 2 */ SELECT * FROM accounts WHERE id = 1",
-        &[],
-        &["shard 2"],
-    );
-    check("SELECT * FRM accounts", &[], &["error 42601*"]);
-    check(
-        "SELECT * FROM users WHERE id = 1 AND id = 2",
-        &[],
-        &["shard *"],
-    );
+    for (sql, params, want) in ROUTE_CASES {
+        check(sql, params, want);
+    }
     let _ = std::fs::remove_dir_all(&dir);
     assert!(
         failures.is_empty(),

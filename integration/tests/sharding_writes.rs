@@ -110,65 +110,64 @@ async fn ddl_and_multi_row_inserts(c: &mut WriteChecks) {
     assert_eq!(n, 2);
 }
 
+/// COPY of `data` (`chunk` bytes per CopyData) into `users` through pgdog and into `users_ref`
+/// on Postgres itself (`with`: what follows FROM STDIN); both must fail: (pgdog's error,
+/// Postgres' error).
+async fn bad_copy(
+    c: &mut WriteChecks,
+    pg: &mut raw::Conn,
+    with: &str,
+    data: &[u8],
+    chunk: usize,
+) -> (String, String) {
+    let sql = |table: &str| format!("COPY {table} (id, name) FROM STDIN{with}");
+    let dog = c.rawc.copy_in(&sql("users"), data, chunk).await;
+    let pg = pg.copy_in(&sql("users_ref"), data, chunk).await;
+    (
+        dog.expect_err("COPY with a bad key must fail"),
+        pg.expect_err("Postgres' COPY with a bad key"),
+    )
+}
+
+/// Asserts that the shards hold the `users` rows counted `before` a failed `what`.
+async fn assert_users_unchanged(c: &WriteChecks, before: &[i64], what: &str) {
+    assert_eq!(
+        total(&c.direct, "SELECT count(*) FROM users").await,
+        before,
+        "rows of the failed {what} were left on a shard"
+    );
+}
+
 /// COPY: bad keys named by line, keys spelled as Postgres reads them, parameters cast to the key type.
 async fn copy_keys_and_errors(c: &mut WriteChecks) {
-    // COPY text with a bad key on line 3: an error naming line 3, nothing on any shard.
-    let before = total(&c.direct, "SELECT count(*) FROM users").await;
-    let err = c
-        .rawc
-        .copy_in(
-            "COPY users (id, name) FROM STDIN",
-            b"101\ta\n102\tb\nxyz\tc\n104\td\n",
-            5,
-        )
-        .await
-        .expect_err("COPY with a bad key must fail");
-    assert!(
-        err.contains("line 3"),
-        "COPY error does not name line 3: {err}"
-    );
+    // COPY text with a bad key on line 3: an error naming line 3, nothing on any shard;
     // Postgres itself, for the record.
+    let before = total(&c.direct, "SELECT count(*) FROM users").await;
     c.direct[0]
         .batch_execute("CREATE TABLE users_ref (id bigint, name text)")
         .await
         .unwrap();
     let mut pg_raw = raw::Conn::login(c.shard0, "postgres", "postgres", None).await;
-    let pg_err = pg_raw
-        .copy_in(
-            "COPY users_ref (id, name) FROM STDIN",
-            b"101\ta\n102\tb\nxyz\tc\n104\td\n",
-            5,
-        )
-        .await
-        .unwrap_err();
+    let (err, pg_err) = bad_copy(c, &mut pg_raw, "", b"101\ta\n102\tb\nxyz\tc\n104\td\n", 5).await;
+    assert!(
+        err.contains("line 3"),
+        "COPY error does not name line 3: {err}"
+    );
     assert!(pg_err.contains("line 3"), "{pg_err}");
     assert!(
         err.starts_with("22P02"),
         "COPY bad key SQLSTATE: {err} (Postgres: {pg_err})"
     );
-    assert_eq!(
-        total(&c.direct, "SELECT count(*) FROM users").await,
-        before,
-        "rows of the failed COPY were left on a shard"
-    );
+    assert_users_unchanged(c, &before, "COPY").await;
     // CSV with a header: the bad row is line 4, as Postgres counts.
-    let err = c
-        .rawc
-        .copy_in(
-            "COPY users (id, name) FROM STDIN WITH (FORMAT csv, HEADER)",
-            b"id,name\n201,a\n202,b\nbad,c\n",
-            1000,
-        )
-        .await
-        .expect_err("CSV COPY with a bad key must fail");
-    let pg_err = pg_raw
-        .copy_in(
-            "COPY users_ref (id, name) FROM STDIN WITH (FORMAT csv, HEADER)",
-            b"id,name\n201,a\n202,b\nbad,c\n",
-            1000,
-        )
-        .await
-        .unwrap_err();
+    let (err, pg_err) = bad_copy(
+        c,
+        &mut pg_raw,
+        " WITH (FORMAT csv, HEADER)",
+        b"id,name\n201,a\n202,b\nbad,c\n",
+        1000,
+    )
+    .await;
     assert!(pg_err.contains("line 4"), "{pg_err}");
     assert!(
         err.contains("line 4"),
@@ -186,11 +185,7 @@ async fn copy_keys_and_errors(c: &mut WriteChecks) {
         .await
         .expect_err("COPY with a bad last row must fail");
     assert!(err.contains("line 20001"), "{err}");
-    assert_eq!(
-        total(&c.direct, "SELECT count(*) FROM users").await,
-        before,
-        "rows of the failed bulk COPY were left on a shard"
-    );
+    assert_users_unchanged(c, &before, "bulk COPY").await;
     // The connection still works.
     let ok = c
         .rawc
@@ -202,6 +197,20 @@ async fn copy_keys_and_errors(c: &mut WriteChecks) {
         .await;
     assert_eq!(ok, Ok("COPY 3".to_string()));
     copy_key_spellings(c).await;
+}
+
+/// Asserts that each `users` row of `keys` is on the shard Postgres' hash partitioning gives
+/// it (asked of `probe`), and only there.
+async fn assert_on_hash_shards(c: &WriteChecks, probe: &tokio_postgres::Client, keys: &[i64]) {
+    for &key in keys {
+        let want = hash_shard(probe, 3, key).await;
+        let sql = format!("SELECT count(*) FROM users WHERE id = {key}");
+        assert_eq!(
+            total(&c.direct, &sql).await,
+            (0..3).map(|s| (s == want) as i64).collect::<Vec<_>>(),
+            "key {key} must be on shard {want} only"
+        );
+    }
 }
 
 /// COPY keys spelled as Postgres reads them, and text parameters cast to the key type.
@@ -221,15 +230,7 @@ async fn copy_key_spellings(c: &mut WriteChecks) {
         Ok("COPY 4".to_string()),
         "COPY with keys 105 (\\061\\060\\065), ' 106', '+107', '0108'"
     );
-    for key in [105i64, 106, 107, 108] {
-        let want = hash_shard(&probe, 3, key).await;
-        let sql = format!("SELECT count(*) FROM users WHERE id = {key}");
-        assert_eq!(
-            total(&c.direct, &sql).await,
-            (0..3).map(|s| (s == want) as i64).collect::<Vec<_>>(),
-            "key {key} must be on shard {want} only"
-        );
-    }
+    assert_on_hash_shards(c, &probe, &[105, 106, 107, 108]).await;
     let n = c.dog
         .execute(
             "INSERT INTO users (id, name) VALUES (' 109 ', 'spaced literal'), ('+110', 'signed literal')",
@@ -238,15 +239,7 @@ async fn copy_key_spellings(c: &mut WriteChecks) {
         .await
         .unwrap_or_else(|e| panic!("INSERT with keys ' 109 ' and '+110': {}", err_text(&e)));
     assert_eq!(n, 2);
-    for key in [109i64, 110] {
-        let want = hash_shard(&probe, 3, key).await;
-        let sql = format!("SELECT count(*) FROM users WHERE id = {key}");
-        assert_eq!(
-            total(&c.direct, &sql).await,
-            (0..3).map(|s| (s == want) as i64).collect::<Vec<_>>(),
-            "key {key} must be on shard {want} only"
-        );
-    }
+    assert_on_hash_shards(c, &probe, &[109, 110]).await;
 
     // pgdog bug (B5): a text parameter (binary format, as tokio-postgres sends text) cast to
     // the key type is decoded as a binary integer of the key column's type: the row lands

@@ -15,13 +15,17 @@ pub fn pgdog(general: &str, pool_size: usize) -> (Topology, Proxy) {
 }
 
 pub fn start(topo: &Topology, general: &str, pool_size: usize) -> Proxy {
-    let config = format!(
-        "{general}\n\n[[databases]]\nname = \"{DB}\"\nhost = \"127.0.0.1\"\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\npool_size = {pool_size}\n",
-        topo.primary().port
-    );
-    let users =
-        format!("[[users]]\nname = \"{USER}\"\ndatabase = \"{DB}\"\npassword = \"{PASSWORD}\"\n");
-    Proxy::start(&config, &users).expect("pgdog")
+    start_with(&config(topo, general, pool_size), &users(""))
+}
+
+/// The password of pgdog's admin database in the tests that turn it on (`admin_password`).
+pub const ADMIN_PASSWORD: &str = "admin-pw";
+
+/// A client of pgdog's admin database: user and database `admin`, password [`ADMIN_PASSWORD`].
+pub async fn admin(proxy: &Proxy) -> tokio_postgres::Client {
+    connect_as(proxy, "admin", ADMIN_PASSWORD, "admin")
+        .await
+        .unwrap_or_else(|e| panic!("admin login: {}", err_text(&e)))
 }
 
 /// A tokio-postgres client through pgdog.
@@ -52,8 +56,16 @@ pub async fn connect_as(
 /// lines, then database `app` on the topology's primary as server user `postgres`.
 pub fn config(topo: &Topology, general: &str, pool_size: usize) -> String {
     format!(
-        "{general}\n\n[[databases]]\nname = \"{DB}\"\nhost = \"127.0.0.1\"\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\npool_size = {pool_size}\n",
-        topo.primary().port
+        "{general}\n{}",
+        database(topo.primary().port, &format!("pool_size = {pool_size}\n"))
+    )
+}
+
+/// pgdog.toml lines of one `[[databases]]` entry of database `app` on 127.0.0.1:`port` (the
+/// server's `postgres` database, server user `postgres`), then `extra` lines.
+pub fn database(port: u16, extra: &str) -> String {
+    format!(
+        "\n[[databases]]\nname = \"{DB}\"\nhost = \"127.0.0.1\"\nport = {port}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n{extra}"
     )
 }
 
@@ -90,6 +102,17 @@ pub fn sqlstate(err: &tokio_postgres::Error) -> Option<String> {
     err.as_db_error().map(|e| e.code().code().to_string())
 }
 
+/// Asserts that `err` carries SQLSTATE `code`; the message shows the whole error.
+#[track_caller]
+pub fn assert_sqlstate(err: &tokio_postgres::Error, code: &str) {
+    assert_eq!(sqlstate(err).as_deref(), Some(code), "{}", err_text(err));
+}
+
+#[path = "../query_rows/mod.rs"]
+mod query_rows;
+#[allow(unused_imports)]
+pub use query_rows::simple_rows;
+
 /// Polls `check` every 20 ms until it returns true; panics after `timeout` with `what`.
 pub async fn eventually<F, Fut>(what: &str, timeout: std::time::Duration, mut check: F)
 where
@@ -108,6 +131,14 @@ where
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+}
+
+/// Runs `sql` (one or more statements, simple protocol), which must succeed.
+pub async fn exec(client: &tokio_postgres::Client, sql: &str) {
+    client
+        .batch_execute(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {}", err_text(&e)));
 }
 
 /// A single value of the first row, as text (simple query protocol).
@@ -141,6 +172,49 @@ pub fn err_text(err: &tokio_postgres::Error) -> String {
         Some(db) => format!("{} {}: {}", db.severity(), db.code().code(), db.message()),
         None => format!("{err} ({err:?})"),
     }
+}
+
+/// Runs `openssl` with `args` in `dir`; panics with its error output when it fails.
+pub fn openssl(dir: &std::path::Path, args: &[&str]) {
+    let mut cmd = std::process::Command::new("openssl");
+    cmd.current_dir(dir).args(args);
+    run_ok(&mut cmd, &format!("openssl {args:?}"));
+}
+
+/// Runs `cmd` to its end; it must succeed (the panic shows `what` and its standard error).
+pub fn run_ok(cmd: &mut std::process::Command, what: &str) -> std::process::Output {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// A self-signed certificate `{name}.crt` with its key `{name}.key` in `dir`, for `subject`
+/// (like `/CN=localhost`), valid `days` days.
+pub fn self_signed(dir: &std::path::Path, name: &str, subject: &str, days: u32) {
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            &days.to_string(),
+            "-subj",
+            subject,
+            "-keyout",
+            &format!("{name}.key"),
+            "-out",
+            &format!("{name}.crt"),
+        ],
+    );
 }
 
 /// A figure for `benchmarks/faults.sh`: printed, and appended as `key<TAB>value` to the file

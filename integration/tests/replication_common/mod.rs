@@ -36,6 +36,15 @@ pub fn replicated(setup: &str) -> Topology {
     topo
 }
 
+/// A plain SQL connection (tokio-postgres) to `node`'s `postgres` database.
+pub async fn sql_client(node: &Node) -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(&node.url("postgres"), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    client
+}
+
 /// A replication connection to `node`.
 pub async fn connect(node: &Node) -> ReplicationClient {
     ReplicationClient::connect(&target(node), DEADLINE)

@@ -1,7 +1,7 @@
 //! Clients and small queries the targeted sharding tests share: a runtime, one value, counts
 //! per shard, and where the hash of a key lands (asked of Postgres itself).
 use super::*;
-use tokio_postgres::{Client, SimpleQueryMessage};
+use tokio_postgres::Client;
 
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -13,15 +13,10 @@ pub fn runtime() -> tokio::runtime::Runtime {
 
 /// Text values of every row of `sql` (simple protocol), first column only.
 pub async fn col(client: &Client, sql: &str) -> Vec<Option<String>> {
-    let msgs = client
-        .simple_query(sql)
+    simple_rows(client, sql)
         .await
-        .unwrap_or_else(|e| panic!("{sql}: {}", err_text(&e)));
-    msgs.into_iter()
-        .filter_map(|m| match m {
-            SimpleQueryMessage::Row(r) => Some(r.get(0).map(str::to_string)),
-            _ => None,
-        })
+        .iter()
+        .map(|r| r.get(0).map(str::to_string))
         .collect()
 }
 

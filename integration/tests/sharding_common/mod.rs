@@ -5,6 +5,10 @@
 mod client;
 #[allow(unused_imports)]
 pub use client::*;
+#[path = "../query_rows/mod.rs"]
+mod query_rows;
+#[allow(unused_imports)]
+pub use query_rows::simple_rows;
 use std::error::Error as StdError;
 use std::fmt::Write as _;
 use tokio_postgres::types::{FromSql, ToSql, Type};
@@ -17,6 +21,32 @@ pub const DB: &str = "app";
 
 pub fn users_toml() -> String {
     format!("[[users]]\nname = \"{USER}\"\ndatabase = \"{DB}\"\npassword = \"{PASSWORD}\"\n")
+}
+
+/// `[[sharded_tables]]` lines of table `name` sharded over 3 shards by ranges of `column`:
+/// below 0 on shard 0, from 0 to `split` (excluded) on shard 1, the rest on shard 2.
+pub fn three_ranges(name: &str, column: &str, split: i64) -> String {
+    format!(
+        r#"
+[[sharded_tables]]
+database = "app"
+name = "{name}"
+column = "{column}"
+
+[[sharded_tables.mapping]]
+end = 0
+shard = 0
+
+[[sharded_tables.mapping]]
+start = 0
+end = {split}
+shard = 1
+
+[[sharded_tables.mapping]]
+start = {split}
+shard = 2
+"#
+    )
 }
 
 /// pgdog.toml (without the `[general]` header Proxy::start writes): `general` lines (trust auth

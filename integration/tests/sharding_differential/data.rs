@@ -200,15 +200,23 @@ pub(crate) fn b2s(b: Option<bool>) -> Option<&'static str> {
     b.map(|b| if b { "t" } else { "f" })
 }
 
+/// COPY data: `header`, then one line a row of `rows`, its `fields` joined by `sep`.
+fn copy_data<T>(rows: &[T], header: &str, sep: &str, fields: impl Fn(&T) -> Vec<String>) -> String {
+    let mut data = String::from(header);
+    for r in rows {
+        data.push_str(&fields(r).join(sep));
+        data.push('\n');
+    }
+    data
+}
+
 /// The rows loaded by COPY: users 900..2000 (text with the key third, CSV with a header) and
 /// orders 2200..6000 (text with the key second, CSV with a header and the key first).
 fn copy_loads(d: &Data) -> Vec<(&'static str, &'static str, String)> {
-    let mut copies = Vec::new();
     // users 900..1450: COPY text, key in third position.
-    let mut text = String::new();
-    for u in &d.users[900..1450] {
+    let users_text = copy_data(&d.users[900..1450], "", "\t", |u| {
         let age = u.age.map(|a| a.to_string());
-        let fields = [
+        vec![
             copy_text(u.name.as_deref()),
             copy_text(u.email.as_deref()),
             u.id.to_string(),
@@ -218,20 +226,13 @@ fn copy_loads(d: &Data) -> Vec<(&'static str, &'static str, String)> {
             copy_text(b2s(u.active)),
             copy_text(u.tenant.as_deref()),
             copy_text(u.country.as_deref()),
-        ];
-        text.push_str(&fields.join("\t"));
-        text.push('\n');
-    }
-    copies.push((
-        "COPY users text",
-        "COPY users (name, email, id, age, score, created_at, active, tenant, country) FROM STDIN",
-        text,
-    ));
+        ]
+    });
     // users 1450..2000: COPY CSV with HEADER.
-    let mut csv = String::from("id,name,email,age,score,created_at,active,tenant,country\n");
-    for u in &d.users[1450..] {
+    let header = "id,name,email,age,score,created_at,active,tenant,country\n";
+    let users_csv = copy_data(&d.users[1450..], header, ",", |u| {
         let age = u.age.map(|a| a.to_string());
-        let fields = [
+        vec![
             u.id.to_string(),
             copy_csv(u.name.as_deref()),
             copy_csv(u.email.as_deref()),
@@ -241,44 +242,77 @@ fn copy_loads(d: &Data) -> Vec<(&'static str, &'static str, String)> {
             copy_csv(b2s(u.active)),
             copy_csv(u.tenant.as_deref()),
             copy_csv(u.country.as_deref()),
-        ];
-        csv.push_str(&fields.join(","));
-        csv.push('\n');
-    }
-    copies.push(("COPY users csv", "COPY users (id, name, email, age, score, created_at, active, tenant, country) FROM STDIN WITH (FORMAT csv, HEADER)", csv));
+        ]
+    });
     // orders 2200..4000: COPY text, key second.
-    let mut text = String::new();
-    for o in &d.orders[2200..4000] {
-        let fields = [
+    let orders_text = copy_data(&d.orders[2200..4000], "", "\t", |o| {
+        vec![
             o.id.to_string(),
             o.user_id.to_string(),
             copy_text(o.amount.as_deref()),
             copy_text(o.status.as_deref()),
             copy_text(o.created_at.as_deref()),
-        ];
-        text.push_str(&fields.join("\t"));
-        text.push('\n');
-    }
-    copies.push((
-        "COPY orders text",
-        "COPY orders (id, user_id, amount, status, created_at) FROM STDIN",
-        text,
-    ));
+        ]
+    });
     // orders 4000..6000: COPY CSV HEADER, key first.
-    let mut csv = String::from("user_id,id,amount,status,created_at\n");
-    for o in &d.orders[4000..] {
-        let fields = [
+    let header = "user_id,id,amount,status,created_at\n";
+    let orders_csv = copy_data(&d.orders[4000..], header, ",", |o| {
+        vec![
             o.user_id.to_string(),
             o.id.to_string(),
             copy_csv(o.amount.as_deref()),
             copy_csv(o.status.as_deref()),
             copy_csv(o.created_at.as_deref()),
-        ];
-        csv.push_str(&fields.join(","));
-        csv.push('\n');
+        ]
+    });
+    vec![
+        ("COPY users text", "COPY users (name, email, id, age, score, created_at, active, tenant, country) FROM STDIN", users_text),
+        ("COPY users csv", "COPY users (id, name, email, age, score, created_at, active, tenant, country) FROM STDIN WITH (FORMAT csv, HEADER)", users_csv),
+        ("COPY orders text", "COPY orders (id, user_id, amount, status, created_at) FROM STDIN", orders_text),
+        ("COPY orders csv", "COPY orders (user_id, id, amount, status, created_at) FROM STDIN (FORMAT csv, HEADER true)", orders_csv),
+    ]
+}
+
+type Step = Result<u64, tokio_postgres::Error>;
+
+/// `INSERT INTO {into} VALUES ...` of `values` (row literals), `per` rows a statement, simple
+/// protocol: each statement's row count.
+async fn multi_row_inserts(
+    client: &Client,
+    into: &str,
+    values: &[String],
+    per: usize,
+) -> Vec<Step> {
+    let mut out = Vec::new();
+    for chunk in values.chunks(per) {
+        let sql = format!("INSERT INTO {into} VALUES {}", chunk.join(", "));
+        let r = run_simple(client, &sql)
+            .await
+            .map(|v| v.last().and_then(|s| s.tag_count).unwrap_or(0));
+        out.push(r);
     }
-    copies.push(("COPY orders csv", "COPY orders (user_id, id, amount, status, created_at) FROM STDIN (FORMAT csv, HEADER true)", csv));
-    copies
+    out
+}
+
+/// `ins` prepared once, then executed with each `(label, parameters)` of `binds`: each
+/// execution's row count, or the failed prepare (`prepare {what}`).
+async fn prepared_inserts(
+    client: &Client,
+    ins: &str,
+    what: &str,
+    binds: Vec<(String, Vec<P>)>,
+) -> Vec<(String, Step)> {
+    let st = match client.prepare(ins).await {
+        Ok(st) => st,
+        Err(e) => return vec![(format!("prepare {what}"), Err(e))],
+    };
+    let mut out = Vec::new();
+    for (label, params) in binds {
+        let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+            params.iter().map(P::as_sql).collect();
+        out.push((label, client.execute(&st, &refs).await));
+    }
+    out
 }
 
 /// Loads everything through `client` (pgdog or the reference, same statements); what each step
@@ -308,76 +342,50 @@ pub(crate) async fn load(
     step(sql.clone(), client.execute(sql.as_str(), &[]).await);
 
     // users 0..700: multi-row INSERTs, simple protocol, 50 rows each.
-    for chunk in d.users[..700].chunks(50) {
-        let values: Vec<String> = chunk.iter().map(user_values).collect();
-        let sql = format!(
-            "INSERT INTO users (id, name, email, age, score, created_at, active, tenant, country) VALUES {}",
-            values.join(", ")
-        );
-        let r = run_simple(client, &sql)
-            .await
-            .map(|v| v.last().and_then(|s| s.tag_count).unwrap_or(0));
+    let values: Vec<String> = d.users[..700].iter().map(user_values).collect();
+    let into = "users (id, name, email, age, score, created_at, active, tenant, country)";
+    for r in multi_row_inserts(client, into, &values, 50).await {
         step("users multi-row INSERT".into(), r);
     }
     // users 700..900: one prepared single-row INSERT, key in second position, bound 200 times.
     let ins = "INSERT INTO users (name, id, email, age, score, created_at, active, tenant, country) VALUES ($1, $2, $3, $4, $5::text::numeric, $6::text::timestamptz, $7, $8, $9)";
-    match client.prepare(ins).await {
-        Ok(st) => {
-            for u in &d.users[700..900] {
-                let params = [
-                    P::OT(u.name.clone()),
-                    P::I64(u.id),
-                    P::OT(u.email.clone()),
-                    P::OI32(u.age),
-                    P::OT(u.score.clone()),
-                    P::T(u.created_at.clone()),
-                    P::OB(u.active),
-                    P::OT(u.tenant.clone()),
-                    P::OT(u.country.clone()),
-                ];
-                let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
-                    params.iter().map(P::as_sql).collect();
-                step(
-                    format!("users INSERT $ id {}", u.id),
-                    client.execute(&st, &refs).await,
-                );
-            }
-        }
-        Err(e) => step("prepare users INSERT".into(), Err(e)),
+    let binds = d.users[700..900].iter().map(|u| {
+        let params = vec![
+            P::OT(u.name.clone()),
+            P::I64(u.id),
+            P::OT(u.email.clone()),
+            P::OI32(u.age),
+            P::OT(u.score.clone()),
+            P::T(u.created_at.clone()),
+            P::OB(u.active),
+            P::OT(u.tenant.clone()),
+            P::OT(u.country.clone()),
+        ];
+        (format!("users INSERT $ id {}", u.id), params)
+    });
+    for (what, r) in prepared_inserts(client, ins, "users INSERT", binds.collect()).await {
+        step(what, r);
     }
     // orders 0..2000: multi-row INSERTs of 100 rows.
-    for chunk in d.orders[..2000].chunks(100) {
-        let values: Vec<String> = chunk.iter().map(order_values).collect();
-        let sql = format!(
-            "INSERT INTO orders (id, user_id, amount, status, created_at) VALUES {}",
-            values.join(", ")
-        );
-        let r = run_simple(client, &sql)
-            .await
-            .map(|v| v.last().and_then(|s| s.tag_count).unwrap_or(0));
+    let values: Vec<String> = d.orders[..2000].iter().map(order_values).collect();
+    let into = "orders (id, user_id, amount, status, created_at)";
+    for r in multi_row_inserts(client, into, &values, 100).await {
         step("orders multi-row INSERT".into(), r);
     }
     // orders 2000..2200: prepared single-row INSERT, key fourth.
     let ins = "INSERT INTO orders (amount, status, id, user_id, created_at) VALUES ($1::text::numeric, $2, $3, $4, $5::text::timestamptz)";
-    match client.prepare(ins).await {
-        Ok(st) => {
-            for o in &d.orders[2000..2200] {
-                let params = [
-                    P::OT(o.amount.clone()),
-                    P::OT(o.status.clone()),
-                    P::I64(o.id),
-                    P::I64(o.user_id),
-                    P::OT(o.created_at.clone()),
-                ];
-                let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
-                    params.iter().map(P::as_sql).collect();
-                step(
-                    format!("orders INSERT $ id {}", o.id),
-                    client.execute(&st, &refs).await,
-                );
-            }
-        }
-        Err(e) => step("prepare orders INSERT".into(), Err(e)),
+    let binds = d.orders[2000..2200].iter().map(|o| {
+        let params = vec![
+            P::OT(o.amount.clone()),
+            P::OT(o.status.clone()),
+            P::I64(o.id),
+            P::I64(o.user_id),
+            P::OT(o.created_at.clone()),
+        ];
+        (format!("orders INSERT $ id {}", o.id), params)
+    });
+    for (what, r) in prepared_inserts(client, ins, "orders INSERT", binds.collect()).await {
+        step(what, r);
     }
     for (what, sql, data) in copy_loads(d) {
         // A simple-protocol COPY, data in CopyData messages that cut rows at odd places.

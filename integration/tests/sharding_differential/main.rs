@@ -63,7 +63,10 @@ const SHARDS: usize = 3;
 const USERS: usize = 2000;
 const ORDERS: usize = 6000;
 
-const TABLES: &str = r#"
+/// The sharded and omnisharded tables of pgdog.toml.
+fn tables() -> String {
+    format!(
+        r#"
 [[sharded_tables]]
 database = "app"
 name = "users"
@@ -97,29 +100,14 @@ database = "app"
 name = "counters"
 column = "id"
 data_type = "integer"
-
-[[sharded_tables]]
-database = "app"
-name = "metrics"
-column = "bucket"
-
-[[sharded_tables.mapping]]
-end = 0
-shard = 0
-
-[[sharded_tables.mapping]]
-start = 0
-end = 1000
-shard = 1
-
-[[sharded_tables.mapping]]
-start = 1000
-shard = 2
-
+{metrics}
 [[omnisharded_tables]]
 database = "app"
 tables = ["countries"]
-"#;
+"#,
+        metrics = three_ranges("metrics", "bucket", 1000)
+    )
+}
 
 const SCHEMA: &[&str] = &[
     "CREATE TABLE users (id bigint PRIMARY KEY, name text, email text, age int, score numeric(10,2), created_at timestamptz NOT NULL, active bool, tenant text, country text)",
@@ -264,7 +252,7 @@ fn sharding_differential() {
         let sh = Topology::shards(SHARDS).expect("shards");
         (r.join().expect("reference thread"), sh)
     });
-    let proxy = start_proxy(&shards, "", TABLES);
+    let proxy = start_proxy(&shards, "", &tables());
     eprintln!("servers and pgdog up: {:.1}s", t0.elapsed().as_secs_f64());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -92,68 +92,61 @@ pub(crate) fn generate_more() -> More {
     }
 }
 
-/// Loads the other-key tables through `client` / `rawc` (the same way on both sides).
-pub(crate) async fn load_more(
-    client: &Client,
-    rawc: &mut raw::Conn,
-    m: &More,
-) -> Vec<(String, Result<String, String>)> {
-    let mut out = Vec::new();
-    let num = |v: Option<i32>| v.map(|x| x.to_string()).unwrap_or("NULL".into());
-    let simple = |sql: String| async move {
-        run_simple(client, &sql)
-            .await
-            .map(|v| format!("{:?}", v.last().and_then(|s| s.tag_count)))
-            .map_err(|e| err_text(&e))
-    };
-    // items: half multi-row INSERT, half COPY CSV.
-    let values: Vec<String> = m.items[..300]
+/// One step of loading the other-key tables.
+enum Load {
+    /// A multi-row INSERT into `table (columns)` of these row literals (simple protocol).
+    Insert(&'static str, Vec<String>),
+    /// A simple-protocol COPY of the data, in CopyData messages of this many bytes.
+    Copy(&'static str, String, usize),
+}
+
+/// Runs one step: the row count of the INSERT's tag, the COPY's tag, or the error.
+async fn run_load(client: &Client, rawc: &mut raw::Conn, step: Load) -> Result<String, String> {
+    match step {
+        Load::Insert(into, values) => {
+            let sql = format!("INSERT INTO {into} VALUES {}", values.join(", "));
+            run_simple(client, &sql)
+                .await
+                .map(|v| format!("{:?}", v.last().and_then(|s| s.tag_count)))
+                .map_err(|e| err_text(&e))
+        }
+        Load::Copy(sql, data, chunk) => rawc.copy_in(sql, data.as_bytes(), chunk).await,
+    }
+}
+
+/// A value as text, if any.
+fn text<T: ToString>(v: &Option<T>) -> Option<String> {
+    v.as_ref().map(T::to_string)
+}
+
+/// A value as an SQL literal: its text, or NULL.
+fn num<T: ToString>(v: Option<T>) -> String {
+    text(&v).unwrap_or("NULL".into())
+}
+
+/// items: half multi-row INSERT, half COPY CSV; sessions: COPY text, then multi-row INSERT with
+/// upper-case and hyphen-less uuids.
+fn items_and_sessions(m: &More) -> [(&'static str, Load); 4] {
+    let items = m.items[..300]
         .iter()
         .map(|(sku, q, t)| format!("({}, {}, {})", lit(Some(sku)), num(*q), lit(t.as_deref())))
         .collect();
-    out.push((
-        "items INSERT".into(),
-        simple(format!(
-            "INSERT INTO items (sku, qty, tags) VALUES {}",
-            values.join(", ")
-        ))
-        .await,
-    ));
-    let mut csv = String::new();
-    for (sku, q, t) in &m.items[300..] {
-        let q = q.map(|x| x.to_string());
-        csv.push_str(&format!(
-            "{},{},{}\n",
-            copy_csv(q.as_deref()),
-            copy_csv(Some(sku)),
-            copy_csv(t.as_deref())
-        ));
-    }
-    out.push((
-        "items COPY csv".into(),
-        rawc.copy_in(
-            "COPY items (qty, sku, tags) FROM STDIN (FORMAT csv)",
-            csv.as_bytes(),
-            333,
-        )
-        .await,
-    ));
-    // sessions: COPY text, then multi-row INSERT with upper-case and hyphen-less uuids.
-    let mut text = String::new();
-    for (sid, u, n) in &m.sessions[..300] {
-        let n = n.map(|x| x.to_string());
-        text.push_str(&format!("{sid}\t{u}\t{}\n", copy_text(n.as_deref())));
-    }
-    out.push((
-        "sessions COPY".into(),
-        rawc.copy_in(
-            "COPY sessions (sid, user_id, n) FROM STDIN",
-            text.as_bytes(),
-            500,
-        )
-        .await,
-    ));
-    let values: Vec<String> = m.sessions[300..]
+    let csv = m.items[300..]
+        .iter()
+        .map(|(sku, q, t)| {
+            let fields = [
+                copy_csv(text(q).as_deref()),
+                copy_csv(Some(sku)),
+                copy_csv(t.as_deref()),
+            ];
+            fields.join(",") + "\n"
+        })
+        .collect();
+    let data = m.sessions[..300]
+        .iter()
+        .map(|(sid, u, n)| format!("{sid}\t{u}\t{}\n", copy_text(text(n).as_deref())))
+        .collect();
+    let sessions = m.sessions[300..]
         .iter()
         .enumerate()
         .map(|(i, (sid, u, n))| {
@@ -165,14 +158,71 @@ pub(crate) async fn load_more(
             format!("('{spelled}', {u}, {})", num(*n))
         })
         .collect();
-    out.push((
-        "sessions INSERT".into(),
-        simple(format!(
-            "INSERT INTO sessions (sid, user_id, n) VALUES {}",
-            values.join(", ")
-        ))
-        .await,
-    ));
+    [
+        (
+            "items INSERT",
+            Load::Insert("items (sku, qty, tags)", items),
+        ),
+        (
+            "items COPY csv",
+            Load::Copy(
+                "COPY items (qty, sku, tags) FROM STDIN (FORMAT csv)",
+                csv,
+                333,
+            ),
+        ),
+        (
+            "sessions COPY",
+            Load::Copy("COPY sessions (sid, user_id, n) FROM STDIN", data, 500),
+        ),
+        (
+            "sessions INSERT",
+            Load::Insert("sessions (sid, user_id, n)", sessions),
+        ),
+    ]
+}
+
+/// counters (after 100 rows with parameters): multi-row INSERT; metrics (range mapping):
+/// COPY, then multi-row INSERT.
+fn counters_and_metrics(m: &More) -> [(&'static str, Load); 3] {
+    let counters = m.counters[100..]
+        .iter()
+        .map(|(id, n)| format!("({id}, {})", num(*n)))
+        .collect();
+    let data = m.metrics[..400]
+        .iter()
+        .map(|(b, id, v)| format!("{id}\t{b}\t{}\n", copy_text(text(v).as_deref())))
+        .collect();
+    let metrics = m.metrics[400..]
+        .iter()
+        .map(|(b, id, v)| format!("({b}, {id}, {})", num(*v)))
+        .collect();
+    [
+        (
+            "counters INSERT",
+            Load::Insert("counters (id, n)", counters),
+        ),
+        (
+            "metrics COPY",
+            Load::Copy("COPY metrics (id, bucket, val) FROM STDIN", data, 97),
+        ),
+        (
+            "metrics INSERT",
+            Load::Insert("metrics (bucket, id, val)", metrics),
+        ),
+    ]
+}
+
+/// Loads the other-key tables through `client` / `rawc` (the same way on both sides).
+pub(crate) async fn load_more(
+    client: &Client,
+    rawc: &mut raw::Conn,
+    m: &More,
+) -> Vec<(String, Result<String, String>)> {
+    let mut out = Vec::new();
+    for (what, step) in items_and_sessions(m) {
+        out.push((what.to_string(), run_load(client, rawc, step).await));
+    }
     // counters: parameters (int4), then multi-row INSERT.
     match client
         .prepare("INSERT INTO counters (id, n) VALUES ($1, $2)")
@@ -189,50 +239,9 @@ pub(crate) async fn load_more(
         }
         Err(e) => out.push(("prepare counters".into(), Err(err_text(&e)))),
     }
-    let values: Vec<String> = m.counters[100..]
-        .iter()
-        .map(|(id, n)| {
-            format!(
-                "({id}, {})",
-                n.map(|x| x.to_string()).unwrap_or("NULL".into())
-            )
-        })
-        .collect();
-    out.push((
-        "counters INSERT".into(),
-        simple(format!(
-            "INSERT INTO counters (id, n) VALUES {}",
-            values.join(", ")
-        ))
-        .await,
-    ));
-    // metrics (range mapping): COPY, then multi-row INSERT.
-    let mut text = String::new();
-    for (b, id, v) in &m.metrics[..400] {
-        let v = v.map(|x| x.to_string());
-        text.push_str(&format!("{id}\t{b}\t{}\n", copy_text(v.as_deref())));
+    for (what, step) in counters_and_metrics(m) {
+        out.push((what.to_string(), run_load(client, rawc, step).await));
     }
-    out.push((
-        "metrics COPY".into(),
-        rawc.copy_in(
-            "COPY metrics (id, bucket, val) FROM STDIN",
-            text.as_bytes(),
-            97,
-        )
-        .await,
-    ));
-    let values: Vec<String> = m.metrics[400..]
-        .iter()
-        .map(|(b, id, v)| format!("({b}, {id}, {})", num(*v)))
-        .collect();
-    out.push((
-        "metrics INSERT".into(),
-        simple(format!(
-            "INSERT INTO metrics (bucket, id, val) VALUES {}",
-            values.join(", ")
-        ))
-        .await,
-    ));
     out
 }
 

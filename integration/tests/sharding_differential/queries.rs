@@ -1,5 +1,7 @@
 //! The queries compared: reads of every shape the router and merger handle.
 use super::*;
+use Order::*;
+use P::*;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Proto {
@@ -119,20 +121,7 @@ pub(crate) fn reads(k: &Ids) -> Qs {
 
 /// Point lookups, IN lists, ranges and scans without a key.
 fn keys_and_scans(q: &mut Qs, k: &Ids) {
-    #[allow(unused_variables)]
-    let Ids {
-        a,
-        b,
-        c,
-        neg,
-        w,
-        w2,
-        ..
-    } = *k;
-    #[allow(unused_imports)]
-    use Order::*;
-    #[allow(unused_imports)]
-    use P::*;
+    let Ids { a, b, c, neg, .. } = *k;
 
     // --- point lookups by the sharding key
     q.e(format!("SELECT * FROM users WHERE id = {a}"));
@@ -256,26 +245,11 @@ fn keys_and_scans(q: &mut Qs, k: &Ids) {
         vec![I64(c), I64(i64::MIN)],
         Exact,
     );
-    ranges_and_scans(q, k);
+    ranges_and_scans(q);
 }
 
 /// Ranges on the key and scans without one.
-fn ranges_and_scans(q: &mut Qs, k: &Ids) {
-    #[allow(unused_variables)]
-    let Ids {
-        a,
-        b,
-        c,
-        neg,
-        w,
-        w2,
-        ..
-    } = *k;
-    #[allow(unused_imports)]
-    use Order::*;
-    #[allow(unused_imports)]
-    use P::*;
-
+fn ranges_and_scans(q: &mut Qs) {
     // --- ranges on the key (hash sharding: every shard)
     q.e("SELECT id FROM users WHERE id < 100 ORDER BY id");
     q.e("SELECT id, age FROM users WHERE id BETWEEN -100 AND 100 ORDER BY id");
@@ -313,21 +287,6 @@ fn ranges_and_scans(q: &mut Qs, k: &Ids) {
 
 /// ORDER BY, LIMIT / OFFSET and every mergeable aggregate.
 fn order_limit_aggregates(q: &mut Qs, k: &Ids) {
-    #[allow(unused_variables)]
-    let Ids {
-        a,
-        b,
-        c,
-        neg,
-        w,
-        w2,
-        ..
-    } = *k;
-    #[allow(unused_imports)]
-    use Order::*;
-    #[allow(unused_imports)]
-    use P::*;
-
     // --- ORDER BY
     q.e("SELECT id, name FROM users ORDER BY id");
     q.e("SELECT id, name FROM users ORDER BY id DESC");
@@ -400,20 +359,7 @@ fn order_limit_aggregates(q: &mut Qs, k: &Ids) {
 
 /// Every mergeable aggregate, FILTER, and aggregates over empty sets.
 fn aggregates(q: &mut Qs, k: &Ids) {
-    #[allow(unused_variables)]
-    let Ids {
-        a,
-        b,
-        c,
-        neg,
-        w,
-        w2,
-        ..
-    } = *k;
-    #[allow(unused_imports)]
-    use Order::*;
-    #[allow(unused_imports)]
-    use P::*;
+    let Ids { a, w, w2, .. } = *k;
 
     // --- aggregates
     q.e("SELECT count(*) FROM users");
@@ -499,21 +445,6 @@ fn aggregates(q: &mut Qs, k: &Ids) {
 
 /// GROUP BY / HAVING, DISTINCT, joins, omnisharded tables, subqueries and what is refused across shards.
 fn grouping_joins_subqueries(q: &mut Qs, k: &Ids) {
-    #[allow(unused_variables)]
-    let Ids {
-        a,
-        b,
-        c,
-        neg,
-        w,
-        w2,
-        ..
-    } = *k;
-    #[allow(unused_imports)]
-    use Order::*;
-    #[allow(unused_imports)]
-    use P::*;
-
     // --- GROUP BY / HAVING
     q.e("SELECT tenant, count(*), sum(score), avg(age), min(name), max(created_at) FROM users GROUP BY tenant ORDER BY tenant NULLS FIRST");
     q.e("SELECT status, count(*), sum(amount), min(amount), max(amount), avg(amount) FROM orders GROUP BY status ORDER BY status NULLS FIRST");
@@ -564,20 +495,7 @@ fn grouping_joins_subqueries(q: &mut Qs, k: &Ids) {
 
 /// Joins on the keys, omnisharded tables, subqueries and what is refused across shards.
 fn joins_and_subqueries(q: &mut Qs, k: &Ids) {
-    #[allow(unused_variables)]
-    let Ids {
-        a,
-        b,
-        c,
-        neg,
-        w,
-        w2,
-        ..
-    } = *k;
-    #[allow(unused_imports)]
-    use Order::*;
-    #[allow(unused_imports)]
-    use P::*;
+    let Ids { a, w, w2, .. } = *k;
 
     // --- joins on the sharding keys
     q.e(format!("SELECT u.id, u.name, o.id AS order_id, o.amount FROM users u JOIN orders o ON u.id = o.user_id WHERE u.id = {w} ORDER BY o.id"));
@@ -671,20 +589,7 @@ fn joins_and_subqueries(q: &mut Qs, k: &Ids) {
 
 /// Merge edge cases, errors on one shard, session settings, multi-statement queries.
 fn merge_edges_and_sessions(q: &mut Qs, k: &Ids) {
-    #[allow(unused_variables)]
-    let Ids {
-        a,
-        b,
-        c,
-        neg,
-        w,
-        w2,
-        ..
-    } = *k;
-    #[allow(unused_imports)]
-    use Order::*;
-    #[allow(unused_imports)]
-    use P::*;
+    let Ids { a, b, c, .. } = *k;
 
     // --- more merge edge cases: HAVING thresholds only the merged groups pass, sort keys of
     // other types, hidden sort and aggregate columns

@@ -1,5 +1,7 @@
 //! Writes, reads after them, and what pgdog must refuse.
 use super::*;
+use Order::*;
+use P::*;
 
 /// Writes, run once each, in this order, on both sides.
 pub(crate) fn writes(k: &Ids) -> Qs {
@@ -11,7 +13,6 @@ pub(crate) fn writes(k: &Ids) -> Qs {
 
 /// INSERT, UPDATE, DELETE one statement at a time, simple and extended protocol.
 fn single_statement_writes(q: &mut Qs, k: &Ids) {
-    #[allow(unused_variables)]
     let Ids {
         a,
         b,
@@ -21,11 +22,6 @@ fn single_statement_writes(q: &mut Qs, k: &Ids) {
         w2,
         w_order,
     } = *k;
-    #[allow(unused_imports)]
-    use Order::*;
-    #[allow(unused_imports)]
-    use P::*;
-    #[allow(unused_variables)]
     let cols = "id, name, email, age, score, created_at, active, tenant, country";
 
     q.s(format!("INSERT INTO users ({cols}) VALUES (5000001, 'new1', 'n1@x', 33, 12.50, '2024-05-05 05:05:05+00', true, 'acme', 'FR') RETURNING *"), Exact);
@@ -133,7 +129,6 @@ fn single_statement_writes(q: &mut Qs, k: &Ids) {
 
 /// Statements on several shards are atomic; savepoints; INSERT ... SELECT; shard-key UPDATE.
 fn atomicity_and_key_moves(q: &mut Qs, k: &Ids) {
-    #[allow(unused_variables)]
     let Ids {
         a,
         b,
@@ -141,14 +136,8 @@ fn atomicity_and_key_moves(q: &mut Qs, k: &Ids) {
         neg,
         w,
         w2,
-        w_order,
+        ..
     } = *k;
-    #[allow(unused_imports)]
-    use Order::*;
-    #[allow(unused_imports)]
-    use P::*;
-    #[allow(unused_variables)]
-    let cols = "id, name, email, age, score, created_at, active, tenant, country";
 
     // Statements on several shards are atomic, as on one server: a duplicate key in one row,
     // a division by zero on one shard.
