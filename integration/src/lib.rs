@@ -15,6 +15,7 @@ pub mod janitor;
 pub mod lock;
 pub mod node;
 pub mod proxy;
+pub mod runtime;
 pub mod topology;
 pub mod wait;
 
@@ -22,5 +23,6 @@ pub use error::{Error, Result};
 pub use install::Install;
 pub use node::Node;
 pub use proxy::Proxy;
+pub use runtime::runtime;
 pub use topology::{Kind, Topology};
 pub use wait::wait_until;

@@ -139,14 +139,8 @@ pub fn cutover_args<'a>(slot: &'a str, admin_urls: &'a [String]) -> Vec<&'a str>
 /// The handle of one [`load`] task: (statements done, errors seen, highest id inserted).
 pub type LoadTask = tokio::task::JoinHandle<(u64, Vec<String>, i64)>;
 
-/// A multi-thread runtime with 2 workers, for the loads.
-pub fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
+#[allow(unused_imports)] // not every test binary drives clients from sync code
+pub use topology::runtime;
 
 /// Starts one [`load`] on `rt` per (pgdog URL, first id), all stopped by `stop` and counting
 /// their statements in `done`.

@@ -3,13 +3,8 @@
 use super::*;
 use tokio_postgres::Client;
 
-pub fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
+#[allow(unused_imports)] // not every test binary drives clients from sync code
+pub use topology::runtime;
 
 /// Text values of every row of `sql` (simple protocol), first column only.
 pub async fn col(client: &Client, sql: &str) -> Vec<Option<String>> {
