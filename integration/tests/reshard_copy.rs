@@ -63,8 +63,6 @@ fn setup(tag: &str, rows: &str) -> (Topology, Topology, PathBuf) {
 fn copy_options(dir: &Path, slot: &str, parallel: usize) -> (Settings, CopyDataOptions) {
     let settings = Settings::load(&dir.join("pgdog.toml"), &dir.join("users.toml")).unwrap();
     let options = CopyDataOptions {
-        config: dir.join("pgdog.toml"),
-        users: dir.join("users.toml"),
         from_database: "src".into(),
         to_database: "dst".into(),
         publication: "pub".into(),

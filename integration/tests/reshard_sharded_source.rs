@@ -47,8 +47,6 @@ fn copy_in_process(dir: &Path, source: &Topology, dest: &Topology) -> Settings {
     let settings = Settings::load(&dir.join("pgdog.toml"), &dir.join("users.toml")).unwrap();
     let progress = Arc::new(Progress::default());
     let copy_options = CopyDataOptions {
-        config: dir.join("pgdog.toml"),
-        users: dir.join("users.toml"),
         from_database: "src".into(),
         to_database: "dst".into(),
         publication: "pub".into(),
@@ -125,8 +123,6 @@ fn replay_in_process_to_targets(dir: &Path, source: &Topology, settings: Setting
     let progress = Arc::new(Progress::default());
     let stop_at = Arc::new(StopAt::default());
     let options = ReplayOptions {
-        config: dir.join("pgdog.toml"),
-        users: dir.join("users.toml"),
         from_database: "src".into(),
         to_database: "dst".into(),
         publication: "pub".into(),

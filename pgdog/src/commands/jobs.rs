@@ -1,6 +1,7 @@
 //! The one-shot commands: each loads the configuration, runs the library's async job on the
 //! runtime built here, and prints its report (stdout) or error (stderr). Exit status 0 on
 //! success, 1 on failure (`verify`: 1 when anything differs).
+use super::Cli;
 use pgdog::config::Settings;
 use pgdog::replication::client::format_lsn;
 use std::io::Write;
@@ -25,13 +26,10 @@ fn failed(command: &str, e: impl std::fmt::Display) -> ExitCode {
     ExitCode::FAILURE
 }
 
-/// Loads the files and builds the runtime a command needs.
-fn prepare(
-    config: &std::path::Path,
-    users: &std::path::Path,
-    workers: usize,
-) -> Result<(Settings, tokio::runtime::Runtime), String> {
-    let settings = pgdog::registry::load_settings(config, users).map_err(|e| e.to_string())?;
+/// Loads the configuration files and builds the runtime a command needs.
+fn prepare(cli: &Cli, workers: usize) -> Result<(Settings, tokio::runtime::Runtime), String> {
+    let settings =
+        pgdog::registry::load_settings(&cli.config, &cli.users).map_err(|e| e.to_string())?;
     Ok((settings, runtime(workers)?))
 }
 
@@ -63,8 +61,8 @@ pub fn logical_dump(options: pgdog::replication::dump::DumpOptions) -> ExitCode 
 }
 
 /// `pgdog schema-sync`.
-pub fn schema_sync(options: pgdog::reshard::schema_sync::SchemaSyncOptions) -> ExitCode {
-    let (settings, rt) = match prepare(&options.config, &options.users, 1) {
+pub fn schema_sync(cli: &Cli, options: pgdog::reshard::schema_sync::SchemaSyncOptions) -> ExitCode {
+    let (settings, rt) = match prepare(cli, 1) {
         Ok(p) => p,
         Err(e) => return failed("schema-sync", e),
     };
@@ -83,8 +81,8 @@ pub fn schema_sync(options: pgdog::reshard::schema_sync::SchemaSyncOptions) -> E
 }
 
 /// `pgdog copy-data`: each table as it is copied, then the totals.
-pub fn copy_data(options: pgdog::reshard::copy::CopyDataOptions) -> ExitCode {
-    let (settings, rt) = match prepare(&options.config, &options.users, 2) {
+pub fn copy_data(cli: &Cli, options: pgdog::reshard::copy::CopyDataOptions) -> ExitCode {
+    let (settings, rt) = match prepare(cli, 2) {
         Ok(p) => p,
         Err(e) => return failed("copy-data", e),
     };
@@ -106,8 +104,8 @@ pub fn copy_data(options: pgdog::reshard::copy::CopyDataOptions) -> ExitCode {
 }
 
 /// `pgdog replay`: until `--until-lsn` or Ctrl-C/SIGTERM.
-pub fn replay(options: pgdog::reshard::replay::ReplayOptions) -> ExitCode {
-    let (settings, rt) = match prepare(&options.config, &options.users, 1) {
+pub fn replay(cli: &Cli, options: pgdog::reshard::replay::ReplayOptions) -> ExitCode {
+    let (settings, rt) = match prepare(cli, 1) {
         Ok(p) => p,
         Err(e) => return failed("replay", e),
     };
@@ -131,8 +129,8 @@ pub fn replay(options: pgdog::reshard::replay::ReplayOptions) -> ExitCode {
 }
 
 /// `pgdog verify`: one line per table; exit 1 when anything differs.
-pub fn verify(options: pgdog::reshard::verify::VerifyOptions) -> ExitCode {
-    let (settings, rt) = match prepare(&options.config, &options.users, 1) {
+pub fn verify(cli: &Cli, options: pgdog::reshard::verify::VerifyOptions) -> ExitCode {
+    let (settings, rt) = match prepare(cli, 1) {
         Ok(p) => p,
         Err(e) => return failed("verify", e),
     };

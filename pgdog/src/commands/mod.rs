@@ -263,54 +263,58 @@ pub fn dispatch(cli: &Cli, command: &Command) -> ExitCode {
                 Ok(p) => p.unwrap_or(Phase::Both),
                 Err(e) => return fail("schema-sync", e),
             };
-            jobs::schema_sync(SchemaSyncOptions {
-                config: cli.config.clone(),
-                users: cli.users.clone(),
-                from_database: a.db.from_database.clone(),
-                to_database: a.db.to_database.clone(),
-                publication: a.publication.clone(),
-                phase,
-            })
+            jobs::schema_sync(
+                cli,
+                SchemaSyncOptions {
+                    from_database: a.db.from_database.clone(),
+                    to_database: a.db.to_database.clone(),
+                    publication: a.publication.clone(),
+                    phase,
+                },
+            )
         }
         Command::CopyData(a) => {
             let parallel = a
                 .parallel
                 .map(|n| n as usize)
                 .unwrap_or_else(|| resharding(cli).copy_parallel);
-            jobs::copy_data(pgdog::reshard::copy::CopyDataOptions {
-                config: cli.config.clone(),
-                users: cli.users.clone(),
-                from_database: a.db.from_database.clone(),
-                to_database: a.db.to_database.clone(),
-                publication: a.publication.clone(),
-                slot: a.slot.clone(),
-                parallel,
-                progress: None,
-            })
+            jobs::copy_data(
+                cli,
+                pgdog::reshard::copy::CopyDataOptions {
+                    from_database: a.db.from_database.clone(),
+                    to_database: a.db.to_database.clone(),
+                    publication: a.publication.clone(),
+                    slot: a.slot.clone(),
+                    parallel,
+                    progress: None,
+                },
+            )
         }
         Command::Replay(a) => match lsn(a.until_lsn.as_deref()) {
-            Ok(until_lsn) => jobs::replay(pgdog::reshard::replay::ReplayOptions {
-                config: cli.config.clone(),
-                users: cli.users.clone(),
-                from_database: a.db.from_database.clone(),
-                to_database: a.db.to_database.clone(),
-                publication: a.publication.clone(),
-                slot: a.slot.clone(),
-                until_lsn,
-                progress: None,
-                stop_at: None,
-                atomic: a.atomic,
-            }),
+            Ok(until_lsn) => jobs::replay(
+                cli,
+                pgdog::reshard::replay::ReplayOptions {
+                    from_database: a.db.from_database.clone(),
+                    to_database: a.db.to_database.clone(),
+                    publication: a.publication.clone(),
+                    slot: a.slot.clone(),
+                    until_lsn,
+                    progress: None,
+                    stop_at: None,
+                    atomic: a.atomic,
+                },
+            ),
             Err(e) => fail("replay", e),
         },
-        Command::Verify(a) => jobs::verify(pgdog::reshard::verify::VerifyOptions {
-            config: cli.config.clone(),
-            users: cli.users.clone(),
-            from_database: a.db.from_database.clone(),
-            to_database: a.db.to_database.clone(),
-            tables: a.table.clone(),
-            slot: a.slot.clone(),
-        }),
+        Command::Verify(a) => jobs::verify(
+            cli,
+            pgdog::reshard::verify::VerifyOptions {
+                from_database: a.db.from_database.clone(),
+                to_database: a.db.to_database.clone(),
+                tables: a.table.clone(),
+                slot: a.slot.clone(),
+            },
+        ),
         Command::Reshard(a) => {
             let publication = a.publication.clone().unwrap_or_default();
             let mut o = move_options(cli, &a.common, &publication);

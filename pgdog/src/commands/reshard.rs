@@ -197,8 +197,6 @@ pub(super) fn cutover_main(
         let replay = RunningReplay::start(
             settings.clone(),
             ReplayOptions {
-                config: settings.config_path.clone(),
-                users: settings.users_path.clone(),
                 from_database: options.from_database.clone(),
                 to_database: options.to_database.clone(),
                 publication: options.publication.clone(),

@@ -317,10 +317,8 @@ pub async fn check_tables(
     }
 }
 
-fn schema_options(settings: &Settings, o: &ReshardOptions, phase: Phase) -> SchemaSyncOptions {
+fn schema_options(o: &ReshardOptions, phase: Phase) -> SchemaSyncOptions {
     SchemaSyncOptions {
-        config: settings.config_path.clone(),
-        users: settings.users_path.clone(),
         from_database: o.from_database.clone(),
         to_database: o.to_database.clone(),
         publication: o.publication.clone(),
@@ -372,15 +370,13 @@ async fn run(
     unless_stopped(
         control,
         "the schema sync",
-        schema_sync::sync(settings, &schema_options(settings, &o, Phase::Pre)),
+        schema_sync::sync(settings, &schema_options(&o, Phase::Pre)),
     )
     .await??;
 
     control.set_step(Step::Copy);
     let copy_started = Instant::now();
     let copy_options = CopyDataOptions {
-        config: settings.config_path.clone(),
-        users: settings.users_path.clone(),
         from_database: o.from_database.clone(),
         to_database: o.to_database.clone(),
         publication: o.publication.clone(),
@@ -402,14 +398,12 @@ async fn run(
     unless_stopped(
         control,
         "the schema sync",
-        schema_sync::sync(settings, &schema_options(settings, &o, Phase::Post)),
+        schema_sync::sync(settings, &schema_options(&o, Phase::Post)),
     )
     .await??;
 
     control.set_step(Step::Replay);
     let replay_options = ReplayOptions {
-        config: settings.config_path.clone(),
-        users: settings.users_path.clone(),
         from_database: o.from_database.clone(),
         to_database: o.to_database.clone(),
         publication: o.publication.clone(),
@@ -482,8 +476,6 @@ async fn reverse(
                 ReshardError::Refused(format!("reading the swapped configuration: {e}"))
             })?;
     let options = ReplayOptions {
-        config: settings.config_path.clone(),
-        users: settings.users_path.clone(),
         from_database: o.from_database.clone(),
         to_database: o.to_database.clone(),
         publication: o.publication.clone(),

@@ -90,8 +90,6 @@ impl std::str::FromStr for Phase {
 /// What `pgdog schema-sync` was asked to do.
 #[derive(Debug, Clone)]
 pub struct SchemaSyncOptions {
-    pub config: PathBuf,
-    pub users: PathBuf,
     pub from_database: String,
     pub to_database: String,
     pub publication: String,

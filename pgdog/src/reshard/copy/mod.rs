@@ -66,7 +66,6 @@ use crate::router::schema::{Schema, TableSharding};
 use bytes::Bytes;
 use futures_util::stream::{self, StreamExt};
 use std::collections::HashSet;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, Semaphore};
@@ -115,8 +114,6 @@ pub enum CopyDataError {
 /// What `pgdog copy-data` was asked to do.
 #[derive(Clone)]
 pub struct CopyDataOptions {
-    pub config: PathBuf,
-    pub users: PathBuf,
     pub from_database: String,
     pub to_database: String,
     pub publication: String,

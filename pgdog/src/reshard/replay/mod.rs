@@ -57,7 +57,6 @@ use crate::router::schema::Schema;
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::future::try_join_all;
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -129,8 +128,6 @@ fn other(s: impl Into<String>) -> ReplayError {
 /// What `pgdog replay` was asked to do.
 #[derive(Clone)]
 pub struct ReplayOptions {
-    pub config: PathBuf,
-    pub users: PathBuf,
     pub from_database: String,
     pub to_database: String,
     pub publication: String,

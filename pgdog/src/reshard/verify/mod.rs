@@ -24,7 +24,6 @@ use crate::config::Settings;
 use crate::reshard::copy::{check_databases, schema_of, SetupError};
 use crate::router::schema::{Schema, TableSharding};
 use shard::{Shard, TableName};
-use std::path::PathBuf;
 use std::time::Duration;
 
 mod shard;
@@ -62,8 +61,6 @@ pub enum VerifyError {
 /// What `pgdog verify` was asked to do.
 #[derive(Debug, Clone)]
 pub struct VerifyOptions {
-    pub config: PathBuf,
-    pub users: PathBuf,
     pub from_database: String,
     pub to_database: String,
     /// Tables to check (`name` or `schema.name`); empty: every user table of the source.
