@@ -42,13 +42,22 @@ pub(crate) fn with_raw_parse<T>(
     // outlives `read`; the stderr buffer and the error are malloc'd and freed here.
     unsafe {
         let raw = c::pg_query_raw_parse(input.as_ptr(), 0);
-        let result = if raw.error.is_null() {
+        let _stderr = Malloced(raw.stderr_buffer);
+        if raw.error.is_null() {
             read(raw.tree, raw.stderr_buffer)
         } else {
             Err(take_error(raw.error))
-        };
-        libc::free(raw.stderr_buffer as *mut libc::c_void);
-        result
+        }
+    }
+}
+
+/// A buffer libpg_query malloc'd, freed when dropped (after a panic in a reader too).
+struct Malloced(*mut c_char);
+
+impl Drop for Malloced {
+    fn drop(&mut self) {
+        // SAFETY: the pointer came from malloc (or is null) and is freed once, here.
+        unsafe { libc::free(self.0 as *mut libc::c_void) }
     }
 }
 

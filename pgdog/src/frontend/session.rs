@@ -331,11 +331,12 @@ impl Session {
             self.send(&message::ready_for_query(self.status));
             return Ok(());
         }
-        self.retry = if read && fresh && self.expected.is_empty() {
-            ReadRetry::possible(m.clone())
-        } else {
-            ReadRetry::No
-        };
+        if read && fresh && self.expected.is_empty() {
+            self.retry = ReadRetry::possible(m.clone());
+        } else if !matches!(self.retry, ReadRetry::SkipHeader) {
+            // (A read run again elsewhere still drops its second RowDescription.)
+            self.retry = ReadRetry::No;
+        }
         self.expected.push_back(Expect::Ready);
         self.send_to_server(&m).await;
         Ok(())

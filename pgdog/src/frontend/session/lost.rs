@@ -15,7 +15,8 @@ pub(super) enum ReadRetry {
     Possible { query: Message, header_sent: bool },
     /// Running again elsewhere: the second RowDescription is dropped (the client has one).
     SkipHeader,
-    /// Rows reached the client: a loss now is reported, never hidden by a second answer.
+    /// More than its RowDescription reached the client (rows, or its end): a loss now is
+    /// reported, never hidden by a second answer.
     TooLate,
 }
 
@@ -128,7 +129,7 @@ impl Session {
                 return self.retry_read(query, header_sent).await;
             }
             ReadRetry::TooLate => tracing::warn!(
-                "client {}@{}: a read lost after rows of it reached the client: not retried",
+                "client {}@{}: a read lost after part of its answer reached the client: not retried",
                 self.client.user,
                 self.client.database
             ),

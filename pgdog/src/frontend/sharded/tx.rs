@@ -153,8 +153,6 @@ impl ShardedSession {
         }
     }
 
-    /// A server of the transaction that died while the client was idle in it (found before
-    /// anything commits, so no shard commits while another's work is gone): the error to give.
     /// COMMIT or ROLLBACK outside a transaction: Postgres' WARNING, and the command succeeds.
     fn warn_no_transaction(&mut self) {
         let m = crate::net::message::error_response(
@@ -165,6 +163,8 @@ impl ShardedSession {
         self.send(&m);
     }
 
+    /// A server of the transaction that died while the client was idle in it (found before
+    /// anything commits, so no shard commits while another's work is gone): the error to give.
     fn lost_before_commit(&mut self) -> Option<ClientError> {
         let begun: Vec<usize> = self
             .tx

@@ -3,12 +3,6 @@
 
 use bytes::Bytes;
 
-/// One logical replication message, as pgoutput emits it (protocol versions 1 to 4).
-///
-/// LSNs are raw `u64` (format with [`super::format_lsn`]); timestamps are Postgres'
-/// `TimestampTz`, microseconds since 2000-01-01 UTC (format with [`super::format_timestamp`]).
-/// `xid: Option<u32>` on changes is the streamed transaction's xid, present only between
-/// Stream Start and Stream Stop (protocol 2+).
 /// pgoutput message kinds (the first byte of each logical replication message).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -74,6 +68,12 @@ pub mod marker {
     pub const OLD: u8 = b'O';
 }
 
+/// One logical replication message, as pgoutput emits it (protocol versions 1 to 4).
+///
+/// LSNs are raw `u64` (format with [`super::format_lsn`]); timestamps are Postgres'
+/// `TimestampTz`, microseconds since 2000-01-01 UTC (format with [`super::format_timestamp`]).
+/// `xid: Option<u32>` on changes is the streamed transaction's xid, present only between
+/// Stream Start and Stream Stop (protocol 2+).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LogicalMessage {
     /// 'B': a transaction starts.

@@ -537,7 +537,6 @@ fn ascii_safe_encoding(name: &str) -> bool {
     )
 }
 
-/// `defGetString`: strings, numbers and bare words all read as text.
 /// Postgres' error `code` with `message(OPTION)` for the first of `options` given.
 fn refuse_any(
     g: &Given,
@@ -569,6 +568,7 @@ fn keyword_arg<T, const N: usize>(
         })
 }
 
+/// `defGetString`: strings, numbers and bare words all read as text.
 fn string_arg(def: &DefElem) -> Result<String, CopyError> {
     let required = || CopyError::option("42601", format!("{} requires a parameter", def.defname));
     match def.arg.as_deref().and_then(|n| n.node.as_ref()) {
