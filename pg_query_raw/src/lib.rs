@@ -43,6 +43,11 @@ pub fn parse_protobuf(sql: &str) -> Result<protobuf::ParseResult> {
     parse_with_stderr(sql).map(|(tree, _)| tree)
 }
 
+/// The node of the tree's first statement, to rewrite it in place.
+pub fn first_statement_mut(tree: &mut protobuf::ParseResult) -> Option<&mut protobuf::node::Node> {
+    tree.stmts.first_mut()?.stmt.as_mut()?.node.as_mut()
+}
+
 fn parse_with_stderr(sql: &str) -> Result<(protobuf::ParseResult, String)> {
     // SAFETY: the tree and the stderr buffer are valid while the closure runs; the conversion
     // copies everything into owned values.

@@ -51,6 +51,15 @@ const GS2_NO_BINDING: &str = "n,,";
 /// A SHA-256 sized key or signature.
 type Key = [u8; 32];
 
+/// `Ok` when the two keys are equal (compared in constant time), else `otherwise`.
+fn same_key(a: &Key, b: &Key, otherwise: AuthError) -> Result<(), AuthError> {
+    if bool::from(a.ct_eq(b)) {
+        Ok(())
+    } else {
+        Err(otherwise)
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Crypto helpers
 // ---------------------------------------------------------------------------------------------
@@ -410,11 +419,11 @@ impl ScramServer {
     fn check_proof(&self, proof: &Key, auth_message: &[u8]) -> Result<(), AuthError> {
         let client_signature = hmac(&self.verifier.stored_key, auth_message);
         let client_key = xor(proof, &client_signature);
-        if bool::from(sha256(&client_key).ct_eq(&self.verifier.stored_key)) {
-            Ok(())
-        } else {
-            Err(AuthError::WrongPassword)
-        }
+        same_key(
+            &sha256(&client_key),
+            &self.verifier.stored_key,
+            AuthError::WrongPassword,
+        )
     }
 }
 
@@ -616,11 +625,11 @@ impl ScramClient {
             "server signature (v=)",
             AuthError::ServerSignatureMismatch,
         )?;
-        if bool::from(signature.ct_eq(server_signature)) {
-            Ok(())
-        } else {
-            Err(AuthError::ServerSignatureMismatch)
-        }
+        same_key(
+            &signature,
+            server_signature,
+            AuthError::ServerSignatureMismatch,
+        )
     }
 }
 

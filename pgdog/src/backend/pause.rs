@@ -223,15 +223,21 @@ mod tests {
         tokio::time::timeout(limit, wait).await.is_ok()
     }
 
+    /// Pauses `db` from another task (it waits for the tickets held).
+    fn pause_in_background(
+        db: &str,
+        limit: Duration,
+    ) -> tokio::task::JoinHandle<Result<(), PauseError>> {
+        let db = db.to_string();
+        tokio::spawn(async move { pause_all(&[db], limit).await })
+    }
+
     #[tokio::test]
     async fn pause_waits_for_tickets_and_blocks_new_ones() {
         let db = "pause-unit-a".to_string();
         let g = gate(&db);
         let t = enter(&g).await;
-        let p = tokio::spawn({
-            let db = db.clone();
-            async move { pause_all(&[db], Duration::from_secs(10)).await }
-        });
+        let p = pause_in_background(&db, Duration::from_secs(10));
         // Still pending while the ticket is held.
         assert!(soon(Duration::from_millis(100), || is_paused("pause-unit-a")).await);
         assert!(!p.is_finished());
@@ -256,10 +262,7 @@ mod tests {
         let db = "pause-unit-c".to_string();
         let g = gate(&db);
         let _t = enter(&g).await;
-        let p = tokio::spawn({
-            let db = db.clone();
-            async move { pause_all(&[db], Duration::from_secs(30)).await }
-        });
+        let p = pause_in_background(&db, Duration::from_secs(30));
         assert!(soon(Duration::from_secs(5), || is_paused("pause-unit-c")).await);
         resume_all(std::slice::from_ref(&db));
         let err = tokio::time::timeout(Duration::from_secs(5), p)

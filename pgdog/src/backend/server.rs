@@ -419,10 +419,19 @@ impl Server {
     /// Reads (and drops) everything up to ReadyForQuery, recording the transaction status and
     /// parameter changes; the server's first error, if it sent one.
     pub async fn read_until_ready(&mut self) -> Result<(), ServerError> {
+        self.read_rows_until_ready(|_| Ok(())).await
+    }
+
+    /// [`Server::read_until_ready`], handing each DataRow to `row`.
+    async fn read_rows_until_ready(
+        &mut self,
+        mut row: impl FnMut(&Message) -> Result<(), ProtocolError>,
+    ) -> Result<(), ServerError> {
         let mut error = None;
         loop {
             let m = self.read().await?;
             match m.tag() {
+                backend::DATA_ROW => row(&m).map_err(|e| self.proto(e))?,
                 backend::ERROR_RESPONSE if error.is_none() => error = Some(self.postgres_error(m)),
                 backend::READY_FOR_QUERY => {
                     self.status = TxStatus::of(&m);
@@ -435,38 +444,25 @@ impl Server {
         error.map_or(Ok(()), Err)
     }
 
-    /// Runs a simple query returning one row; its columns as text (`None` for NULL).
-    pub async fn query_row(&mut self, sql: &str) -> Result<Vec<Option<String>>, ServerError> {
+    /// Runs a simple query; all its rows, columns as text (`None` for NULL).
+    pub async fn query_rows(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, ServerError> {
         self.write(&message::query(sql)).await?;
-        let mut error = None;
-        let mut row = Vec::new();
-        loop {
-            let m = self.read().await?;
-            match m.tag() {
-                backend::DATA_ROW => {
-                    let mut r = m.reader();
-                    let n = r.i16().map_err(|e| self.proto(e))?;
-                    row.clear();
-                    for _ in 0..n.max(0) {
-                        let len = r.i32().map_err(|e| self.proto(e))?;
-                        if len < 0 {
-                            row.push(None);
-                        } else {
-                            let bytes = r.bytes(len as usize).map_err(|e| self.proto(e))?;
-                            row.push(Some(String::from_utf8_lossy(bytes).into_owned()));
-                        }
-                    }
-                }
-                backend::ERROR_RESPONSE => error = Some(self.postgres_error(m)),
-                backend::READY_FOR_QUERY => {
-                    self.status = TxStatus::of(&m);
-                    break;
-                }
-                backend::PARAMETER_STATUS => self.record_parameter(&m),
-                _ => {}
-            }
-        }
-        error.map_or(Ok(row), Err)
+        let mut rows = Vec::new();
+        self.read_rows_until_ready(|m| {
+            rows.push(m.reader().list(|r| {
+                let value = r.nullable()?;
+                Ok(value.map(|v| String::from_utf8_lossy(v).into_owned()))
+            })?);
+            Ok(())
+        })
+        .await?;
+        Ok(rows)
+    }
+
+    /// Runs a simple query returning one row; its columns as text (`None` for NULL; empty
+    /// without a row, the last row if there are several).
+    pub async fn query_row(&mut self, sql: &str) -> Result<Vec<Option<String>>, ServerError> {
+        Ok(self.query_rows(sql).await?.pop().unwrap_or_default())
     }
 
     /// Records a ParameterStatus message.

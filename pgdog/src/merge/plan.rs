@@ -224,12 +224,7 @@ pub fn plan(sql: &str) -> Result<CrossShardPlan, MergeError> {
         )));
     }
     let mut tree = pg_query_raw::parse_protobuf(sql).map_err(parse_err)?;
-    let Some(N::SelectStmt(select)) = tree
-        .stmts
-        .first_mut()
-        .and_then(|s| s.stmt.as_mut())
-        .and_then(|s| s.node.as_mut())
-    else {
+    let Some(N::SelectStmt(select)) = pg_query_raw::first_statement_mut(&mut tree) else {
         return Ok(CrossShardPlan::passthrough());
     };
     if select.op != pb::SetOperation::SetopNone as i32 {

@@ -1,6 +1,6 @@
 //! Bind messages read into their parts (parameter formats and values, result formats) and built
 //! back, for routing by parameter values and for rewriting a Bind for one shard.
-use super::message::{build, put_cstr, Message};
+use super::message::{build, put_cstr, Message, Reader};
 use super::ProtocolError;
 use bytes::BufMut;
 
@@ -20,35 +20,9 @@ pub fn read_bind(m: &Message) -> Result<Bind<'_>, ProtocolError> {
     let mut r = m.reader();
     let portal = r.cstr()?;
     let statement = r.cstr()?;
-    let n = r.i16()?;
-    if n < 0 {
-        return Err(ProtocolError::Malformed("Bind"));
-    }
-    let mut param_formats = Vec::with_capacity(n as usize);
-    for _ in 0..n {
-        param_formats.push(r.i16()?);
-    }
-    let n = r.i16()?;
-    if n < 0 {
-        return Err(ProtocolError::Malformed("Bind"));
-    }
-    let mut values = Vec::with_capacity(n as usize);
-    for _ in 0..n {
-        let len = r.i32()?;
-        if len < 0 {
-            values.push(None);
-        } else {
-            values.push(Some(r.bytes(len as usize)?));
-        }
-    }
-    let n = r.i16()?;
-    if n < 0 {
-        return Err(ProtocolError::Malformed("Bind"));
-    }
-    let mut result_formats = Vec::with_capacity(n as usize);
-    for _ in 0..n {
-        result_formats.push(r.i16()?);
-    }
+    let param_formats = r.list(Reader::i16)?;
+    let values = r.list(Reader::nullable)?;
+    let result_formats = r.list(Reader::i16)?;
     Ok(Bind {
         portal,
         statement,

@@ -126,6 +126,24 @@ impl<'a> Reader<'a> {
         Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
 
+    /// An Int16 count followed by that many items, each read by `item` (a negative count is
+    /// malformed).
+    pub fn list<T>(
+        &mut self,
+        mut item: impl FnMut(&mut Self) -> Result<T, ProtocolError>,
+    ) -> Result<Vec<T>, ProtocolError> {
+        let n = usize::try_from(self.i16()?).map_err(|_| self.bad())?;
+        (0..n).map(|_| item(self)).collect()
+    }
+
+    /// An Int32 length followed by that many bytes; a negative length is NULL (`None`).
+    pub fn nullable(&mut self) -> Result<Option<&'a [u8]>, ProtocolError> {
+        match usize::try_from(self.i32()?) {
+            Ok(len) => self.bytes(len).map(Some),
+            Err(_) => Ok(None),
+        }
+    }
+
     pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], ProtocolError> {
         if self.data.len() < n {
             return Err(self.bad());
@@ -412,14 +430,7 @@ pub fn read_parse(m: &Message) -> Result<ParseFields<'_>, ProtocolError> {
     let mut r = m.reader();
     let name = r.cstr()?;
     let query = r.cstr()?;
-    let n = r.i16()?;
-    if n < 0 {
-        return Err(ProtocolError::Malformed("Parse"));
-    }
-    let mut param_types = Vec::with_capacity(n as usize);
-    for _ in 0..n {
-        param_types.push(r.i32()?);
-    }
+    let param_types = r.list(Reader::i32)?;
     Ok(ParseFields {
         name,
         query,

@@ -53,13 +53,8 @@ pub fn read_row_description(m: &Message) -> Result<Vec<Field>, ProtocolError> {
         return Err(ProtocolError::Malformed("RowDescription"));
     }
     let mut r = super::message::Reader::new(m.payload(), "RowDescription");
-    let n = r.i16()?;
-    if n < 0 {
-        return Err(ProtocolError::Malformed("RowDescription"));
-    }
-    let mut fields = Vec::with_capacity(n as usize);
-    for _ in 0..n {
-        fields.push(Field {
+    r.list(|r| {
+        Ok(Field {
             name: r.cstr()?.to_string(),
             table_oid: r.i32()?,
             column: r.i16()?,
@@ -67,9 +62,8 @@ pub fn read_row_description(m: &Message) -> Result<Vec<Field>, ProtocolError> {
             type_size: r.i16()?,
             type_modifier: r.i32()?,
             format: r.i16()?,
-        });
-    }
-    Ok(fields)
+        })
+    })
 }
 
 /// Builds a RowDescription.
@@ -105,28 +99,17 @@ impl DataRow {
             return Err(BAD);
         }
         let bytes = message.bytes();
-        let mut pos = 5usize;
-        let n = read_i16(bytes, pos).ok_or(BAD)?;
-        if n < 0 {
-            return Err(BAD);
-        }
-        pos += 2;
-        let mut columns = Vec::with_capacity(n as usize);
-        for _ in 0..n {
-            let len = read_i32(bytes, pos).ok_or(BAD)?;
-            pos += 4;
+        let mut r = super::message::Reader::new(bytes.get(5..).ok_or(BAD)?, "DataRow");
+        let columns = r.list(|r| {
+            let len = r.i32()?;
             if len < -1 {
                 return Err(BAD);
             }
-            columns.push((pos as u32, len));
-            if len > 0 {
-                pos = pos.checked_add(len as usize).ok_or(BAD)?;
-                if pos > bytes.len() {
-                    return Err(BAD);
-                }
-            }
-        }
-        if pos != bytes.len() {
+            let at = (bytes.len() - r.remaining()) as u32;
+            r.bytes(usize::try_from(len).unwrap_or(0))?;
+            Ok((at, len))
+        })?;
+        if r.remaining() != 0 {
             return Err(BAD);
         }
         Ok(DataRow { message, columns })
@@ -184,16 +167,6 @@ impl DataRow {
             b.put_slice(body);
         })
     }
-}
-
-fn read_i16(b: &[u8], at: usize) -> Option<i16> {
-    let s = b.get(at..at + 2)?;
-    Some(i16::from_be_bytes([s[0], s[1]]))
-}
-
-fn read_i32(b: &[u8], at: usize) -> Option<i32> {
-    let s = b.get(at..at + 4)?;
-    Some(i32::from_be_bytes([s[0], s[1], s[2], s[3]]))
 }
 
 /// Builds a DataRow from column values (`None`: NULL).

@@ -4,7 +4,7 @@
 //! `pgdog.unique_id()` when its `primary_key` says so).
 use crate::backend::server::Server;
 use crate::config::Settings;
-use crate::reshard::schema_sync::{query_rows, target};
+use crate::reshard::schema_sync::target;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -52,9 +52,7 @@ pub async fn warnings(settings: &Settings) -> Vec<String> {
             let mut server = Server::connect(&target(settings, db), Duration::from_secs(3))
                 .await
                 .map_err(|e| e.to_string())?;
-            let rows = query_rows(&mut server, &sql)
-                .await
-                .map_err(|e| e.to_string());
+            let rows = server.query_rows(&sql).await.map_err(|e| e.to_string());
             server.terminate().await;
             rows
         }

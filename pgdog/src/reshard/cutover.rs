@@ -19,7 +19,7 @@ use crate::reshard::copy::ServerFailure;
 use crate::reshard::copy::{connect, literal, progress_key, source_primaries, CopyDataError};
 use crate::reshard::progress::{Progress, StopAt};
 use crate::reshard::replay::{replay, ReplayError, ReplayOptions, ReplaySummary};
-use crate::reshard::schema_sync::{query_rows, target};
+use crate::reshard::schema_sync::target;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -215,7 +215,8 @@ impl SourcePrimaries {
         let mut out = Vec::with_capacity(self.servers.len());
         for (addr, server) in self.servers.iter_mut() {
             let sql = "SELECT pg_current_wal_insert_lsn()::text";
-            let rows = query_rows(server, sql)
+            let rows = server
+                .query_rows(sql)
                 .await
                 .map_err(server_err(addr, sql))?;
             let lsn = rows
@@ -385,7 +386,8 @@ async fn copy_sequences(
                WHERE last_value IS NOT NULL";
     for t in configured_shards(settings, &options.from_database) {
         let mut server = connect(&t).await?;
-        let rows = query_rows(&mut server, sql)
+        let rows = server
+            .query_rows(sql)
             .await
             .map_err(server_err(&t.addr(), "reading sequences"))?;
         server.terminate().await;
@@ -412,7 +414,8 @@ async fn copy_sequences(
                 literal(schema),
                 literal(name)
             );
-            let rows = query_rows(&mut server, &sql)
+            let rows = server
+                .query_rows(&sql)
                 .await
                 .map_err(server_err(&t.addr(), "setting a sequence"))?;
             if shard == 0 {
@@ -442,7 +445,8 @@ async fn prepare_reverse(
         "SELECT format('%I.%I', schemaname, tablename), schemaname || '.' || tablename \
          FROM pg_publication_tables WHERE pubname = {pub_lit} ORDER BY 1"
     );
-    let rows = query_rows(&mut server, &sql)
+    let rows = server
+        .query_rows(&sql)
         .await
         .map_err(server_err(&t.addr(), "reading the publication"))?;
     server.terminate().await;
@@ -481,7 +485,8 @@ async fn prepare_reverse(
             literal(&slot),
             literal(&slot)
         );
-        query_rows(&mut server, &sql)
+        server
+            .query_rows(&sql)
             .await
             .map_err(server_err(&t.addr(), "creating the reverse slot"))?;
         server.terminate().await;

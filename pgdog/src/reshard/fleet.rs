@@ -6,7 +6,6 @@
 //! the switch is rolled forward and the proxies that still did not switch stay paused, named
 //! in the error (resuming them would send writes to the old servers).
 use super::cutover::{CutoverError, CutoverOptions};
-use super::schema_sync::query_rows;
 use crate::backend::server::{Server, ServerTarget};
 use crate::config::Settings;
 use std::collections::BTreeSet;
@@ -21,7 +20,8 @@ async fn rows(t: &ServerTarget, sql: &str) -> Result<Vec<Vec<Option<String>>>, S
     let mut server = Server::connect(t, CONNECT_TIMEOUT)
         .await
         .map_err(|e| format!("connecting to the admin database: {e}"))?;
-    let result = query_rows(&mut server, sql)
+    let result = server
+        .query_rows(sql)
         .await
         .map_err(|e| format!("{sql}: {e}"));
     server.terminate().await;

@@ -22,7 +22,7 @@ use crate::reshard::cutover::{
 };
 use crate::reshard::progress::Progress;
 use crate::reshard::replay::{ReplayOptions, ReplaySummary};
-use crate::reshard::schema_sync::{self, query_rows, target, Phase, SchemaSyncOptions};
+use crate::reshard::schema_sync::{self, target, Phase, SchemaSyncOptions};
 use parking_lot::Mutex;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -272,7 +272,7 @@ pub async fn check_tables(
          WHERE p.pubname = {} ORDER BY 1",
         literal(&options.publication)
     );
-    let rows = query_rows(&mut server, &sql).await;
+    let rows = server.query_rows(&sql).await;
     server.terminate().await;
     let rows = rows.map_err(|e| ReshardError::Refused(format!("{}: {sql}: {e}", t.addr())))?;
     let dest = crate::router::schema::Schema::new(settings, &options.to_database)
@@ -317,13 +317,30 @@ pub async fn check_tables(
     }
 }
 
-fn schema_options(o: &ReshardOptions, phase: Phase) -> SchemaSyncOptions {
-    SchemaSyncOptions {
+/// One schema-sync phase as a step of the reshard (Pre or Post), unless it is stopped.
+async fn sync_schema(
+    settings: &Settings,
+    control: &Control,
+    o: &ReshardOptions,
+    phase: Phase,
+) -> Result<(), ReshardError> {
+    control.set_step(match phase {
+        Phase::Post => Step::SchemaPost,
+        _ => Step::SchemaPre,
+    });
+    let options = SchemaSyncOptions {
         from_database: o.from_database.clone(),
         to_database: o.to_database.clone(),
         publication: o.publication.clone(),
         phase,
-    }
+    };
+    unless_stopped(
+        control,
+        "the schema sync",
+        schema_sync::sync(settings, &options),
+    )
+    .await??;
+    Ok(())
 }
 
 /// Runs `fut` unless a stop is asked for first.
@@ -366,13 +383,7 @@ async fn run(
     control.set_step(Step::Checking);
     unless_stopped(control, "the checks", check_tables(settings, &o)).await??;
 
-    control.set_step(Step::SchemaPre);
-    unless_stopped(
-        control,
-        "the schema sync",
-        schema_sync::sync(settings, &schema_options(&o, Phase::Pre)),
-    )
-    .await??;
+    sync_schema(settings, control, &o, Phase::Pre).await?;
 
     control.set_step(Step::Copy);
     let copy_started = Instant::now();
@@ -394,13 +405,7 @@ async fn run(
     report.rows = copies.iter().map(|c| c.rows).sum();
     report.copy_time = copy_started.elapsed();
 
-    control.set_step(Step::SchemaPost);
-    unless_stopped(
-        control,
-        "the schema sync",
-        schema_sync::sync(settings, &schema_options(&o, Phase::Post)),
-    )
-    .await??;
+    sync_schema(settings, control, &o, Phase::Post).await?;
 
     control.set_step(Step::Replay);
     let replay_options = ReplayOptions {

@@ -11,10 +11,7 @@
 //! "already exists" error skips it, so running it again succeeds and changes nothing.
 use crate::backend::server::{Server, ServerError, ServerTarget};
 use crate::config::{Database, Settings};
-use crate::net::message::{self, read_error};
 use crate::net::quote::{ident as pattern_ident, literal};
-use crate::net::tag::backend;
-use crate::net::TxStatus;
 use crate::reshard::copy::{check_databases, shard_targets, ServerFailure, SetupError};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -184,53 +181,6 @@ pub fn target(settings: &Settings, db: &Database) -> ServerTarget {
     }
 }
 
-/// Runs a simple query and returns all its rows as text (`None` for NULL).
-pub async fn query_rows(
-    server: &mut Server,
-    sql: &str,
-) -> Result<Vec<Vec<Option<String>>>, ServerError> {
-    server.write(&message::query(sql)).await?;
-    let mut rows = Vec::new();
-    let mut error = None;
-    let proto = |addr: &str, error| ServerError::Protocol {
-        addr: addr.to_string(),
-        error,
-    };
-    loop {
-        let m = server.read().await?;
-        match m.tag() {
-            backend::DATA_ROW => {
-                let mut r = m.reader();
-                let n = r.i16().map_err(|e| proto(server.addr(), e))?;
-                let mut row = Vec::with_capacity(n.max(0) as usize);
-                for _ in 0..n.max(0) {
-                    let len = r.i32().map_err(|e| proto(server.addr(), e))?;
-                    if len < 0 {
-                        row.push(None);
-                    } else {
-                        let bytes = r.bytes(len as usize).map_err(|e| proto(server.addr(), e))?;
-                        row.push(Some(String::from_utf8_lossy(bytes).into_owned()));
-                    }
-                }
-                rows.push(row);
-            }
-            backend::ERROR_RESPONSE => {
-                error = Some(match read_error(&m) {
-                    Ok(fields) => ServerError::Postgres(fields, m),
-                    Err(e) => proto(server.addr(), e),
-                })
-            }
-            backend::READY_FOR_QUERY => {
-                server.status = TxStatus::of(&m);
-                break;
-            }
-            backend::PARAMETER_STATUS => server.record_parameter(&m),
-            _ => {}
-        }
-    }
-    error.map_or(Ok(rows), Err)
-}
-
 /// Splits a plain pg_dump script into its objects, using the `-- Name: ...; Type: ...;` header
 /// pg_dump writes before each; the preamble (session settings) comes first with kind
 /// `PREAMBLE`. psql meta-commands (`\restrict`, `\unrestrict`) are dropped.
@@ -340,7 +290,7 @@ pub(crate) async fn publication_exists(
         "SELECT 1 FROM pg_publication WHERE pubname = {}",
         literal(publication)
     );
-    Ok(!query_rows(server, &sql).await?.is_empty())
+    Ok(!server.query_rows(&sql).await?.is_empty())
 }
 
 /// The tables of a publication on the source, as `(schema, table)`.
@@ -360,9 +310,7 @@ async fn publication_tables(
     {
         return Err(err("does not exist".into()));
     }
-    let rows = query_rows(
-        &mut server,
-        &format!(
+    let rows = server.query_rows(&format!(
             "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = {} ORDER BY 1, 2",
             literal(publication)
         ),

@@ -366,16 +366,7 @@ impl Router {
             }
         }
         // Union the relations connected by key equalities; all must end up connected.
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for (a, b) in &pairs {
-                if joined.contains(a) != joined.contains(b) {
-                    joined.push(if joined.contains(a) { *b } else { *a });
-                    changed = true;
-                }
-            }
-        }
+        connect(&mut joined, &pairs);
         if joined.len() == sharded.len() {
             return Ok(());
         }
@@ -577,6 +568,21 @@ fn column_names<'a>(e: &'a Expr, out: &mut Vec<&'a str>) {
             v.iter().for_each(|x| column_names(x, out))
         }
         _ => {}
+    }
+}
+
+/// Adds to `connected` every relation index linked to it through `pairs` (key equalities),
+/// directly or by a chain.
+pub(super) fn connect(connected: &mut Vec<usize>, pairs: &[(usize, usize)]) {
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for (a, b) in pairs {
+            if connected.contains(a) != connected.contains(b) {
+                connected.push(if connected.contains(a) { *b } else { *a });
+                changed = true;
+            }
+        }
     }
 }
 

@@ -117,16 +117,7 @@ impl Router {
         }
         // Outer relations are connected from the start; every inner one must join them.
         let mut connected: Vec<usize> = (0..outer.len()).collect();
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for (a, b) in &pairs {
-                if connected.contains(a) != connected.contains(b) {
-                    connected.push(if connected.contains(a) { *b } else { *a });
-                    changed = true;
-                }
-            }
-        }
+        super::route::connect(&mut connected, &pairs);
         (outer.len()..all.len()).all(|i| connected.contains(&i))
     }
 

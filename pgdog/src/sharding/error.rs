@@ -71,32 +71,35 @@ mod tests {
 
     #[test]
     fn messages_read_like_postgres() {
-        let e = ShardingError::InvalidText {
-            type_name: "bigint",
-            input: "abc".into(),
-        };
-        assert_eq!(
-            e.to_string(),
-            "invalid input syntax for type bigint: \"abc\""
-        );
-        assert_eq!(e.code(), "22P02");
-        let e = ShardingError::OutOfRange {
-            type_name: "smallint",
-            input: "99999".into(),
-        };
-        assert_eq!(
-            e.to_string(),
-            "value \"99999\" is out of range for type smallint"
-        );
-        assert_eq!(e.code(), "22003");
-        let e = ShardingError::NoShard {
-            value: "42".into(),
-            table: "table \"users\"".into(),
-        };
-        assert_eq!(
-            e.to_string(),
-            "no shard for sharding key value 42 in table \"users\" and no default_shard"
-        );
-        assert_eq!(e.code(), "22023");
+        let cases = [
+            (
+                ShardingError::InvalidText {
+                    type_name: "bigint",
+                    input: "abc".into(),
+                },
+                "invalid input syntax for type bigint: \"abc\"",
+                "22P02",
+            ),
+            (
+                ShardingError::OutOfRange {
+                    type_name: "smallint",
+                    input: "99999".into(),
+                },
+                "value \"99999\" is out of range for type smallint",
+                "22003",
+            ),
+            (
+                ShardingError::NoShard {
+                    value: "42".into(),
+                    table: "table \"users\"".into(),
+                },
+                "no shard for sharding key value 42 in table \"users\" and no default_shard",
+                "22023",
+            ),
+        ];
+        for (e, message, code) in cases {
+            assert_eq!(e.to_string(), message);
+            assert_eq!(e.code(), code);
+        }
     }
 }

@@ -278,12 +278,7 @@ impl ShardedSession {
 /// The UPDATE with `RETURNING <client's list>, NULL AS __pgdog_row, *`.
 fn with_whole_row(sql: &str) -> Result<String, ClientError> {
     let mut tree: ParseResult = pg_query_raw::parse_protobuf(sql).map_err(RouterError::Syntax)?;
-    let Some(N::UpdateStmt(update)) = tree
-        .stmts
-        .first_mut()
-        .and_then(|s| s.stmt.as_mut())
-        .and_then(|s| s.node.as_mut())
-    else {
+    let Some(N::UpdateStmt(update)) = pg_query_raw::first_statement_mut(&mut tree) else {
         return Err(ClientError::new("XX000", "not an UPDATE"));
     };
     let target = |val: pb::Node, name: &str| pb::Node {

@@ -80,7 +80,8 @@ pub fn choose_format(mode: FormatMode, source: Option<u32>, dests: &[Option<u32>
 /// `server_version_num` of a server (`None` when it does not read as a number).
 pub(crate) async fn server_version(t: &ServerTarget) -> Result<Option<u32>, CopyDataError> {
     let mut server = connect(t).await?;
-    let rows = query_rows(&mut server, "SELECT current_setting('server_version_num')")
+    let rows = server
+        .query_rows("SELECT current_setting('server_version_num')")
         .await
         .map_err(server_err(&t.addr(), "reading server_version_num"))?;
     server.terminate().await;

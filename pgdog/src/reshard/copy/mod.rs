@@ -60,7 +60,7 @@ use crate::reshard::copy_stream::{
     ReadCount, Reader, Sink, Tracker, CHANNEL_DEPTH,
 };
 use crate::reshard::progress::Progress;
-use crate::reshard::schema_sync::{query_rows, target};
+use crate::reshard::schema_sync::target;
 use crate::router::copy::CopyFormat;
 use crate::router::schema::{Schema, TableSharding};
 use bytes::Bytes;
@@ -330,9 +330,8 @@ async fn publication_tables(
     if !exists {
         return Err(err(format!("does not exist on {}", primary.addr())));
     }
-    let rows = query_rows(
-        &mut server,
-        &format!(
+    let rows = server
+        .query_rows(&format!(
             "SELECT t.schemaname::text, t.tablename::text, \
                (SELECT string_agg(quote_ident(a.attname), ',' ORDER BY a.attnum) \
                   FROM pg_attribute a \
@@ -341,10 +340,9 @@ async fn publication_tables(
                pg_relation_size(format('%I.%I', t.schemaname, t.tablename)::regclass) \
              FROM pg_publication_tables t WHERE t.pubname = {} ORDER BY 1, 2",
             literal(publication)
-        ),
-    )
-    .await
-    .map_err(|e| err(e.to_string()))?;
+        ))
+        .await
+        .map_err(|e| err(e.to_string()))?;
     server.terminate().await;
     let mut tables = Vec::new();
     for r in rows {
@@ -396,7 +394,8 @@ async fn ensure_permanent_slot(
            FROM pg_replication_slots WHERE slot_name = {}",
         literal(name)
     );
-    let existing = query_rows(&mut server, &sql)
+    let existing = server
+        .query_rows(&sql)
         .await
         .map_err(server_err(&addr, "looking up the slot"))?;
     server.terminate().await;

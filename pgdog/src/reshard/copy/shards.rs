@@ -152,7 +152,8 @@ pub(crate) async fn copied_tables(
     let mut out = Vec::with_capacity(dests.len());
     for t in dests {
         let mut server = connect(t).await?;
-        let rows = query_rows(&mut server, &sql)
+        let rows = server
+            .query_rows(&sql)
             .await
             .map_err(server_err(&t.addr(), "reading the copy progress"))?;
         server.terminate().await;

@@ -18,18 +18,16 @@ async fn table_stats(
     job: &Job,
     addr: &str,
 ) -> Result<TableStats, CopyDataError> {
-    let stats = query_rows(
-        reader,
-        &format!(
+    let stats = reader
+        .query_rows(&format!(
             "SELECT greatest(reltuples, 0)::bigint, pg_relation_size(oid), \
                     current_setting('block_size')::bigint, \
                     current_setting('server_version_num')::bigint \
                FROM pg_class WHERE oid = {}::regclass",
             literal(&job.sql_name())
-        ),
-    )
-    .await
-    .map_err(server_err(addr, "reading the table's size"))?;
+        ))
+        .await
+        .map_err(server_err(addr, "reading the table's size"))?;
     let stat = |i: usize| -> u64 {
         stats
             .first()

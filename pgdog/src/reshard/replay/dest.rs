@@ -209,7 +209,8 @@ pub(super) async fn rows(
     addr: &str,
     sql: &str,
 ) -> Result<Vec<Vec<Option<String>>>, ReplayError> {
-    query_rows(server, sql)
+    server
+        .query_rows(sql)
         .await
         .map_err(|e| ReplayError::Copy(server_err(addr, sql)(e)))
 }

@@ -19,7 +19,6 @@ use crate::backend::server::{Server, ServerTarget};
 use crate::replication::client::{format_lsn, ReplicationClient};
 use crate::replication::pgoutput::parse_lsn;
 use crate::reshard::copy::{connect, literal};
-use crate::reshard::schema_sync::query_rows;
 use std::time::{Duration, Instant};
 
 /// How often a holding replay reads its row.
@@ -63,7 +62,8 @@ impl Hold {
     }
 
     async fn rows(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, ReplayError> {
-        query_rows(&mut self.server, sql)
+        self.server
+            .query_rows(sql)
             .await
             .map_err(|e| other(format!("verify hold on {}: {sql}: {e}", self.addr)))
     }

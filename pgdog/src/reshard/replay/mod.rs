@@ -52,7 +52,6 @@ use crate::reshard::copy::{
     PROGRESS_DDL,
 };
 use crate::reshard::progress::{Progress, StopAt, StreamProgress};
-use crate::reshard::schema_sync::query_rows;
 use crate::router::schema::Schema;
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::future::try_join_all;

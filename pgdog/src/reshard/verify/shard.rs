@@ -6,7 +6,6 @@ use crate::backend::server::{Server, ServerError, ServerTarget};
 use crate::config::Settings;
 use crate::net::quote::{ident, literal};
 use crate::reshard::copy::shard_targets;
-use crate::reshard::schema_sync::query_rows;
 use crate::router::schema::TableSharding;
 
 /// A table to check.
@@ -105,7 +104,8 @@ impl Shard {
         sql: &str,
         context: &str,
     ) -> Result<Vec<Vec<Option<String>>>, VerifyError> {
-        query_rows(&mut self.server, sql)
+        self.server
+            .query_rows(sql)
             .await
             .map_err(|e| self.error(context, e))
     }

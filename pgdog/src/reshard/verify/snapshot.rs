@@ -18,7 +18,6 @@ use crate::replication::client::{
 };
 use crate::replication::pgoutput::parse_lsn;
 use crate::reshard::copy::progress_key;
-use crate::reshard::schema_sync::query_rows;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
@@ -237,7 +236,7 @@ impl Hold {
     }
 
     async fn rows(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, VerifyError> {
-        match query_rows(&mut self.server, sql).await {
+        match self.server.query_rows(sql).await {
             Ok(rows) => Ok(rows),
             Err(e) => Err(self.error(format!("{sql}: {e}"))),
         }
