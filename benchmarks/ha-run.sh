@@ -3,8 +3,7 @@
 # PG_BIN, PGDOG_TOPOLOGY_DIR). See ha.sh.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
-DURATION="${DURATION:-8}"
-INTERVAL="${INTERVAL:-1000}"
+: "${DURATION:=8}" "${INTERVAL:=1000}"  # settings: each may be set in the environment
 bench_init ha
 PORT=$(free_port)
 now_ms() { date +%s%3N; }

@@ -2,8 +2,7 @@
 # Runs inside `pgdog-topology single` (PG_PG_PORT, PG_BIN, PGDOG_TOPOLOGY_DIR). See pooler.sh.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
-DURATION="${DURATION:-8}"
-POOL="${POOL:-20}"
+: "${DURATION:=8}" "${POOL:=20}"  # settings: each may be set in the environment
 bench_init pooler
 PGDOG_PORT=$(free_port)
 BOUNCER_PORT=$(free_port)

@@ -3,12 +3,7 @@
 # PG_SHARD0_PORT, PG_SHARD1_PORT, PG_BIN, PGDOG_TOPOLOGY_DIR). See reshard.sh.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
-SIZE_MB="${SIZE_MB:-1024}"
-RUNS="${RUNS:-2}"
-APPLY_SECONDS="${APPLY_SECONDS:-60}"
-CLIENTS="${CLIENTS:-8}"
-SCALE="${SCALE:-20}"
-VERIFY="${VERIFY:-1}"
+: "${SIZE_MB:=1024}" "${RUNS:=2}" "${APPLY_SECONDS:=60}" "${CLIENTS:=8}" "${SCALE:=20}" "${VERIFY:=1}"  # settings: each may be set in the environment
 # PARTS: "all" (copy and apply) or "apply" (skip the copy part).
 PARTS="${PARTS:-all}"
 # PGDOG: the pgdog binary measured (e.g. an older build, to compare).

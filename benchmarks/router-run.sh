@@ -3,9 +3,7 @@
 # PGDOG_TOPOLOGY_DIR). See router.sh.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
-DURATION="${DURATION:-8}"
-POOL="${POOL:-16}"
-SCALE="${SCALE:-2}"
+: "${DURATION:=8}" "${POOL:=16}" "${SCALE:=2}"  # settings: each may be set in the environment
 bench_init router
 SHARDED_PORT=$(free_port)
 SINGLE_PORT=$(free_port)
