@@ -318,28 +318,49 @@ impl Reader {
         let mut st = Statement::new(StatementKind::Update);
         self.range_var(up.relation, &mut st);
         st.update_set = self.targets(up.targetList)?;
-        for item in list_items(up.fromClause) {
-            self.read_from_item(item.ptr_value as *const c::Node, &mut st)?;
-        }
-        if !up.whereClause.is_null() {
-            st.where_clause = Some(self.expr(up.whereClause)?);
-        }
-        st.with = !up.withClause.is_null();
-        st.returning = self.returning(up.returningClause)?;
+        let clauses = (
+            up.fromClause,
+            up.whereClause,
+            up.withClause,
+            up.returningClause,
+        );
+        self.write_clauses(&mut st, clauses)?;
         Ok(st)
+    }
+
+    /// What UPDATE and DELETE share after their target: the FROM / USING items, WHERE, WITH
+    /// and RETURNING.
+    unsafe fn write_clauses(
+        &mut self,
+        st: &mut Statement,
+        (from, where_clause, with, returning): (
+            *mut c::List,
+            *mut c::Node,
+            *mut c::WithClause,
+            *mut c::ReturningClause,
+        ),
+    ) -> Result<()> {
+        for item in list_items(from) {
+            self.read_from_item(item.ptr_value as *const c::Node, st)?;
+        }
+        if !where_clause.is_null() {
+            st.where_clause = Some(self.expr(where_clause)?);
+        }
+        st.with = !with.is_null();
+        st.returning = self.returning(returning)?;
+        Ok(())
     }
 
     unsafe fn delete(&mut self, del: &c::DeleteStmt) -> Result<Statement> {
         let mut st = Statement::new(StatementKind::Delete);
         self.range_var(del.relation, &mut st);
-        for item in list_items(del.usingClause) {
-            self.read_from_item(item.ptr_value as *const c::Node, &mut st)?;
-        }
-        if !del.whereClause.is_null() {
-            st.where_clause = Some(self.expr(del.whereClause)?);
-        }
-        st.with = !del.withClause.is_null();
-        st.returning = self.returning(del.returningClause)?;
+        let clauses = (
+            del.usingClause,
+            del.whereClause,
+            del.withClause,
+            del.returningClause,
+        );
+        self.write_clauses(&mut st, clauses)?;
         Ok(st)
     }
 
