@@ -7,6 +7,7 @@ mod reshard_common;
 
 use pgdog::config::Settings;
 use pgdog::reshard::copy::CopyDataOptions;
+use pgdog::reshard::Databases;
 use reshard_common::{
     assert_spread_over_two_shards, config_dir, count_on, drop_slot, line_starting, omnisharded,
     pgdog_with, schema_sync_pre, sharded_table, shards, text, verify_ok, wait_for_no_slots,
@@ -63,8 +64,7 @@ fn setup(tag: &str, rows: &str) -> (Topology, Topology, PathBuf) {
 fn copy_options(dir: &Path, slot: &str, parallel: usize) -> (Settings, CopyDataOptions) {
     let settings = Settings::load(&dir.join("pgdog.toml"), &dir.join("users.toml")).unwrap();
     let options = CopyDataOptions {
-        from_database: "src".into(),
-        to_database: "dst".into(),
+        databases: Databases::new("src", "dst"),
         publication: "pub".into(),
         slot: Some(slot.into()),
         parallel,

@@ -13,6 +13,7 @@ use pgdog::replication::client::parse_lsn;
 use pgdog::reshard::copy::{copy_data, CopyDataOptions};
 use pgdog::reshard::progress::{Progress, StopAt};
 use pgdog::reshard::replay::{replay, ReplayOptions};
+use pgdog::reshard::Databases;
 use reshard_common::{
     config_dir, copy_data_again, drop_slot, omnisharded, replay_again_applies_nothing,
     replay_applies, schema_sync_pre, sharded_table, shards, verify_ok,
@@ -47,8 +48,7 @@ fn copy_in_process(dir: &Path, source: &Topology, dest: &Topology) -> Settings {
     let settings = Settings::load(&dir.join("pgdog.toml"), &dir.join("users.toml")).unwrap();
     let progress = Arc::new(Progress::default());
     let copy_options = CopyDataOptions {
-        from_database: "src".into(),
-        to_database: "dst".into(),
+        databases: Databases::new("src", "dst"),
         publication: "pub".into(),
         slot: Some("s1".into()),
         parallel: 2,
@@ -123,8 +123,7 @@ fn replay_in_process_to_targets(dir: &Path, source: &Topology, settings: Setting
     let progress = Arc::new(Progress::default());
     let stop_at = Arc::new(StopAt::default());
     let options = ReplayOptions {
-        from_database: "src".into(),
-        to_database: "dst".into(),
+        databases: Databases::new("src", "dst"),
         publication: "pub".into(),
         slot: "s1".into(),
         until_lsn: None,

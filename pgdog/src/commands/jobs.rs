@@ -71,7 +71,7 @@ pub fn schema_sync(cli: &Cli, options: pgdog::reshard::schema_sync::SchemaSyncOp
             for (shard, r) in reports.iter().enumerate() {
                 println!(
                     "{} shard {shard}: {} objects applied, {} already present",
-                    options.to_database, r.applied, r.skipped
+                    options.databases.to, r.applied, r.skipped
                 );
             }
             ExitCode::SUCCESS

@@ -71,11 +71,18 @@ pub enum Command {
 
 /// Source and destination of a resharding command.
 #[derive(Args)]
-pub struct Databases {
+pub struct DatabaseArgs {
     #[arg(long)]
     pub from_database: String,
     #[arg(long)]
     pub to_database: String,
+}
+
+impl DatabaseArgs {
+    /// The engine's view of the two databases.
+    pub fn databases(&self) -> pgdog::reshard::Databases {
+        pgdog::reshard::Databases::new(&self.from_database, &self.to_database)
+    }
 }
 
 #[derive(Args)]
@@ -127,7 +134,7 @@ pub struct DumpArgs {
 #[derive(Args)]
 pub struct SchemaSyncArgs {
     #[command(flatten)]
-    pub db: Databases,
+    pub db: DatabaseArgs,
     #[arg(long)]
     pub publication: String,
     /// pre (types, tables, sequences, keys) or post (indexes, foreign keys, triggers); both
@@ -139,7 +146,7 @@ pub struct SchemaSyncArgs {
 #[derive(Args)]
 pub struct CopyDataArgs {
     #[command(flatten)]
-    pub db: Databases,
+    pub db: DatabaseArgs,
     #[arg(long)]
     pub publication: String,
     #[arg(long)]
@@ -152,7 +159,7 @@ pub struct CopyDataArgs {
 #[derive(Args)]
 pub struct ReplayArgs {
     #[command(flatten)]
-    pub db: Databases,
+    pub db: DatabaseArgs,
     #[arg(long)]
     pub publication: String,
     #[arg(long)]
@@ -164,13 +171,13 @@ pub struct ReplayArgs {
     pub atomic: bool,
 }
 
-// The argument structs repeat `--from-database`/`--to-database` (flattened `Databases`) and
+// The argument structs repeat `--from-database`/`--to-database` (flattened `DatabaseArgs`) and
 // `--slot`: clap derives each subcommand's flags from its own struct, and one struct per
 // subcommand keeps each command's --help exactly its flags (a shape the duplicates tool reports).
 #[derive(Args)]
 pub struct VerifyArgs {
     #[command(flatten)]
-    pub db: Databases,
+    pub db: DatabaseArgs,
     /// Only these tables (repeat).
     #[arg(long)]
     pub table: Vec<String>,
@@ -184,7 +191,7 @@ pub struct VerifyArgs {
 #[derive(Args)]
 pub struct MoveArgs {
     #[command(flatten)]
-    pub db: Databases,
+    pub db: DatabaseArgs,
     #[arg(long)]
     pub slot: Option<String>,
     /// The admin database of each pgdog serving the source (repeat per pgdog), e.g.
@@ -266,8 +273,7 @@ pub fn dispatch(cli: &Cli, command: &Command) -> ExitCode {
             jobs::schema_sync(
                 cli,
                 SchemaSyncOptions {
-                    from_database: a.db.from_database.clone(),
-                    to_database: a.db.to_database.clone(),
+                    databases: a.db.databases(),
                     publication: a.publication.clone(),
                     phase,
                 },
@@ -281,8 +287,7 @@ pub fn dispatch(cli: &Cli, command: &Command) -> ExitCode {
             jobs::copy_data(
                 cli,
                 pgdog::reshard::copy::CopyDataOptions {
-                    from_database: a.db.from_database.clone(),
-                    to_database: a.db.to_database.clone(),
+                    databases: a.db.databases(),
                     publication: a.publication.clone(),
                     slot: a.slot.clone(),
                     parallel,
@@ -294,8 +299,7 @@ pub fn dispatch(cli: &Cli, command: &Command) -> ExitCode {
             Ok(until_lsn) => jobs::replay(
                 cli,
                 pgdog::reshard::replay::ReplayOptions {
-                    from_database: a.db.from_database.clone(),
-                    to_database: a.db.to_database.clone(),
+                    databases: a.db.databases(),
                     publication: a.publication.clone(),
                     slot: a.slot.clone(),
                     until_lsn,
@@ -309,8 +313,7 @@ pub fn dispatch(cli: &Cli, command: &Command) -> ExitCode {
         Command::Verify(a) => jobs::verify(
             cli,
             pgdog::reshard::verify::VerifyOptions {
-                from_database: a.db.from_database.clone(),
-                to_database: a.db.to_database.clone(),
+                databases: a.db.databases(),
                 tables: a.table.clone(),
                 slot: a.slot.clone(),
             },

@@ -127,7 +127,7 @@ pub(super) fn reshard_main(
             if problems.is_empty() {
                 println!(
                     "aborted: slot {} dropped on every shard of {}, progress tables removed from {}",
-                    options.slot, options.from_database, options.to_database
+                    options.slot, options.databases.from, options.databases.to
                 );
                 return ExitCode::SUCCESS;
             }
@@ -197,8 +197,7 @@ pub(super) fn cutover_main(
         let replay = RunningReplay::start(
             settings.clone(),
             ReplayOptions {
-                from_database: options.from_database.clone(),
-                to_database: options.to_database.clone(),
+                databases: options.databases.clone(),
                 publication: options.publication.clone(),
                 slot: options.slot.clone(),
                 until_lsn: None,
@@ -209,8 +208,7 @@ pub(super) fn cutover_main(
             Arc::new(Progress::default()),
         );
         let cut = CutoverOptions {
-            from_database: options.from_database.clone(),
-            to_database: options.to_database.clone(),
+            databases: options.databases.clone(),
             slot: options.slot.clone(),
             config: settings.config_path.clone(),
             max_lag_bytes: options.max_lag_bytes,

@@ -214,14 +214,14 @@ async fn execute(command: Command) -> Result<Reply, AdminError> {
                         "55000",
                         format!(
                             "a reshard of {} is already running ({}): STOP it first",
-                            c.options.from_database,
+                            c.options.databases.from,
                             c.step()
                         ),
                     ));
                 }
             }
             let settings = Registry::current().settings.clone();
-            for db in [&options.from_database, &options.to_database] {
+            for db in [&options.databases.from, &options.databases.to] {
                 if !settings.has_database(db) {
                     return Err(failed(
                         "3D000",
@@ -356,8 +356,8 @@ mod tests {
         assert!(matches!(parse("cutover"), Some(Ok(Command::Cutover))));
         match parse("reshard app app_new pub slot s1 parallel 4 cutover reverse") {
             Some(Ok(Command::Start(o))) => {
-                assert_eq!(o.from_database, "app");
-                assert_eq!(o.to_database, "app_new");
+                assert_eq!(o.databases.from, "app");
+                assert_eq!(o.databases.to, "app_new");
                 assert_eq!(o.publication, "pub");
                 assert_eq!(o.slot, "s1");
                 assert_eq!(o.parallel, 4);

@@ -20,6 +20,7 @@ use crate::reshard::copy::{connect, literal, progress_key, source_primaries, Cop
 use crate::reshard::progress::{Progress, StopAt};
 use crate::reshard::replay::{replay, ReplayError, ReplayOptions, ReplaySummary};
 use crate::reshard::schema_sync::target;
+use crate::reshard::Databases;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -281,8 +282,8 @@ pub fn lag(progress: &Progress, positions: &[u64]) -> Vec<Lag> {
 /// What `cutover` was asked to do.
 #[derive(Debug, Clone)]
 pub struct CutoverOptions {
-    pub from_database: String,
-    pub to_database: String,
+    /// The source and destination databases.
+    pub databases: Databases,
     pub slot: String,
     /// pgdog.toml of the proxy: rewritten with the names swapped.
     pub config: PathBuf,
@@ -384,7 +385,7 @@ async fn copy_sequences(
     let mut values: BTreeMap<(String, String), i64> = BTreeMap::new();
     let sql = "SELECT schemaname::text, sequencename::text, last_value::text FROM pg_sequences \
                WHERE last_value IS NOT NULL";
-    for t in configured_shards(settings, &options.from_database) {
+    for t in configured_shards(settings, &options.databases.from) {
         let mut server = connect(&t).await?;
         let rows = server
             .query_rows(sql)
@@ -401,7 +402,7 @@ async fn copy_sequences(
         }
     }
     let mut set = 0;
-    for (shard, t) in configured_shards(settings, &options.to_database)
+    for (shard, t) in configured_shards(settings, &options.databases.to)
         .into_iter()
         .enumerate()
     {
@@ -438,7 +439,7 @@ async fn prepare_reverse(
     let slot = options.reverse_slot();
     let pub_lit = literal(&options.publication);
     // The published tables, as the source has them.
-    let sources = source_primaries(settings, &options.from_database)?;
+    let sources = source_primaries(settings, &options.databases.from)?;
     let t = &sources[0];
     let mut server = connect(t).await?;
     let sql = format!(
@@ -465,7 +466,7 @@ async fn prepare_reverse(
         )));
     }
     let quoted: Vec<&str> = tables.iter().map(|(q, _)| q.as_str()).collect();
-    let dests = source_primaries(settings, &options.to_database)?;
+    let dests = source_primaries(settings, &options.databases.to)?;
     let dest_shards = dests.len();
     for t in &dests {
         let mut server = connect(t).await?;
@@ -567,12 +568,12 @@ pub async fn cleanup(settings: &Settings, from: &str, to: &str, slot: &str) -> V
 async fn switch_here(options: &CutoverOptions, traffic: &Traffic) -> Result<PathBuf, CutoverError> {
     let backup = match swap_file(
         &options.config,
-        &options.from_database,
-        &options.to_database,
+        &options.databases.from,
+        &options.databases.to,
     ) {
         Ok(b) => b,
         Err(e) => {
-            let _ = traffic.resume(&options.from_database).await;
+            let _ = traffic.resume(&options.databases.from).await;
             return Err(e.into());
         }
     };
@@ -580,10 +581,10 @@ async fn switch_here(options: &CutoverOptions, traffic: &Traffic) -> Result<Path
         // Put the old file back so the proxy and the file agree, and let clients continue on
         // the source (nothing was written to the destination by clients yet).
         let _ = std::fs::copy(&backup, &options.config);
-        let _ = traffic.resume(&options.from_database).await;
+        let _ = traffic.resume(&options.databases.from).await;
         return Err(e);
     }
-    traffic.resume(&options.from_database).await?;
+    traffic.resume(&options.databases.from).await?;
     Ok(backup)
 }
 
@@ -594,7 +595,7 @@ pub async fn cutover(
     traffic: &Traffic,
     replay: RunningReplay,
 ) -> Result<CutoverReport, CutoverError> {
-    let mut primaries = SourcePrimaries::connect(settings, &options.from_database).await?;
+    let mut primaries = SourcePrimaries::connect(settings, &options.databases.from).await?;
     if let Err(e) = wait_for_lag(
         &replay,
         &mut primaries,
@@ -616,7 +617,7 @@ pub async fn cutover(
         }
         return Err(e);
     }
-    traffic.pause(&options.from_database).await?;
+    traffic.pause(&options.databases.from).await?;
     let paused_at = Instant::now();
     // From here until the swap, any failure resumes traffic on the source.
     let drained = async {
@@ -638,13 +639,13 @@ pub async fn cutover(
     let (positions, summary, sequences, reverse_slot) = match drained {
         Ok(r) => r,
         Err(e) => {
-            let _ = traffic.resume(&options.from_database).await;
+            let _ = traffic.resume(&options.databases.from).await;
             if options.reverse {
                 // Slots made before the failure would hold WAL back on the destination.
                 let _ = cleanup(
                     settings,
-                    &options.to_database,
-                    &options.from_database,
+                    &options.databases.to,
+                    &options.databases.from,
                     &options.reverse_slot(),
                 )
                 .await;
@@ -663,8 +664,8 @@ pub async fn cutover(
     let paused = paused_at.elapsed();
     for p in cleanup(
         settings,
-        &options.from_database,
-        &options.to_database,
+        &options.databases.from,
+        &options.databases.to,
         &options.slot,
     )
     .await

@@ -78,7 +78,7 @@ pub fn rows(control: &Control) -> Vec<Row> {
         kind: "reshard",
         name: format!(
             "{} -> {}",
-            control.options.from_database, control.options.to_database
+            control.options.databases.from, control.options.databases.to
         ),
         shard: None,
         rows: 0,

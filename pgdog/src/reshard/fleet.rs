@@ -36,13 +36,13 @@ async fn switch_one(
 ) -> Result<(), String> {
     rows(
         t,
-        &format!("SWITCH {} {}", options.from_database, options.to_database),
+        &format!("SWITCH {} {}", options.databases.from, options.databases.to),
     )
     .await?;
     let shown: Servers = rows(t, "SHOW DATABASES")
         .await?
         .into_iter()
-        .filter(|r| r.first().cloned().flatten().as_deref() == Some(&options.from_database))
+        .filter(|r| r.first().cloned().flatten().as_deref() == Some(&options.databases.from))
         .map(|r| {
             let col = |i: usize| r.get(i).cloned().flatten().unwrap_or_default();
             (col(1), col(2), col(3))
@@ -53,7 +53,7 @@ async fn switch_one(
     } else {
         Err(format!(
             "after SWITCH it serves {} from {shown:?}, not the destination {expected:?}",
-            options.from_database
+            options.databases.from
         ))
     }
 }
@@ -68,7 +68,7 @@ pub async fn switch(
         .config
         .databases
         .iter()
-        .filter(|d| d.name == options.to_database)
+        .filter(|d| d.name == options.databases.to)
         .map(|d| {
             (
                 d.host.clone(),
@@ -77,7 +77,7 @@ pub async fn switch(
             )
         })
         .collect();
-    let from = &options.from_database;
+    let from = &options.databases.from;
     let mut done = vec![false; peers.len()];
     let mut errors: Vec<Option<String>> = vec![None; peers.len()];
     for attempt in 0..ATTEMPTS {
@@ -125,7 +125,7 @@ pub async fn switch(
     }
     Err(CutoverError::Traffic(format!(
         "the destination serves {from} on the proxies that switched, but these did not and stay paused (run SWITCH {from} {} then RESUME {from} on them): {}",
-        options.to_database,
+        options.databases.to,
         failed.join("; ")
     )))
 }

@@ -12,3 +12,21 @@ pub mod progress;
 pub mod replay;
 pub mod schema_sync;
 pub mod verify;
+
+/// The two databases of a move, by their pgdog.toml names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Databases {
+    /// The source: the database whose rows move.
+    pub from: String,
+    /// The destination.
+    pub to: String,
+}
+
+impl Databases {
+    pub fn new(from: impl Into<String>, to: impl Into<String>) -> Databases {
+        Databases {
+            from: from.into(),
+            to: to.into(),
+        }
+    }
+}

@@ -23,6 +23,7 @@ use crate::reshard::cutover::{
 use crate::reshard::progress::Progress;
 use crate::reshard::replay::{ReplayOptions, ReplaySummary};
 use crate::reshard::schema_sync::{self, target, Phase, SchemaSyncOptions};
+use crate::reshard::Databases;
 use parking_lot::Mutex;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -47,8 +48,8 @@ pub enum ReshardError {
 /// What `pgdog reshard` was asked to do.
 #[derive(Debug, Clone)]
 pub struct ReshardOptions {
-    pub from_database: String,
-    pub to_database: String,
+    /// The source and destination databases.
+    pub databases: Databases,
     pub publication: String,
     /// The permanent slot (one per source shard, same name).
     pub slot: String,
@@ -72,8 +73,7 @@ impl ReshardOptions {
         defaults: &crate::config::Resharding,
     ) -> Self {
         ReshardOptions {
-            from_database: from.into(),
-            to_database: to.into(),
+            databases: Databases::new(from, to),
             publication: publication.into(),
             slot: "pgdog_reshard".into(),
             parallel: defaults.copy_parallel.max(1),
@@ -250,10 +250,10 @@ pub async fn check_tables(
     settings: &Settings,
     options: &ReshardOptions,
 ) -> Result<(), ReshardError> {
-    let db = settings.primary(&options.from_database).ok_or_else(|| {
+    let db = settings.primary(&options.databases.from).ok_or_else(|| {
         ReshardError::Refused(format!(
             "database `{}` is not configured in pgdog.toml",
-            options.from_database
+            options.databases.from
         ))
     })?;
     let t = target(settings, db);
@@ -275,8 +275,8 @@ pub async fn check_tables(
     let rows = server.query_rows(&sql).await;
     server.terminate().await;
     let rows = rows.map_err(|e| ReshardError::Refused(format!("{}: {sql}: {e}", t.addr())))?;
-    let dest = crate::router::schema::Schema::new(settings, &options.to_database)
-        .map_err(|e| ReshardError::Refused(format!("database `{}`: {e}", options.to_database)))?;
+    let dest = crate::router::schema::Schema::new(settings, &options.databases.to)
+        .map_err(|e| ReshardError::Refused(format!("database `{}`: {e}", options.databases.to)))?;
     let mut refused = Vec::new();
     for r in rows {
         let [Some(table), Some(ident), Some(pk), Some(schema), Some(name), identity] = r.as_slice()
@@ -329,8 +329,7 @@ async fn sync_schema(
         _ => Step::SchemaPre,
     });
     let options = SchemaSyncOptions {
-        from_database: o.from_database.clone(),
-        to_database: o.to_database.clone(),
+        databases: o.databases.clone(),
         publication: o.publication.clone(),
         phase,
     };
@@ -388,8 +387,7 @@ async fn run(
     control.set_step(Step::Copy);
     let copy_started = Instant::now();
     let copy_options = CopyDataOptions {
-        from_database: o.from_database.clone(),
-        to_database: o.to_database.clone(),
+        databases: o.databases.clone(),
         publication: o.publication.clone(),
         slot: Some(o.slot.clone()),
         parallel: o.parallel.max(1),
@@ -409,8 +407,7 @@ async fn run(
 
     control.set_step(Step::Replay);
     let replay_options = ReplayOptions {
-        from_database: o.from_database.clone(),
-        to_database: o.to_database.clone(),
+        databases: o.databases.clone(),
         publication: o.publication.clone(),
         slot: o.slot.clone(),
         until_lsn: None,
@@ -419,7 +416,7 @@ async fn run(
         atomic: false,
     };
     let replay = RunningReplay::start(settings.clone(), replay_options, control.progress.clone());
-    let mut primaries = SourcePrimaries::connect(settings, &o.from_database).await?;
+    let mut primaries = SourcePrimaries::connect(settings, &o.databases.from).await?;
     // Replay until a stop, a failure, or a cutover request; the lag is measured meanwhile.
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     let wanted = loop {
@@ -444,8 +441,7 @@ async fn run(
     primaries.close().await;
     control.set_step(Step::Cutover);
     let cut_options = CutoverOptions {
-        from_database: o.from_database.clone(),
-        to_database: o.to_database.clone(),
+        databases: o.databases.clone(),
         slot: o.slot.clone(),
         config: settings.config_path.clone(),
         max_lag_bytes: o.max_lag_bytes,
@@ -481,8 +477,7 @@ async fn reverse(
                 ReshardError::Refused(format!("reading the swapped configuration: {e}"))
             })?;
     let options = ReplayOptions {
-        from_database: o.from_database.clone(),
-        to_database: o.to_database.clone(),
+        databases: o.databases.clone(),
         publication: o.publication.clone(),
         slot: slot.to_string(),
         until_lsn: None,
@@ -518,8 +513,8 @@ pub fn reverse_hint(o: &ReshardOptions, slot: &str) -> String {
          pgdog cutover --from-database {from} --to-database {to} --publication {p} --slot {slot} --admin-url URL\n\
          or make the move final (drops the slots and progress tables):\n  \
          pgdog reshard --abort --from-database {from} --to-database {to} --slot {slot}",
-        from = o.from_database,
-        to = o.to_database,
+        from = o.databases.from,
+        to = o.databases.to,
         p = o.publication,
     )
 }
@@ -529,8 +524,8 @@ pub fn reverse_hint(o: &ReshardOptions, slot: &str) -> String {
 pub async fn abort(settings: &Settings, options: &ReshardOptions) -> Vec<String> {
     cleanup(
         settings,
-        &options.from_database,
-        &options.to_database,
+        &options.databases.from,
+        &options.databases.to,
         &options.slot,
     )
     .await

@@ -13,6 +13,7 @@ use crate::backend::server::{Server, ServerError, ServerTarget};
 use crate::config::{Database, Settings};
 use crate::net::quote::{ident as pattern_ident, literal};
 use crate::reshard::copy::{check_databases, shard_targets, ServerFailure, SetupError};
+use crate::reshard::Databases;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -87,8 +88,8 @@ impl std::str::FromStr for Phase {
 /// What `pgdog schema-sync` was asked to do.
 #[derive(Debug, Clone)]
 pub struct SchemaSyncOptions {
-    pub from_database: String,
-    pub to_database: String,
+    /// The source and destination databases.
+    pub databases: Databases,
     pub publication: String,
     pub phase: Phase,
 }
@@ -337,8 +338,8 @@ pub async fn plan(
     options: &SchemaSyncOptions,
 ) -> Result<Vec<DumpObject>, SchemaSyncError> {
     let source = settings
-        .primary(&options.from_database)
-        .ok_or_else(|| SetupError::UnknownDatabase(options.from_database.clone()))?;
+        .primary(&options.databases.from)
+        .ok_or_else(|| SetupError::UnknownDatabase(options.databases.from.clone()))?;
     let source = target(settings, source);
     let program = pg_dump_path(settings.config.resharding.pg_bin.as_deref())?;
     let tables = publication_tables(&source, &options.publication).await?;
@@ -442,8 +443,8 @@ pub async fn sync(
     settings: &Settings,
     options: &SchemaSyncOptions,
 ) -> Result<Vec<ShardReport>, SchemaSyncError> {
-    check_databases(settings, &[&options.to_database])?;
-    let targets = shard_targets(settings, &options.to_database)?;
+    check_databases(settings, &[&options.databases.to])?;
+    let targets = shard_targets(settings, &options.databases.to)?;
     let shards = targets.len();
     let objects = plan(settings, options).await?;
     let mut reports = Vec::with_capacity(shards);

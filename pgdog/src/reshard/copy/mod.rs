@@ -61,6 +61,7 @@ use crate::reshard::copy_stream::{
 };
 use crate::reshard::progress::Progress;
 use crate::reshard::schema_sync::target;
+use crate::reshard::Databases;
 use crate::router::copy::CopyFormat;
 use crate::router::schema::{Schema, TableSharding};
 use bytes::Bytes;
@@ -114,8 +115,8 @@ pub enum CopyDataError {
 /// What `pgdog copy-data` was asked to do.
 #[derive(Clone)]
 pub struct CopyDataOptions {
-    pub from_database: String,
-    pub to_database: String,
+    /// The source and destination databases.
+    pub databases: Databases,
     pub publication: String,
     /// The permanent slot to create first (on every source shard); reused when it exists.
     pub slot: Option<String>,
@@ -474,7 +475,7 @@ async fn jobs(
     }
     let mut jobs = Vec::new();
     for (i, (schema, name, columns, _)) in tables.into_iter().enumerate() {
-        let dest = destination(dest_schema, &options.to_database, &schema, &name, &columns)?;
+        let dest = destination(dest_schema, &options.databases.to, &schema, &name, &columns)?;
         for (shard, source) in sources.iter().enumerate() {
             // Omnisharded: every source shard holds the same rows; shard 0's are enough.
             if shard > 0 && matches!(dest, Destination::Everywhere) {
@@ -520,10 +521,10 @@ pub async fn copy_data_tuned(
     tuning: CopyTuning,
     mut report: impl FnMut(&TableCopy),
 ) -> Result<(Vec<SlotReport>, Vec<TableCopy>), CopyDataError> {
-    check_databases(settings, &[&options.from_database, &options.to_database])?;
-    let sources = source_shards(settings, &options.from_database)?;
-    let dest_schema = schema_of(settings, &options.to_database)?;
-    let dests = destination_shards(settings, &options.to_database)?;
+    check_databases(settings, &[&options.databases.from, &options.databases.to])?;
+    let sources = source_shards(settings, &options.databases.from)?;
+    let dest_schema = schema_of(settings, &options.databases.to)?;
+    let dests = destination_shards(settings, &options.databases.to)?;
     let format_mode = FormatMode::from_settings(&settings.config.resharding);
 
     let mut jobs = jobs(&sources, &dest_schema, dests.len(), options).await?;

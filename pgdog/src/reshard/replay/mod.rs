@@ -52,6 +52,7 @@ use crate::reshard::copy::{
     PROGRESS_DDL,
 };
 use crate::reshard::progress::{Progress, StopAt, StreamProgress};
+use crate::reshard::Databases;
 use crate::router::schema::Schema;
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::future::try_join_all;
@@ -127,8 +128,8 @@ fn other(s: impl Into<String>) -> ReplayError {
 /// What `pgdog replay` was asked to do.
 #[derive(Clone)]
 pub struct ReplayOptions {
-    pub from_database: String,
-    pub to_database: String,
+    /// The source and destination databases.
+    pub databases: Databases,
     pub publication: String,
     pub slot: String,
     /// Stop after the transaction ending at or after this LSN (every stream).
@@ -564,11 +565,11 @@ pub async fn replay(
     options: &ReplayOptions,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<ReplaySummary, ReplayError> {
-    check_databases(settings, &[&options.from_database, &options.to_database])
+    check_databases(settings, &[&options.databases.from, &options.databases.to])
         .map_err(CopyDataError::from)?;
-    let sources = source_primaries(settings, &options.from_database)?;
-    let dests = destination_shards(settings, &options.to_database)?;
-    let schema = schema_of(settings, &options.to_database).map_err(CopyDataError::from)?;
+    let sources = source_primaries(settings, &options.databases.from)?;
+    let dests = destination_shards(settings, &options.databases.to)?;
+    let schema = schema_of(settings, &options.databases.to).map_err(CopyDataError::from)?;
     let ctx = StreamContext {
         options,
         schema: &schema,

@@ -123,7 +123,7 @@ impl Stream<'_, '_> {
                 shards,
                 tables: HashMap::new(),
                 schema: ctx.schema.clone(),
-                database: options.to_database.clone(),
+                database: options.databases.to.clone(),
                 source_shard,
                 sharded_source: ctx.sharded_source,
                 key,

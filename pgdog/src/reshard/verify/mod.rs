@@ -22,6 +22,7 @@
 use crate::backend::server::ServerError;
 use crate::config::Settings;
 use crate::reshard::copy::{check_databases, schema_of, SetupError};
+use crate::reshard::Databases;
 use crate::router::schema::{Schema, TableSharding};
 use shard::{Shard, TableName};
 use std::time::Duration;
@@ -61,8 +62,8 @@ pub enum VerifyError {
 /// What `pgdog verify` was asked to do.
 #[derive(Debug, Clone)]
 pub struct VerifyOptions {
-    pub from_database: String,
-    pub to_database: String,
+    /// The source and destination databases.
+    pub databases: Databases,
     /// Tables to check (`name` or `schema.name`); empty: every user table of the source.
     pub tables: Vec<String>,
     /// The replay to hold (`--slot`); default: the one running between the two, if any.
@@ -298,11 +299,11 @@ pub async fn verify(
     settings: &Settings,
     options: &VerifyOptions,
 ) -> Result<(ComparedAt, Vec<TableReport>), VerifyError> {
-    check_databases(settings, &[&options.from_database, &options.to_database])?;
-    let source_schema = schema_of(settings, &options.from_database)?;
-    let dest_schema = schema_of(settings, &options.to_database)?;
-    let mut source = Shard::connect(settings, &options.from_database).await?;
-    let mut dest = Shard::connect(settings, &options.to_database).await?;
+    check_databases(settings, &[&options.databases.from, &options.databases.to])?;
+    let source_schema = schema_of(settings, &options.databases.from)?;
+    let dest_schema = schema_of(settings, &options.databases.to)?;
+    let mut source = Shard::connect(settings, &options.databases.from).await?;
+    let mut dest = Shard::connect(settings, &options.databases.to).await?;
     let at = snapshot::take(settings, options, &mut source, &mut dest).await?;
     let tables = if options.tables.is_empty() {
         source_tables(&mut source[0]).await?

@@ -140,13 +140,13 @@ async fn running_replay(
     match (found.len(), wanted) {
         (0, Some(w)) => Err(VerifyError::Hold(format!(
             "no replay of slot {w} is running between {} and {}",
-            options.from_database, options.to_database
+            options.databases.from, options.databases.to
         ))),
         (0 | 1, _) => Ok(found.pop()),
         _ => Err(VerifyError::Hold(format!(
             "several replays are running between {} and {} ({}): pick one with --slot",
-            options.from_database,
-            options.to_database,
+            options.databases.from,
+            options.databases.to,
             found
                 .iter()
                 .map(|r| r.slot.as_str())
@@ -185,9 +185,9 @@ pub(super) async fn take(
         });
     };
     let (up, down, up_name) = if running.from_source {
-        (source, dest, &options.from_database)
+        (source, dest, &options.databases.from)
     } else {
-        (dest, source, &options.to_database)
+        (dest, source, &options.databases.to)
     };
     let mut hold = Hold::open(&mut down[0], &running.slot, up.len()).await?;
     let timeout = Duration::from_millis(settings.config.resharding.lag_timeout);
