@@ -5,8 +5,11 @@ fn shard_sql(sql: &str) -> String {
     plan(sql).unwrap().shard_sql.unwrap()
 }
 
+/// One shard's rows: each a list of text values (`None`: NULL).
+type Rows = Vec<Vec<Option<&'static str>>>;
+
 /// Rows `(value, branch)`.
-fn tagged(rows: &[(&'static str, &'static str)]) -> Vec<Vec<Option<&'static str>>> {
+fn tagged(rows: &[(&'static str, &'static str)]) -> Rows {
     rows.iter().map(|(v, b)| vec![Some(*v), Some(*b)]).collect()
 }
 
@@ -67,23 +70,30 @@ fn set_operations_refused_across_shards() {
 }
 
 #[test]
-fn union_dedupes_across_shards_and_branches() {
-    let shards = [
-        tagged(&[("1", "0"), ("3", "0"), ("3", "1")]),
-        tagged(&[("2", "0"), ("3", "1"), ("1", "1")]),
+fn union_dedupes_and_union_all_streams_in_order() {
+    let cases: [(&str, [Rows; 2], &[&str]); 2] = [
+        // UNION: duplicates across shards and branches go.
+        (
+            "SELECT a FROM t UNION SELECT b FROM u ORDER BY a",
+            [
+                tagged(&[("1", "0"), ("3", "0"), ("3", "1")]),
+                tagged(&[("2", "0"), ("3", "1"), ("1", "1")]),
+            ],
+            &["1", "2", "3"],
+        ),
+        // UNION ALL: every row, merged in order, with LIMIT and OFFSET.
+        (
+            "SELECT a FROM t UNION ALL SELECT b FROM u ORDER BY a DESC LIMIT 3 OFFSET 1",
+            [
+                tagged(&[("9", "0"), ("5", "1"), ("1", "0")]),
+                tagged(&[("8", "1"), ("5", "0"), ("2", "1")]),
+            ],
+            &["8", "5", "5"],
+        ),
     ];
-    let sql = "SELECT a FROM t UNION SELECT b FROM u ORDER BY a";
-    assert_eq!(merged_values(sql, &shards), ["1", "2", "3"]);
-}
-
-#[test]
-fn union_all_streams_in_order_with_limit() {
-    let shards = [
-        tagged(&[("9", "0"), ("5", "1"), ("1", "0")]),
-        tagged(&[("8", "1"), ("5", "0"), ("2", "1")]),
-    ];
-    let sql = "SELECT a FROM t UNION ALL SELECT b FROM u ORDER BY a DESC LIMIT 3 OFFSET 1";
-    assert_eq!(merged_values(sql, &shards), ["8", "5", "5"]);
+    for (sql, shards, expected) in cases {
+        assert_eq!(merged_values(sql, &shards), expected, "{sql}");
+    }
 }
 
 #[test]
