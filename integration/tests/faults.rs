@@ -28,9 +28,12 @@ fn raise_fd_limit() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_thousand_clients_on_a_pool_of_twenty() {
     raise_fd_limit();
-    let (topo, proxy) = pgdog("auth_type = \"trust\"\ncheckout_timeout = 20000", 20);
-    let setup = connect(&proxy).await;
-    exec(&setup, "CREATE TABLE many (id int PRIMARY KEY)").await;
+    let (topo, proxy, setup) = pgdog_client(
+        "auth_type = \"trust\"\ncheckout_timeout = 20000",
+        20,
+        &["CREATE TABLE many (id int PRIMARY KEY)"],
+    )
+    .await;
     let clients = 2000;
     let ok = Arc::new(AtomicU64::new(0));
     let refused = Arc::new(AtomicU64::new(0));
@@ -88,14 +91,12 @@ async fn two_thousand_clients_on_a_pool_of_twenty() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_clients_leave_clean_servers() {
-    let (_topo, proxy) = pgdog("auth_type = \"plain\"\ncheckout_timeout = 3000", 1);
-    let app = connect(&proxy).await;
-    exec(
-        &app,
+    let (_topo, proxy) = pgdog_after(
+        "auth_type = \"plain\"\ncheckout_timeout = 3000",
+        1,
         "CREATE TABLE victim (id int PRIMARY KEY, v text); INSERT INTO victim VALUES (1, 'a')",
     )
     .await;
-    drop(app);
     let cases: [(&str, Vec<Vec<u8>>); 3] = [
         (
             "mid-transaction holding a row lock",
@@ -154,9 +155,7 @@ async fn killed_clients_leave_clean_servers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_server_times_out_and_the_pool_recovers() {
-    let (_topo, proxy) = pgdog("query_timeout = 500\ncheckout_timeout = 1000", 2);
-    let a = connect(&proxy).await;
-    let b = connect(&proxy).await;
+    let (_topo, proxy, a, b) = pgdog_pair("query_timeout = 500\ncheckout_timeout = 1000", 2).await;
     exec(&a, "BEGIN").await;
     let pid: i32 = one(&a, "SELECT pg_backend_pid()").await.parse().unwrap();
     // SAFETY: kill(2) on a backend of this test's own server.

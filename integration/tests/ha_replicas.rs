@@ -5,8 +5,6 @@
 mod common;
 use common::*;
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use topology::{Kind, Node, Topology};
 
@@ -102,27 +100,23 @@ async fn reads_go_to_replicas_and_writes_to_the_primary() {
     assert_eq!(primary.psql("SELECT count(*) FROM t").unwrap(), "2");
 }
 
-/// Runs `SELECT inet_server_port()` on `clients` clients until `stop` (even ones with the
-/// simple protocol, odd ones extended); every result with its time and protocol (simple: true).
-type Log = Arc<Mutex<Vec<(Instant, bool, Result<u16, String>)>>>;
+/// Each read of [`read_load`]: its protocol (simple: true) and the port that answered.
+type Read = (bool, Result<u16, String>);
 
+/// Runs `SELECT inet_server_port()` on `clients` clients until the log is finished (even ones
+/// with the simple protocol, odd ones extended), logging every read.
 fn read_load(
     proxy: &topology::Proxy,
     clients: usize,
-    stop: Arc<AtomicBool>,
-) -> (Log, Vec<tokio::task::JoinHandle<()>>) {
-    let log: Log = Arc::new(Mutex::new(Vec::new()));
+) -> (LoadLog<Read>, Vec<tokio::task::JoinHandle<()>>) {
+    let log = LoadLog::new();
     let tasks = (0..clients)
         .map(|i| {
             let simple = i % 2 == 0;
-            let (log, stop, conninfo) = (
-                log.clone(),
-                stop.clone(),
-                proxy.conninfo(USER, PASSWORD, DB),
-            );
+            let (log, conninfo) = (log.clone(), proxy.conninfo(USER, PASSWORD, DB));
             tokio::spawn(async move {
                 let (client, _conn) = connect_str(&conninfo).await.unwrap();
-                while !stop.load(Ordering::Relaxed) {
+                while log.running() {
                     let query = async {
                         if simple {
                             simple_value(&client, "SELECT inet_server_port() FROM pg_sleep(0.05)")
@@ -143,7 +137,7 @@ fn read_load(
                         Ok(Err(e)) => Err(err_text(&e)),
                         Err(_) => Err("hung".into()),
                     };
-                    log.lock().unwrap().push((Instant::now(), simple, r));
+                    log.push((simple, r));
                 }
             })
         })
@@ -160,16 +154,18 @@ async fn a_killed_replica_is_banned_and_reads_go_on() {
         config.push_str(&entry(r, "replica", 0));
     }
     let proxy = start_with(&config, &users(""));
-    let stop = Arc::new(AtomicBool::new(false));
-    let (log, tasks) = read_load(&proxy, 4, stop.clone());
+    let (log, tasks) = read_load(&proxy, 4);
     let victim = topo.node("replica1").unwrap();
     let survivor = topo.node("replica2").unwrap().port;
     eventually(
         "reads on both replicas",
         Duration::from_secs(10),
         || async {
-            let l = log.lock().unwrap();
-            let ports: BTreeSet<u16> = l.iter().filter_map(|r| r.2.clone().ok()).collect();
+            let reads = log.snapshot();
+            let ports: BTreeSet<u16> = reads
+                .into_iter()
+                .filter_map(|(_, (_, port))| port.ok())
+                .collect();
             ports.len() == 2
         },
     )
@@ -177,30 +173,15 @@ async fn a_killed_replica_is_banned_and_reads_go_on() {
     let killed = Instant::now();
     tokio::task::block_in_place(|| victim.stop().unwrap());
     // Reads keep succeeding, now only on the surviving replica.
-    eventually(
-        "200 reads after the kill",
-        Duration::from_secs(20),
-        || async {
-            log.lock()
-                .unwrap()
-                .iter()
-                .filter(|r| r.0 > killed && r.2.is_ok())
-                .count()
-                >= 100
-        },
-    )
-    .await;
-    stop.store(true, Ordering::Relaxed);
-    for t in tasks {
-        t.await.unwrap();
-    }
-    let log = log.lock().unwrap();
-    let after: Vec<_> = log.iter().filter(|r| r.0 > killed).collect();
+    let what = "200 reads after the kill";
+    log.until(what, Duration::from_secs(20), killed, 100, |r| r.1.is_ok())
+        .await;
+    let after = log.finish(tasks, killed).await;
     let failures = |simple: bool| -> Vec<&String> {
         after
             .iter()
-            .filter(|r| r.1 == simple)
-            .filter_map(|r| r.2.as_ref().err())
+            .filter(|r| r.0 == simple)
+            .filter_map(|r| r.1.as_ref().err())
             .collect()
     };
     // Simple-protocol reads in flight on the victim are retried on the other replica: no
@@ -221,11 +202,11 @@ async fn a_killed_replica_is_banned_and_reads_go_on() {
         "extended reads failed: {:?}",
         failures(false)
     );
-    let first_ok = after.iter().position(|r| r.2.is_ok()).unwrap();
-    let last_failure = after.iter().rposition(|r| r.2.is_err());
+    let first_ok = after.iter().position(|r| r.1.is_ok()).unwrap();
+    let last_failure = after.iter().rposition(|r| r.1.is_err());
     let tail = &after[after.len() - 40..];
     assert!(
-        tail.iter().all(|r| r.2.as_ref().ok() == Some(&survivor)),
+        tail.iter().all(|r| r.1.as_ref().ok() == Some(&survivor)),
         "reads after the ban must go to the surviving replica"
     );
     let retried = proxy.log().matches("retrying a read").count();
@@ -447,26 +428,18 @@ async fn reads_follow_writes(proxy: &topology::Proxy, primaries: &BTreeSet<u16>,
     )
     .await;
     assert_eq!(read, format!("{port}:1"), "the read right after the write");
-    eventually(
+    let read_port = format!("SELECT inet_server_port() FROM t WHERE id = {key}");
+    eventually_value(
         "reads back on a replica",
         Duration::from_secs(5),
-        || async {
-            let p = port_of(
-                &client,
-                &format!("SELECT inet_server_port() FROM t WHERE id = {key}"),
-            )
-            .await;
-            !primaries.contains(&p)
-        },
+        &client,
+        &read_port,
+        |p| !primaries.contains(&p.parse().unwrap()),
     )
     .await;
     // A client that wrote nothing reads from replicas at once.
     let other = connect(proxy).await;
-    let p = port_of(
-        &other,
-        &format!("SELECT inet_server_port() FROM t WHERE id = {key}"),
-    )
-    .await;
+    let p = port_of(&other, &read_port).await;
     assert!(!primaries.contains(&p));
 }
 

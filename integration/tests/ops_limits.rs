@@ -147,17 +147,12 @@ async fn prepared_statements_limit_bounds_the_caches() {
         assert_eq!(row.get::<_, i32>(0), 1 + i);
     }
     // The one server connection (pool_size 1) trims to the limit in the pool's upkeep.
-    eventually(
+    eventually_value(
         "the server to keep at most 3 statements",
         Duration::from_secs(10),
-        || async {
-            let n = one(
-                &app,
-                "SELECT count(*) FROM pg_prepared_statements WHERE name LIKE '\\_\\_pgdog\\_%'",
-            )
-            .await;
-            n.parse::<usize>().unwrap() <= 3
-        },
+        &app,
+        "SELECT count(*) FROM pg_prepared_statements WHERE name LIKE '\\_\\_pgdog\\_%'",
+        |n| n.parse::<usize>().unwrap() <= 3,
     )
     .await;
     // Statements evicted everywhere still work for the client that holds them.

@@ -48,15 +48,13 @@ async fn observed(proxy: &topology::Proxy) -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_session_state_reaches_the_next_client() {
-    let (_topo, proxy) = pgdog("checkout_timeout = 300", 1);
-    let setup = connect(&proxy).await;
-    exec(
-        &setup,
+    let (_topo, proxy) = pgdog_after(
+        "checkout_timeout = 300",
+        1,
         "CREATE OR REPLACE FUNCTION leaky_setter() RETURNS int LANGUAGE plpgsql AS \
              $$ BEGIN PERFORM set_config('work_mem', '7777kB', false); RETURN 1; END $$",
     )
     .await;
-    drop(setup);
     let fresh = observed(&proxy).await.expect("baseline");
     let changes = [
         "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL SERIALIZABLE",

@@ -96,9 +96,7 @@ async fn five_hundred_clients_on_a_pool_of_ten() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checkout_timeout_gives_a_clear_error() {
-    let (_topo, proxy) = pgdog("checkout_timeout = 300", 1);
-    let holder = connect(&proxy).await;
-    let waiter = connect(&proxy).await;
+    let (_topo, _proxy, holder, waiter) = pgdog_pair("checkout_timeout = 300", 1).await;
     exec(&holder, "BEGIN").await;
     one(&holder, "SELECT 1").await;
 
@@ -199,16 +197,13 @@ async fn client_gone_mid_transaction_is_rolled_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_mode_keeps_settings_per_client_only() {
-    let (_topo, proxy) = pgdog("pooler_mode = \"session\"", 1);
-    let first = connect(&proxy).await;
-    exec(
-        &first,
-        "SET statement_timeout = '4321ms'; SET application_name = 'first'",
-    )
-    .await;
-    exec(
-        &first,
-        "CREATE TEMP TABLE session_tmp (x int); PREPARE session_stmt AS SELECT 1",
+    let (_topo, proxy, first) = pgdog_client(
+        "pooler_mode = \"session\"",
+        1,
+        &[
+            "SET statement_timeout = '4321ms'; SET application_name = 'first'",
+            "CREATE TEMP TABLE session_tmp (x int); PREPARE session_stmt AS SELECT 1",
+        ],
     )
     .await;
     let pid = one(&first, "SELECT pg_backend_pid()").await;

@@ -141,9 +141,7 @@ async fn pipelined(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokio_postgres_pipelined_queries() {
-    let (_topo, proxy) = pgdog("", 2);
-    let a = connect(&proxy).await;
-    let b = connect(&proxy).await;
+    let (_topo, proxy, a, b) = pgdog_pair("", 2).await;
     // Two clients pipelining on a pool of 2: every Sync may land on another server, so named
     // statements get prepared lazily wherever they run.
     let (ra, rb) = tokio::join!(pipelined(&a, 1000), pipelined(&b, 2000));
@@ -181,11 +179,10 @@ async fn tokio_postgres_pipelined_queries() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copy_in_and_out_100k_rows() {
-    let (topo, proxy) = pgdog("", 2);
-    let client = connect(&proxy).await;
-    exec(
-        &client,
-        "CREATE TABLE copy_t (id int PRIMARY KEY, name text, score float8)",
+    let (topo, _proxy, client) = pgdog_client(
+        "",
+        2,
+        &["CREATE TABLE copy_t (id int PRIMARY KEY, name text, score float8)"],
     )
     .await;
     let mut data = Vec::new();
@@ -287,15 +284,13 @@ async fn notices_and_notifications() {
 
     exec(&a, "LISTEN pooler_chan").await;
     // A notification from another client, outside and inside a transaction.
-    exec(&b, "NOTIFY pooler_chan, 'first'").await;
-    exec(
+    exec_each(
         &b,
-        "BEGIN; SELECT pg_notify('pooler_chan', 'second'); COMMIT",
-    )
-    .await;
-    exec(
-        &b,
-        "BEGIN; SELECT pg_notify('pooler_chan', 'never'); ROLLBACK",
+        &[
+            "NOTIFY pooler_chan, 'first'",
+            "BEGIN; SELECT pg_notify('pooler_chan', 'second'); COMMIT",
+            "BEGIN; SELECT pg_notify('pooler_chan', 'never'); ROLLBACK",
+        ],
     )
     .await;
     for expected in ["first", "second"] {

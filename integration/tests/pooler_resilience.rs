@@ -5,8 +5,7 @@ mod common;
 use common::raw::{self, Conn};
 use common::*;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_postgres::NoTls;
 use topology::{Node, Topology};
@@ -129,20 +128,18 @@ fn start_node(topo: &Topology, node: &Node) {
     topology::install::run(&mut cmd).expect("restarting the server");
 }
 
-/// Runs `SELECT $1` on its own client every 10 ms until `stop`; each result with its time.
-type Results = Arc<Mutex<Vec<(Instant, Result<(), String>)>>>;
-
+/// Runs `SELECT $1` on its own client every 10 ms until the log is finished, logging each
+/// result.
 fn query_loop(
     proxy: &topology::Proxy,
-    stop: Arc<AtomicBool>,
-) -> (Results, tokio::task::JoinHandle<()>) {
-    let results: Results = Arc::new(Mutex::new(Vec::new()));
+) -> (LoadLog<Result<(), String>>, tokio::task::JoinHandle<()>) {
+    let results = LoadLog::new();
     let conninfo = proxy.conninfo(USER, PASSWORD, DB);
     let out = results.clone();
     let task = tokio::spawn(async move {
         let (client, _task) = connect_str(&conninfo).await.unwrap();
         let mut i = 0i32;
-        while !stop.load(Ordering::Relaxed) {
+        while out.running() {
             let r = tokio::time::timeout(
                 Duration::from_secs(15),
                 client.query_one("SELECT $1::int", &[&i]),
@@ -154,7 +151,7 @@ fn query_loop(
                 Ok(Err(e)) => Err(err_text(&e)),
                 Err(_) => Err("hung for 15 s".to_string()),
             };
-            out.lock().unwrap().push((Instant::now(), r));
+            out.push(r);
             i += 1;
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
@@ -182,8 +179,8 @@ async fn recovers(client: &tokio_postgres::Client, what: &str, proxy: &topology:
 async fn postgres_restart_recovers_without_restarting_pgdog() {
     let (topo, proxy) = pgdog("connect_timeout = 2000\ncheckout_timeout = 3000", 2);
     let pg = topo.primary();
-    let stop = Arc::new(AtomicBool::new(false));
-    let (results, looper) = query_loop(&proxy, stop.clone());
+    let loop_start = Instant::now();
+    let (results, looper) = query_loop(&proxy);
     let m = connect(&proxy).await;
     let n = connect(&proxy).await;
     // Both servers in use, then idle in the pool.
@@ -191,16 +188,10 @@ async fn postgres_restart_recovers_without_restarting_pgdog() {
     exec(&n, "BEGIN").await;
     exec(&m, "COMMIT").await;
     exec(&n, "COMMIT").await;
-    eventually("the query loop to run", Duration::from_secs(5), || async {
-        results
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|r| r.1.is_ok())
-            .count()
-            >= 5
-    })
-    .await;
+    let what = "the query loop to run";
+    results
+        .until(what, Duration::from_secs(5), loop_start, 5, Result::is_ok)
+        .await;
 
     // 1. A quick restart: the pool holds connections to the old server.
     let boot = || pg.psql("SELECT pg_postmaster_start_time()").unwrap();
@@ -234,32 +225,18 @@ async fn postgres_restart_recovers_without_restarting_pgdog() {
 
     // The background loop recovered too: at most one failure after the restart, and the last
     // results are all successes.
-    eventually(
-        "more background queries after the restart",
-        Duration::from_secs(10),
-        || async {
-            results
-                .lock()
-                .unwrap()
-                .iter()
-                .filter(|r| r.0 > restarted && r.1.is_ok())
-                .count()
-                >= 10
-        },
-    )
-    .await;
-    stop.store(true, Ordering::Relaxed);
-    looper.await.unwrap();
-    let results = results.lock().unwrap();
-    let after: Vec<&(Instant, Result<(), String>)> =
-        results.iter().filter(|r| r.0 > restarted).collect();
-    let failures: Vec<&String> = after.iter().filter_map(|r| r.1.as_ref().err()).collect();
+    let what = "more background queries after the restart";
+    results
+        .until(what, Duration::from_secs(10), restarted, 10, Result::is_ok)
+        .await;
+    let after = results.finish(vec![looper], restarted).await;
+    let failures: Vec<&String> = after.iter().filter_map(|r| r.as_ref().err()).collect();
     assert!(
         failures.len() <= 1,
         "background client failed {} times after the restart: {failures:?}",
         failures.len()
     );
-    assert!(after.iter().rev().take(10).all(|r| r.1.is_ok()));
+    assert!(after.iter().rev().take(10).all(|r| r.is_ok()));
 }
 
 /// Current number of reload messages in the log (`ok`: successful ones, else failed ones).
@@ -302,12 +279,21 @@ async fn hold_transactions(proxy: &topology::Proxy, n: usize) -> Result<usize, S
     Ok(pids.len())
 }
 
+/// pgdog with `checkout_timeout = 500` and a pool of `pool_size`, for reloads: the topology,
+/// pgdog.toml as started (to rewrite), the proxy and a client connected before any reload.
+async fn reloadable(
+    pool_size: usize,
+) -> (Topology, String, topology::Proxy, tokio_postgres::Client) {
+    let topo = Topology::single().unwrap();
+    let cfg = config(&topo, "checkout_timeout = 500", pool_size);
+    let proxy = start_with(&cfg, &users(""));
+    let client = connect(&proxy).await;
+    (topo, cfg, proxy, client)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reload_applies_new_settings_and_keeps_connected_clients() {
-    let topo = Topology::single().unwrap();
-    let cfg = config(&topo, "checkout_timeout = 500", 2);
-    let proxy = start_with(&cfg, &users(""));
-    let a = connect(&proxy).await;
+    let (_topo, cfg, proxy, a) = reloadable(2).await;
     let b = connect(&proxy).await;
     assert_eq!(one(&a, "SELECT 'a'").await, "a");
     assert_eq!(one(&b, "SELECT 'b'").await, "b");
@@ -354,10 +340,7 @@ async fn reload_applies_new_settings_and_keeps_connected_clients() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_config_on_reload_keeps_the_old_one() {
-    let topo = Topology::single().unwrap();
-    let cfg = config(&topo, "checkout_timeout = 500", 3);
-    let proxy = start_with(&cfg, &users(""));
-    let a = connect(&proxy).await;
+    let (_topo, cfg, proxy, a) = reloadable(3).await;
     exec(&a, "BEGIN").await;
     assert_eq!(one(&a, "SELECT 'in transaction'").await, "in transaction");
 

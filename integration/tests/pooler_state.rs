@@ -18,19 +18,6 @@ async fn connect_with(proxy: &topology::Proxy, extra: &str) -> tokio_postgres::C
         .0
 }
 
-/// pgdog with a pool of 1 and two clients, A and B, that always share its server connection.
-async fn sharing_one_server() -> (
-    topology::Topology,
-    topology::Proxy,
-    tokio_postgres::Client,
-    tokio_postgres::Client,
-) {
-    let (topo, proxy) = pgdog("", 1);
-    let a = connect(&proxy).await;
-    let b = connect(&proxy).await;
-    (topo, proxy, a, b)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_does_not_leak_between_clients() {
     // Pool of 1: both clients always share the one server connection.
@@ -151,9 +138,8 @@ async fn startup_parameters_are_applied() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_local_stays_in_its_transaction() {
-    let (_topo, _proxy, a, b) = sharing_one_server().await;
-    exec(&a, "BEGIN").await;
-    exec(&a, "SET LOCAL statement_timeout = '777ms'").await;
+    let (_topo, _proxy, a, b) = pgdog_pair("", 1).await;
+    exec_each(&a, &["BEGIN", "SET LOCAL statement_timeout = '777ms'"]).await;
     assert_eq!(one(&a, "SHOW statement_timeout").await, "777ms");
     exec(&a, "COMMIT").await;
     assert_eq!(one(&a, "SHOW statement_timeout").await, "0");
@@ -175,11 +161,13 @@ async fn set_local_stays_in_its_transaction() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_in_rolled_back_transaction_is_dropped() {
-    let (_topo, _proxy, a, b) = sharing_one_server().await;
+    let (_topo, _proxy, a, b) = pgdog_pair("", 1).await;
     // ROLLBACK.
-    exec(&a, "BEGIN").await;
-    exec(&a, "SET statement_timeout = '888ms'").await;
-    exec(&a, "ROLLBACK").await;
+    exec_each(
+        &a,
+        &["BEGIN", "SET statement_timeout = '888ms'", "ROLLBACK"],
+    )
+    .await;
     assert_eq!(one(&a, "SHOW statement_timeout").await, "0");
     exec(&b, "SET statement_timeout = '3s'").await;
     assert_eq!(
@@ -188,16 +176,13 @@ async fn set_in_rolled_back_transaction_is_dropped() {
         "after B used the server"
     );
     // A failed transaction ended by ROLLBACK.
-    exec(&a, "BEGIN").await;
-    exec(&a, "SET statement_timeout = '889ms'").await;
+    exec_each(&a, &["BEGIN", "SET statement_timeout = '889ms'"]).await;
     assert!(a.batch_execute("SELECT 1/0").await.is_err());
     exec(&a, "ROLLBACK").await;
     assert_eq!(one(&b, "SHOW statement_timeout").await, "3s");
     assert_eq!(one(&a, "SHOW statement_timeout").await, "0");
     // COMMIT keeps it.
-    exec(&a, "BEGIN").await;
-    exec(&a, "SET statement_timeout = '999ms'").await;
-    exec(&a, "COMMIT").await;
+    exec_each(&a, &["BEGIN", "SET statement_timeout = '999ms'", "COMMIT"]).await;
     assert_eq!(one(&b, "SHOW statement_timeout").await, "3s");
     assert_eq!(one(&a, "SHOW statement_timeout").await, "999ms");
     // A multi-statement query is one implicit transaction: its error undoes its SET.
@@ -212,14 +197,20 @@ async fn set_in_rolled_back_transaction_is_dropped() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_before_a_rolled_back_savepoint_is_kept() {
-    let (_topo, _proxy, a, b) = sharing_one_server().await;
+    let (_topo, _proxy, a, b) = pgdog_pair("", 1).await;
     // PostgreSQL keeps the SET made before the savepoint and undoes the one after it.
-    exec(&a, "BEGIN").await;
-    exec(&a, "SET statement_timeout = '321ms'").await;
-    exec(&a, "SAVEPOINT s").await;
-    exec(&a, "SET lock_timeout = '654ms'").await;
-    exec(&a, "ROLLBACK TO SAVEPOINT s").await;
-    exec(&a, "COMMIT").await;
+    exec_each(
+        &a,
+        &[
+            "BEGIN",
+            "SET statement_timeout = '321ms'",
+            "SAVEPOINT s",
+            "SET lock_timeout = '654ms'",
+            "ROLLBACK TO SAVEPOINT s",
+            "COMMIT",
+        ],
+    )
+    .await;
     assert_eq!(
         shows(&a, &["statement_timeout", "lock_timeout"]).await,
         ["321ms", "0"]
@@ -240,12 +231,18 @@ async fn set_before_a_rolled_back_savepoint_is_kept() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_after_an_error_recovered_by_savepoint_is_kept() {
-    let (_topo, _proxy, a, b) = sharing_one_server().await;
+    let (_topo, _proxy, a, b) = pgdog_pair("", 1).await;
     exec(&a, "BEGIN; SAVEPOINT s").await;
     assert!(a.batch_execute("SELECT 1/0").await.is_err());
-    exec(&a, "ROLLBACK TO SAVEPOINT s").await;
-    exec(&a, "SET statement_timeout = '222ms'").await;
-    exec(&a, "COMMIT").await;
+    exec_each(
+        &a,
+        &[
+            "ROLLBACK TO SAVEPOINT s",
+            "SET statement_timeout = '222ms'",
+            "COMMIT",
+        ],
+    )
+    .await;
     assert_eq!(one(&a, "SHOW statement_timeout").await, "222ms");
     assert_eq!(
         one(&b, "SHOW statement_timeout").await,
@@ -332,6 +329,19 @@ fn error_code(msgs: &[raw::Msg]) -> Option<String> {
         .and_then(|m| m.sqlstate())
 }
 
+/// [`exchange`], whose answers must have the message tags `tags`; returns them.
+async fn expect_tags(c: &mut Conn, msgs: &[Vec<u8>], tags: &str) -> Vec<raw::Msg> {
+    let r = exchange(c, msgs).await;
+    assert_eq!(raw::tags(&r), tags, "{:?}", error_code(&r));
+    r
+}
+
+/// [`exchange`], whose answers must include an error with SQLSTATE `code`.
+async fn expect_error(c: &mut Conn, msgs: &[Vec<u8>], code: &str) {
+    let r = exchange(c, msgs).await;
+    assert_eq!(error_code(&r).as_deref(), Some(code), "{}", raw::tags(&r));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deallocate_protocol_statements() {
     let (_topo, proxy) = pgdog("auth_type = \"trust\"", 2);
@@ -339,80 +349,50 @@ async fn deallocate_protocol_statements() {
     let mut other = Conn::login(proxy.port, USER, DB, None).await;
     let mut wrong_tags = Vec::new();
 
-    let r = exchange(
-        &mut c,
-        &[raw::parse("mystmt", "SELECT 1 AS one"), raw::sync()],
-    )
-    .await;
-    assert_eq!(raw::tags(&r), "1Z");
+    let parse_one = [raw::parse("mystmt", "SELECT 1 AS one"), raw::sync()];
+    expect_tags(&mut c, &parse_one, "1Z").await;
     let run = |name: &str| vec![raw::bind(name, &[]), raw::execute(), raw::sync()];
-    let r = exchange(&mut c, &run("mystmt")).await;
-    assert_eq!(raw::tags(&r), "2DCZ");
+    let r = expect_tags(&mut c, &run("mystmt"), "2DCZ").await;
     assert_eq!(r[1].text(), "1");
 
     // Another client may use the same name for something else.
-    let r = exchange(
-        &mut other,
-        &[raw::parse("mystmt", "SELECT 'other'"), raw::sync()],
-    )
-    .await;
-    assert_eq!(raw::tags(&r), "1Z", "{:?}", error_code(&r));
+    let parse_other = [raw::parse("mystmt", "SELECT 'other'"), raw::sync()];
+    expect_tags(&mut other, &parse_other, "1Z").await;
     let r = exchange(&mut other, &run("mystmt")).await;
     assert_eq!(r[1].text(), "other");
 
     // DEALLOCATE name.
-    c.send(&raw::query("DEALLOCATE mystmt")).await;
-    let r = c.until_ready().await;
-    assert_eq!(raw::tags(&r), "CZ", "{:?}", error_code(&r));
+    let r = expect_tags(&mut c, &[raw::query("DEALLOCATE mystmt")], "CZ").await;
     if r[0].text() != "DEALLOCATE" {
         wrong_tags.push(format!("DEALLOCATE mystmt -> {}", r[0].text()));
     }
-    let r = exchange(&mut c, &run("mystmt")).await;
-    assert_eq!(
-        error_code(&r).as_deref(),
-        Some("26000"),
-        "{}",
-        raw::tags(&r)
-    );
+    expect_error(&mut c, &run("mystmt"), "26000").await;
     // The name is free again.
-    let r = exchange(
-        &mut c,
-        &[
-            raw::parse("mystmt", "SELECT 2"),
-            raw::bind("mystmt", &[]),
-            raw::execute(),
-            raw::sync(),
-        ],
-    )
-    .await;
-    assert_eq!(raw::tags(&r), "12DCZ", "{:?}", error_code(&r));
+    let mut parse_and_run = vec![raw::parse("mystmt", "SELECT 2")];
+    parse_and_run.extend(run("mystmt"));
+    let r = expect_tags(&mut c, &parse_and_run, "12DCZ").await;
     assert_eq!(r[2].text(), "2");
     // The other client's statement of that name is untouched.
     let r = exchange(&mut other, &run("mystmt")).await;
     assert_eq!(r[1].text(), "other");
 
     // DEALLOCATE ALL.
-    let r = exchange(&mut c, &[raw::parse("second", "SELECT 3"), raw::sync()]).await;
-    assert_eq!(raw::tags(&r), "1Z");
-    c.send(&raw::query("DEALLOCATE ALL")).await;
-    let r = c.until_ready().await;
-    assert_eq!(raw::tags(&r), "CZ", "{:?}", error_code(&r));
+    expect_tags(
+        &mut c,
+        &[raw::parse("second", "SELECT 3"), raw::sync()],
+        "1Z",
+    )
+    .await;
+    let r = expect_tags(&mut c, &[raw::query("DEALLOCATE ALL")], "CZ").await;
     if r[0].text() != "DEALLOCATE ALL" {
         wrong_tags.push(format!("DEALLOCATE ALL -> {}", r[0].text()));
     }
     for name in ["mystmt", "second"] {
-        let r = exchange(&mut c, &run(name)).await;
-        assert_eq!(error_code(&r).as_deref(), Some("26000"), "{name}");
+        expect_error(&mut c, &run(name), "26000").await;
     }
     // DEALLOCATE of a name nobody prepared: PostgreSQL's error.
-    c.send(&raw::query("DEALLOCATE PREPARE nothing_here")).await;
-    let r = c.until_ready().await;
-    assert_eq!(
-        error_code(&r).as_deref(),
-        Some("26000"),
-        "{}",
-        raw::tags(&r)
-    );
+    let nothing = [raw::query("DEALLOCATE PREPARE nothing_here")];
+    expect_error(&mut c, &nothing, "26000").await;
 
     // tokio-postgres: a statement deallocated by SQL is gone, a new one works.
     let client = connect(&proxy).await;
@@ -448,63 +428,39 @@ async fn close_and_describe_protocol_statements() {
     let run = |name: &str| vec![raw::bind(name, &[]), raw::execute(), raw::sync()];
 
     // Close statement, in the same pipeline as its Parse.
-    let r = exchange(
-        &mut c,
-        &[
-            raw::parse("c1", "SELECT 4"),
-            raw::target(b'C', b'S', "c1"),
-            raw::sync(),
-        ],
-    )
-    .await;
-    assert_eq!(raw::tags(&r), "13Z");
-    let r = exchange(&mut c, &run("c1")).await;
-    assert_eq!(error_code(&r).as_deref(), Some("26000"));
+    let close_c1 = raw::target(b'C', b'S', "c1");
+    let parse_and_close = [raw::parse("c1", "SELECT 4"), close_c1, raw::sync()];
+    expect_tags(&mut c, &parse_and_close, "13Z").await;
+    expect_error(&mut c, &run("c1"), "26000").await;
     // Close of a name that does not exist is not an error (as in PostgreSQL).
-    let r = exchange(&mut c, &[raw::target(b'C', b'S', "never"), raw::sync()]).await;
-    assert_eq!(raw::tags(&r), "3Z");
+    let close_never = [raw::target(b'C', b'S', "never"), raw::sync()];
+    expect_tags(&mut c, &close_never, "3Z").await;
     // Re-using a closed name.
-    let r = exchange(&mut c, &[raw::parse("c1", "SELECT 5"), raw::sync()]).await;
-    assert_eq!(raw::tags(&r), "1Z", "{:?}", error_code(&r));
+    expect_tags(&mut c, &[raw::parse("c1", "SELECT 5"), raw::sync()], "1Z").await;
     let r = exchange(&mut c, &run("c1")).await;
     assert_eq!(r[1].text(), "5");
 
     // Describe statement and portal.
-    let r = exchange(
-        &mut c,
-        &[
-            raw::parse("d1", "SELECT $1::int AS x, 'y'::text AS y"),
-            raw::target(b'D', b'S', "d1"),
-            raw::sync(),
-        ],
-    )
-    .await;
-    assert_eq!(raw::tags(&r), "1tTZ");
-    let r = exchange(
-        &mut c,
-        &[
-            raw::bind("d1", &["5"]),
-            raw::target(b'D', b'P', ""),
-            raw::execute(),
-            raw::sync(),
-        ],
-    )
-    .await;
-    assert_eq!(raw::tags(&r), "2TDCZ");
+    let describe_d1 = || raw::target(b'D', b'S', "d1");
+    let parse_d1 = raw::parse("d1", "SELECT $1::int AS x, 'y'::text AS y");
+    expect_tags(&mut c, &[parse_d1, describe_d1(), raw::sync()], "1tTZ").await;
+    let describe_portal = raw::target(b'D', b'P', "");
+    let bound = [
+        raw::bind("d1", &["5"]),
+        describe_portal,
+        raw::execute(),
+        raw::sync(),
+    ];
+    let r = expect_tags(&mut c, &bound, "2TDCZ").await;
     assert_eq!(r[2].text(), "5");
     // Describe of a statement on a server that has not seen it yet: another client holds
     // the server c1/d1 were prepared on, so this one runs on the other.
     let holder = connect(&proxy).await;
     exec(&holder, "BEGIN").await;
     let pid_holder = one(&holder, "SELECT pg_backend_pid()").await;
-    let r = exchange(&mut c, &[raw::target(b'D', b'S', "d1"), raw::sync()]).await;
-    assert_eq!(raw::tags(&r), "tTZ", "{:?}", error_code(&r));
-    let r = exchange(
-        &mut c,
-        &[raw::bind("d1", &["6"]), raw::execute(), raw::sync()],
-    )
-    .await;
-    assert_eq!(raw::tags(&r), "2DCZ", "{:?}", error_code(&r));
+    expect_tags(&mut c, &[describe_d1(), raw::sync()], "tTZ").await;
+    let run_6 = [raw::bind("d1", &["6"]), raw::execute(), raw::sync()];
+    let r = expect_tags(&mut c, &run_6, "2DCZ").await;
     assert_eq!(r[1].text(), "6");
     exec(&holder, "COMMIT").await;
     assert!(!pid_holder.is_empty());
@@ -530,20 +486,18 @@ async fn state(client: &tokio_postgres::Client) -> (String, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_state_never_reaches_other_clients() {
-    let (_topo, proxy) = pgdog("", 2);
     let clean = "0 0 0 0 0 true";
-    let a = connect(&proxy).await;
-    exec(
-        &a,
-        "CREATE TEMP TABLE a_tmp (x int); INSERT INTO a_tmp VALUES (1)",
-    )
-    .await;
-    exec(&a, "SELECT pg_advisory_lock(42)").await;
-    exec(&a, "LISTEN a_chan").await;
-    exec(&a, "PREPARE a_stmt AS SELECT 'prepared'").await;
-    exec(
-        &a,
-        "DECLARE a_cur CURSOR WITH HOLD FOR SELECT generate_series(1, 10)",
+    // A's session state.
+    let (_topo, proxy, a) = pgdog_client(
+        "",
+        2,
+        &[
+            "CREATE TEMP TABLE a_tmp (x int); INSERT INTO a_tmp VALUES (1)",
+            "SELECT pg_advisory_lock(42)",
+            "LISTEN a_chan",
+            "PREPARE a_stmt AS SELECT 'prepared'",
+            "DECLARE a_cur CURSOR WITH HOLD FOR SELECT generate_series(1, 10)",
+        ],
     )
     .await;
     let (a_pid, a_state) = state(&a).await;

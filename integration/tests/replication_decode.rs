@@ -4,9 +4,26 @@
 //! than `logical_decoding_work_mem` streamed in segments; two-phase transactions.
 mod replication_common;
 
-use pgdog::replication::client::{SnapshotAction, Streaming};
+use pgdog::replication::client::{SnapshotAction, StartOptions, Streaming};
 use pgdog::replication::pgoutput::LogicalMessage;
 use replication_common::*;
+use topology::Topology;
+
+/// Streams with `opts` from a new temporary slot `name` on the standby of `topo` (a two-phase
+/// slot when `opts.two_phase`), after running `session` on the replication connection if given.
+async fn stream(
+    topo: &Topology,
+    name: &str,
+    opts: &StartOptions,
+    session: Option<&str>,
+) -> Collector {
+    let (mut client, slot) =
+        standby_slot(topo, name, true, SnapshotAction::Nothing, opts.two_phase).await;
+    if let Some(sql) = session {
+        client.query(sql).await.unwrap();
+    }
+    Collector::start(client, &slot.name, slot.consistent_point, opts).await
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dml_under_each_replica_identity_decodes_exact_rows() {
@@ -20,8 +37,7 @@ async fn dml_under_each_replica_identity_decodes_exact_rows() {
          CREATE TABLE unpublished (id int);
          CREATE PUBLICATION pub FOR TABLE t_default, t_full, t_index",
     );
-    let (client, slot) = standby_slot(&topo, "dml", true, SnapshotAction::Nothing, false).await;
-    let mut c = Collector::start(client, &slot.name, slot.consistent_point, &options()).await;
+    let mut c = stream(&topo, "dml", &options(), None).await;
     let p = topo.primary();
     for table in ["t_default", "t_full"] {
         p.psql(&format!(
@@ -92,8 +108,7 @@ async fn unchanged_toast_column_is_marked_unchanged() {
          ALTER TABLE toasty ALTER COLUMN big SET STORAGE EXTERNAL;
          CREATE PUBLICATION pub FOR TABLE toasty",
     );
-    let (client, slot) = standby_slot(&topo, "toast", true, SnapshotAction::Nothing, false).await;
-    let mut c = Collector::start(client, &slot.name, slot.consistent_point, &options()).await;
+    let mut c = stream(&topo, "toast", &options(), None).await;
     let p = topo.primary();
     p.psql("INSERT INTO toasty SELECT 1, string_agg(md5(i::text), '') , 0 FROM generate_series(1, 3000) i")
         .unwrap();
@@ -131,15 +146,12 @@ async fn large_transaction(streaming: Streaming) {
     let topo = replicated(
         "CREATE TABLE big (id int PRIMARY KEY, pad text); CREATE PUBLICATION pub FOR TABLE big",
     );
-    let (mut client, slot) =
-        standby_slot(&topo, "large", true, SnapshotAction::Nothing, false).await;
-    client
-        .query("SET logical_decoding_work_mem = '64kB'")
-        .await
-        .unwrap();
-    let mut opts = options();
-    opts.streaming = streaming;
-    let mut c = Collector::start(client, &slot.name, slot.consistent_point, &opts).await;
+    let opts = StartOptions {
+        streaming,
+        ..options()
+    };
+    let work_mem = "SET logical_decoding_work_mem = '64kB'";
+    let mut c = stream(&topo, "large", &opts, Some(work_mem)).await;
     let p = topo.primary();
     p.psql("INSERT INTO big SELECT i, repeat('x', 100) FROM generate_series(1, 5000) i")
         .unwrap();
@@ -210,10 +222,11 @@ async fn large_transaction(streaming: Streaming) {
 async fn two_phase_transactions() {
     let topo =
         replicated("CREATE TABLE tp (id int PRIMARY KEY); CREATE PUBLICATION pub FOR TABLE tp");
-    let (client, slot) = standby_slot(&topo, "twophase", true, SnapshotAction::Nothing, true).await;
-    let mut opts = options();
-    opts.two_phase = true;
-    let mut c = Collector::start(client, &slot.name, slot.consistent_point, &opts).await;
+    let opts = StartOptions {
+        two_phase: true,
+        ..options()
+    };
+    let mut c = stream(&topo, "twophase", &opts, None).await;
     let p = topo.primary();
     p.psql("BEGIN; INSERT INTO tp VALUES (1); PREPARE TRANSACTION 'g1'")
         .unwrap();

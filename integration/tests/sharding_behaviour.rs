@@ -29,6 +29,18 @@ name = "d"
 column = "id"
 "#;
 
+/// Runs `sql` through `client` (simple protocol): it must fail with SQLSTATE `code` (`what`
+/// names the case in the failure message).
+async fn fails_with(client: &tokio_postgres::Client, sql: &str, code: &str, what: &str) {
+    let r = client.batch_execute(sql).await;
+    assert_eq!(
+        r.as_ref().err().and_then(sqlstate).as_deref(),
+        Some(code),
+        "{what}: {:?}",
+        r.as_ref().err().map(err_text)
+    );
+}
+
 /// Two-phase commit on both shards: committed everywhere with the decision recorded, rolled
 /// back, and a PREPARE failing on one shard rolled back on the other; nothing left prepared.
 async fn two_phase_commits(
@@ -85,18 +97,12 @@ async fn two_phase_commits(
     tp.batch_execute(&format!("INSERT INTO d (id, v) VALUES ({}, 1)", b[0]))
         .await
         .unwrap();
-    let r = tp
-        .batch_execute(&format!(
-            "BEGIN; INSERT INTO d (id, v) VALUES ({}, 100); INSERT INTO d (id, v) VALUES ({}, 1); COMMIT",
-            a[0], b[1]
-        ))
-        .await;
-    assert_eq!(
-        r.as_ref().err().and_then(sqlstate).as_deref(),
-        Some("23505"),
-        "COMMIT with a deferred violation on one shard: {:?}",
-        r.as_ref().err().map(err_text)
+    let commit = format!(
+        "BEGIN; INSERT INTO d (id, v) VALUES ({}, 100); INSERT INTO d (id, v) VALUES ({}, 1); COMMIT",
+        a[0], b[1]
     );
+    let what = "COMMIT with a deferred violation on one shard";
+    fails_with(&tp, &commit, "23505", what).await;
     assert_eq!(
         count_i64(s0, &format!("SELECT count(*) FROM d WHERE id = {}", a[0])).await,
         0,
@@ -187,16 +193,11 @@ fn transactions_across_shards() {
         assert_eq!(on(&s0, a[3]).await + on(&s1, b[3]).await, 0);
 
         // An error inside the transaction: COMMIT rolls back every shard.
-        let msgs = dog
-            .simple_query(&format!(
-                "BEGIN; INSERT INTO t (id, v) VALUES ({}, 'z'); INSERT INTO t (id, v) VALUES ({}, 'dup')",
-                b[4], a[1]
-            ))
-            .await;
-        assert_eq!(
-            msgs.err().and_then(|e| sqlstate(&e)).as_deref(),
-            Some("23505")
+        let failing = format!(
+            "BEGIN; INSERT INTO t (id, v) VALUES ({}, 'z'); INSERT INTO t (id, v) VALUES ({}, 'dup')",
+            b[4], a[1]
         );
+        fails_with(&dog, &failing, "23505", "a duplicate key in a transaction").await;
         dog.batch_execute("COMMIT").await.unwrap();
         assert_eq!(on(&s1, b[4]).await, 0, "a failed transaction committed a row");
         assert_eq!(count_i64(&dog, "SELECT 1").await, 1);

@@ -10,6 +10,15 @@ use topology::Topology;
 
 const TABLES: &str = "[[sharded_tables]]\ndatabase = \"app\"\nname = \"t\"\ncolumn = \"id\"\n";
 
+/// Rows of `t` as `client` counts them (extended protocol); `what` names the query on failure.
+async fn rows_in_t(client: &tokio_postgres::Client, what: &str) -> i64 {
+    client
+        .query_one("SELECT count(*) FROM t", &[])
+        .await
+        .expect(what)
+        .get(0)
+}
+
 /// Binary COPY round trip: out of every shard (one header, one trailer), back in split by key
 /// (each shard gets the header and a trailer), same rows on the same shards.
 async fn binary_copy_round_trip(client: &tokio_postgres::Client, ports: &[u16]) {
@@ -172,12 +181,7 @@ async fn cancel_disconnect_shard_down_and_concurrency() {
         assert_eq!(left, 0, "shard on port {port} still sleeping");
     }
     // The session carries on.
-    let n: i64 = client
-        .query_one("SELECT count(*) FROM t", &[])
-        .await
-        .expect("count")
-        .get(0);
-    assert_eq!(n, 30);
+    assert_eq!(rows_in_t(&client, "count").await, 30);
 
     binary_copy_round_trip(&client, &ports).await;
     abandoned_transaction_rolls_back(&proxy, &ports).await;
@@ -194,12 +198,7 @@ async fn cancel_disconnect_shard_down_and_concurrency() {
                 .await
                 .expect("point");
             assert_eq!(row.get::<_, i64>(0), id);
-            let n: i64 = c
-                .query_one("SELECT count(*) FROM t", &[])
-                .await
-                .expect("all shards")
-                .get(0);
-            assert_eq!(n, 30);
+            assert_eq!(rows_in_t(&c, "all shards").await, 30);
         }));
     }
     for t in tasks {
@@ -242,13 +241,7 @@ async fn shard_counts(ports: &[u16]) -> Vec<i64> {
     let mut out = Vec::new();
     for port in ports {
         let direct = connect_port(*port).await;
-        out.push(
-            direct
-                .query_one("SELECT count(*) FROM t", &[])
-                .await
-                .expect("count")
-                .get(0),
-        );
+        out.push(rows_in_t(&direct, "count").await);
     }
     out
 }

@@ -14,6 +14,43 @@ pub fn pgdog(general: &str, pool_size: usize) -> (Topology, Proxy) {
     (topo, proxy)
 }
 
+/// [`pgdog`] and a client through it that has run each of `setup` in turn (see [`exec_each`]).
+pub async fn pgdog_client(
+    general: &str,
+    pool_size: usize,
+    setup: &[&str],
+) -> (Topology, Proxy, tokio_postgres::Client) {
+    let (topo, proxy) = pgdog(general, pool_size);
+    let client = connect(&proxy).await;
+    exec_each(&client, setup).await;
+    (topo, proxy, client)
+}
+
+/// [`pgdog`] and two clients through it, A and B (with a pool of 1 they always share its one
+/// server connection).
+pub async fn pgdog_pair(
+    general: &str,
+    pool_size: usize,
+) -> (
+    Topology,
+    Proxy,
+    tokio_postgres::Client,
+    tokio_postgres::Client,
+) {
+    let (topo, proxy) = pgdog(general, pool_size);
+    let a = connect(&proxy).await;
+    let b = connect(&proxy).await;
+    (topo, proxy, a, b)
+}
+
+/// [`pgdog`] after `setup` ran through a client that has left again: no client is connected.
+pub async fn pgdog_after(general: &str, pool_size: usize, setup: &str) -> (Topology, Proxy) {
+    let (topo, proxy, client) = pgdog_client(general, pool_size, &[setup]).await;
+    drop(client);
+    (topo, proxy)
+}
+
+/// pgdog in front of the primary of `topo` (see [`config`] and [`users`]).
 pub fn start(topo: &Topology, general: &str, pool_size: usize) -> Proxy {
     start_with(&config(topo, general, pool_size), &users(""))
 }
@@ -141,6 +178,24 @@ pub async fn exec(client: &tokio_postgres::Client, sql: &str) {
         .unwrap_or_else(|e| panic!("{sql}: {}", err_text(&e)));
 }
 
+/// Runs each of `statements` as its own query (one [`exec`] each, in order); all must succeed.
+pub async fn exec_each(client: &tokio_postgres::Client, statements: &[&str]) {
+    for sql in statements {
+        exec(client, sql).await;
+    }
+}
+
+/// Polls (like [`eventually`]) the single value of `sql` on `client` until `done` accepts it.
+pub async fn eventually_value(
+    what: &str,
+    timeout: std::time::Duration,
+    client: &tokio_postgres::Client,
+    sql: &str,
+    done: impl Fn(&str) -> bool,
+) {
+    eventually(what, timeout, || async { done(&one(client, sql).await) }).await
+}
+
 /// A single value of the first row, as text (simple query protocol).
 pub async fn one(client: &tokio_postgres::Client, sql: &str) -> String {
     simple_value(client, sql)
@@ -229,5 +284,88 @@ pub fn report(key: &str, value: impl std::fmt::Display) {
             .open(path)
             .expect("FAULTS_REPORT file");
         writeln!(f, "{key}\t{value}").expect("FAULTS_REPORT write");
+    }
+}
+
+/// What background query tasks share with the test: every outcome with its time, and the flag
+/// that tells them to stop (clones share both).
+pub struct LoadLog<T> {
+    entries: std::sync::Arc<std::sync::Mutex<Vec<(std::time::Instant, T)>>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl<T> Clone for LoadLog<T> {
+    fn clone(&self) -> Self {
+        LoadLog {
+            entries: self.entries.clone(),
+            stop: self.stop.clone(),
+        }
+    }
+}
+
+impl<T> Default for LoadLog<T> {
+    fn default() -> Self {
+        LoadLog {
+            entries: Default::default(),
+            stop: Default::default(),
+        }
+    }
+}
+
+impl<T: Clone> LoadLog<T> {
+    /// An empty log; the tasks run until [`LoadLog::finish`].
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether the tasks should go on.
+    pub fn running(&self) -> bool {
+        !self.stop.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Logs one outcome, timed now.
+    pub fn push(&self, outcome: T) {
+        let now = std::time::Instant::now();
+        self.entries.lock().unwrap().push((now, outcome));
+    }
+
+    /// The outcomes logged so far, with their times.
+    pub fn snapshot(&self) -> Vec<(std::time::Instant, T)> {
+        self.entries.lock().unwrap().clone()
+    }
+
+    /// Polls (like [`eventually`]) until at least `n` outcomes logged after `since` are `ok`.
+    pub async fn until(
+        &self,
+        what: &str,
+        timeout: std::time::Duration,
+        since: std::time::Instant,
+        n: usize,
+        ok: impl Fn(&T) -> bool,
+    ) {
+        eventually(what, timeout, || async {
+            let entries = self.entries.lock().unwrap();
+            entries.iter().filter(|e| e.0 > since && ok(&e.1)).count() >= n
+        })
+        .await
+    }
+
+    /// Stops the tasks, waits for each of `tasks` to end (none may have panicked) and returns
+    /// the outcomes logged after `since`, in order.
+    pub async fn finish(
+        &self,
+        tasks: Vec<tokio::task::JoinHandle<()>>,
+        since: std::time::Instant,
+    ) -> Vec<T> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let entries = self.entries.lock().unwrap();
+        entries
+            .iter()
+            .filter(|e| e.0 > since)
+            .map(|e| e.1.clone())
+            .collect()
     }
 }
