@@ -39,19 +39,18 @@
 //! - B7: with a non-ISO DateStyle, merging timestamptz/date values fails (XX000).
 //! - B8: COPY through the extended protocol (tokio-postgres `copy_in`/`copy_out`) is refused.
 mod data;
-mod families;
+mod load;
 mod more;
 mod queries;
 mod run;
 #[path = "../sharding_common/mod.rs"]
 mod sharding_common;
-mod writes;
 
 use data::*;
+use load::*;
 use more::*;
 use queries::*;
 use run::*;
-use writes::*;
 
 use sharding_common::*;
 use std::collections::HashMap;
@@ -121,6 +120,14 @@ const SCHEMA: &[&str] = &[
     "CREATE TABLE metrics (bucket bigint NOT NULL, id bigint NOT NULL, val int, PRIMARY KEY (bucket, id))",
 ];
 
+/// Loads the data sets through one side; what each step reported.
+async fn load_side(side: &mut Side, d: &Data, m: &More) -> Vec<(String, Result<String, String>)> {
+    let mut l = Loader::new(&side.client, &mut side.raw);
+    load(&mut l, d).await;
+    load_more(&mut l, m).await;
+    l.out
+}
+
 async fn suite(reference: &Topology, shards: &Topology, proxy: &Proxy) -> Report {
     let t0 = Instant::now();
     let mut report = Report {
@@ -151,18 +158,12 @@ async fn suite(reference: &Topology, shards: &Topology, proxy: &Proxy) -> Report
     }
 
     let d = generate();
-    let k = keys(&d);
-    let (mut got, mut want) = tokio::join!(
-        load(&dog.client, &mut dog.raw, &d),
-        load(&pg.client, &mut pg.raw, &d)
-    );
     let more = generate_more();
-    let (got2, want2) = tokio::join!(
-        load_more(&dog.client, &mut dog.raw, &more),
-        load_more(&pg.client, &mut pg.raw, &more)
+    let v = vars(&d, &more);
+    let (got, want) = tokio::join!(
+        load_side(&mut dog, &d, &more),
+        load_side(&mut pg, &d, &more)
     );
-    got.extend(got2);
-    want.extend(want2);
     for ((what, g), (_, w)) in got.iter().zip(&want) {
         if g != w {
             report.fail(format!(
@@ -175,17 +176,11 @@ async fn suite(reference: &Topology, shards: &Topology, proxy: &Proxy) -> Report
     check_more_placement(&direct, "after load", &mut report).await;
 
     let t1 = Instant::now();
-    let mut reads = reads(&k);
-    reads.0.extend(more_reads(&more).0);
-    reads.0.extend(families::reads(&k, &more).0);
-    for q in &reads.0 {
+    let reads = reads(&v);
+    for q in &reads {
         differential(q, &mut dog, &mut pg, false, &mut report).await;
     }
-    eprintln!(
-        "{} reads: {:.1}s",
-        reads.0.len(),
-        t1.elapsed().as_secs_f64()
-    );
+    eprintln!("{} reads: {:.1}s", reads.len(), t1.elapsed().as_secs_f64());
 
     for (sql, header) in [
         ("COPY users TO STDOUT", false),
@@ -202,7 +197,10 @@ async fn suite(reference: &Topology, shards: &Topology, proxy: &Proxy) -> Report
     ] {
         check_copy_out(&mut dog.raw, &mut pg.raw, sql, header, &mut report).await;
     }
-    let sql = format!("COPY (SELECT * FROM users WHERE id = {}) TO STDOUT", k.a);
+    let sql = format!(
+        "COPY (SELECT * FROM users WHERE id = {}) TO STDOUT",
+        v.get("a")
+    );
     check_copy_out(&mut dog.raw, &mut pg.raw, &sql, false, &mut report).await;
     // A separate connection: a failure there must not end the main one.
     let dog2 = connect_proxy(proxy).await;
@@ -215,15 +213,15 @@ async fn suite(reference: &Topology, shards: &Topology, proxy: &Proxy) -> Report
     )
     .await;
 
-    check_refusals(&mut dog, &k, &mut report).await;
+    check_refusals(&mut dog, &v, &mut report).await;
 
     let t2 = Instant::now();
-    let writes = writes(&k);
-    for q in &writes.0 {
+    let writes = writes(&v);
+    for q in &writes {
         differential(q, &mut dog, &mut pg, true, &mut report).await;
     }
-    let after = after(&k);
-    for q in &after.0 {
+    let after = after(&v);
+    for q in &after {
         differential(q, &mut dog, &mut pg, false, &mut report).await;
     }
     check_placement(&direct, &pg.client, "after the writes", &mut report).await;
@@ -237,8 +235,8 @@ async fn suite(reference: &Topology, shards: &Topology, proxy: &Proxy) -> Report
     .await;
     eprintln!(
         "{} writes and {} reads after them: {:.1}s",
-        writes.0.len(),
-        after.0.len(),
+        writes.len(),
+        after.len(),
         t2.elapsed().as_secs_f64()
     );
     report

@@ -375,16 +375,9 @@ pub(crate) async fn check_extended_copy(
     }
 }
 
-pub(crate) async fn check_refusals(dog: &mut Side, k: &Ids, report: &mut Report) {
-    for sql in refusals(k).into_iter().chain(families::refusals()) {
-        let q = Q {
-            sql: sql.clone(),
-            params: vec![],
-            order: Order::Exact,
-            proto: Proto::Both,
-            refuse_ok: false,
-            bug: None,
-        };
+pub(crate) async fn check_refusals(dog: &mut Side, v: &Vars, report: &mut Report) {
+    for q in refusals(v) {
+        let sql = &q.sql;
         for mode in [Mode::Simple, Mode::Extended, Mode::Libpq] {
             report.compared += 1;
             match run(dog, &q, mode).await {
@@ -393,9 +386,10 @@ pub(crate) async fn check_refusals(dog: &mut Side, k: &Ids, report: &mut Report)
                     "[{mode:?}] {sql}\n      expected SQLSTATE 0A000, got {}",
                     e.text
                 )),
-                Ok(v) => report.fail(format!(
+                Ok(results) => report.fail(format!(
                     "[{mode:?}] {sql}\n      expected SQLSTATE 0A000, got an answer: {}",
-                    v.iter()
+                    results
+                        .iter()
                         .map(|r| preview(r, 3))
                         .collect::<Vec<_>>()
                         .join(" ; ")
