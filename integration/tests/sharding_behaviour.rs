@@ -395,33 +395,8 @@ fn route_files(
 /// The tables of `route_command`: a list mapping with a default shard, ranges, a hashed
 /// table, an omnisharded one.
 fn route_tables() -> String {
-    format!(
-        r#"
-[[sharded_tables]]
-database = "app"
-name = "accounts"
-column = "id"
-default_shard = 2
-
-[[sharded_tables.mapping]]
-values = [1, 2, 3]
-shard = 0
-
-[[sharded_tables.mapping]]
-values = [150, 151]
-shard = 1
-{ranges}
-[[sharded_tables]]
-database = "app"
-name = "users"
-column = "id"
-
-[[omnisharded_tables]]
-database = "app"
-tables = ["countries"]
-"#,
-        ranges = three_ranges("ranges", "id", 100)
-    )
+    let generated = three_ranges("ranges", "id", 100);
+    format!("{}{generated}", include_str!("sharding_route_tables.toml"))
 }
 
 /// What `pgdog route` prints for statements on `route_tables`: SQL, parameters, the lines

@@ -64,48 +64,8 @@ const ORDERS: usize = 6000;
 
 /// The sharded and omnisharded tables of pgdog.toml.
 fn tables() -> String {
-    format!(
-        r#"
-[[sharded_tables]]
-database = "app"
-name = "users"
-column = "id"
-data_type = "bigint"
-
-[[sharded_tables]]
-database = "app"
-name = "orders"
-column = "user_id"
-
-[[sharded_tables]]
-database = "app"
-name = "events"
-column = "user_id"
-
-[[sharded_tables]]
-database = "app"
-name = "items"
-column = "sku"
-data_type = "varchar"
-
-[[sharded_tables]]
-database = "app"
-name = "sessions"
-column = "sid"
-data_type = "uuid"
-
-[[sharded_tables]]
-database = "app"
-name = "counters"
-column = "id"
-data_type = "integer"
-{metrics}
-[[omnisharded_tables]]
-database = "app"
-tables = ["countries"]
-"#,
-        metrics = three_ranges("metrics", "bucket", 1000)
-    )
+    let generated = three_ranges("metrics", "bucket", 1000);
+    format!("{}{generated}", include_str!("tables.toml"))
 }
 
 const SCHEMA: &[&str] = &[
