@@ -446,23 +446,34 @@ impl Server {
 
     /// Runs a simple query; all its rows, columns as text (`None` for NULL).
     pub async fn query_rows(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, ServerError> {
-        self.write(&message::query(sql)).await?;
         let mut rows = Vec::new();
-        self.read_rows_until_ready(|m| {
-            rows.push(m.reader().list(|r| {
-                let value = r.nullable()?;
-                Ok(value.map(|v| String::from_utf8_lossy(v).into_owned()))
-            })?);
-            Ok(())
-        })
-        .await?;
+        self.query_each_row(sql, |row| rows.push(row)).await?;
         Ok(rows)
     }
 
     /// Runs a simple query returning one row; its columns as text (`None` for NULL; empty
     /// without a row, the last row if there are several).
     pub async fn query_row(&mut self, sql: &str) -> Result<Vec<Option<String>>, ServerError> {
-        Ok(self.query_rows(sql).await?.pop().unwrap_or_default())
+        let mut last = Vec::new();
+        self.query_each_row(sql, |row| last = row).await?;
+        Ok(last)
+    }
+
+    /// Runs a simple query, handing each row (columns as text, `None` for NULL) to `each`.
+    async fn query_each_row(
+        &mut self,
+        sql: &str,
+        mut each: impl FnMut(Vec<Option<String>>),
+    ) -> Result<(), ServerError> {
+        self.write(&message::query(sql)).await?;
+        self.read_rows_until_ready(|m| {
+            each(m.reader().list(|r| {
+                let value = r.nullable()?;
+                Ok(value.map(|v| String::from_utf8_lossy(v).into_owned()))
+            })?);
+            Ok(())
+        })
+        .await
     }
 
     /// Records a ParameterStatus message.
