@@ -431,7 +431,13 @@ impl Server {
         loop {
             let m = self.read().await?;
             match m.tag() {
-                backend::DATA_ROW => row(&m).map_err(|e| self.proto(e))?,
+                backend::DATA_ROW => {
+                    if let Err(e) = row(&m) {
+                        // The rest of the answer stays unread: the connection is not reused.
+                        self.healthy = false;
+                        return Err(self.proto(e));
+                    }
+                }
                 backend::ERROR_RESPONSE if error.is_none() => error = Some(self.postgres_error(m)),
                 backend::READY_FOR_QUERY => {
                     self.status = TxStatus::of(&m);
