@@ -318,13 +318,13 @@ impl Reader {
         let mut st = Statement::new(StatementKind::Update);
         self.range_var(up.relation, &mut st);
         st.update_set = self.targets(up.targetList)?;
-        let clauses = (
+        self.write_clauses(
+            &mut st,
             up.fromClause,
             up.whereClause,
             up.withClause,
             up.returningClause,
-        );
-        self.write_clauses(&mut st, clauses)?;
+        )?;
         Ok(st)
     }
 
@@ -333,12 +333,10 @@ impl Reader {
     unsafe fn write_clauses(
         &mut self,
         st: &mut Statement,
-        (from, where_clause, with, returning): (
-            *mut c::List,
-            *mut c::Node,
-            *mut c::WithClause,
-            *mut c::ReturningClause,
-        ),
+        from: *mut c::List,
+        where_clause: *mut c::Node,
+        with: *mut c::WithClause,
+        returning: *mut c::ReturningClause,
     ) -> Result<()> {
         for item in list_items(from) {
             self.read_from_item(item.ptr_value as *const c::Node, st)?;
@@ -354,13 +352,13 @@ impl Reader {
     unsafe fn delete(&mut self, del: &c::DeleteStmt) -> Result<Statement> {
         let mut st = Statement::new(StatementKind::Delete);
         self.range_var(del.relation, &mut st);
-        let clauses = (
+        self.write_clauses(
+            &mut st,
             del.usingClause,
             del.whereClause,
             del.withClause,
             del.returningClause,
-        );
-        self.write_clauses(&mut st, clauses)?;
+        )?;
         Ok(st)
     }
 

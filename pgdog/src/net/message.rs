@@ -133,7 +133,13 @@ impl<'a> Reader<'a> {
         mut item: impl FnMut(&mut Self) -> Result<T, ProtocolError>,
     ) -> Result<Vec<T>, ProtocolError> {
         let n = usize::try_from(self.i16()?).map_err(|_| self.bad())?;
-        (0..n).map(|_| item(self)).collect()
+        // Sized up front (at most 32,767): collecting `Result`s would grow the vector instead,
+        // and DataRow::parse runs per row of a merged answer.
+        let mut items = Vec::with_capacity(n);
+        for _ in 0..n {
+            items.push(item(self)?);
+        }
+        Ok(items)
     }
 
     /// An Int32 length followed by that many bytes; a negative length is NULL (`None`).
