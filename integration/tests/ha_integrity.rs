@@ -2,8 +2,8 @@
 //! restart with `pg_ctl stop -m immediate`, or a server FATAL such as
 //! idle_in_transaction_session_timeout) is never hidden. The client's transaction becomes
 //! failed: statements get errors until it ends it, COMMIT answers ROLLBACK, and no statement of
-//! it runs in autocommit on a new server. Unsharded (transaction and session mode, simple,
-//! extended and pipelined) and sharded.
+//! it runs in autocommit on a new server. Unsharded (transaction mode, simple, extended and
+//! pipelined; session mode, where the client is disconnected as by Postgres) and sharded.
 mod common;
 use common::raw::{self, Conn};
 use common::*;
@@ -113,9 +113,33 @@ async fn transaction_mode_extended_protocol() {
     lost_transaction_is_never_committed("transaction", true).await;
 }
 
+/// Session mode: the client's session lived on the lost server, so it ends as with Postgres
+/// (FATAL 08006, then the connection closes); nothing of its transaction is committed, and a
+/// new client is served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_mode() {
-    lost_transaction_is_never_committed("session", false).await;
+    let (topo, proxy) = pgdog("pooler_mode = \"session\"", 2);
+    let pg = topo.primary();
+    create_table(pg);
+    let client = connect(&proxy).await;
+    exec(&client, "BEGIN").await;
+    exec(&client, "INSERT INTO lost VALUES (1)").await;
+    restart(pg);
+    let second = client.batch_execute("INSERT INTO lost VALUES (2)").await;
+    let err = second.expect_err("a statement after the session's server was lost");
+    assert!(
+        client.is_closed() || sqlstate(&err).as_deref() == Some("08006"),
+        "{}",
+        err_text(&err)
+    );
+    assert!(
+        client.batch_execute("SELECT 1").await.is_err(),
+        "the session is over"
+    );
+    assert_eq!(count(pg), "0", "rows of a lost transaction were committed");
+    let next = connect(&proxy).await;
+    exec(&next, "INSERT INTO lost VALUES (4)").await;
+    assert_eq!(count(pg), "1");
 }
 
 /// COMMIT through raw messages answers the tag ROLLBACK (as Postgres does for a failed one).

@@ -121,6 +121,15 @@ pub fn sync() -> Vec<u8> {
     msg(b'S', &[])
 }
 
+pub fn flush() -> Vec<u8> {
+    msg(b'H', &[])
+}
+
+/// Parse, Bind (text parameters), Execute of the unnamed statement and portal.
+pub fn run_unnamed(sql: &str, params: &[&str]) -> Vec<u8> {
+    [parse("", sql), bind("", params), execute()].concat()
+}
+
 /// StartupMessage (protocol 3.0).
 pub fn startup(params: &[(&str, &str)]) -> Vec<u8> {
     let mut b = 196608i32.to_be_bytes().to_vec();
@@ -346,6 +355,13 @@ impl Conn {
             out.push(m);
         }
         out
+    }
+}
+
+impl Msg {
+    /// The ErrorResponse's severity (`V`, not localized).
+    pub fn severity(&self) -> String {
+        self.field(b'V').unwrap_or_default()
     }
 }
 

@@ -13,5 +13,5 @@ pub mod unique_id;
 mod server_auth_tests;
 
 pub use pool::{Pool, PoolError, PooledServer};
-pub use server::{CancelKey, Server, ServerError, ServerTarget};
+pub use server::{CancelKey, Server, ServerError, ServerTarget, Unnamed};
 pub use shard::{Shard, ShardError};

@@ -114,6 +114,20 @@ pub struct Server {
     pub last_used: Instant,
     /// False once an I/O or protocol error makes it unusable.
     pub healthy: bool,
+    /// Whose unnamed prepared statement this connection holds, as far as pgdog knows.
+    pub unnamed: Unnamed,
+}
+
+/// The unnamed prepared statement of a server connection: the sessions track it so that a
+/// client's Bind of "" never runs another client's statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unnamed {
+    /// None (a new connection, or a simple query ran: Postgres drops it then).
+    Empty,
+    /// The client Parse with this id (see `frontend::session::unnamed`).
+    Parsed(u64),
+    /// Not known (a Parse of it failed or was skipped).
+    Unknown,
 }
 
 /// Order-independent fingerprint of a settings map (0 when empty).
@@ -188,6 +202,7 @@ impl Server {
             created: Instant::now(),
             last_used: Instant::now(),
             healthy: true,
+            unnamed: Unnamed::Empty,
         };
         let mut params: Vec<(&str, &str)> = vec![
             ("user", &target.user),
@@ -412,6 +427,7 @@ impl Server {
     }
 
     async fn execute_now(&mut self, sql: &str) -> Result<(), ServerError> {
+        self.unnamed = Unnamed::Empty;
         self.write(&message::query(sql)).await?;
         self.read_until_ready().await
     }
@@ -471,6 +487,7 @@ impl Server {
         sql: &str,
         mut each: impl FnMut(Vec<Option<String>>),
     ) -> Result<(), ServerError> {
+        self.unnamed = Unnamed::Empty;
         self.write(&message::query(sql)).await?;
         self.read_rows_until_ready(|m| {
             each(m.reader().list(|r| {

@@ -75,7 +75,7 @@ impl Aborted {
     pub fn answer(
         &mut self,
         m: &Message,
-        statements: &HashMap<String, Prepared>,
+        statements: &mut HashMap<String, Prepared>,
         out: &mut BytesMut,
     ) -> Result<bool, ProtocolError> {
         let put = |out: &mut BytesMut, m: Message| out.extend_from_slice(m.bytes());
@@ -135,7 +135,13 @@ impl Aborted {
                     self.fail_extended(out);
                 }
             }
-            frontend::CLOSE => put(out, message::close_complete()),
+            frontend::CLOSE => {
+                let (kind, name) = read_target(m)?;
+                if kind == target::STATEMENT {
+                    statements.remove(name);
+                }
+                put(out, message::close_complete());
+            }
             frontend::FUNCTION_CALL => self.fail_extended(out),
             frontend::SYNC => {
                 self.skipping = false;
@@ -223,13 +229,13 @@ mod tests {
 
     #[test]
     fn first_error_says_why_then_25p02_until_commit_answers_rollback() {
-        let statements = HashMap::new();
+        let mut statements = HashMap::new();
         let mut a = Aborted::new("server connection lost".into());
         let mut out = BytesMut::new();
         assert!(!a
             .answer(
                 &message::query("INSERT INTO t VALUES (2)"),
-                &statements,
+                &mut statements,
                 &mut out
             )
             .unwrap());
@@ -240,12 +246,12 @@ mod tests {
         );
         out.clear();
         assert!(!a
-            .answer(&message::query("SELECT 1"), &statements, &mut out)
+            .answer(&message::query("SELECT 1"), &mut statements, &mut out)
             .unwrap());
         assert!(String::from_utf8_lossy(&out).contains("25P02"));
         out.clear();
         assert!(a
-            .answer(&message::query("COMMIT"), &statements, &mut out)
+            .answer(&message::query("COMMIT"), &mut statements, &mut out)
             .unwrap());
         assert!(String::from_utf8_lossy(&out).contains("ROLLBACK"));
         assert_eq!(messages(&out), vec![b'C', b'Z']);
@@ -253,11 +259,11 @@ mod tests {
 
     #[test]
     fn extended_commit_ends_it_and_other_batches_fail_until_sync() {
-        let statements = HashMap::new();
+        let mut statements = HashMap::new();
         let mut a = Aborted::told("lost".into(), false);
         let mut out = BytesMut::new();
         for m in [message::parse("", "SELECT 1", &[]), message::sync()] {
-            a.answer(&m, &statements, &mut out).unwrap();
+            a.answer(&m, &mut statements, &mut out).unwrap();
         }
         assert_eq!(messages(&out), vec![b'E', b'Z']);
         assert!(out.ends_with(&[b'Z', 0, 0, 0, 5, b'E']));
@@ -271,7 +277,7 @@ mod tests {
             execute,
             message::sync(),
         ] {
-            ended = a.answer(&m, &statements, &mut out).unwrap();
+            ended = a.answer(&m, &mut statements, &mut out).unwrap();
         }
         assert!(ended);
         assert_eq!(messages(&out), vec![b'1', b'2', b'C', b'Z']);

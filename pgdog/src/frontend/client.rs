@@ -123,6 +123,12 @@ impl Client {
                 let m = message::fatal("57P01", why);
                 let _ = self.stream.write_all(m.bytes()).await;
             }
+            Err(e @ SessionError::ServerClosed(fatal)) => {
+                tracing::info!("client {}@{}: {e}", self.user, self.database);
+                let _ = self.flush().await;
+                crate::stats::error_response(fatal);
+                let _ = self.stream.write_all(fatal.bytes()).await;
+            }
             Err(SessionError::Terminated(code, why)) => {
                 tracing::info!("client {}@{}: {why}", self.user, self.database);
                 let _ = self.flush().await;

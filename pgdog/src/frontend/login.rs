@@ -259,6 +259,14 @@ async fn check_startup_settings(
     client: &Params,
     params: &[(String, String)],
 ) -> Result<(), Refusal> {
+    if let Some(v) = client.startup_value("client_encoding") {
+        if super::encoding::canonical(&v).is_none() {
+            return Err(Refusal(
+                "22023",
+                format!("invalid value for parameter \"client_encoding\": \"{v}\""),
+            ));
+        }
+    }
     let options = params.iter().find(|(k, _)| k == "options");
     if let Some(word) = options.and_then(|(_, v)| super::params::invalid_option(v)) {
         return Err(Refusal(

@@ -4,6 +4,7 @@
 pub mod aborted;
 pub mod cancel;
 pub mod client;
+pub mod encoding;
 pub mod listener;
 pub mod login;
 pub mod params;

@@ -45,6 +45,12 @@ impl Params {
                 startup_raw.insert(k.to_ascii_lowercase(), v.clone());
             }
         }
+        // Reported back under Postgres' name for it (an unknown one is refused at login).
+        if let Some(v) = startup_raw.get_mut("client_encoding") {
+            if let Some(name) = super::encoding::canonical(v) {
+                *v = name.to_string();
+            }
+        }
         let startup: HashMap<String, String> = startup_raw
             .iter()
             .map(|(k, v)| (k.clone(), set_config(k, v)))

@@ -5,15 +5,18 @@
 //! server already has, CloseComplete), and which answers to swallow (a Parse it injected).
 //! Before it checks out a server the session passes its database's pause gate (the admin
 //! database's PAUSE makes it wait there), then picks up a reloaded configuration.
+mod extended;
 mod lost;
 mod routing;
 mod settle;
 pub(crate) mod timeouts;
+mod unnamed;
 
-use crate::net::tag::{backend, frontend, target};
+use crate::net::tag::{backend, frontend};
 use crate::net::TxStatus;
-use lost::ReadRetry;
+use lost::{ReadRetry, ServerFatal};
 use timeouts::{far_future, stopped};
+use unnamed::ClientUnnamed;
 
 /// Whether `server_reset_query` is set (query_parser off: run before a server goes back).
 fn reset_query_set() -> bool {
@@ -22,11 +25,11 @@ fn reset_query_set() -> bool {
 
 use super::aborted::{self, Aborted};
 use super::client::{Client, ServeClient};
-use super::prepared::{self, Prepared};
+use super::prepared::Prepared;
 use super::statements::{self, Classified, SetChange};
 use crate::backend::{PooledServer, ServerError, Shard};
 use crate::config::PoolerMode;
-use crate::net::message::{self, read_error, read_parse, read_target};
+use crate::net::message::{self, read_error};
 use crate::net::{Message, ProtocolError};
 use crate::registry::Registry;
 use crate::router::read_write::RoleHint;
@@ -36,15 +39,26 @@ use std::collections::{HashMap, VecDeque};
 /// A response the session waits for from the server, in order.
 #[derive(Debug)]
 enum Expect {
-    /// ParseComplete; `prepared`: the global statement (forgotten on this server if the Parse
-    /// fails, known valid once it succeeds).
+    /// ParseComplete; `prepared`: the global statement and the client's name for it (forgotten
+    /// on this server and by the client if the Parse fails, known valid once it succeeds);
+    /// None for the unnamed statement (or any Parse in session mode).
     Parse {
+        prepared: Option<(Prepared, Box<str>)>,
+    },
+    /// ParseComplete of a Parse pgdog injected: not shown to the client (None: the client's
+    /// unnamed statement parsed again).
+    HiddenParse {
         prepared: Option<Prepared>,
     },
-    /// ParseComplete of a Parse pgdog injected: not shown to the client.
-    HiddenParse {
-        prepared: Prepared,
+    /// ParseComplete pgdog answers itself (the server has the statement): the client's name
+    /// is forgotten if an error makes the server skip the batch first.
+    LocalParse {
+        name: Box<str>,
     },
+    /// CloseComplete of a Close pgdog injected: not shown to the client.
+    HiddenClose,
+    /// An ErrorResponse pgdog provoked: the client gets this one instead.
+    Replace(Message),
     Bind,
     /// Describe: ends with RowDescription or NoData.
     Describe,
@@ -67,9 +81,34 @@ pub enum SessionError {
     /// Ended by pgdog (a timeout, KILL, shutdown): FATAL with this SQLSTATE and message.
     #[error("{1}")]
     Terminated(&'static str, String),
+    /// The server connection holding the client's session state ended: this FATAL (the
+    /// server's own, unchanged, or 08006), then the connection closes, as with Postgres.
+    #[error("{}", describe_fatal(.0))]
+    ServerClosed(Message),
     /// The client sent Terminate: a clean end.
     #[error("the client left")]
     ClientLeft,
+}
+
+/// A statement whose text is not UTF-8 (another client_encoding) was read through a lossy
+/// view: the session state it changes stays on its server (pinned), pgdog cannot replay it.
+/// `text` is the statement as read: borrowed when it was UTF-8.
+#[allow(clippy::ptr_arg)] // Borrowed or Owned is the point
+fn not_utf8(mut c: Classified, text: &std::borrow::Cow<'_, str>) -> Classified {
+    let lossy = matches!(text, std::borrow::Cow::Owned(_));
+    if lossy && !c.changes.is_empty() {
+        c.changes.clear();
+        c.pin = c.pin.or(Some("a session change in text that is not UTF-8"));
+    }
+    c
+}
+
+/// The message of a FATAL, for logs.
+fn describe_fatal(m: &Message) -> String {
+    read_error(m).map_or_else(
+        |_| "server connection lost".into(),
+        |f| format!("{} ({})", f.message, f.code),
+    )
 }
 
 pub struct Session {
@@ -105,14 +144,12 @@ pub struct Session {
     verify: Option<Vec<String>>,
     /// A query in flight may have opened a transaction block (it mentions BEGIN or START).
     may_begin: bool,
-    /// The FATAL a server sent on its own before closing (why it was lost).
-    server_fatal: Option<String>,
+    /// The FATAL a server sent before closing (why it was lost).
+    server_fatal: Option<ServerFatal>,
     /// The client's transaction was lost with its server: pgdog answers until it ends it.
     aborted: Option<Aborted>,
     /// `SET pgdog.role`: where the client's statements go.
     role_hint: Option<RoleHint>,
-    /// The FATAL's SQLSTATE, with `server_fatal`.
-    server_fatal_code: Option<String>,
     /// The attached server was taken for writes (the primary).
     on_primary: bool,
     /// read_your_writes: the primary's WAL position is to be read before the server goes back.
@@ -127,6 +164,11 @@ pub struct Session {
     reset_due: bool,
     /// It ran for this transaction: the server may go.
     reset_done: bool,
+    /// Extended-protocol messages reached the server since the last Sync: it may be inside an
+    /// implicit transaction, so it cannot go to another client as it is.
+    unsynced: bool,
+    /// The client's unnamed prepared statement (see `unnamed`).
+    unnamed: Option<ClientUnnamed>,
 }
 
 impl Session {
@@ -156,7 +198,6 @@ impl Session {
             server_fatal: None,
             aborted: None,
             role_hint: None,
-            server_fatal_code: None,
             on_primary: false,
             fetch_lsn: false,
             write_lsn: None,
@@ -164,6 +205,8 @@ impl Session {
             cancel_sent: false,
             reset_due: false,
             reset_done: false,
+            unsynced: false,
+            unnamed: None,
         }
     }
 }
@@ -263,7 +306,7 @@ impl Session {
 
     async fn client_message(&mut self, m: Message) -> Result<(), SessionError> {
         if let Some(lost) = self.aborted.as_mut() {
-            if lost.answer(&m, &self.statements, &mut self.client.out)? {
+            if lost.answer(&m, &mut self.statements, &mut self.client.out)? {
                 self.aborted = None;
                 self.status = TxStatus::Idle;
             }
@@ -301,8 +344,10 @@ impl Session {
     }
 
     async fn query(&mut self, m: Message) -> Result<(), SessionError> {
-        let sql = message::read_query(&m)?;
-        if let Some(target) = statements::deallocate(sql) {
+        let text = message::read_query_lossy(&m)?;
+        let sql: &str = &text;
+        let transaction = self.client.mode == PoolerMode::Transaction;
+        if let Some(target) = statements::deallocate(sql).filter(|_| transaction) {
             let tag = if target.is_none() {
                 "DEALLOCATE ALL"
             } else {
@@ -324,7 +369,7 @@ impl Session {
         } else {
             Classified::default()
         };
-        self.note(classified);
+        self.note(not_utf8(classified, &text));
         let fresh = self.server.is_none() && self.status == TxStatus::Idle;
         if !self.attach(read).await? {
             // The error is out; a simple query still ends with ReadyForQuery.
@@ -337,9 +382,22 @@ impl Session {
             // (A read run again elsewhere still drops its second RowDescription.)
             self.retry = ReadRetry::No;
         }
+        // A simple query drops the unnamed statement and ends an implicit transaction.
+        self.unnamed_closed();
+        self.unsynced = false;
         self.expected.push_back(Expect::Ready);
         self.send_to_server(&m).await;
         Ok(())
+    }
+
+    /// Notes an extended-protocol message on its way to the server: until a Sync follows, the
+    /// server may be inside an implicit transaction.
+    fn note_unsynced(&mut self, tag: u8) {
+        match tag {
+            frontend::SYNC | frontend::FUNCTION_CALL => self.unsynced = false,
+            frontend::FLUSH => {}
+            _ => self.unsynced = true,
+        }
     }
 
     /// Remembers what a statement means for the session (applied when the server confirms).
@@ -374,159 +432,6 @@ impl Session {
             }
             Some(name) => self.statements.remove(&name).is_some(),
         }
-    }
-
-    async fn extended(&mut self, m: Message) -> Result<(), SessionError> {
-        // A named statement some server has already accepted needs no server to be "prepared":
-        // it is prepared on whichever connection the client holds when it is used. This keeps
-        // synchronous prepares (libpq PQprepare) from waiting for a connection.
-        if m.tag() == frontend::PARSE && self.server.is_none() && self.expected.is_empty() {
-            let fields = read_parse(&m)?;
-            if !fields.name.is_empty() {
-                let prepared = prepared::intern(fields.query, &fields.param_types);
-                if prepared.is_valid() {
-                    if self.query_parser {
-                        self.note(statements::classify(fields.query));
-                        self.uncertain |= !self.pending.is_empty();
-                    }
-                    self.statements.insert(fields.name.to_string(), prepared);
-                    self.send(&message::parse_complete());
-                    return Ok(());
-                }
-            }
-        }
-        match m.tag() {
-            frontend::SYNC if self.copy_in => {
-                // Postgres ignores Sync during COPY FROM STDIN (libpq sends one).
-                self.send_to_server(&m).await;
-                return Ok(());
-            }
-            frontend::SYNC | frontend::FLUSH
-                if self.server.is_none() && self.expected.is_empty() =>
-            {
-                if m.tag() == frontend::SYNC {
-                    self.send(&message::ready_for_query(self.status));
-                }
-                return Ok(());
-            }
-            frontend::CLOSE => {
-                let (kind, name) = read_target(&m)?;
-                if kind == target::STATEMENT && !name.is_empty() {
-                    self.statements.remove(name);
-                    self.synthetic(message::close_complete());
-                    return Ok(());
-                }
-            }
-            _ => {}
-        }
-        let read = self.message_reads(&m)?;
-        if !self.attach(read).await? {
-            self.skip_until_sync = m.tag() != frontend::SYNC;
-            if m.tag() == frontend::SYNC {
-                self.send(&message::ready_for_query(self.status));
-            }
-            return Ok(());
-        }
-        match m.tag() {
-            frontend::PARSE => self.parse(m).await?,
-            frontend::BIND => {
-                let (_, name, _) = message::read_bind_names(&m)?;
-                if name.is_empty() {
-                    self.forward(&m, Expect::Bind).await;
-                } else {
-                    let name = name.to_string();
-                    match self.ensure_prepared(&name).await {
-                        Some(server_name) => {
-                            let rewritten = message::rewrite_bind(&m, &server_name)?;
-                            self.forward(&rewritten, Expect::Bind).await;
-                        }
-                        // Unknown to us: the server says "does not exist".
-                        None => self.forward(&m, Expect::Bind).await,
-                    }
-                }
-            }
-            frontend::DESCRIBE => {
-                let (kind, name) = read_target(&m)?;
-                if kind == target::STATEMENT && !name.is_empty() {
-                    let name = name.to_string();
-                    if let Some(server_name) = self.ensure_prepared(&name).await {
-                        self.forward(
-                            &message::target(frontend::DESCRIBE, target::STATEMENT, &server_name),
-                            Expect::Describe,
-                        )
-                        .await;
-                        return Ok(());
-                    }
-                }
-                self.forward(&m, Expect::Describe).await;
-            }
-            frontend::EXECUTE => self.forward(&m, Expect::Execute).await,
-            frontend::CLOSE => self.forward(&m, Expect::Close).await,
-            frontend::SYNC | frontend::FUNCTION_CALL => self.forward(&m, Expect::Ready).await,
-            _ => self.send_to_server(&m).await, // Flush
-        }
-        Ok(())
-    }
-
-    async fn parse(&mut self, m: Message) -> Result<(), SessionError> {
-        let fields = read_parse(&m)?;
-        self.may_begin |= aborted::may_begin(fields.query);
-        if self.query_parser {
-            let classified = statements::classify(fields.query);
-            self.note(classified);
-            // Executed later (or never): read the values back afterwards.
-            self.uncertain |= !self.pending.is_empty();
-        }
-        if fields.name.is_empty() {
-            self.forward(&m, Expect::Parse { prepared: None }).await;
-            return Ok(());
-        }
-        let prepared = prepared::intern(fields.query, &fields.param_types);
-        self.statements
-            .insert(fields.name.to_string(), prepared.clone());
-        let has = self
-            .server
-            .as_ref()
-            .is_some_and(|s| s.prepared.contains(&prepared.id));
-        if has {
-            self.synthetic(message::parse_complete());
-        } else {
-            let expect = Expect::Parse {
-                prepared: Some(prepared.clone()),
-            };
-            self.parse_on_server(&prepared, expect).await;
-        }
-        Ok(())
-    }
-
-    /// Sends `prepared`'s Parse to the attached server (known there from now on).
-    async fn parse_on_server(&mut self, prepared: &Prepared, expect: Expect) {
-        if let Some(s) = self.server.as_mut() {
-            s.prepared.insert(prepared.id);
-        }
-        let parse = message::parse(
-            prepared.server_name(),
-            &prepared.statement.query,
-            &prepared.statement.param_types,
-        );
-        self.forward(&parse, expect).await;
-    }
-
-    /// Makes sure the client's statement `name` exists on the attached server (injecting a
-    /// Parse whose answer the client does not see); its server-side name.
-    async fn ensure_prepared(&mut self, name: &str) -> Option<std::sync::Arc<str>> {
-        let prepared = self.statements.get(name)?.clone();
-        let has = self
-            .server
-            .as_ref()
-            .is_some_and(|s| s.prepared.contains(&prepared.id));
-        if !has {
-            let expect = Expect::HiddenParse {
-                prepared: prepared.clone(),
-            };
-            self.parse_on_server(&prepared, expect).await;
-        }
-        Some(prepared.server_name_arc())
     }
 
     /// Queues an answer pgdog makes itself, in order with the server's answers.
@@ -665,6 +570,7 @@ impl Session {
     }
 
     fn detach(&mut self) {
+        self.unsynced = false;
         *self.client.cancel.slot.lock() = None;
         self.server = None;
         self.client.ticket = None;
@@ -691,9 +597,10 @@ impl Session {
 
     /// Sends queued synthetic answers that are now due.
     fn release_synthetic(&mut self) {
-        while let Some(Expect::Synthetic(_)) = self.expected.front() {
-            if let Some(Expect::Synthetic(m)) = self.expected.pop_front() {
-                self.send(&m);
+        while let Some(Expect::Synthetic(_) | Expect::LocalParse { .. }) = self.expected.front() {
+            match self.expected.pop_front() {
+                Some(Expect::Synthetic(m)) => self.send(&m),
+                _ => self.send(&message::parse_complete()),
             }
         }
     }
@@ -706,9 +613,11 @@ impl Session {
         match m.tag() {
             backend::PARSE_COMPLETE => {
                 match self.expected.front() {
-                    Some(Expect::HiddenParse { prepared })
-                    | Some(Expect::Parse {
+                    Some(Expect::HiddenParse {
                         prepared: Some(prepared),
+                    })
+                    | Some(Expect::Parse {
+                        prepared: Some((prepared, _)),
                     }) => {
                         prepared.mark_valid();
                     }
@@ -721,7 +630,13 @@ impl Session {
                 self.pop_if(|e| matches!(e, Expect::Parse { .. }));
             }
             backend::BIND_COMPLETE => self.pop_if(|e| matches!(e, Expect::Bind)),
-            backend::CLOSE_COMPLETE => self.pop_if(|e| matches!(e, Expect::Close)),
+            backend::CLOSE_COMPLETE => {
+                if let Some(Expect::HiddenClose) = self.expected.front() {
+                    self.expected.pop_front();
+                    return;
+                }
+                self.pop_if(|e| matches!(e, Expect::Close))
+            }
             backend::ROW_DESCRIPTION | backend::NO_DATA => {
                 self.pop_if(|e| matches!(e, Expect::Describe))
             }
@@ -769,42 +684,64 @@ impl Session {
 
     /// An ErrorResponse: in the extended protocol the server skips everything up to Sync.
     fn server_error(&mut self, m: &Message) {
-        // A FATAL error ends the server connection, not the client's: downgrade it to ERROR.
-        let forwarded = match read_error(m) {
-            Ok(f) if f.severity == "FATAL" || f.severity == "PANIC" => {
+        if let Ok(f) = read_error(m) {
+            if f.severity == "FATAL" || f.severity == "PANIC" {
+                // The server closes the connection next: `server_lost` answers for it.
                 if let Some(s) = self.server.as_mut() {
                     s.discard();
                 }
-                if self.expected.is_empty()
-                    || (self.retry.is_possible() && f.code.starts_with("57P"))
-                {
-                    // Unsolicited (idle_in_transaction_session_timeout, an administrator's
-                    // pg_terminate_backend, shutdown), or ending a read that will be retried
-                    // elsewhere: it explains the loss that follows.
-                    self.server_fatal = Some(format!("{} ({})", f.message, f.code));
-                    self.server_fatal_code = Some(f.code.clone());
-                    return;
-                }
-                message::error(&f.code, &f.message)
+                self.server_fatal = Some(ServerFatal::new(m, &f));
+                return;
             }
+        }
+        let forwarded = match self.expected.front() {
+            Some(Expect::Replace(error)) => error.clone(),
             _ => m.clone(),
         };
         self.retry = ReadRetry::No;
         self.send(&forwarded);
-        while let Some(front) = self.expected.front() {
+        self.skip_to_sync();
+        self.copy_in = false;
+    }
+
+    /// After an error the server skips every message up to the next Sync: what pgdog expected
+    /// of them is forgotten, with what those messages would have created.
+    fn skip_to_sync(&mut self) {
+        let mut first = true;
+        while let Some(front) = self.expected.pop_front() {
             match front {
-                Expect::Ready => break,
-                Expect::Parse { prepared: Some(p) } | Expect::HiddenParse { prepared: p } => {
-                    let id = p.id;
-                    if let Some(s) = self.server.as_mut() {
-                        s.prepared.remove(&id);
-                    }
+                Expect::Ready => {
+                    self.expected.push_front(Expect::Ready);
+                    break;
+                }
+                Expect::Parse {
+                    prepared: Some((p, name)),
+                } => {
+                    self.forget_statement(&p, Some(&name));
+                }
+                Expect::HiddenParse { prepared: Some(p) } => self.forget_statement(&p, None),
+                Expect::Parse { prepared: None } => self.unnamed_parse_failed(first),
+                Expect::HiddenParse { prepared: None } => self.unnamed_parse_failed(false),
+                Expect::LocalParse { name } => {
+                    self.statements.remove(&*name);
                 }
                 _ => {}
             }
-            self.expected.pop_front();
+            first = false;
         }
-        self.copy_in = false;
+    }
+
+    /// A Parse of `p` failed or was skipped: the server does not have it, nor the client
+    /// `name` (unless it has been redefined since).
+    fn forget_statement(&mut self, p: &Prepared, name: Option<&str>) {
+        if let Some(s) = self.server.as_mut() {
+            s.prepared.remove(&p.id);
+        }
+        if let Some(name) = name {
+            if self.statements.get(name).is_some_and(|q| q.id == p.id) {
+                self.statements.remove(name);
+            }
+        }
     }
 
     /// ReadyForQuery: one Sync/Query answered.
@@ -827,6 +764,7 @@ impl Session {
     fn release_if_idle(&mut self) {
         let idle = self.expected.is_empty()
             && self.status == TxStatus::Idle
+            && !self.unsynced
             && !self.copy_in
             && self.server_out.is_empty()
             && self.verify.is_none()
@@ -855,8 +793,10 @@ impl Session {
             return;
         };
         *self.client.cancel.slot.lock() = None;
-        if !self.expected.is_empty() || self.copy_in {
-            // In the middle of a query: its state is unknown.
+        if !self.expected.is_empty() || self.copy_in || self.unsynced {
+            // In the middle of a query, or of a batch not ended by Sync (an implicit
+            // transaction may be open: a Sync would commit it): closed, so Postgres rolls
+            // back what the client left, as when a client disconnects from it directly.
             server.discard();
             return;
         }

@@ -171,6 +171,19 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
+    /// A NUL-terminated string in any encoding: as UTF-8 when it is, else a UTF-8 view with
+    /// the other bytes replaced (U+FFFD).
+    pub fn cstr_lossy(&mut self) -> Result<std::borrow::Cow<'a, str>, ProtocolError> {
+        let end = self
+            .data
+            .iter()
+            .position(|&b| b == 0)
+            .ok_or_else(|| self.bad())?;
+        let s = String::from_utf8_lossy(&self.data[..end]);
+        self.data = &self.data[end + 1..];
+        Ok(s)
+    }
+
     pub fn rest(&mut self) -> &'a [u8] {
         std::mem::take(&mut self.data)
     }
@@ -444,6 +457,14 @@ pub fn read_parse(m: &Message) -> Result<ParseFields<'_>, ProtocolError> {
     })
 }
 
+/// Parse's statement name and its query text in the client's encoding (see
+/// [`Reader::cstr_lossy`]).
+pub fn read_parse_text(m: &Message) -> Result<(&str, std::borrow::Cow<'_, str>), ProtocolError> {
+    let mut r = m.reader();
+    let name = r.cstr()?;
+    Ok((name, r.cstr_lossy()?))
+}
+
 /// Bind: (portal, statement) names and the offset of what follows them.
 pub fn read_bind_names(m: &Message) -> Result<(&str, &str, usize), ProtocolError> {
     let mut r = m.reader();
@@ -486,6 +507,11 @@ pub fn target(tag: u8, kind: u8, name: &str) -> Message {
 /// The query text of a Query message.
 pub fn read_query(m: &Message) -> Result<&str, ProtocolError> {
     m.reader().cstr()
+}
+
+/// A Query's text in the client's encoding: see [`Reader::cstr_lossy`].
+pub fn read_query_lossy(m: &Message) -> Result<std::borrow::Cow<'_, str>, ProtocolError> {
+    m.reader().cstr_lossy()
 }
 
 #[cfg(test)]

@@ -1,8 +1,13 @@
 //! A session's server connection lost: banning the server when it is down, and never hiding a
-//! transaction that was lost with it (see `frontend::aborted`).
+//! transaction that was lost with it (see `frontend::aborted`). A client whose session state
+//! lived on that server (session mode, or pinned in transaction mode) is told so the way
+//! Postgres tells it: the server's FATAL, unchanged (or FATAL 08006), and its connection closed.
+//! Otherwise (transaction mode) each request that failed gets one error: the FATAL's SQLSTATE
+//! and message as an ERROR, or 08006.
 use super::{Aborted, Expect, Session, SessionError};
 use crate::backend::ServerError;
-use crate::net::message;
+use crate::config::PoolerMode;
+use crate::net::message::{self, ErrorFields};
 use crate::net::tag::backend;
 use crate::net::{Message, TxStatus};
 
@@ -28,10 +33,6 @@ impl ReadRetry {
         }
     }
 
-    pub(super) fn is_possible(&self) -> bool {
-        matches!(self, ReadRetry::Possible { .. })
-    }
-
     /// Notes a server message of the read; false when the client must not get it.
     pub(super) fn forward(&mut self, tag: u8) -> bool {
         match self {
@@ -47,6 +48,24 @@ impl ReadRetry {
             _ => {}
         }
         true
+    }
+}
+
+/// A FATAL (or PANIC) a server sent before closing its connection.
+pub(super) struct ServerFatal {
+    /// As the server sent it.
+    message: Message,
+    code: String,
+    text: String,
+}
+
+impl ServerFatal {
+    pub(super) fn new(message: &Message, fields: &ErrorFields) -> ServerFatal {
+        ServerFatal {
+            message: message.clone(),
+            code: fields.code.clone(),
+            text: fields.message.clone(),
+        }
     }
 }
 
@@ -80,8 +99,9 @@ impl Session {
     /// transaction (or a batch that may have opened one) is never hidden: the client's
     /// transaction becomes failed (see `aborted`) until it ends it.
     pub(super) async fn server_lost(&mut self, e: ServerError) -> Result<(), SessionError> {
-        let why = match self.server_fatal.take() {
-            Some(fatal) => format!("server closed the connection: {fatal}"),
+        let fatal = self.server_fatal.take();
+        let why = match &fatal {
+            Some(f) => format!("server closed the connection: {} ({})", f.text, f.code),
             None => format!("server connection lost: {e}"),
         };
         tracing::warn!(
@@ -89,9 +109,8 @@ impl Session {
             self.client.user,
             self.client.database
         );
-        let fatal_code = self.server_fatal_code.take();
-        let unavailable = match &fatal_code {
-            Some(code) => code.starts_with("57P"),
+        let unavailable = match &fatal {
+            Some(f) => f.code.starts_with("57P"),
             None => e.is_unavailable(),
         };
         if unavailable {
@@ -135,12 +154,18 @@ impl Session {
             ),
             _ => {}
         }
+        if self.client.mode == PoolerMode::Session || was_pinned {
+            // The session state the client was told it has is gone with the server.
+            let m = fatal.map_or_else(|| message::fatal("08006", &why), |f| f.message);
+            return Err(SessionError::ServerClosed(m));
+        }
+        let code = fatal.as_ref().map_or("08006", |f| f.code.as_str());
         if in_tx {
             let why = format!("{why}; the transaction is aborted: end it with ROLLBACK");
             let status = TxStatus::Failed;
             if waiting {
                 for _ in 0..in_flight.max(1) {
-                    self.send(&message::error("08006", &why));
+                    self.send(&message::error(code, &why));
                     if in_flight > 0 {
                         self.send(&message::ready_for_query(status));
                     }
@@ -152,18 +177,12 @@ impl Session {
             }
             self.status = status;
         } else if waiting {
-            self.send(&message::error("08006", &why));
+            self.send(&message::error(code, &why));
             if in_flight > 0 {
                 self.send(&message::ready_for_query(TxStatus::Idle));
             }
             self.skip_until_sync = in_flight == 0 || after_last_sync;
             self.status = TxStatus::Idle;
-        } else if was_pinned {
-            self.send(&message::error_response(
-                "NOTICE",
-                "08006",
-                "server connection lost; session state was reset",
-            ));
         }
         self.flush().await?;
         Ok(())

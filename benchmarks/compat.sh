@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Compatibility: psycopg 3's own test suite (its authors' tests, tag 3.3.4) run directly against
+# PostgreSQL 18 and through pgdog in transaction and in session mode, by the shared runner
+# ../shared/tools/psycopg-suite/run.sh. Writes benchmarks/results/compat.md: the counts per run
+# and every test that fails only through pgdog. Without the shared runner (a checkout outside
+# this workspace) it says so and writes nothing.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+: "${OUT:=$ROOT/benchmarks/results/compat.md}"
+SUITE="$ROOT/../shared/tools/psycopg-suite/run.sh"
+if [ ! -f "$SUITE" ]; then
+  echo "compat: no psycopg suite runner at $SUITE (it lives beside this workspace); nothing run" >&2
+  exit 0
+fi
+provision
+build_release -q
+LOGS=$(mktemp -d)
+trap 'rm -rf "$LOGS"' EXIT
+started=$(date +%s)
+rc=0
+PGBIN="$PG_BIN" PSY_LOGS="$LOGS" PGDOG="$ROOT/target/release/pgdog" bash "$SUITE" || rc=$?
+{
+  echo "# Compatibility: psycopg 3's own test suite through pgdog"
+  echo
+  echo "\`bash benchmarks/compat.sh\` ($(date -u +%Y-%m-%d), $(( $(date +%s) - started )) s, runner exit $rc):"
+  echo "psycopg 3.3.4's tests (\`-m 'not slow'\`) directly against PostgreSQL 18, then through pgdog"
+  echo "in transaction and in session mode, on this machine. A test listed below fails through pgdog"
+  echo "and passes directly. The runner's lists of failures expected of any pooler:"
+  echo "\`../shared/tools/psycopg-suite/expected-pooler.txt\` and \`expected-transaction.txt\`."
+  echo
+  echo '```'
+  sed -n '1,/^$/p' "$LOGS/summary.txt"
+  grep -E '^(transaction|session):|^pgdog log|^VERDICT' "$LOGS/summary.txt" || true
+  echo '```'
+  for run in transaction session; do
+    f="$LOGS/pgdog-only-$run.txt"
+    [ -f "$f" ] || continue
+    echo
+    echo "## Only through pgdog, $run mode ($(wc -l < "$f"))"
+    echo
+    echo "| test | result | message |"
+    echo "|---|---|---|"
+    while IFS=$'\t' read -r test state msg; do
+      msg=${msg//|/\\|}
+      echo "| \`$test\` | $state | ${msg:0:140} |"
+    done < "$f"
+  done
+} > "$OUT"
+echo "wrote $OUT"

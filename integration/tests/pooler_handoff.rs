@@ -1,0 +1,424 @@
+//! A server connection goes back to the pool clean, always, and nothing of one client reaches
+//! another: a client that leaves in any state (mid-pipeline without Sync, mid-transaction,
+//! mid-COPY, mid-result) leaves nothing open for the next one; a server FATAL ends the session
+//! where session state lived; session mode is transparent for prepared statements; a client's
+//! unnamed statement is its own; a redefined name gets 42P05 and Close always its CloseComplete.
+//! Where Postgres defines the answer, the same exchange runs directly against it and through
+//! pgdog, and the two transcripts must be equal.
+mod common;
+use common::raw::{self, Conn, Msg};
+use common::*;
+
+const TRUST: &str = "auth_type = \"trust\"";
+
+/// Messages as a comparable text: tag, with the DataRow's first value, the CommandComplete
+/// tag, the ErrorResponse's severity and SQLSTATE, the ReadyForQuery status.
+fn transcript(msgs: &[Msg]) -> String {
+    let one = |m: &Msg| match m.tag {
+        b'D' | b'C' => format!("{}({})", m.tag as char, m.text()),
+        b'E' => format!("E({}/{})", m.severity(), m.sqlstate().unwrap_or_default()),
+        b'Z' => format!("Z({})", m.body[0] as char),
+        b'N' | b'S' => String::new(),
+        other => (other as char).to_string(),
+    };
+    let parts: Vec<String> = msgs.iter().map(one).filter(|s| !s.is_empty()).collect();
+    parts.join(" ")
+}
+
+async fn through_pgdog(proxy: &topology::Proxy) -> Conn {
+    Conn::login(proxy.port, USER, DB, None).await
+}
+
+async fn direct(topo: &topology::Topology) -> Conn {
+    Conn::login(topo.primary().port, "postgres", "postgres", None).await
+}
+
+/// Sends `bytes` and reads `syncs` answers up to ReadyForQuery (or until the connection
+/// closes): their transcript.
+async fn exchange(c: &mut Conn, bytes: &[u8], syncs: usize) -> String {
+    c.send(bytes).await;
+    let mut msgs = Vec::new();
+    for _ in 0..syncs {
+        msgs.extend(c.until_ready().await);
+    }
+    transcript(&msgs)
+}
+
+/// pgdog with a pool of one server connection in `mode`, trust auth; `handoff_rows` exists.
+async fn pool_of_one(mode: &str) -> (topology::Topology, topology::Proxy) {
+    pgdog_after(
+        &format!("{TRUST}\npooler_mode = \"{mode}\"\ncheckout_timeout = 10000"),
+        1,
+        "CREATE TABLE IF NOT EXISTS handoff_rows (i int)",
+    )
+    .await
+}
+
+/// A way for a client to leave: what it sends, and how many messages it reads before it
+/// drops its connection.
+struct Leave {
+    name: &'static str,
+    send: Vec<u8>,
+    read: usize,
+}
+
+fn ways_to_leave() -> Vec<Leave> {
+    let three_selects = [
+        raw::run_unnamed("select 1", &[]),
+        raw::run_unnamed("select 1", &[]),
+        raw::run_unnamed("select 1", &[]),
+        raw::flush(),
+    ]
+    .concat();
+    let begin_then_insert = [
+        raw::run_unnamed("begin", &[]),
+        raw::sync(),
+        raw::run_unnamed("insert into handoff_rows values (1)", &[]),
+        raw::flush(),
+    ]
+    .concat();
+    vec![
+        Leave {
+            name: "three selects with Flush, no Sync",
+            send: three_selects,
+            read: 12,
+        },
+        Leave {
+            name: "an insert with Flush, no Sync",
+            send: [
+                raw::run_unnamed("insert into handoff_rows values (1)", &[]),
+                raw::flush(),
+            ]
+            .concat(),
+            read: 3,
+        },
+        Leave {
+            name: "an error with Flush, no Sync",
+            send: [raw::run_unnamed("select 1/0", &[]), raw::flush()].concat(),
+            // Postgres sends the error at the next Sync, not at Flush.
+            read: 2,
+        },
+        Leave {
+            name: "inside BEGIN after an insert",
+            send: raw::query("BEGIN; INSERT INTO handoff_rows VALUES (1)"),
+            read: 3,
+        },
+        Leave {
+            name: "extended BEGIN, then an insert with Flush",
+            send: begin_then_insert,
+            read: 7,
+        },
+        Leave {
+            name: "in the middle of COPY FROM STDIN",
+            send: [
+                raw::query("COPY handoff_rows FROM STDIN"),
+                raw::copy_data(b"1\n"),
+            ]
+            .concat(),
+            read: 1,
+        },
+        Leave {
+            name: "in the middle of a large result",
+            send: raw::query("SELECT g FROM generate_series(1, 3000000) g"),
+            read: 2,
+        },
+    ]
+}
+
+/// Sends what `leave` sends and reads as many messages as it reads: their transcript.
+async fn leave_after(c: &mut Conn, leave: &Leave, what: &str) -> String {
+    c.send(&leave.send).await;
+    let mut msgs = Vec::new();
+    for n in 0..leave.read {
+        let m = tokio::time::timeout(std::time::Duration::from_secs(5), c.recv()).await;
+        let m = m.unwrap_or_else(|_| panic!("{what}: no message {n}"));
+        msgs.push(m.unwrap_or_else(|| panic!("{what}: closed")));
+    }
+    transcript(&msgs)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_leaving_in_any_state_hands_nothing_on() {
+    for mode in ["transaction", "session"] {
+        let (topo, proxy) = pool_of_one(mode).await;
+        for (i, leave) in ways_to_leave().into_iter().enumerate() {
+            let what = format!("{mode} mode, {}", leave.name);
+            // Postgres answers that much before the client leaves; so does pgdog.
+            let mut directly = direct(&topo).await;
+            let want = leave_after(&mut directly, &leave, &format!("{what}, directly")).await;
+            drop(directly);
+            let mut a = through_pgdog(&proxy).await;
+            let got = leave_after(&mut a, &leave, &what).await;
+            assert_eq!(got, want, "{what}");
+            drop(a);
+            // The next client's autocommit write is committed at once...
+            let mut b = through_pgdog(&proxy).await;
+            let table = format!("leak_{mode}_{i}");
+            let created = exchange(
+                &mut b,
+                &raw::query(&format!("CREATE TABLE {table} (i int)")),
+                1,
+            )
+            .await;
+            assert_eq!(created, "C(CREATE TABLE) Z(I)", "{what}");
+            drop(b);
+            // ...so a third client sees it, and nothing the first one left uncommitted.
+            let mut c = through_pgdog(&proxy).await;
+            let seen = exchange(
+                &mut c,
+                &raw::query(&format!(
+                    "SELECT (to_regclass('{table}') IS NOT NULL)::text || ' ' || \
+                     (SELECT count(*) FROM handoff_rows)"
+                )),
+                1,
+            )
+            .await;
+            assert_eq!(seen, "T D(true 0) C(SELECT 1) Z(I)", "{what}");
+        }
+    }
+}
+
+/// `SELECT pg_terminate_backend(pg_backend_pid())` as the client's query.
+fn terminate_own_backend() -> Vec<u8> {
+    raw::query("SELECT pg_terminate_backend(pg_backend_pid())")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_fatal_closes_the_session_that_lived_on_it() {
+    let (topo, session) = pool_of_one("session").await;
+    let mut direct = direct(&topo).await;
+    let expected = exchange(&mut direct, &terminate_own_backend(), 1).await;
+    assert_eq!(
+        expected, "T D(t) E(FATAL/57P01)",
+        "Postgres: the FATAL, then closed"
+    );
+    // Session mode: the FATAL unchanged, then the connection closes.
+    let mut c = through_pgdog(&session).await;
+    exchange(
+        &mut c,
+        &raw::query("SET application_name = 'fatal_test'"),
+        1,
+    )
+    .await;
+    assert_eq!(
+        exchange(&mut c, &terminate_own_backend(), 1).await,
+        expected
+    );
+    assert!(
+        c.recv().await.is_none(),
+        "session mode: the client is closed"
+    );
+    drop(session);
+
+    // Transaction mode (functions trusted not to pin): one error for the failed statement, and
+    // the client goes on...
+    let general = format!("{TRUST}\ncheckout_timeout = 10000\nunknown_functions = \"trust\"");
+    let txn = start(&topo, &general, 1);
+    let mut c = through_pgdog(&txn).await;
+    let answer = exchange(&mut c, &terminate_own_backend(), 1).await;
+    assert_eq!(
+        answer, "T D(t) E(ERROR/57P01) Z(I)",
+        "transaction mode: one error"
+    );
+    let next = exchange(&mut c, &raw::query("SELECT 1"), 1).await;
+    assert_eq!(next, "T D(1) C(SELECT 1) Z(I)");
+    // ...unless it was pinned to its server by session state: that is gone, so is the client.
+    let pinned = exchange(&mut c, &raw::query("CREATE TEMP TABLE pin_me (i int)"), 1).await;
+    assert_eq!(pinned, "C(CREATE TABLE) Z(I)");
+    assert_eq!(
+        exchange(&mut c, &terminate_own_backend(), 1).await,
+        expected
+    );
+    assert!(c.recv().await.is_none(), "a pinned client is closed");
+    // The server was not banned for it: the next client is served.
+    let mut d = through_pgdog(&txn).await;
+    let next = exchange(&mut d, &raw::query("SELECT 1"), 1).await;
+    assert_eq!(next, "T D(1) C(SELECT 1) Z(I)");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_mode_prepared_statements_are_the_servers() {
+    let (_topo, proxy) = pool_of_one("session").await;
+    let c = connect(&proxy).await;
+    exec(
+        &c,
+        "DROP TYPE IF EXISTS handoff_ty; CREATE TYPE handoff_ty AS (a int)",
+    )
+    .await;
+    let sql = "SELECT ROW(1)::handoff_ty::text";
+    let st = c.prepare(sql).await.expect("prepare");
+    let names = "SELECT coalesce(string_agg(name, ','), '') FROM pg_prepared_statements";
+    let listed = one(&c, names).await;
+    assert!(
+        !listed.is_empty() && !listed.contains("__pgdog"),
+        "the client's own names: {listed}"
+    );
+    exec(&c, "DEALLOCATE ALL").await;
+    assert_eq!(
+        one(&c, names).await,
+        "",
+        "DEALLOCATE ALL reached the server"
+    );
+    drop(st);
+    exec(
+        &c,
+        "DROP TYPE handoff_ty; CREATE TYPE handoff_ty AS (a int)",
+    )
+    .await;
+    let again = c.prepare(sql).await.expect("prepare after DDL");
+    let row = c.query_one(&again, &[]).await.expect("run after DDL");
+    assert_eq!(row.get::<_, String>(0), "(1)");
+}
+
+/// The same exchanges, directly and through pgdog (`a` and `b` are two clients; with a pool of
+/// one they share its server connection): the transcripts must be equal.
+async fn same_as_postgres(
+    topo: &topology::Topology,
+    proxy: &topology::Proxy,
+    steps: &[(usize, Vec<u8>, usize)],
+) {
+    let mut directly = [direct(topo).await, direct(topo).await];
+    let mut pgdog = [through_pgdog(proxy).await, through_pgdog(proxy).await];
+    for (i, (client, bytes, syncs)) in steps.iter().enumerate() {
+        let want = exchange(&mut directly[*client], bytes, *syncs).await;
+        let got = exchange(&mut pgdog[*client], bytes, *syncs).await;
+        assert_eq!(got, want, "step {i} (client {client})");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_client_binds_its_own_unnamed_statement() {
+    let (topo, proxy) = pool_of_one("transaction").await;
+    let describe = raw::target(b'D', b'S', "");
+    let bind_a = [raw::bind("", &["x"]), raw::execute(), raw::sync()].concat();
+    let steps = vec![
+        // A parses in one round trip and binds in the next (pgx's describe-exec mode).
+        (
+            0,
+            [
+                raw::parse("", "select $1::text || '-a'"),
+                describe.clone(),
+                raw::sync(),
+            ]
+            .concat(),
+            1,
+        ),
+        // B's own unnamed statement, with two parameters, on the one server connection.
+        (
+            1,
+            [raw::parse("", "select $1::int + $2::int"), raw::sync()].concat(),
+            1,
+        ),
+        (0, bind_a.clone(), 1),
+        (0, [describe.clone(), raw::sync()].concat(), 1),
+        // B has one too, and binds it.
+        (
+            1,
+            [raw::bind("", &["1", "2"]), raw::execute(), raw::sync()].concat(),
+            1,
+        ),
+        (0, bind_a.clone(), 1),
+        // A simple query drops the client's unnamed statement, as directly.
+        (0, raw::query("select 2"), 1),
+        (0, bind_a.clone(), 1),
+        (
+            1,
+            [raw::bind("", &["1", "2"]), raw::execute(), raw::sync()].concat(),
+            1,
+        ),
+    ];
+    same_as_postgres(&topo, &proxy, &steps).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statement_names_close_and_redefinition_as_postgres() {
+    let (topo, proxy) = pool_of_one("transaction").await;
+    let close = |name: &str| raw::target(b'C', b'S', name);
+    let steps = vec![
+        (0, [raw::parse("s", "select 1"), raw::sync()].concat(), 1),
+        (0, [raw::parse("s", "select 2"), raw::sync()].concat(), 1),
+        (0, [raw::parse("s", "select 1"), raw::sync()].concat(), 1),
+        // Inside a transaction the redefinition fails it, as Postgres does.
+        (0, raw::query("BEGIN"), 1),
+        (
+            0,
+            [
+                raw::parse("s", "select 3"),
+                raw::bind("s", &[]),
+                raw::execute(),
+                raw::sync(),
+            ]
+            .concat(),
+            1,
+        ),
+        (0, raw::query("ROLLBACK"), 1),
+        // A Parse that fails defines nothing.
+        (0, [raw::parse("bad", "selec 1"), raw::sync()].concat(), 1),
+        (
+            0,
+            [
+                raw::parse("bad", "select 5"),
+                raw::bind("bad", &[]),
+                raw::execute(),
+                raw::sync(),
+            ]
+            .concat(),
+            1,
+        ),
+        // Nor does one skipped after an error in its batch.
+        (
+            0,
+            [
+                raw::run_unnamed("select 1/0", &[]),
+                raw::parse("skipped", "select 6"),
+                raw::sync(),
+            ]
+            .concat(),
+            1,
+        ),
+        (
+            0,
+            [raw::parse("skipped", "select 7"), raw::sync()].concat(),
+            1,
+        ),
+        // Close always gets its CloseComplete, also queued behind a failing batch.
+        (
+            0,
+            [
+                raw::parse("c1", "select 1"),
+                raw::parse("c2", "selec"),
+                raw::sync(),
+                close("c1"),
+                close("c2"),
+                close("never"),
+                raw::sync(),
+            ]
+            .concat(),
+            2,
+        ),
+        (0, raw::query("SET statement_timeout = '50ms'"), 1),
+        (
+            0,
+            [
+                raw::parse("t1", "select pg_sleep(0.3)"),
+                raw::target(b'D', b'S', "t1"),
+                raw::bind("t1", &[]),
+                raw::execute(),
+                raw::parse("t2", "select 1"),
+                raw::target(b'D', b'S', "t2"),
+                raw::sync(),
+                close("t1"),
+                close("t2"),
+                raw::sync(),
+            ]
+            .concat(),
+            2,
+        ),
+        (
+            0,
+            [close("s"), raw::parse("s", "select 8"), raw::sync()].concat(),
+            1,
+        ),
+    ];
+    same_as_postgres(&topo, &proxy, &steps).await;
+}

@@ -1,0 +1,304 @@
+//! The extended protocol of a one-server session. In transaction mode the client's named
+//! statements are pgdog's global ones (`frontend::prepared`), prepared lazily on whichever
+//! server the client holds; a name is defined once (42P05 for a second Parse, as Postgres). In
+//! session mode the server is the client's own: every message reaches it unchanged, so
+//! DEALLOCATE, `pg_prepared_statements` and re-preparing after DDL behave as directly. In both
+//! modes the client's unnamed statement follows it from server to server (`unnamed`).
+use super::{Expect, Session, SessionError};
+use crate::config::PoolerMode;
+use crate::frontend::prepared::{self, Prepared};
+use crate::frontend::{aborted, statements};
+use crate::net::message::{self, read_parse, read_parse_text, read_target};
+use crate::net::tag::{frontend, target};
+use crate::net::Message;
+
+impl Session {
+    pub(super) async fn extended(&mut self, m: Message) -> Result<(), SessionError> {
+        if self.client.mode == PoolerMode::Session {
+            return self.passthrough(m).await;
+        }
+        if m.tag() == frontend::PARSE && read_parse(&m).is_err() && read_parse_text(&m).is_ok() {
+            // Another client_encoding: pgdog's shared statements are kept as UTF-8 text.
+            let error = message::error(
+                "0A000",
+                "pgdog: in transaction mode, prepared statements need query text in UTF-8 \
+                 (client_encoding UTF8); use the simple protocol or session mode",
+            );
+            if self.server.is_some() {
+                self.fail_on_server(error).await;
+            } else {
+                self.send(&error);
+                self.skip_until_sync = true;
+            }
+            return Ok(());
+        }
+        // A named statement some server has already accepted needs no server to be "prepared":
+        // it is prepared on whichever connection the client holds when it is used. This keeps
+        // synchronous prepares (libpq PQprepare) from waiting for a connection.
+        if m.tag() == frontend::PARSE && self.server.is_none() && self.expected.is_empty() {
+            let fields = read_parse(&m)?;
+            if self.statements.contains_key(fields.name) {
+                let error = redefined(fields.name);
+                self.send(&error);
+                self.skip_until_sync = true;
+                return Ok(());
+            }
+            if !fields.name.is_empty() {
+                let prepared = prepared::intern(fields.query, &fields.param_types);
+                if prepared.is_valid() {
+                    if self.query_parser {
+                        self.note(statements::classify(fields.query));
+                        self.uncertain |= !self.pending.is_empty();
+                    }
+                    self.statements.insert(fields.name.to_string(), prepared);
+                    self.send(&message::parse_complete());
+                    return Ok(());
+                }
+            }
+        }
+        match m.tag() {
+            frontend::SYNC if self.copy_in => {
+                // Postgres ignores Sync during COPY FROM STDIN (libpq sends one).
+                self.send_to_server(&m).await;
+                return Ok(());
+            }
+            frontend::SYNC | frontend::FLUSH
+                if self.server.is_none() && self.expected.is_empty() =>
+            {
+                if m.tag() == frontend::SYNC {
+                    self.send(&message::ready_for_query(self.status));
+                }
+                return Ok(());
+            }
+            frontend::CLOSE => {
+                let (kind, name) = read_target(&m)?;
+                if kind == target::STATEMENT && !name.is_empty() {
+                    self.statements.remove(name);
+                    self.synthetic(message::close_complete());
+                    return Ok(());
+                }
+            }
+            _ => {}
+        }
+        let read = self.message_reads(&m)?;
+        if !self.attach(read).await? {
+            self.skip_until_sync = m.tag() != frontend::SYNC;
+            if m.tag() == frontend::SYNC {
+                self.send(&message::ready_for_query(self.status));
+            }
+            return Ok(());
+        }
+        self.note_unsynced(m.tag());
+        match m.tag() {
+            frontend::PARSE => self.parse(m).await?,
+            frontend::BIND => {
+                let (_, name, _) = message::read_bind_names(&m)?;
+                if name.is_empty() {
+                    self.ensure_unnamed().await;
+                    self.forward(&m, Expect::Bind).await;
+                } else {
+                    let name = name.to_string();
+                    match self.ensure_prepared(&name).await {
+                        Some(server_name) => {
+                            let rewritten = message::rewrite_bind(&m, &server_name)?;
+                            self.forward(&rewritten, Expect::Bind).await;
+                        }
+                        // Unknown to us: the server says "does not exist".
+                        None => self.forward(&m, Expect::Bind).await,
+                    }
+                }
+            }
+            frontend::DESCRIBE => {
+                let (kind, name) = read_target(&m)?;
+                if kind == target::STATEMENT && !name.is_empty() {
+                    let name = name.to_string();
+                    if let Some(server_name) = self.ensure_prepared(&name).await {
+                        self.forward(
+                            &message::target(frontend::DESCRIBE, target::STATEMENT, &server_name),
+                            Expect::Describe,
+                        )
+                        .await;
+                        return Ok(());
+                    }
+                } else if kind == target::STATEMENT {
+                    self.ensure_unnamed().await;
+                }
+                self.forward(&m, Expect::Describe).await;
+            }
+            frontend::CLOSE => {
+                self.closing(&m)?;
+                self.forward(&m, Expect::Close).await
+            }
+            _ => self.forward_plain(&m).await,
+        }
+        Ok(())
+    }
+
+    /// Session mode: the message reaches the server as the client sent it (the unnamed
+    /// statement still checked: pgdog's own queries between requests drop it on the server).
+    async fn passthrough(&mut self, m: Message) -> Result<(), SessionError> {
+        if m.tag() == frontend::SYNC && self.copy_in {
+            self.send_to_server(&m).await;
+            return Ok(());
+        }
+        if !self.attach(false).await? {
+            self.skip_until_sync = m.tag() != frontend::SYNC;
+            if m.tag() == frontend::SYNC {
+                self.send(&message::ready_for_query(self.status));
+            }
+            return Ok(());
+        }
+        self.note_unsynced(m.tag());
+        match m.tag() {
+            frontend::PARSE => {
+                let (name, text) = read_parse_text(&m)?;
+                self.may_begin |= aborted::may_begin(&text);
+                if self.query_parser {
+                    self.note(super::not_utf8(statements::classify(&text), &text));
+                    self.uncertain |= !self.pending.is_empty();
+                }
+                if name.is_empty() {
+                    self.unnamed_parsed(&m);
+                }
+                self.forward(&m, Expect::Parse { prepared: None }).await;
+            }
+            frontend::BIND => {
+                if message::read_bind_names(&m)?.1.is_empty() {
+                    self.ensure_unnamed().await;
+                }
+                self.forward(&m, Expect::Bind).await;
+            }
+            frontend::DESCRIBE => {
+                if read_target(&m)? == (target::STATEMENT, "") {
+                    self.ensure_unnamed().await;
+                }
+                self.forward(&m, Expect::Describe).await;
+            }
+            frontend::CLOSE => {
+                self.closing(&m)?;
+                self.forward(&m, Expect::Close).await;
+            }
+            _ => self.forward_plain(&m).await,
+        }
+        Ok(())
+    }
+
+    /// Execute, Sync, FunctionCall (each with its answer expected) and Flush.
+    async fn forward_plain(&mut self, m: &Message) {
+        match m.tag() {
+            frontend::EXECUTE => self.forward(m, Expect::Execute).await,
+            frontend::SYNC | frontend::FUNCTION_CALL => self.forward(m, Expect::Ready).await,
+            _ => self.send_to_server(m).await, // Flush
+        }
+    }
+
+    /// A Close reaching the server: closing the unnamed statement leaves the client none.
+    fn closing(&mut self, m: &Message) -> Result<(), SessionError> {
+        if read_target(m)? == (target::STATEMENT, "") {
+            self.unnamed_closed();
+        }
+        Ok(())
+    }
+
+    async fn parse(&mut self, m: Message) -> Result<(), SessionError> {
+        let fields = read_parse(&m)?;
+        self.may_begin |= aborted::may_begin(fields.query);
+        if self.query_parser {
+            let classified = statements::classify(fields.query);
+            self.note(classified);
+            // Executed later (or never): read the values back afterwards.
+            self.uncertain |= !self.pending.is_empty();
+        }
+        if fields.name.is_empty() {
+            self.unnamed_parsed(&m);
+            self.forward(&m, Expect::Parse { prepared: None }).await;
+            return Ok(());
+        }
+        if self.statements.contains_key(fields.name) {
+            // Postgres' answer comes in order, and fails the server's batch as its own would.
+            let error = redefined(fields.name);
+            self.fail_on_server(error).await;
+            return Ok(());
+        }
+        let prepared = prepared::intern(fields.query, &fields.param_types);
+        self.statements
+            .insert(fields.name.to_string(), prepared.clone());
+        let has = self
+            .server
+            .as_ref()
+            .is_some_and(|s| s.prepared.contains(&prepared.id));
+        if has {
+            self.local_parse(fields.name);
+        } else {
+            let expect = Expect::Parse {
+                prepared: Some((prepared.clone(), fields.name.into())),
+            };
+            self.parse_on_server(&prepared, expect).await;
+        }
+        Ok(())
+    }
+
+    /// ParseComplete answered by pgdog for a statement the server already has; the client's
+    /// name is forgotten again if an earlier error makes the server skip this Parse.
+    fn local_parse(&mut self, name: &str) {
+        if self.expected.is_empty() {
+            self.send(&message::parse_complete());
+        } else {
+            self.expected
+                .push_back(Expect::LocalParse { name: name.into() });
+        }
+    }
+
+    /// Makes the server fail where the client's message stands, with `error` as the client's
+    /// answer: a Bind of a statement that does not exist (26000, replaced by `error`). The
+    /// server then skips to Sync and aborts the transaction, as for an error of its own.
+    async fn fail_on_server(&mut self, error: Message) {
+        let bind = message::build(frontend::BIND, |b| {
+            message::put_cstr(b, "");
+            message::put_cstr(b, MISSING);
+            b.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
+        });
+        self.forward(&bind, Expect::Replace(error)).await;
+    }
+
+    /// Sends `prepared`'s Parse to the attached server (known there from now on).
+    pub(super) async fn parse_on_server(&mut self, prepared: &Prepared, expect: Expect) {
+        if let Some(s) = self.server.as_mut() {
+            s.prepared.insert(prepared.id);
+        }
+        let parse = message::parse(
+            prepared.server_name(),
+            &prepared.statement.query,
+            &prepared.statement.param_types,
+        );
+        self.forward(&parse, expect).await;
+    }
+
+    /// Makes sure the client's statement `name` exists on the attached server (injecting a
+    /// Parse whose answer the client does not see); its server-side name.
+    async fn ensure_prepared(&mut self, name: &str) -> Option<std::sync::Arc<str>> {
+        let prepared = self.statements.get(name)?.clone();
+        let has = self
+            .server
+            .as_ref()
+            .is_some_and(|s| s.prepared.contains(&prepared.id));
+        if !has {
+            let expect = Expect::HiddenParse {
+                prepared: Some(prepared.clone()),
+            };
+            self.parse_on_server(&prepared, expect).await;
+        }
+        Some(prepared.server_name_arc())
+    }
+}
+
+/// A statement name no server has: a Bind of it fails (see `fail_on_server`).
+const MISSING: &str = "__pgdog_missing";
+
+/// Postgres' answer to a Parse of a name the client has already prepared.
+fn redefined(name: &str) -> Message {
+    message::error(
+        "42P05",
+        &format!("prepared statement \"{name}\" already exists"),
+    )
+}

@@ -1,0 +1,80 @@
+//! The client's unnamed prepared statement. Postgres keeps one per connection; behind a pool a
+//! client that parses it in one round trip and binds it in the next (pgx's describe-exec mode)
+//! may hold another server connection by then, one that has no unnamed statement or another
+//! client's. So the session remembers the client's last Parse of "" and each server connection
+//! which Parse it holds (`backend::Unnamed`): before a Bind or Describe of "" on a connection
+//! that holds something else, the client's Parse is sent again (its answer hidden); when the
+//! client has none, the connection's is closed first, so the server answers 26000 as directly.
+//! A simple query drops the unnamed statement, on the client's side as on the server's.
+use super::{Expect, Session};
+use crate::backend::Unnamed;
+use crate::net::message;
+use crate::net::tag::{frontend, target};
+use crate::net::Message;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Ids of unnamed-statement Parses, unique in the process.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The client's unnamed statement: the id of its Parse and the Parse itself.
+#[derive(Debug)]
+pub(super) struct ClientUnnamed {
+    id: u64,
+    parse: Message,
+}
+
+impl Session {
+    /// The client parses the unnamed statement (on the attached server).
+    pub(super) fn unnamed_parsed(&mut self, parse: &Message) {
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        self.unnamed = Some(ClientUnnamed {
+            id,
+            parse: parse.clone(),
+        });
+        if let Some(s) = self.server.as_mut() {
+            s.unnamed = Unnamed::Parsed(id);
+        }
+    }
+
+    /// The client closed its unnamed statement, or sent a simple query (which drops it).
+    pub(super) fn unnamed_closed(&mut self) {
+        self.unnamed = None;
+        if let Some(s) = self.server.as_mut() {
+            s.unnamed = Unnamed::Empty;
+        }
+    }
+
+    /// A Parse of "" failed or was skipped by the server: what the server holds is not known
+    /// any more; `failed`: this was the client's latest Parse, so the client has none.
+    pub(super) fn unnamed_parse_failed(&mut self, failed: bool) {
+        if let Some(s) = self.server.as_mut() {
+            s.unnamed = Unnamed::Unknown;
+        }
+        if failed {
+            self.unnamed = None;
+        }
+    }
+
+    /// Before a Bind or Describe of the unnamed statement: the attached server holds the
+    /// client's (parsed again if needed), or none when the client has none.
+    pub(super) async fn ensure_unnamed(&mut self) {
+        let Some(server) = self.server.as_mut() else {
+            return;
+        };
+        match (&self.unnamed, server.unnamed) {
+            (Some(mine), Unnamed::Parsed(id)) if mine.id == id => {}
+            (Some(mine), _) => {
+                server.unnamed = Unnamed::Parsed(mine.id);
+                let parse = mine.parse.clone();
+                self.forward(&parse, Expect::HiddenParse { prepared: None })
+                    .await;
+            }
+            (None, Unnamed::Empty) => {}
+            (None, _) => {
+                server.unnamed = Unnamed::Empty;
+                let close = message::target(frontend::CLOSE, target::STATEMENT, "");
+                self.forward(&close, Expect::HiddenClose).await;
+            }
+        }
+    }
+}
