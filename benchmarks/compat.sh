@@ -14,6 +14,9 @@ if [ ! -f "$SUITE" ]; then
 fi
 provision
 build_release -q
+EXPECTED_DIR=$(dirname "$SUITE")
+# listed TEST FILE: whether FILE (one test id a line, '#' comments) lists TEST.
+listed() { sed 's/#.*//; s/[[:space:]]*$//' "$2" | grep -Fxq -- "$1"; }
 LOGS=$(mktemp -d)
 trap 'rm -rf "$LOGS"' EXIT
 started=$(date +%s)
@@ -38,11 +41,16 @@ PGBIN="$PG_BIN" PSY_LOGS="$LOGS" PGDOG="$ROOT/target/release/pgdog" bash "$SUITE
     echo
     echo "## Only through pgdog, $run mode ($(wc -l < "$f"))"
     echo
-    echo "| test | result | message |"
-    echo "|---|---|---|"
+    echo "| test | result | expected of a pooler | message |"
+    echo "|---|---|---|---|"
     while IFS=$'\t' read -r test state msg; do
       msg=${msg//|/\\|}
-      echo "| \`$test\` | $state | ${msg:0:140} |"
+      expected=no
+      if listed "$test" "$EXPECTED_DIR/expected-pooler.txt"; then expected="yes (any mode)"
+      elif [ "$run" = transaction ] && listed "$test" "$EXPECTED_DIR/expected-transaction.txt"; then
+        expected="yes (transaction mode)"
+      fi
+      echo "| \`$test\` | $state | $expected | ${msg:0:140} |"
     done < "$f"
   done
 } > "$OUT"

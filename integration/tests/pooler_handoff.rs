@@ -270,15 +270,20 @@ async fn session_mode_prepared_statements_are_the_servers() {
     assert_eq!(row.get::<_, String>(0), "(1)");
 }
 
-/// The same exchanges, directly and through pgdog (`a` and `b` are two clients; with a pool of
-/// one they share its server connection): the transcripts must be equal.
+/// The same exchanges, directly and through pgdog (each step: which client, what it sends, how
+/// many ReadyForQuery it waits for; with a pool of one the clients share its server
+/// connection): the transcripts must be equal.
 async fn same_as_postgres(
     topo: &topology::Topology,
     proxy: &topology::Proxy,
     steps: &[(usize, Vec<u8>, usize)],
 ) {
-    let mut directly = [direct(topo).await, direct(topo).await];
-    let mut pgdog = [through_pgdog(proxy).await, through_pgdog(proxy).await];
+    let clients = steps.iter().map(|s| s.0).max().unwrap_or(0) + 1;
+    let (mut directly, mut pgdog) = (Vec::new(), Vec::new());
+    for _ in 0..clients {
+        directly.push(direct(topo).await);
+        pgdog.push(through_pgdog(proxy).await);
+    }
     for (i, (client, bytes, syncs)) in steps.iter().enumerate() {
         let want = exchange(&mut directly[*client], bytes, *syncs).await;
         let got = exchange(&mut pgdog[*client], bytes, *syncs).await;
@@ -291,6 +296,7 @@ async fn each_client_binds_its_own_unnamed_statement() {
     let (topo, proxy) = pool_of_one("transaction").await;
     let describe = raw::target(b'D', b'S', "");
     let bind_a = [raw::bind("", &["x"]), raw::execute(), raw::sync()].concat();
+    let bind_c = [raw::bind("", &["4"]), raw::execute(), raw::sync()].concat();
     let steps = vec![
         // A parses in one round trip and binds in the next (pgx's describe-exec mode).
         (
@@ -326,8 +332,152 @@ async fn each_client_binds_its_own_unnamed_statement() {
             [raw::bind("", &["1", "2"]), raw::execute(), raw::sync()].concat(),
             1,
         ),
+        // C never parsed one: B's, on the server, is not C's (26000, as directly)...
+        (2, bind_c.clone(), 1),
+        (
+            1,
+            [raw::parse("", "select $1::int * 10"), raw::sync()].concat(),
+            1,
+        ),
+        (2, bind_c.clone(), 1),
+        // ...also when an error makes the server skip what pgdog sent to make sure of it.
+        (
+            1,
+            [raw::parse("", "select $1::int * 10"), raw::sync()].concat(),
+            1,
+        ),
+        (2, [raw::bind("nope", &[]), bind_c.clone()].concat(), 1),
+        (2, bind_c.clone(), 1),
+        // A failed Parse of "" leaves the client none; a skipped one leaves its previous one.
+        (0, [raw::parse("", "selec"), raw::sync()].concat(), 1),
+        (0, bind_a.clone(), 1),
+        (
+            0,
+            [raw::parse("", "select $1::text || '-a2'"), raw::sync()].concat(),
+            1,
+        ),
+        (
+            0,
+            [
+                raw::run_unnamed("select 1/0", &[]),
+                raw::parse("", "select 3"),
+                raw::sync(),
+            ]
+            .concat(),
+            1,
+        ),
+        (0, bind_a.clone(), 1),
     ];
     same_as_postgres(&topo, &proxy, &steps).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_mode_unnamed_and_named_statements_as_postgres() {
+    let (topo, proxy) = pool_of_one("session").await;
+    let run = [raw::bind("", &[]), raw::execute(), raw::sync()].concat();
+    let set_p = [
+        raw::parse("p", "SET work_mem = '6MB'"),
+        raw::bind("p", &[]),
+        raw::execute(),
+    ];
+    let steps = vec![
+        (0, [raw::parse("", "select 11"), raw::sync()].concat(), 1),
+        // A named Parse that fails leaves the unnamed statement alone.
+        (0, [raw::parse("bad", "selec"), raw::sync()].concat(), 1),
+        (0, run.clone(), 1),
+        // pgdog's own queries between requests (reading back a SET) do not drop it either.
+        (0, [raw::parse("", "select 12"), raw::sync()].concat(), 1),
+        (0, raw::query("SET work_mem = '5MB'"), 1),
+        (0, [set_p.concat(), raw::sync()].concat(), 1),
+        (0, [raw::parse("", "select 13"), raw::sync()].concat(), 1),
+        (0, run.clone(), 1),
+        (0, [raw::parse("q", "select 1"), raw::sync()].concat(), 1),
+        (0, raw::query("DEALLOCATE q"), 1),
+        (0, [raw::parse("q", "select 1"), raw::sync()].concat(), 1),
+    ];
+    same_as_postgres(&topo, &proxy, &steps).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statements_lost_with_their_server_are_not_defined() {
+    let general = format!("{TRUST}\ncheckout_timeout = 10000\nunknown_functions = \"trust\"");
+    let (_topo, proxy) = pgdog_after(&general, 1, "SELECT 1").await;
+    let mut c = through_pgdog(&proxy).await;
+    // The server dies before it reads the Parse: each request gets one error.
+    let batch = [
+        terminate_own_backend(),
+        raw::parse("lost", "select 9"),
+        raw::sync(),
+    ]
+    .concat();
+    let answer = exchange(&mut c, &batch, 2).await;
+    // (Two requests in flight may have opened a transaction: pgdog reports it failed.)
+    assert_eq!(answer, "T D(t) E(ERROR/57P01) Z(E) E(ERROR/57P01) Z(E)");
+    let rollback = exchange(&mut c, &raw::query("ROLLBACK"), 1).await;
+    assert_eq!(rollback, "C(ROLLBACK) Z(I)");
+    // "lost" does not exist: parsing it again is no redefinition.
+    let again = [
+        raw::parse("lost", "select 9"),
+        raw::bind("lost", &[]),
+        raw::execute(),
+    ];
+    let answer = exchange(&mut c, &[again.concat(), raw::sync()].concat(), 1).await;
+    assert_eq!(answer, "1 2 D(9) C(SELECT 1) Z(I)");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_lost_before_its_sync_is_reported_at_the_sync() {
+    let general = format!("{TRUST}\nadmin_password = \"{ADMIN_PASSWORD}\"");
+    let (topo, proxy) = pgdog_after(&general, 1, "CREATE TABLE handoff_rows (i int)").await;
+    let mut c = through_pgdog(&proxy).await;
+    let insert = [
+        raw::run_unnamed("insert into handoff_rows values (5)", &[]),
+        raw::flush(),
+    ];
+    c.send(&insert.concat()).await;
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        answers.push(c.recv().await.expect("answer"));
+    }
+    assert_eq!(transcript(&answers), "1 2 C(INSERT 0 1)");
+    // Its server connection ends while the implicit transaction waits for Sync...
+    let mut admin_pg = direct(&topo).await;
+    let kill = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                WHERE query LIKE 'insert into handoff_rows values (5)%'";
+    assert_eq!(
+        exchange(&mut admin_pg, &raw::query(kill), 1).await,
+        "T D(t) C(SELECT 1) Z(I)"
+    );
+    // ...and pgdog has let it go before the client's Sync arrives.
+    let pgdog_admin = admin(&proxy).await;
+    eventually(
+        "pgdog drops the lost server",
+        std::time::Duration::from_secs(10),
+        || async {
+            let rows = pgdog_admin
+                .simple_query("SHOW POOLS")
+                .await
+                .expect("SHOW POOLS");
+            rows.iter().any(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(r) => {
+                    let at = r.columns().iter().position(|c| c.name() == "sv_active");
+                    at.and_then(|i| r.get(i)) == Some("0")
+                }
+                _ => false,
+            })
+        },
+    )
+    .await;
+    // The Sync does not report success: the insert was rolled back with the server.
+    let synced = exchange(&mut c, &raw::sync(), 1).await;
+    assert_eq!(synced, "E(ERROR/57P01) Z(I)");
+    let rows = exchange(
+        &mut admin_pg,
+        &raw::query("SELECT count(*) FROM handoff_rows"),
+        1,
+    )
+    .await;
+    assert_eq!(rows, "T D(0) C(SELECT 1) Z(I)");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -16,7 +16,7 @@ use crate::net::tag::{backend, frontend};
 use crate::net::TxStatus;
 use lost::{ReadRetry, ServerFatal};
 use timeouts::{far_future, stopped};
-use unnamed::ClientUnnamed;
+use unnamed::{ClientUnnamed, UnnamedParse};
 
 /// Whether `server_reset_query` is set (query_parser off: run before a server goes back).
 fn reset_query_set() -> bool {
@@ -55,8 +55,12 @@ enum Expect {
     LocalParse {
         name: Box<str>,
     },
+    /// ParseComplete of the client's Parse of the unnamed statement (see `unnamed`).
+    ParseUnnamed(UnnamedParse),
     /// CloseComplete of a Close pgdog injected: not shown to the client.
     HiddenClose,
+    /// CloseComplete of the client's Close of the unnamed statement.
+    CloseUnnamed,
     /// An ErrorResponse pgdog provoked: the client gets this one instead.
     Replace(Message),
     Bind,
@@ -347,7 +351,9 @@ impl Session {
         let text = message::read_query_lossy(&m)?;
         let sql: &str = &text;
         let transaction = self.client.mode == PoolerMode::Transaction;
-        if let Some(target) = statements::deallocate(sql).filter(|_| transaction) {
+        let deallocate = statements::deallocate(sql);
+        let target_all_forwarded = matches!(deallocate, Some(None));
+        if let Some(target) = deallocate.filter(|_| transaction) {
             let tag = if target.is_none() {
                 "DEALLOCATE ALL"
             } else {
@@ -385,6 +391,13 @@ impl Session {
         // A simple query drops the unnamed statement and ends an implicit transaction.
         self.unnamed_closed();
         self.unsynced = false;
+        if target_all_forwarded {
+            // DEALLOCATE ALL reaches the server (SQL-level statements): it drops pgdog's too.
+            self.statements.clear();
+            if let Some(s) = self.server.as_mut() {
+                s.prepared.clear();
+            }
+        }
         self.expected.push_back(Expect::Ready);
         self.send_to_server(&m).await;
         Ok(())
@@ -627,7 +640,7 @@ impl Session {
                     self.expected.pop_front();
                     return;
                 }
-                self.pop_if(|e| matches!(e, Expect::Parse { .. }));
+                self.pop_if(|e| matches!(e, Expect::Parse { .. } | Expect::ParseUnnamed(_)));
             }
             backend::BIND_COMPLETE => self.pop_if(|e| matches!(e, Expect::Bind)),
             backend::CLOSE_COMPLETE => {
@@ -635,7 +648,7 @@ impl Session {
                     self.expected.pop_front();
                     return;
                 }
-                self.pop_if(|e| matches!(e, Expect::Close))
+                self.pop_if(|e| matches!(e, Expect::Close | Expect::CloseUnnamed))
             }
             backend::ROW_DESCRIPTION | backend::NO_DATA => {
                 self.pop_if(|e| matches!(e, Expect::Describe))
@@ -707,27 +720,33 @@ impl Session {
     /// After an error the server skips every message up to the next Sync: what pgdog expected
     /// of them is forgotten, with what those messages would have created.
     fn skip_to_sync(&mut self) {
-        let mut first = true;
+        let mut failed = true;
         while let Some(front) = self.expected.pop_front() {
-            match front {
-                Expect::Ready => {
-                    self.expected.push_front(Expect::Ready);
-                    break;
-                }
-                Expect::Parse {
-                    prepared: Some((p, name)),
-                } => {
-                    self.forget_statement(&p, Some(&name));
-                }
-                Expect::HiddenParse { prepared: Some(p) } => self.forget_statement(&p, None),
-                Expect::Parse { prepared: None } => self.unnamed_parse_failed(first),
-                Expect::HiddenParse { prepared: None } => self.unnamed_parse_failed(false),
-                Expect::LocalParse { name } => {
-                    self.statements.remove(&*name);
-                }
-                _ => {}
+            if let Expect::Ready = front {
+                self.expected.push_front(Expect::Ready);
+                break;
             }
-            first = false;
+            self.not_done(front, failed);
+            failed = false;
+        }
+    }
+
+    /// A message the server failed (`failed`), skipped or never answered (its connection
+    /// lost): whatever it would have created does not exist.
+    fn not_done(&mut self, expect: Expect, failed: bool) {
+        match expect {
+            Expect::Parse {
+                prepared: Some((p, name)),
+            } => self.forget_statement(&p, Some(&name)),
+            Expect::HiddenParse { prepared: Some(p) } => self.forget_statement(&p, None),
+            Expect::ParseUnnamed(parse) => self.unnamed_parse_failed(parse, failed),
+            Expect::HiddenParse { prepared: None } | Expect::HiddenClose | Expect::CloseUnnamed => {
+                self.unnamed_unknown()
+            }
+            Expect::LocalParse { name } => {
+                self.statements.remove(&*name);
+            }
+            _ => {}
         }
     }
 

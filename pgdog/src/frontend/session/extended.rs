@@ -25,6 +25,7 @@ impl Session {
                  (client_encoding UTF8); use the simple protocol or session mode",
             );
             if self.server.is_some() {
+                self.note_unsynced(frontend::PARSE);
                 self.fail_on_server(error).await;
             } else {
                 self.send(&error);
@@ -126,8 +127,8 @@ impl Session {
                 self.forward(&m, Expect::Describe).await;
             }
             frontend::CLOSE => {
-                self.closing(&m)?;
-                self.forward(&m, Expect::Close).await
+                let expect = self.closing(&m)?;
+                self.forward(&m, expect).await
             }
             _ => self.forward_plain(&m).await,
         }
@@ -157,10 +158,12 @@ impl Session {
                     self.note(super::not_utf8(statements::classify(&text), &text));
                     self.uncertain |= !self.pending.is_empty();
                 }
-                if name.is_empty() {
-                    self.unnamed_parsed(&m);
-                }
-                self.forward(&m, Expect::Parse { prepared: None }).await;
+                let expect = if name.is_empty() {
+                    Expect::ParseUnnamed(self.unnamed_parsed(&m))
+                } else {
+                    Expect::Parse { prepared: None }
+                };
+                self.forward(&m, expect).await;
             }
             frontend::BIND => {
                 if message::read_bind_names(&m)?.1.is_empty() {
@@ -175,8 +178,8 @@ impl Session {
                 self.forward(&m, Expect::Describe).await;
             }
             frontend::CLOSE => {
-                self.closing(&m)?;
-                self.forward(&m, Expect::Close).await;
+                let expect = self.closing(&m)?;
+                self.forward(&m, expect).await;
             }
             _ => self.forward_plain(&m).await,
         }
@@ -192,12 +195,14 @@ impl Session {
         }
     }
 
-    /// A Close reaching the server: closing the unnamed statement leaves the client none.
-    fn closing(&mut self, m: &Message) -> Result<(), SessionError> {
+    /// A Close reaching the server (what to expect of it): closing the unnamed statement
+    /// leaves the client none.
+    fn closing(&mut self, m: &Message) -> Result<Expect, SessionError> {
         if read_target(m)? == (target::STATEMENT, "") {
             self.unnamed_closed();
+            return Ok(Expect::CloseUnnamed);
         }
-        Ok(())
+        Ok(Expect::Close)
     }
 
     async fn parse(&mut self, m: Message) -> Result<(), SessionError> {
@@ -210,8 +215,8 @@ impl Session {
             self.uncertain |= !self.pending.is_empty();
         }
         if fields.name.is_empty() {
-            self.unnamed_parsed(&m);
-            self.forward(&m, Expect::Parse { prepared: None }).await;
+            let expect = Expect::ParseUnnamed(self.unnamed_parsed(&m));
+            self.forward(&m, expect).await;
             return Ok(());
         }
         if self.statements.contains_key(fields.name) {

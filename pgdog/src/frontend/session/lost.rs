@@ -129,13 +129,18 @@ impl Session {
             .rev()
             .take_while(|e| !matches!(e, Expect::Ready))
             .any(|e| !matches!(e, Expect::Synthetic(_)));
-        let waiting = !self.expected.is_empty() || self.copy_in;
+        // A batch not ended by Sync was lost too (its implicit transaction): the client hears
+        // of it, and its Sync does not report success.
+        let waiting = !self.expected.is_empty() || self.copy_in || self.unsynced;
         let in_tx = self.status != TxStatus::Idle || self.may_begin || in_flight > 1;
+        // What the unanswered messages would have created does not exist.
+        for expect in std::mem::take(&mut self.expected) {
+            self.not_done(expect, false);
+        }
         if let Some(s) = self.server.as_mut() {
             s.discard();
         }
         self.detach();
-        self.expected.clear();
         self.server_out.clear();
         self.copy_in = false;
         self.pending.clear();

@@ -75,7 +75,8 @@ impl Session {
     /// The next deadline, and whether the client is between transactions.
     pub(super) fn deadline(&self) -> (Deadline, bool) {
         let busy = !self.expected.is_empty();
-        let idle = !busy && self.status == TxStatus::Idle && self.aborted.is_none();
+        let idle =
+            !busy && !self.unsynced && self.status == TxStatus::Idle && self.aborted.is_none();
         let busy_since = if busy && !self.cancel_sent {
             Some(
                 self.client

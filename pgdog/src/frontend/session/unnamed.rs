@@ -17,41 +17,64 @@ use std::sync::atomic::{AtomicU64, Ordering};
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// The client's unnamed statement: the id of its Parse and the Parse itself.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct ClientUnnamed {
     id: u64,
     parse: Message,
 }
 
+/// A client's Parse of the unnamed statement on its way: its id, and the statement it replaces
+/// (the client's again if the server skips this Parse).
+#[derive(Debug)]
+pub(super) struct UnnamedParse {
+    id: u64,
+    previous: Option<ClientUnnamed>,
+}
+
 impl Session {
     /// The client parses the unnamed statement (on the attached server).
-    pub(super) fn unnamed_parsed(&mut self, parse: &Message) {
+    pub(super) fn unnamed_parsed(&mut self, parse: &Message) -> UnnamedParse {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        self.unnamed = Some(ClientUnnamed {
+        let mine = ClientUnnamed {
             id,
             parse: parse.clone(),
-        });
+        };
         if let Some(s) = self.server.as_mut() {
             s.unnamed = Unnamed::Parsed(id);
         }
-    }
-
-    /// The client closed its unnamed statement, or sent a simple query (which drops it).
-    pub(super) fn unnamed_closed(&mut self) {
-        self.unnamed = None;
-        if let Some(s) = self.server.as_mut() {
-            s.unnamed = Unnamed::Empty;
+        UnnamedParse {
+            id,
+            previous: self.unnamed.replace(mine),
         }
     }
 
-    /// A Parse of "" failed or was skipped by the server: what the server holds is not known
-    /// any more; `failed`: this was the client's latest Parse, so the client has none.
-    pub(super) fn unnamed_parse_failed(&mut self, failed: bool) {
+    /// The client closed its unnamed statement, or sent a simple query (which drops it). Sent
+    /// behind an unsynced batch, the server may skip it: what it holds is not known then.
+    pub(super) fn unnamed_closed(&mut self) {
+        self.unnamed = None;
+        let unsynced = self.unsynced;
+        if let Some(s) = self.server.as_mut() {
+            s.unnamed = if unsynced {
+                Unnamed::Unknown
+            } else {
+                Unnamed::Empty
+            };
+        }
+    }
+
+    /// The server skipped a message about its unnamed statement, or a Parse of it failed.
+    pub(super) fn unnamed_unknown(&mut self) {
         if let Some(s) = self.server.as_mut() {
             s.unnamed = Unnamed::Unknown;
         }
-        if failed {
-            self.unnamed = None;
+    }
+
+    /// The client's Parse of "" failed (`failed`: the client has no unnamed statement, as
+    /// with Postgres) or was skipped (the one before it is the client's again).
+    pub(super) fn unnamed_parse_failed(&mut self, parse: UnnamedParse, failed: bool) {
+        self.unnamed_unknown();
+        if self.unnamed.as_ref().is_some_and(|u| u.id == parse.id) {
+            self.unnamed = if failed { None } else { parse.previous };
         }
     }
 
