@@ -1,24 +1,32 @@
 #!/usr/bin/env bash
 # Compatibility: psycopg 3's own test suite (its authors' tests, tag 3.3.4) run directly against
 # PostgreSQL 18 and through pgdog in transaction and in session mode, by the shared runner
-# ../shared/tools/psycopg-suite/run.sh. Writes benchmarks/results/compat.md: the counts per run
-# and every test that fails only through pgdog. Without the shared runner (a checkout outside
-# this workspace) it says so and writes nothing.
+# ../shared/tools/psycopg-suite/run.sh; then pgx v5 in each of its query exec modes through
+# pgdog in transaction mode (benchmarks/compat/pgx, needs Go). Writes
+# benchmarks/results/compat.md: the counts per run and every test that fails only through
+# pgdog. Without the shared runner (a checkout outside this workspace) the psycopg part says so.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 : "${OUT:=$ROOT/benchmarks/results/compat.md}"
 SUITE="$ROOT/../shared/tools/psycopg-suite/run.sh"
-if [ ! -f "$SUITE" ]; then
-  echo "compat: no psycopg suite runner at $SUITE (it lives beside this workspace); nothing run" >&2
-  exit 0
-fi
 provision
 build_release -q
+PGX=$(mktemp)
+if command -v go > /dev/null; then
+  target/release/pgdog-topology single -- bash benchmarks/compat-pgx-run.sh > "$PGX" 2>&1 || true
+else
+  echo "Go is not installed: the pgx check did not run" > "$PGX"
+fi
+if [ ! -f "$SUITE" ]; then
+  echo "compat: no psycopg suite runner at $SUITE (it lives beside this workspace)" >&2
+  { echo "# Compatibility"; echo; echo '```'; cat "$PGX"; echo '```'; } > "$OUT"
+  exit 0
+fi
 EXPECTED_DIR=$(dirname "$SUITE")
 # listed TEST FILE: whether FILE (one test id a line, '#' comments) lists TEST.
 listed() { sed 's/#.*//; s/[[:space:]]*$//' "$2" | grep -Fxq -- "$1"; }
 LOGS=$(mktemp -d)
-trap 'rm -rf "$LOGS"' EXIT
+trap 'rm -rf "$LOGS" "$PGX"' EXIT
 started=$(date +%s)
 rc=0
 PGBIN="$PG_BIN" PSY_LOGS="$LOGS" PGDOG="$ROOT/target/release/pgdog" bash "$SUITE" || rc=$?
@@ -34,6 +42,15 @@ PGBIN="$PG_BIN" PSY_LOGS="$LOGS" PGDOG="$ROOT/target/release/pgdog" bash "$SUITE
   echo '```'
   sed -n '1,/^$/p' "$LOGS/summary.txt"
   grep -E '^(transaction|session):|^pgdog log|^VERDICT' "$LOGS/summary.txt" || true
+  echo '```'
+  echo
+  echo "## pgx v5.12 through pgdog (transaction mode, pool of 3)"
+  echo
+  echo "Each query exec mode, 8 connections at once, 50 rounds of parameterised queries and a"
+  echo "transaction each; every answer checked (\`benchmarks/compat/pgx\`):"
+  echo
+  echo '```'
+  grep -E '^pgx |: client [0-9]+:|Go is not' "$PGX" || tail -5 "$PGX"
   echo '```'
   for run in transaction session; do
     f="$LOGS/pgdog-only-$run.txt"

@@ -572,3 +572,45 @@ async fn statement_names_close_and_redefinition_as_postgres() {
     ];
     same_as_postgres(&topo, &proxy, &steps).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_statements_are_planned_afresh_after_ddl() {
+    let (_topo, proxy) = pool_of_one("transaction").await;
+    let a = connect(&proxy).await;
+    exec(
+        &a,
+        "CREATE TABLE ddl_t (a int); INSERT INTO ddl_t VALUES (1)",
+    )
+    .await;
+    exec(&a, "CREATE TYPE ddl_enum AS ENUM ('x', 'y')").await;
+    let sql = "SELECT * FROM ddl_t";
+    let before = a.prepare(sql).await.expect("prepare");
+    assert_eq!(a.query_one(&before, &[]).await.expect("run").len(), 1);
+    // A statement whose parameter has the enum's type (fixed when it is parsed).
+    let mut raw_client = through_pgdog(&proxy).await;
+    let cast = |value: &str| {
+        let run = [raw::bind("e", &[value]), raw::execute(), raw::sync()];
+        [raw::parse("e", "SELECT $1::ddl_enum::text"), run.concat()].concat()
+    };
+    let first = exchange(&mut raw_client, &cast("x"), 1).await;
+    assert_eq!(first, "1 2 D(x) C(SELECT 1) Z(I)");
+    // DDL, then the same texts prepared again (by another client; by this one after
+    // DEALLOCATE ALL, as psycopg does): they see the new catalog, as directly.
+    exec(&a, "ALTER TABLE ddl_t ADD COLUMN b int").await;
+    exec(
+        &a,
+        "DROP TYPE ddl_enum; CREATE TYPE ddl_enum AS ENUM ('x', 'z')",
+    )
+    .await;
+    let b = connect(&proxy).await;
+    let after = b.prepare(sql).await.expect("prepare after DDL");
+    assert_eq!(
+        b.query_one(&after, &[]).await.expect("run after DDL").len(),
+        2
+    );
+    drop(b);
+    let dealloc = exchange(&mut raw_client, &raw::query("DEALLOCATE ALL"), 1).await;
+    assert_eq!(dealloc, "C(DEALLOCATE ALL) Z(I)");
+    let again = exchange(&mut raw_client, &cast("z"), 1).await;
+    assert_eq!(again, "1 2 D(z) C(SELECT 1) Z(I)");
+}

@@ -99,6 +99,25 @@ pub fn intern(query: &str, param_types: &[i32]) -> Prepared {
     }
 }
 
+/// The client that prepared `p` deallocated it: the next Parse of its text creates a new
+/// global statement, parsed afresh on each server (a DEALLOCATE after DDL, as psycopg sends,
+/// must not give the client the old plan back). Other holders keep using this one.
+pub fn retire(p: &Prepared) {
+    let mut cache = CACHE.lock();
+    if cache
+        .peek(&p.statement)
+        .is_some_and(|(id, _, _)| *id == p.id)
+    {
+        cache.pop(&p.statement);
+    }
+}
+
+/// A statement that may change the catalog (DDL) ran: every cached statement is retired (see
+/// [`retire`]), so what is prepared from now on is planned against the new catalog.
+pub fn retire_all() {
+    CACHE.lock().clear();
+}
+
 /// Number of distinct statements cached.
 pub fn len() -> usize {
     CACHE.lock().len()
@@ -130,5 +149,16 @@ mod tests {
         assert_eq!(a.id, b.id);
         assert_ne!(a.id, c.id);
         assert_eq!(a.server_name(), format!("__pgdog_{}", a.id));
+    }
+
+    #[test]
+    fn a_retired_statement_is_prepared_afresh() {
+        let a = super::intern("SELECT $1 -- retired test", &[23]);
+        super::retire(&a);
+        let b = super::intern("SELECT $1 -- retired test", &[23]);
+        assert_ne!(a.id, b.id);
+        // Retiring an older copy leaves the current one.
+        super::retire(&a);
+        assert_eq!(super::intern("SELECT $1 -- retired test", &[23]).id, b.id);
     }
 }

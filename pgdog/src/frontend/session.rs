@@ -25,7 +25,7 @@ fn reset_query_set() -> bool {
 
 use super::aborted::{self, Aborted};
 use super::client::{Client, ServeClient};
-use super::prepared::Prepared;
+use super::prepared::{self, Prepared};
 use super::statements::{self, Classified, SetChange};
 use crate::backend::{PooledServer, ServerError, Shard};
 use crate::config::PoolerMode;
@@ -369,6 +369,9 @@ impl Session {
             return Ok(());
         }
         self.may_begin |= aborted::may_begin(sql);
+        if statements::may_change_catalog(sql) {
+            prepared::retire_all();
+        }
         let read = self.wants_read(sql);
         let classified = if self.query_parser {
             statements::classify(sql)
@@ -433,6 +436,8 @@ impl Session {
     }
 
     /// Client-side DEALLOCATE of protocol-level statements; false when it is not ours.
+    /// The global statements the client drops are retired: prepared again, the same text is
+    /// planned afresh (see `prepared::retire`).
     fn deallocate(&mut self, target: Option<String>) -> bool {
         match target {
             None => {
@@ -440,10 +445,16 @@ impl Session {
                 if self.pinned == Some("SQL-level PREPARE") {
                     return false;
                 }
-                self.statements.clear();
+                self.statements
+                    .drain()
+                    .for_each(|(_, p)| prepared::retire(&p));
                 true
             }
-            Some(name) => self.statements.remove(&name).is_some(),
+            Some(name) => self
+                .statements
+                .remove(&name)
+                .map(|p| prepared::retire(&p))
+                .is_some(),
         }
     }
 

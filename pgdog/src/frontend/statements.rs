@@ -129,6 +129,20 @@ const SESSION_ADVISORY: &[&str] = &[
     "pg_try_advisory_lock_shared",
 ];
 
+/// Whether `sql` may change the catalog: one of its statements starts with CREATE, ALTER or
+/// DROP (a semicolon inside a literal only errs on the safe side). Shared prepared statements
+/// are then retired (`prepared::retire_all`) so the next Parse plans against the new catalog.
+pub fn may_change_catalog(sql: &str) -> bool {
+    sql.split(';').any(|statement| {
+        let start = statement.trim_start().as_bytes();
+        ["create", "alter", "drop"].iter().any(|word| {
+            start.len() > word.len()
+                && start[..word.len()].eq_ignore_ascii_case(word.as_bytes())
+                && !start[word.len()].is_ascii_alphanumeric()
+        })
+    })
+}
+
 /// Classifies the statements of `sql`. SQL that does not parse is left to the server (which
 /// reports the error) and classifies as nothing.
 pub fn classify(sql: &str) -> Classified {
@@ -291,6 +305,24 @@ pub fn deallocate(sql: &str) -> Option<Option<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn statements_that_may_change_the_catalog() {
+        for (sql, ddl) in [
+            ("CREATE TYPE t AS ENUM ('a')", true),
+            ("  drop table x", true),
+            ("BEGIN; ALTER TABLE t ADD COLUMN c int", true),
+            ("alter\ttable t rename to u", true),
+            ("SELECT 1", false),
+            ("SELECT created FROM t", false),
+            ("createdb", false),
+            // A semicolon in a literal: retired for nothing, which is only a little slower.
+            ("INSERT INTO t VALUES ('x; drop')", true),
+            ("INSERT INTO t VALUES ('x; dropped')", false),
+        ] {
+            assert_eq!(may_change_catalog(sql), ddl, "{sql}");
+        }
+    }
 
     #[test]
     fn tracks_session_sets_and_pins_session_state() {

@@ -14,6 +14,12 @@ use crate::net::Message;
 
 impl Session {
     pub(super) async fn extended(&mut self, m: Message) -> Result<(), SessionError> {
+        if m.tag() == frontend::PARSE {
+            let (_, text) = read_parse_text(&m)?;
+            if statements::may_change_catalog(&text) {
+                prepared::retire_all();
+            }
+        }
         if self.client.mode == PoolerMode::Session {
             return self.passthrough(m).await;
         }
