@@ -73,3 +73,45 @@ async fn latin9_clients_as_with_postgres() {
     let other = connect(&proxy).await;
     assert_ne!(one(&other, "SHOW application_name").await, "na\u{ef}ve");
 }
+
+/// The transcript of `msgs`: tags, with the SQLSTATE of errors and the ReadyForQuery status.
+fn tags_and_codes(msgs: &[Msg]) -> String {
+    let one = |m: &Msg| match m.tag {
+        b'E' => format!("E({})", m.sqlstate().unwrap_or_default()),
+        b'Z' => format!("Z({})", m.body[0] as char),
+        other => (other as char).to_string(),
+    };
+    msgs.iter().map(one).collect::<Vec<_>>().join(" ")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn not_yet_supported_encodings_get_an_error_not_a_disconnect() {
+    // Transaction mode, prepared statements: pgdog's shared statements are UTF-8 text.
+    let (_topo, proxy) = pgdog("auth_type = \"trust\"", 1);
+    let (mut c, _) = login(proxy.port, USER, DB, "LATIN9").await;
+    let parse = raw::msg(b'P', b"s\0SELECT 'caf\xe9'\0\0\0");
+    c.send(&[parse, raw::sync()].concat()).await;
+    assert_eq!(tags_and_codes(&c.until_ready().await), "E(0A000) Z(I)");
+    assert_eq!(
+        query_bytes(&mut c, b"SELECT 'caf\xe9'").await,
+        vec![b"caf\xe9".to_vec()]
+    );
+    // A sharded database routes by the text: UTF-8 only, for now.
+    let topo = topology::Topology::shards(2).expect("topology");
+    let mut config = String::from("auth_type = \"trust\"\n");
+    for (i, node) in topo.nodes().iter().enumerate() {
+        config.push_str(&database(node.port, &format!("shard = {i}\n")));
+    }
+    config.push_str("\n[[sharded_tables]]\ndatabase = \"app\"\nname = \"t\"\ncolumn = \"id\"\n");
+    let sharded = start_with(&config, &users(""));
+    let (mut c, _) = login(sharded.port, USER, DB, "LATIN9").await;
+    c.send(&raw::msg(b'Q', b"SELECT 'caf\xe9'\0")).await;
+    assert_eq!(tags_and_codes(&c.until_ready().await), "E(0A000) Z(I)");
+    let parse = raw::msg(b'P', b"s\0SELECT 'caf\xe9'\0\0\0");
+    c.send(&[parse, raw::sync()].concat()).await;
+    assert_eq!(tags_and_codes(&c.until_ready().await), "E(0A000) Z(I)");
+    assert_eq!(
+        query_bytes(&mut c, b"SELECT 'cafe'").await,
+        vec![b"cafe".to_vec()]
+    );
+}

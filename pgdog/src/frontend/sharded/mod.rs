@@ -35,6 +35,28 @@ use tx::Tx;
 
 pub use super::session::SessionError;
 
+/// A Query's or Parse's fields; None when the message is well formed but its text is not
+/// UTF-8 (another client_encoding), which the router cannot read yet.
+fn utf8_text<T>(read: Result<T, ProtocolError>, m: &Message) -> Result<Option<T>, ProtocolError> {
+    match read {
+        Ok(fields) => Ok(Some(fields)),
+        Err(e) => match message::read_parse_text(m)
+            .or_else(|_| message::read_query_lossy(m).map(|q| ("", q)))
+        {
+            Ok(_) => Ok(None),
+            Err(_) => Err(e),
+        },
+    }
+}
+
+/// The answer to query text that is not UTF-8 on a sharded database.
+fn not_utf8() -> ClientError {
+    ClientError::new(
+        "0A000",
+        "sharded databases need query text in UTF-8 (client_encoding UTF8): pgdog routes by it",
+    )
+}
+
 /// A statement the client prepared (named or unnamed).
 #[derive(Debug, Clone)]
 struct Statement {
@@ -241,7 +263,12 @@ impl ShardedSession {
         }
         match m.tag() {
             frontend::QUERY => {
-                let sql = message::read_query(&m)?.to_string();
+                let Some(sql) = utf8_text(message::read_query(&m), &m)? else {
+                    self.fail(not_utf8());
+                    self.ready();
+                    return Ok(());
+                };
+                let sql = sql.to_string();
                 match self.pass_gate().await {
                     Ok(()) => self.simple_query(&sql).await?,
                     Err(e) => self.fail(e),
@@ -439,7 +466,10 @@ impl ShardedSession {
     // ---- extended protocol ----
 
     fn parse(&mut self, m: &Message) -> Result<(), SessionError> {
-        let fields = read_parse(m)?;
+        let Some(fields) = utf8_text(read_parse(m), m)? else {
+            self.fail_extended(not_utf8());
+            return Ok(());
+        };
         // Syntax errors are reported at Parse time, as Postgres does.
         if let Err(e) = QueryCache::global().get(fields.query) {
             self.fail_extended(e.into());
