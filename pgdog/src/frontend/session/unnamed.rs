@@ -35,9 +35,11 @@ impl Session {
     /// The client parses the unnamed statement (on the attached server).
     pub(super) fn unnamed_parsed(&mut self, parse: &Message) -> UnnamedParse {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        // A copy: the message itself shares the client reader's buffer, which could not be
+        // reused while it is kept.
         let mine = ClientUnnamed {
             id,
-            parse: parse.clone(),
+            parse: Message::from_bytes(bytes::Bytes::copy_from_slice(parse.bytes())),
         };
         if let Some(s) = self.server.as_mut() {
             s.unnamed = Unnamed::Parsed(id);
