@@ -614,3 +614,90 @@ async fn shared_statements_are_planned_afresh_after_ddl() {
     let again = exchange(&mut raw_client, &cast("z"), 1).await;
     assert_eq!(again, "1 2 D(z) C(SELECT 1) Z(I)");
 }
+
+/// SHOW POOLS' `banned` and `sv_active` of the one pool, through pgdog's admin database.
+async fn pool_state(admin: &tokio_postgres::Client) -> (String, String) {
+    let rows = admin.simple_query("SHOW POOLS").await.expect("SHOW POOLS");
+    rows.iter()
+        .find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => Some((
+                r.get("banned").unwrap_or_default().to_string(),
+                r.get("sv_active").unwrap_or_default().to_string(),
+            )),
+            _ => None,
+        })
+        .expect("a pool")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_clients_fatal_never_bans_its_server() {
+    let general = format!(
+        "{TRUST}\nadmin_password = \"{ADMIN_PASSWORD}\"\nunknown_functions = \"trust\"\n\
+         checkout_timeout = 10000"
+    );
+    let (_topo, proxy) = pgdog_after(&general, 1, "CREATE TABLE handoff_rows (i int)").await;
+    let admin = admin(&proxy).await;
+    let idle_timeout = [
+        raw::query("SET idle_in_transaction_session_timeout = '100ms'"),
+        raw::query("BEGIN"),
+    ]
+    .concat();
+    let copy_then_query = [
+        raw::query("COPY handoff_rows FROM STDIN"),
+        raw::copy_data(b"1\n"),
+        raw::query("SELECT 1"),
+    ]
+    .concat();
+    // What each client sends, and how many ReadyForQuery it waits for before the server ends
+    // its connection (57P01, 25P03, 08P01).
+    let cases: [(&str, Vec<u8>, usize); 3] = [
+        ("its own backend terminated", terminate_own_backend(), 1),
+        ("idle in transaction too long", idle_timeout, 2),
+        ("a Query in the middle of COPY", copy_then_query, 0),
+    ];
+    for (what, bytes, syncs) in cases {
+        let mut c = through_pgdog(&proxy).await;
+        exchange(&mut c, &bytes, syncs).await;
+        eventually(what, std::time::Duration::from_secs(10), || async {
+            pool_state(&admin).await.1 == "0"
+        })
+        .await;
+        assert_eq!(
+            pool_state(&admin).await.0,
+            "false",
+            "{what}: the server was banned"
+        );
+        let mut next = through_pgdog(&proxy).await;
+        let answer = exchange(&mut next, &raw::query("SELECT 1"), 1).await;
+        assert_eq!(answer, "T D(1) C(SELECT 1) Z(I)", "{what}: the next client");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_in_the_middle_of_copy_ends_the_session_as_postgres() {
+    for mode in ["transaction", "session"] {
+        let (topo, proxy) = pool_of_one(mode).await;
+        let bytes = [
+            raw::query("COPY handoff_rows FROM STDIN"),
+            raw::copy_data(b"1\n"),
+            raw::query("SELECT 1"),
+        ]
+        .concat();
+        let mut directly = direct(&topo).await;
+        directly.send(&bytes).await;
+        let want = transcript(&directly.until_closed().await);
+        assert_eq!(want, "G E(ERROR/08P01) E(FATAL/08P01)", "Postgres");
+        let mut c = through_pgdog(&proxy).await;
+        c.send(&bytes).await;
+        assert_eq!(transcript(&c.until_closed().await), want, "{mode} mode");
+        // Nothing of the COPY was committed, and the server connection was not reused as it was.
+        let mut next = through_pgdog(&proxy).await;
+        let rows = exchange(
+            &mut next,
+            &raw::query("SELECT count(*) FROM handoff_rows"),
+            1,
+        )
+        .await;
+        assert_eq!(rows, "T D(0) C(SELECT 1) Z(I)", "{mode} mode");
+    }
+}

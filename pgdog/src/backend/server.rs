@@ -52,6 +52,20 @@ impl ServerError {
         }
     }
 
+    /// Whether the failure says the server is down (and it is to be banned): it cannot be
+    /// reached, or it is crashing or starting/stopping (57P02, 57P03). Not a FATAL that ends one
+    /// connection: 57P01 may be one client's `pg_terminate_backend` (a shutdown shows at the
+    /// next connect, which bans), 08P01 a protocol violation, 25P03 or 57P05 a timeout.
+    pub fn says_server_down(&self) -> bool {
+        match self {
+            ServerError::Connect { .. }
+            | ServerError::ConnectTimeout(_)
+            | ServerError::Protocol { .. } => true,
+            ServerError::Postgres(e, _) => server_down_code(&e.code),
+            _ => false,
+        }
+    }
+
     /// SQLSTATE to report to the client.
     pub fn code(&self) -> String {
         match self {
@@ -128,6 +142,11 @@ pub enum Unnamed {
     Parsed(u64),
     /// Not known (a Parse of it failed or was skipped).
     Unknown,
+}
+
+/// A FATAL's SQLSTATE that says the whole server is going away (crash, startup, shutdown).
+pub fn server_down_code(code: &str) -> bool {
+    matches!(code, "57P02" | "57P03")
 }
 
 /// Order-independent fingerprint of a settings map (0 when empty).

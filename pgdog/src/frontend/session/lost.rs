@@ -2,6 +2,7 @@
 //! transaction that was lost with it (see `frontend::aborted`). A client whose session state
 //! lived on that server (session mode, or pinned in transaction mode) is told so the way
 //! Postgres tells it: the server's FATAL, unchanged (or FATAL 08006), and its connection closed.
+//! So is a client whose protocol violation made the server end the connection (FATAL 08P01).
 //! Otherwise (transaction mode) each request that failed gets one error: the FATAL's SQLSTATE
 //! and message as an ERROR, or 08006.
 use super::{Aborted, Expect, Session, SessionError};
@@ -113,7 +114,13 @@ impl Session {
             Some(f) => f.code.starts_with("57P"),
             None => e.is_unavailable(),
         };
-        if unavailable {
+        // Banned only when the loss says the server is down, not for a FATAL that ended this
+        // one connection (issue 27: one client must not take a server out of rotation).
+        let down = match &fatal {
+            Some(f) => crate::backend::server::server_down_code(&f.code),
+            None => e.says_server_down(),
+        };
+        if down {
             if let Some(s) = self.server.as_ref() {
                 s.pool().host().mark_down(&why);
             }
@@ -159,7 +166,10 @@ impl Session {
             ),
             _ => {}
         }
-        if self.client.mode == PoolerMode::Session || was_pinned {
+        // 08P01: the client broke the protocol (a Query during COPY FROM STDIN...); Postgres
+        // closes such a client, in any mode, since its requests and replies are out of step.
+        let out_of_step = fatal.as_ref().is_some_and(|f| f.code == "08P01");
+        if self.client.mode == PoolerMode::Session || was_pinned || out_of_step {
             // The session state the client was told it has is gone with the server.
             let m = fatal.map_or_else(|| message::fatal("08006", &why), |f| f.message);
             return Err(SessionError::ServerClosed(m));

@@ -850,7 +850,7 @@ impl ShardedSession {
         );
         if let Some(s) = self.servers.get_mut(shard).and_then(|s| s.as_mut()) {
             s.discard();
-            if e.is_unavailable() {
+            if e.says_server_down() {
                 s.pool()
                     .host()
                     .mark_down(&format!("server connection lost: {e}"));
