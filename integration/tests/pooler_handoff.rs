@@ -701,3 +701,32 @@ async fn a_query_in_the_middle_of_copy_ends_the_session_as_postgres() {
         assert_eq!(rows, "T D(0) C(SELECT 1) Z(I)", "{mode} mode");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deallocate_as_a_prepared_statement_drops_only_the_clients_statements() {
+    let (topo, proxy) = pool_of_one("transaction").await;
+    let run = |name: &str| [raw::bind(name, &[]), raw::execute(), raw::sync()].concat();
+    let dealloc = |sql: &str| {
+        let bound = [
+            raw::bind("", &[]),
+            raw::describe_portal(),
+            raw::execute(),
+            raw::sync(),
+        ];
+        [raw::parse("", sql), bound.concat()].concat()
+    };
+    let steps = vec![
+        (0, [raw::parse("s1", "select 1"), raw::sync()].concat(), 1),
+        (0, run("s1"), 1),
+        (0, [raw::parse("s2", "select 2"), raw::sync()].concat(), 1),
+        // As psycopg sends it with prepare_threshold = 0.
+        (0, dealloc("DEALLOCATE s2"), 1),
+        (0, run("s2"), 1),
+        (0, dealloc("DEALLOCATE ALL"), 1),
+        (0, run("s1"), 1),
+        // Another client on the same server connection still has the statement it prepares.
+        (1, [raw::parse("t1", "select 1"), run("t1")].concat(), 1),
+        (0, [raw::parse("s1", "select 1"), run("s1")].concat(), 1),
+    ];
+    same_as_postgres(&topo, &proxy, &steps).await;
+}

@@ -5,6 +5,7 @@
 //! server already has, CloseComplete), and which answers to swallow (a Parse it injected).
 //! Before it checks out a server the session passes its database's pause gate (the admin
 //! database's PAUSE makes it wait there), then picks up a reloaded configuration.
+mod deallocate;
 mod extended;
 mod lost;
 mod routing;
@@ -173,6 +174,8 @@ pub struct Session {
     unsynced: bool,
     /// The client's unnamed prepared statement (see `unnamed`).
     unnamed: Option<ClientUnnamed>,
+    /// The client's unnamed statement is a DEALLOCATE pgdog answers (see `deallocate`).
+    dealloc: Option<deallocate::Deallocate>,
 }
 
 impl Session {
@@ -211,6 +214,7 @@ impl Session {
             reset_done: false,
             unsynced: false,
             unnamed: None,
+            dealloc: None,
         }
     }
 }

@@ -39,6 +39,9 @@ impl Session {
             }
             return Ok(());
         }
+        if self.answer_deallocate(&m).await? {
+            return Ok(());
+        }
         // A named statement some server has already accepted needs no server to be "prepared":
         // it is prepared on whichever connection the client holds when it is used. This keeps
         // synchronous prepares (libpq PQprepare) from waiting for a connection.
@@ -263,7 +266,7 @@ impl Session {
     /// Makes the server fail where the client's message stands, with `error` as the client's
     /// answer: a Bind of a statement that does not exist (26000, replaced by `error`). The
     /// server then skips to Sync and aborts the transaction, as for an error of its own.
-    async fn fail_on_server(&mut self, error: Message) {
+    pub(super) async fn fail_on_server(&mut self, error: Message) {
         let bind = message::build(frontend::BIND, |b| {
             message::put_cstr(b, "");
             message::put_cstr(b, MISSING);
