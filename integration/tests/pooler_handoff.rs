@@ -675,21 +675,33 @@ async fn one_clients_fatal_never_bans_its_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_query_in_the_middle_of_copy_ends_the_session_as_postgres() {
+    let intruders = [
+        ("Query", raw::query("SELECT 1")),
+        ("Parse", raw::parse("", "SELECT 1")),
+        ("Describe", raw::target(b'D', b'S', "nothing")),
+        ("Execute", raw::execute()),
+    ];
     for mode in ["transaction", "session"] {
         let (topo, proxy) = pool_of_one(mode).await;
-        let bytes = [
-            raw::query("COPY handoff_rows FROM STDIN"),
-            raw::copy_data(b"1\n"),
-            raw::query("SELECT 1"),
-        ]
-        .concat();
-        let mut directly = direct(&topo).await;
-        directly.send(&bytes).await;
-        let want = transcript(&directly.until_closed().await);
-        assert_eq!(want, "G E(ERROR/08P01) E(FATAL/08P01)", "Postgres");
-        let mut c = through_pgdog(&proxy).await;
-        c.send(&bytes).await;
-        assert_eq!(transcript(&c.until_closed().await), want, "{mode} mode");
+        for (what, intruder) in &intruders {
+            let bytes = [
+                raw::query("COPY handoff_rows FROM STDIN"),
+                raw::copy_data(b"1\n"),
+                intruder.clone(),
+            ]
+            .concat();
+            let mut directly = direct(&topo).await;
+            directly.send(&bytes).await;
+            let want = transcript(&directly.until_closed().await);
+            assert_eq!(want, "G E(ERROR/08P01) E(FATAL/08P01)", "Postgres, {what}");
+            let mut c = through_pgdog(&proxy).await;
+            c.send(&bytes).await;
+            assert_eq!(
+                transcript(&c.until_closed().await),
+                want,
+                "{mode} mode, {what}"
+            );
+        }
         // Nothing of the COPY was committed, and the server connection was not reused as it was.
         let mut next = through_pgdog(&proxy).await;
         let rows = exchange(
