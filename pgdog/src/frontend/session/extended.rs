@@ -91,14 +91,9 @@ impl Session {
             _ => {}
         }
         let read = self.message_reads(&m)?;
-        if !self.attach(read).await? {
-            self.skip_until_sync = m.tag() != frontend::SYNC;
-            if m.tag() == frontend::SYNC {
-                self.send(&message::ready_for_query(self.status));
-            }
+        if !self.attach_for(&m, read).await? {
             return Ok(());
         }
-        self.note_unsynced(m.tag());
         match m.tag() {
             frontend::PARSE => self.parse(m).await?,
             frontend::BIND => {
@@ -151,14 +146,9 @@ impl Session {
             self.send_to_server(&m).await;
             return Ok(());
         }
-        if !self.attach(false).await? {
-            self.skip_until_sync = m.tag() != frontend::SYNC;
-            if m.tag() == frontend::SYNC {
-                self.send(&message::ready_for_query(self.status));
-            }
+        if !self.attach_for(&m, false).await? {
             return Ok(());
         }
-        self.note_unsynced(m.tag());
         match m.tag() {
             frontend::PARSE => {
                 let (name, text) = read_parse_text(&m)?;
@@ -193,6 +183,21 @@ impl Session {
             _ => self.forward_plain(&m).await,
         }
         Ok(())
+    }
+
+    /// A server for extended-protocol message `m` (noted as on its way to it); false when none
+    /// could be had: the error is out, the rest up to Sync is skipped (Sync gets its
+    /// ReadyForQuery).
+    async fn attach_for(&mut self, m: &Message, read: bool) -> Result<bool, SessionError> {
+        if !self.attach(read).await? {
+            self.skip_until_sync = m.tag() != frontend::SYNC;
+            if m.tag() == frontend::SYNC {
+                self.send(&message::ready_for_query(self.status));
+            }
+            return Ok(false);
+        }
+        self.note_unsynced(m.tag());
+        Ok(true)
     }
 
     /// Execute, Sync, FunctionCall (each with its answer expected) and Flush.
