@@ -18,32 +18,34 @@ pub(super) struct Deallocate {
 }
 
 impl Session {
-    /// Answers `m` when it is (or uses) an unnamed DEALLOCATE statement; false when it is not
-    /// one of those (it goes its usual way).
+    /// A Parse of `name` with `text`: when it is an unnamed DEALLOCATE pgdog answers, its
+    /// ParseComplete is queued and true returned.
+    pub(super) fn parse_deallocate(&mut self, name: &str, text: &str) -> bool {
+        let target = statements::deallocate(text).filter(|_| name.is_empty());
+        // DEALLOCATE ALL of a session pinned by SQL PREPARE, and of a name that is not one of
+        // the client's protocol-level statements, reach the server.
+        let sql_prepare = self.pinned == Some("SQL-level PREPARE");
+        self.dealloc = target
+            .filter(|t| match t {
+                None => !sql_prepare,
+                Some(name) => self.statements.contains_key(name),
+            })
+            .map(|target| Deallocate {
+                target,
+                bound: false,
+            });
+        if self.dealloc.is_none() {
+            return false;
+        }
+        self.unnamed = None;
+        self.synthetic(message::parse_complete());
+        true
+    }
+
+    /// Answers a Bind, Describe or Execute of the unnamed DEALLOCATE statement (or its
+    /// portal); false when `m` is not one of those (it goes its usual way).
     pub(super) async fn answer_deallocate(&mut self, m: &Message) -> Result<bool, SessionError> {
         match m.tag() {
-            frontend::PARSE => {
-                let fields = message::read_parse(m)?;
-                let target =
-                    statements::deallocate(fields.query).filter(|_| fields.name.is_empty());
-                // DEALLOCATE ALL of a session pinned by SQL PREPARE, and of a name that is not
-                // one of the client's protocol-level statements, reach the server.
-                let sql_prepare = self.pinned == Some("SQL-level PREPARE");
-                self.dealloc = target
-                    .filter(|t| match t {
-                        None => !sql_prepare,
-                        Some(name) => self.statements.contains_key(name),
-                    })
-                    .map(|target| Deallocate {
-                        target,
-                        bound: false,
-                    });
-                if self.dealloc.is_none() {
-                    return Ok(false);
-                }
-                self.unnamed = None;
-                self.synthetic(message::parse_complete());
-            }
             frontend::BIND if self.dealloc.is_some() => {
                 let (portal, statement, _) = read_bind_names(m)?;
                 if !portal.is_empty() || !statement.is_empty() {

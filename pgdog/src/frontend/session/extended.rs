@@ -14,16 +14,24 @@ use crate::net::Message;
 
 impl Session {
     pub(super) async fn extended(&mut self, m: Message) -> Result<(), SessionError> {
+        // A Parse's text, read once here for what every Parse needs checked.
+        let (mut utf8, mut deallocate) = (true, false);
         if m.tag() == frontend::PARSE {
-            let (_, text) = read_parse_text(&m)?;
+            let (name, text) = read_parse_text(&m)?;
             if statements::may_change_catalog(&text) {
                 prepared::retire_all();
             }
+            utf8 = matches!(text, std::borrow::Cow::Borrowed(_));
+            deallocate =
+                self.client.mode == PoolerMode::Transaction && self.parse_deallocate(name, &text);
         }
         if self.client.mode == PoolerMode::Session {
             return self.passthrough(m).await;
         }
-        if m.tag() == frontend::PARSE && read_parse(&m).is_err() && read_parse_text(&m).is_ok() {
+        if deallocate {
+            return Ok(());
+        }
+        if !utf8 {
             // Another client_encoding: pgdog's shared statements are kept as UTF-8 text.
             let error = message::error(
                 "0A000",
