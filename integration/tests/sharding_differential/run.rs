@@ -352,7 +352,8 @@ pub(crate) async fn check_extended_copy(
     // Postgres): copy_out on fresh connections.
     let dog = &connect_proxy(proxy).await;
     let pg = &connect_port(pg_port).await;
-    let sql = "COPY (SELECT * FROM events ORDER BY user_id) TO STDOUT";
+    // (Rows in an order across shards would need a merge: refused, see pooler_copy.rs.)
+    let sql = "COPY (SELECT * FROM events WHERE user_id > 0) TO STDOUT";
     let (got, want) = tokio::join!(copy_out(dog, sql), copy_out(pg, sql));
     report.compared += 1;
     let t = |r: &Result<String, tokio_postgres::Error>| match r {

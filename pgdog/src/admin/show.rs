@@ -106,10 +106,11 @@ pub fn clients() -> Reply {
                 s(if login.tls { "TLS" } else { "" }),
                 s(&login.application_name),
                 s(c.id),
+                c.pinned().map(|why| why.to_string()),
             ]
         })
         .collect();
-    reply(&connection_columns(&["id"]), rows)
+    reply(&connection_columns(&["id", "pinned"]), rows)
 }
 
 pub fn servers() -> Reply {

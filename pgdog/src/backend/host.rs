@@ -49,6 +49,8 @@ pub struct HostState {
     pub database: String,
     pub configured: Role,
     status: Mutex<HostStatus>,
+    /// Its built-in functions (read by the health check).
+    pub builtins: super::builtins::Catalog,
 }
 
 /// The role a server has now.
@@ -195,6 +197,7 @@ pub fn host_state(host: &str, port: u16, database: &str, role: Role) -> Arc<Host
                 database: database.to_string(),
                 configured: role,
                 status: Mutex::new(HostStatus::default()),
+                builtins: Default::default(),
             })
         })
         .clone()

@@ -1,6 +1,7 @@
 //! Server side: connections to Postgres (startup, authentication, parameters, health) and the
 //! pools that hand them to client sessions per (user, database). Must not interpret client
 //! traffic: the frontend decides what to send; a server connection only carries it.
+pub mod builtins;
 pub mod host;
 pub mod pause;
 pub mod pool;

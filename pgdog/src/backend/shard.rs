@@ -103,6 +103,15 @@ impl Shard {
         &self.inner.hosts
     }
 
+    /// The built-in functions of its servers (they share one catalog), once a health check
+    /// has read them (see `builtins`).
+    pub fn builtins(&self) -> Option<Arc<super::builtins::Builtins>> {
+        self.inner
+            .hosts
+            .iter()
+            .find_map(|h| h.state.builtins.current())
+    }
+
     pub fn policy(&self) -> ReadPolicy {
         self.inner.policy
     }

@@ -74,6 +74,9 @@ enum Expect {
     Ready,
     /// A message pgdog answers itself, sent when everything before it has been answered.
     Synthetic(Message),
+    /// Where the client's CopyDone or CopyFail reached the server: a COPY FROM STDIN starting
+    /// before it ignores the Syncs up to here (see `copy_started`); otherwise nothing answers.
+    CopyEnd,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -288,6 +291,13 @@ impl ServeClient for Session {
 }
 
 impl Session {
+    /// What `sql` means for the pooler (see `statements::classify`), calls judged against the
+    /// server's own catalog of built-in functions.
+    fn classify(&self, sql: &str) -> Classified {
+        let builtins = sql.contains('(').then(|| self.shard.builtins()).flatten();
+        statements::classify(sql, builtins.as_deref())
+    }
+
     /// Writes what is waiting for the client.
     async fn flush(&mut self) -> Result<(), ProtocolError> {
         self.client.flush().await
@@ -341,6 +351,10 @@ impl Session {
             frontend::COPY_DATA | frontend::COPY_DONE | frontend::COPY_FAIL => {
                 if self.server.is_some() {
                     if m.tag() != frontend::COPY_DATA {
+                        if !self.copy_in && !self.expected.is_empty() {
+                            // A COPY that has not answered yet may be running.
+                            self.expected.push_back(Expect::CopyEnd);
+                        }
                         self.copy_in = false;
                     }
                     self.send_to_server(&m).await;
@@ -374,11 +388,11 @@ impl Session {
         }
         self.may_begin |= aborted::may_begin(sql);
         if statements::may_change_catalog(sql) {
-            prepared::retire_all();
+            catalog_changes(sql);
         }
         let read = self.wants_read(sql);
         let classified = if self.query_parser {
-            statements::classify(sql)
+            self.classify(sql)
         } else {
             Classified::default()
         };
@@ -421,6 +435,14 @@ impl Session {
     }
 
     /// Remembers what a statement means for the session (applied when the server confirms).
+    /// The session keeps its server connection until it leaves (transaction mode).
+    fn pin(&mut self, reason: &'static str) {
+        if self.client.mode == PoolerMode::Transaction {
+            self.client.meter.client().pin(reason);
+        }
+        self.pinned = self.pinned.or(Some(reason));
+    }
+
     fn note(&mut self, c: Classified) {
         if let Some(reason) = c.pin {
             if self.client.mode == PoolerMode::Transaction && self.pinned.is_none() {
@@ -430,7 +452,7 @@ impl Session {
                     self.client.database
                 );
             }
-            self.pinned = self.pinned.or(Some(reason));
+            self.pin(reason);
         }
         if !c.changes.is_empty() && (self.status != TxStatus::Idle || c.statements > 1) {
             self.uncertain = true;
@@ -625,10 +647,13 @@ impl Session {
 
     /// Sends queued synthetic answers that are now due.
     fn release_synthetic(&mut self) {
-        while let Some(Expect::Synthetic(_) | Expect::LocalParse { .. }) = self.expected.front() {
+        while let Some(Expect::Synthetic(_) | Expect::LocalParse { .. } | Expect::CopyEnd) =
+            self.expected.front()
+        {
             match self.expected.pop_front() {
                 Some(Expect::Synthetic(m)) => self.send(&m),
-                _ => self.send(&message::parse_complete()),
+                Some(Expect::LocalParse { .. }) => self.send(&message::parse_complete()),
+                _ => {}
             }
         }
     }
@@ -676,19 +701,7 @@ impl Session {
                 self.server_error(&m);
                 return;
             }
-            backend::COPY_IN_RESPONSE => {
-                self.copy_in = true;
-                // Syncs that reach the server during COPY FROM STDIN are ignored by it (libpq
-                // sends one right after Execute): expect no ReadyForQuery for those queued
-                // behind the statement that started the COPY.
-                let queued = std::mem::take(&mut self.expected);
-                self.expected = queued
-                    .into_iter()
-                    .enumerate()
-                    .filter(|(i, e)| *i == 0 || !matches!(e, Expect::Ready))
-                    .map(|(_, e)| e)
-                    .collect();
-            }
+            backend::COPY_IN_RESPONSE => self.copy_started(),
             backend::PARAMETER_STATUS => {
                 if let Some(s) = self.server.as_mut() {
                     s.record_parameter(&m);
@@ -702,6 +715,22 @@ impl Session {
             _ => {}
         }
         self.send(&m);
+    }
+
+    /// COPY FROM STDIN started: the server ignores the Syncs the client sent after the
+    /// statement and before its CopyDone/CopyFail (libpq sends one right after Execute), so
+    /// no ReadyForQuery answers them.
+    fn copy_started(&mut self) {
+        let queued = std::mem::take(&mut self.expected);
+        let mut copying = true;
+        for (i, e) in queued.into_iter().enumerate() {
+            match e {
+                Expect::CopyEnd if copying => copying = false,
+                Expect::Ready if copying && i > 0 => {}
+                e => self.expected.push_back(e),
+            }
+        }
+        self.copy_in = copying;
     }
 
     fn pop_if(&mut self, f: impl Fn(&Expect) -> bool) {
@@ -836,5 +865,15 @@ impl Session {
         }
         let reset = self.client.mode == PoolerMode::Session || self.pinned.is_some();
         server.leave_clean(reset).await;
+    }
+}
+
+/// `sql` may change the catalog: shared prepared statements are planned afresh, and a new
+/// function may shadow a built-in one (the servers' catalogs are read again).
+fn catalog_changes(sql: &str) {
+    prepared::retire_all();
+    if crate::backend::builtins::may_add_functions(sql) {
+        crate::backend::builtins::mark_stale();
+        crate::registry::health::wake();
     }
 }

@@ -4,6 +4,7 @@
 //! PREPARE, WITH HOLD cursors, SET SESSION CHARACTERISTICS, DO blocks, and with
 //! `unknown_functions = "pin"` calls of functions pgdog does not know) which pin the client to
 //! its server connection until it disconnects, so that state never reaches another client.
+use crate::backend::builtins::Builtins;
 use crate::router::{Parsed, QueryCache};
 use pg_query_raw::router::{self, Const, Expr, StatementKind};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -55,19 +56,47 @@ pub fn set_pin_unknown_functions(pin: bool) {
     PIN_UNKNOWN_FUNCTIONS.store(pin, Ordering::Relaxed);
 }
 
+/// Built-in functions that leave session state: they are never "harmless" because the
+/// catalog says they are built in (session advisory locks and `set_config` are classified on
+/// their own; `nextval`/`setval` set the session's `currval`/`lastval`; replication origins
+/// and temporary replication slots live as long as the session).
+const SESSION_STATE_BUILTINS: &[&str] = &[
+    "nextval",
+    "setval",
+    "pg_replication_origin_session_setup",
+    "pg_create_logical_replication_slot",
+    "pg_create_physical_replication_slot",
+];
+
 /// A call pgdog cannot prove leaves no session state (a user function may SET, create
-/// temporary tables or take advisory locks), when the policy is to pin for it.
-pub fn unknown_call(parsed: &Parsed, sql: &str) -> Option<&'static str> {
+/// temporary tables or take advisory locks), when the policy is to pin for it. A function is
+/// known when it is on the fixed read-only list, or is built into the server (`builtins`, read
+/// from its catalog, see `backend::builtins`) and leaves no session state; a schema-qualified
+/// call is known only in `pg_catalog`.
+pub fn unknown_call(
+    parsed: &Parsed,
+    sql: &str,
+    builtins: Option<&Builtins>,
+) -> Option<&'static str> {
     if !PIN_UNKNOWN_FUNCTIONS.load(Ordering::Relaxed) || !sql.contains('(') {
         return None;
     }
     let known = |f: &String| {
-        crate::router::read_write::is_known_function(f)
-            || SESSION_ADVISORY.contains(&f.as_str())
+        let (schema, name) = match f.rsplit_once('.') {
+            Some((schema, name)) => (Some(schema), name),
+            None => (None, f.as_str()),
+        };
+        if schema.is_some_and(|s| s != "pg_catalog") {
+            return false;
+        }
+        crate::router::read_write::is_known_function(name)
+            || SESSION_ADVISORY.contains(&name)
             || matches!(
-                f.as_str(),
+                name,
                 "set_config" | "pg_advisory_xact_lock" | "pg_advisory_xact_lock_shared"
             )
+            || (builtins.is_some_and(|b| b.contains(name))
+                && !SESSION_STATE_BUILTINS.contains(&name))
     };
     (!parsed.calls(sql).iter().all(known)).then_some(
         "a function call pgdog cannot prove leaves no session state (unknown_functions = \"pin\")",
@@ -145,7 +174,7 @@ pub fn may_change_catalog(sql: &str) -> bool {
 
 /// Classifies the statements of `sql`. SQL that does not parse is left to the server (which
 /// reports the error) and classifies as nothing.
-pub fn classify(sql: &str) -> Classified {
+pub fn classify(sql: &str, builtins: Option<&Builtins>) -> Classified {
     let keyword = mentions_keyword(sql);
     let calls = sql.contains('(') && PIN_UNKNOWN_FUNCTIONS.load(Ordering::Relaxed);
     if !keyword && !calls {
@@ -155,7 +184,7 @@ pub fn classify(sql: &str) -> Classified {
         return Classified::default();
     };
     let mut out = classify_parsed(sql, &parsed.statements);
-    if let Some(reason) = unknown_call(&parsed, sql) {
+    if let Some(reason) = unknown_call(&parsed, sql, builtins) {
         out.pin = out.pin.or(Some(reason));
     }
     out
@@ -305,6 +334,38 @@ pub fn deallocate(sql: &str) -> Option<Option<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn classify(sql: &str) -> Classified {
+        super::classify(sql, None)
+    }
+
+    #[test]
+    fn built_in_functions_per_the_servers_catalog_do_not_pin() {
+        let builtins = Builtins::new(
+            [
+                "txid_current",
+                "hashtext",
+                "date_bin",
+                "nextval",
+                "pg_advisory_unlock_all",
+            ]
+            .map(String::from),
+        );
+        let with = |sql: &str| super::classify(sql, Some(&builtins)).pin;
+        assert_eq!(with("SELECT txid_current(), hashtext('a')"), None);
+        assert_eq!(with("SELECT pg_catalog.date_bin('1h', now(), now())"), None);
+        assert_eq!(with("SELECT pg_advisory_unlock_all()"), None);
+        // Without the catalog, the same calls pin.
+        assert!(classify("SELECT txid_current()").pin.is_some());
+        // Built in but leaving session state; qualified by another schema; not built in.
+        assert!(with("SELECT nextval('s')").is_some());
+        assert!(with("SELECT public.hashtext('a')").is_some());
+        assert!(with("SELECT my_setter()").is_some());
+        assert_eq!(
+            with("SELECT pg_advisory_lock(1)"),
+            Some("session advisory locks")
+        );
+    }
 
     #[test]
     fn statements_that_may_change_the_catalog() {

@@ -7,6 +7,7 @@
 //! for the checks (as the first user configured for its database), with application_name
 //! `pgdog_healthcheck`.
 use super::Registry;
+use crate::backend::builtins::{self, Builtins, Catalog};
 use crate::backend::host::HostState;
 use crate::backend::server::{Server, ServerTarget};
 use crate::replication::pgoutput::parse_lsn;
@@ -87,7 +88,7 @@ async fn check_round(registry: &Registry, connections: &mut HashMap<usize, Serve
         if started.insert(key) {
             let conn = connections.remove(&key);
             checks.push(async move {
-                let (conn, outcome) = check_one(target, conn, timeout).await;
+                let (conn, outcome) = check_one(target, conn, timeout, &state.builtins).await;
                 (key, conn, outcome)
             });
         }
@@ -135,11 +136,28 @@ fn record_lag(
     }
 }
 
+/// Reads the server's built-in functions (see `backend::builtins`); a failure is logged and
+/// the catalog stays unread (calls of functions outside the fixed lists pin meanwhile).
+async fn read_builtins(server: &mut Server, epoch: u64, catalog: &Catalog, target: &ServerTarget) {
+    match server.query_rows(builtins::QUERY).await {
+        Ok(rows) => {
+            let names = rows
+                .into_iter()
+                .filter_map(|r| r.into_iter().next().flatten());
+            let read = Builtins::new(names);
+            tracing::debug!("{}: {} built-in functions", target.addr(), read.len());
+            catalog.store(epoch, read);
+        }
+        Err(e) => tracing::warn!("{}: reading the built-in functions: {e}", target.addr()),
+    }
+}
+
 /// One check on the kept connection (or a new one); the connection to keep, and the outcome.
 async fn check_one(
     target: &ServerTarget,
     conn: Option<Server>,
     timeout: Duration,
+    builtins: &Catalog,
 ) -> (Option<Server>, Outcome) {
     let work = async {
         let kept = conn.and_then(|mut s| (!s.is_broken()).then_some(s));
@@ -159,6 +177,9 @@ async fn check_one(
             .map_err(|e| e.to_string())?;
         let in_recovery = row.first().cloned().flatten().as_deref() == Some("t");
         let lsn = row.get(1).cloned().flatten().as_deref().and_then(parse_lsn);
+        if let Some(epoch) = builtins.due() {
+            read_builtins(&mut server, epoch, builtins, target).await;
+        }
         Ok::<_, String>((server, (in_recovery, lsn)))
     };
     match tokio::time::timeout(timeout, work).await {

@@ -36,7 +36,8 @@ impl Parsed {
     }
 
     /// The functions `sql` (this entry's text) calls anywhere: targets, WHERE, FROM, VALUES,
-    /// CALL, nested queries (libpg_query's own walk over the whole tree).
+    /// CALL, nested queries (libpg_query's own walk over the whole tree); lower case, with
+    /// their schema when the call names one (`pg_catalog.now`).
     pub fn calls(&self, sql: &str) -> &[String] {
         self.calls.get_or_init(|| {
             let mut names: Vec<String> = pg_query_raw::parse(sql)
@@ -51,10 +52,7 @@ impl Parsed {
                     .for_each(|e| e.functions(&mut funcs));
                 names.extend(funcs.iter().map(|f| f.name.clone()));
             }
-            names
-                .iter()
-                .map(|f| f.rsplit('.').next().unwrap_or(f).to_ascii_lowercase())
-                .collect()
+            names.iter().map(|f| f.to_ascii_lowercase()).collect()
         })
     }
 

@@ -60,6 +60,8 @@ pub struct ClientInfo {
     /// Set after login.
     login: Mutex<Login>,
     killed: AtomicBool,
+    /// Why the session keeps its server connection until it leaves (transaction mode).
+    pinned: Mutex<Option<&'static str>>,
     /// Shutdown: end the session once it is between transactions.
     draining: AtomicBool,
     kill: Notify,
@@ -115,6 +117,15 @@ impl ClientInfo {
 
     pub fn set_login(&self, login: Login) {
         *self.login.lock() = login;
+    }
+
+    /// The session keeps its server until it leaves, for `why` (SHOW CLIENTS' `pinned`).
+    pub fn pin(&self, why: &'static str) {
+        self.pinned.lock().get_or_insert(why);
+    }
+
+    pub fn pinned(&self) -> Option<&'static str> {
+        *self.pinned.lock()
     }
 
     /// Asks the session to end now (admin KILL, end of the shutdown wait).
@@ -189,6 +200,7 @@ pub fn register(
         wait_since: AtomicU64::new(0),
         login: Mutex::new(Login::default()),
         killed: AtomicBool::new(false),
+        pinned: Mutex::new(None),
         draining: AtomicBool::new(false),
         kill: Notify::new(),
     });

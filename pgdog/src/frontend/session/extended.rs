@@ -19,7 +19,7 @@ impl Session {
         if m.tag() == frontend::PARSE {
             let (name, text) = read_parse_text(&m)?;
             if statements::may_change_catalog(&text) {
-                prepared::retire_all();
+                super::catalog_changes(&text);
             }
             utf8 = matches!(text, std::borrow::Cow::Borrowed(_));
             deallocate =
@@ -65,7 +65,7 @@ impl Session {
                 let prepared = prepared::intern(fields.query, &fields.param_types);
                 if prepared.is_valid() {
                     if self.query_parser {
-                        self.note(statements::classify(fields.query));
+                        self.note(self.classify(fields.query));
                         self.uncertain |= !self.pending.is_empty();
                     }
                     self.statements.insert(fields.name.to_string(), prepared);
@@ -162,7 +162,7 @@ impl Session {
                 let (name, text) = read_parse_text(&m)?;
                 self.may_begin |= aborted::may_begin(&text);
                 if self.query_parser {
-                    self.note(super::not_utf8(statements::classify(&text), &text));
+                    self.note(super::not_utf8(self.classify(&text), &text));
                     self.uncertain |= !self.pending.is_empty();
                 }
                 let expect = if name.is_empty() {
@@ -231,7 +231,7 @@ impl Session {
         let fields = read_parse(&m)?;
         self.may_begin |= aborted::may_begin(fields.query);
         if self.query_parser {
-            let classified = statements::classify(fields.query);
+            let classified = self.classify(fields.query);
             self.note(classified);
             // Executed later (or never): read the values back afterwards.
             self.uncertain |= !self.pending.is_empty();

@@ -135,7 +135,7 @@ impl Session {
             .iter()
             .rev()
             .take_while(|e| !matches!(e, Expect::Ready))
-            .any(|e| !matches!(e, Expect::Synthetic(_)));
+            .any(|e| !matches!(e, Expect::Synthetic(_) | Expect::CopyEnd));
         // A batch not ended by Sync was lost too (its implicit transaction): the client hears
         // of it, and its Sync does not report success.
         let waiting = !self.expected.is_empty() || self.copy_in || self.unsynced;

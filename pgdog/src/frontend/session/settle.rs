@@ -98,7 +98,7 @@ impl Session {
                     self.client.database
                 );
                 server.discard();
-                self.pinned = self.pinned.or(Some("unknown session settings"));
+                self.pin("unknown session settings");
             }
         }
         self.release_if_idle();

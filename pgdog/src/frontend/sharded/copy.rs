@@ -14,6 +14,7 @@ use crate::router::copy::{
     parse_copy, place_key, CopyError, CopyFormat, CopySplitter, CopyStatement, KeyField,
 };
 use crate::router::schema::TableSharding;
+use crate::router::{QueryCache, Route};
 use bytes::BytesMut;
 
 /// Where COPY FROM rows go.
@@ -41,10 +42,33 @@ impl ShardedSession {
         } else {
             let shards = match self.overrides.shard.or(self.schema_copy_shard(&stmt)) {
                 Some(s) => vec![s],
-                None if !stmt.query && self.router.schema.is_omnisharded(&stmt.table) => vec![0],
+                None if stmt.query => self.copy_query_shards(sql).await?,
+                None if self.router.schema.is_omnisharded(&stmt.table) => vec![0],
                 None => (0..self.shards.len()).collect(),
             };
             self.copy_out(sql, &stmt, &shards).await
+        }
+    }
+
+    /// `COPY (query) TO STDOUT`: the shards the router sends the query to. Their rows are
+    /// streamed one shard after the other, so a query whose rows need merging across shards
+    /// (ORDER BY, aggregates, DISTINCT, LIMIT...) is refused rather than answered wrongly.
+    async fn copy_query_shards(&mut self, sql: &str) -> Result<Vec<usize>, ClientError> {
+        let inner = copy_inner_query(sql)?;
+        let parsed = QueryCache::global().get(inner)?;
+        match self.route(&parsed, 0, inner, None).await? {
+            Route::Shard(s) => Ok(vec![s]),
+            Route::Multi { shards, plan, .. }
+                if plan
+                    .as_ref()
+                    .is_none_or(|p| p.shard_sql.is_none() && p.merge.is_passthrough()) =>
+            {
+                Ok(shards)
+            }
+            _ => Err(ClientError::new(
+                "0A000",
+                "COPY (query) TO STDOUT whose rows must be merged across shards (ORDER BY, aggregates, DISTINCT, LIMIT...) is not supported: run the query as a SELECT, or SET pgdog.shard",
+            )),
         }
     }
 
@@ -241,10 +265,12 @@ impl ShardedSession {
                 // Flush and Sync are ignored during COPY, as Postgres does.
                 frontend::FLUSH | frontend::SYNC => {}
                 other => {
+                    // Postgres ends such a session: its requests and replies are out of step.
+                    self.out_of_step = true;
                     return Some(ClientError::new(
                         "08P01",
                         format!("unexpected message type 0x{other:02X} during COPY from stdin"),
-                    ))
+                    ));
                 }
             }
         }
@@ -463,6 +489,31 @@ impl CopyOutcome {
             None => Ok(self.rows),
         }
     }
+}
+
+/// The text of the query of `COPY (query) TO ...`: between the parenthesis after COPY and
+/// its match, found with Postgres' scanner (so parentheses in strings and comments count not).
+fn copy_inner_query(sql: &str) -> Result<&str, ClientError> {
+    let scanned = pg_query_raw::scan(sql).map_err(|e| ClientError::new("42601", e.to_string()))?;
+    let mut depth = 0usize;
+    let mut open = None;
+    for t in &scanned.tokens {
+        let text = sql.get(t.start as usize..t.end as usize).unwrap_or("");
+        match text {
+            "(" => {
+                depth += 1;
+                open.get_or_insert(t.end as usize);
+            }
+            ")" if depth == 1 => {
+                if let Some(inner) = open.and_then(|o| sql.get(o..t.start as usize)) {
+                    return Ok(inner);
+                }
+            }
+            ")" => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Err(ClientError::new("42601", "COPY (query): no query found"))
 }
 
 /// Binary COPY data without its file header (signature, flags, extension).

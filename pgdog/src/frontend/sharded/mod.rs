@@ -168,6 +168,9 @@ pub struct ShardedSession {
     generation: u64,
     /// Set when a reload made this session unable to continue: it ends with this FATAL.
     reconfigured: Option<String>,
+    /// The client sent a message COPY FROM STDIN cannot take: after the ERROR, the session
+    /// ends with FATAL 08P01, as Postgres ends it.
+    out_of_step: bool,
 }
 
 impl ShardedSession {
@@ -202,6 +205,7 @@ impl ShardedSession {
             pinned: None,
             generation: crate::registry::Registry::generation(),
             reconfigured: None,
+            out_of_step: false,
         }
     }
 
@@ -247,6 +251,9 @@ impl ShardedSession {
     }
 
     fn ready(&mut self) {
+        if self.out_of_step {
+            return;
+        }
         let status = self.status;
         self.client.meter.ready(status);
         self.send(&message::ready_for_query(status));
@@ -402,8 +409,8 @@ impl ShardedSession {
         let st = &parsed.statements[i];
         let route = self.route(parsed, i, sql, None).await?;
         self.note_pin(sql, st);
-        if let Some(reason) = statements::unknown_call(parsed, sql) {
-            self.pinned = self.pinned.or(Some(reason));
+        if let Some(reason) = statements::unknown_call(parsed, sql, self.builtins(sql).as_deref()) {
+            self.pin(reason);
         }
         self.read_intent = self.reads(parsed, i, sql);
         let result = self.run_route(&route, exec::Request::Simple(sql)).await;
@@ -411,9 +418,25 @@ impl ShardedSession {
         result
     }
 
+    /// The servers' built-in functions (shard 0's catalog: the shards share a schema), when
+    /// `sql` calls anything.
+    fn builtins(&self, sql: &str) -> Option<Arc<crate::backend::builtins::Builtins>> {
+        sql.contains('(')
+            .then(|| self.shards.first().and_then(|s| s.builtins()))
+            .flatten()
+    }
+
+    /// The session keeps its servers until it leaves.
+    fn pin(&mut self, reason: &'static str) {
+        if self.client.mode == PoolerMode::Transaction {
+            self.client.meter.client().pin(reason);
+        }
+        self.pinned = self.pinned.or(Some(reason));
+    }
+
     fn note_pin(&mut self, sql: &str, st: &pg_query_raw::router::Statement) {
         if let Some(reason) = statements::classify_parsed(sql, std::slice::from_ref(st)).pin {
-            self.pinned = self.pinned.or(Some(reason));
+            self.pin(reason);
         }
     }
 
@@ -900,6 +923,12 @@ impl ServeClient for ShardedSession {
                 }
                 if self.reconfigured.is_none() {
                     self.client_message(m).await?;
+                }
+                if self.out_of_step {
+                    return Err(SessionError::Terminated(
+                        "08P01",
+                        "terminating connection because protocol synchronization was lost".into(),
+                    ));
                 }
                 if let Some(why) = self.reconfigured.take() {
                     // Nothing of the request that ends the session is answered.

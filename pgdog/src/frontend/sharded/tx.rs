@@ -517,7 +517,8 @@ impl ShardedSession {
             }
             _ => {}
         }
-        let classified = statements::classify(sql);
+        let builtins = self.builtins(sql);
+        let classified = statements::classify(sql, builtins.as_deref());
         match self.tx.as_mut() {
             Some(tx) => {
                 if !tx.begun.iter().any(|b| *b) && crate::router::read_write::begins_read_only(sql)
