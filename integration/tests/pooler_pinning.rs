@@ -4,24 +4,6 @@
 //! function (under `unknown_functions = "pin"`), a session advisory lock or `nextval` still do.
 mod common;
 use common::*;
-use std::process::Command;
-
-/// `integration/clients/NAME` run with the venv's Python: its output, and whether it passed.
-fn python_client(name: &str, args: &[&str]) -> (bool, String) {
-    let python = concat!(env!("CARGO_MANIFEST_DIR"), "/../.venv/bin/python3");
-    let script = format!("{}/clients/{name}", env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new(python)
-        .arg(&script)
-        .args(args)
-        .output()
-        .expect("python3 of .venv (run scripts/provision.sh)");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
 
 /// SHOW CLIENTS' `pinned` column of every client that has one.
 async fn pinned_clients(admin: &tokio_postgres::Client) -> Vec<String> {

@@ -369,3 +369,20 @@ impl<T: Clone> LoadLog<T> {
             .collect()
     }
 }
+
+/// `integration/clients/NAME` run with the venv's Python: its output, and whether it passed.
+pub fn python_client(name: &str, args: &[&str]) -> (bool, String) {
+    let python = concat!(env!("CARGO_MANIFEST_DIR"), "/../.venv/bin/python3");
+    let script = format!("{}/clients/{name}", env!("CARGO_MANIFEST_DIR"));
+    let out = std::process::Command::new(python)
+        .arg(&script)
+        .args(args)
+        .output()
+        .expect("python3 of .venv (run scripts/provision.sh)");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}

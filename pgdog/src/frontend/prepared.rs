@@ -25,6 +25,8 @@ pub struct Prepared {
     name: Arc<str>,
     /// A server has accepted it (ParseComplete): later Parses of it need no server.
     valid: Arc<std::sync::atomic::AtomicBool>,
+    /// `DDL_EPOCH` when this holder got it (the client's Parse).
+    epoch: u64,
 }
 
 impl Prepared {
@@ -40,6 +42,12 @@ impl Prepared {
 
     pub fn mark_valid(&self) {
         self.valid.store(true, Ordering::Relaxed);
+    }
+
+    /// DDL ran through pgdog since the client prepared it: directly, the client's statement
+    /// would have the old plan.
+    pub fn prepared_before_ddl(&self) -> bool {
+        self.epoch < DDL_EPOCH.load(Ordering::Relaxed)
     }
 
     /// The same, shared.
@@ -71,6 +79,9 @@ pub fn set_limit(n: usize) {
 }
 static NEXT: AtomicU64 = AtomicU64::new(1);
 
+/// Bumped by every `retire_all` (DDL through pgdog).
+static DDL_EPOCH: AtomicU64 = AtomicU64::new(0);
+
 /// The global entry for a statement, created on first use.
 pub fn intern(query: &str, param_types: &[i32]) -> Prepared {
     let statement = Statement {
@@ -84,6 +95,7 @@ pub fn intern(query: &str, param_types: &[i32]) -> Prepared {
             statement: Arc::new(statement),
             name: name.clone(),
             valid: valid.clone(),
+            epoch: DDL_EPOCH.load(Ordering::Relaxed),
         };
     }
     let id = NEXT.fetch_add(1, Ordering::Relaxed);
@@ -96,6 +108,7 @@ pub fn intern(query: &str, param_types: &[i32]) -> Prepared {
         statement,
         name,
         valid,
+        epoch: DDL_EPOCH.load(Ordering::Relaxed),
     }
 }
 
@@ -115,6 +128,7 @@ pub fn retire(p: &Prepared) {
 /// A statement that may change the catalog (DDL) ran: every cached statement is retired (see
 /// [`retire`]), so what is prepared from now on is planned against the new catalog.
 pub fn retire_all() {
+    DDL_EPOCH.fetch_add(1, Ordering::Relaxed);
     CACHE.lock().clear();
 }
 
@@ -133,6 +147,7 @@ pub fn list() -> Vec<Prepared> {
             statement: statement.clone(),
             name: name.clone(),
             valid: valid.clone(),
+            epoch: DDL_EPOCH.load(Ordering::Relaxed),
         })
         .collect();
     v.sort_by_key(|p| p.id);

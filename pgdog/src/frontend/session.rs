@@ -8,6 +8,7 @@
 mod deallocate;
 mod extended;
 mod lost;
+mod replan;
 mod routing;
 mod settle;
 pub(crate) mod timeouts;
@@ -64,7 +65,8 @@ enum Expect {
     CloseUnnamed,
     /// An ErrorResponse pgdog provoked: the client gets this one instead.
     Replace(Message),
-    Bind,
+    /// BindComplete; the global statement bound, when it is one of pgdog's (see `replan`).
+    Bind(Option<Prepared>),
     /// Describe: ends with RowDescription or NoData.
     Describe,
     /// Execute: ends with CommandComplete, EmptyQueryResponse or PortalSuspended.
@@ -72,6 +74,8 @@ enum Expect {
     Close,
     /// Sync, Query or FunctionCall: ends with ReadyForQuery.
     Ready,
+    /// ReadyForQuery of a batch pgdog runs again: not shown to the client.
+    HiddenReady,
     /// A message pgdog answers itself, sent when everything before it has been answered.
     Synthetic(Message),
     /// Where the client's CopyDone or CopyFail reached the server: a COPY FROM STDIN starting
@@ -172,13 +176,18 @@ pub struct Session {
     reset_due: bool,
     /// It ran for this transaction: the server may go.
     reset_done: bool,
+    /// DDL that may add functions ran: once it is committed, the servers' catalogs of
+    /// built-in functions are read again (`backend::builtins`).
+    functions_changed: bool,
+    /// The client's last batches, to run again when a shared statement's plan went stale.
+    replan: replan::Replan,
     /// Extended-protocol messages reached the server since the last Sync: it may be inside an
     /// implicit transaction, so it cannot go to another client as it is.
     unsynced: bool,
     /// The client's unnamed prepared statement (see `unnamed`).
     unnamed: Option<ClientUnnamed>,
     /// The client's unnamed statement is a DEALLOCATE pgdog answers (see `deallocate`).
-    dealloc: Option<deallocate::Deallocate>,
+    dealloc: deallocate::Deallocs,
 }
 
 impl Session {
@@ -216,8 +225,10 @@ impl Session {
             reset_due: false,
             reset_done: false,
             unsynced: false,
+            replan: Default::default(),
+            functions_changed: false,
             unnamed: None,
-            dealloc: None,
+            dealloc: Default::default(),
         }
     }
 }
@@ -280,6 +291,7 @@ impl ServeClient for Session {
                                 if self.reset_due {
                                     self.reset_server().await;
                                 }
+                                self.replay_batch().await?;
                             }
                             Err(e) => self.server_lost(e).await?,
                         },
@@ -388,7 +400,7 @@ impl Session {
         }
         self.may_begin |= aborted::may_begin(sql);
         if statements::may_change_catalog(sql) {
-            catalog_changes(sql);
+            self.functions_changed |= catalog_changes(sql);
         }
         let read = self.wants_read(sql);
         let classified = if self.query_parser {
@@ -474,6 +486,8 @@ impl Session {
                 self.statements
                     .drain()
                     .for_each(|(_, p)| prepared::retire(&p));
+                // Its own DEALLOCATE statements go too.
+                self.dealloc = Default::default();
                 true
             }
             Some(name) => self
@@ -682,7 +696,7 @@ impl Session {
                 }
                 self.pop_if(|e| matches!(e, Expect::Parse { .. } | Expect::ParseUnnamed(_)));
             }
-            backend::BIND_COMPLETE => self.pop_if(|e| matches!(e, Expect::Bind)),
+            backend::BIND_COMPLETE => self.pop_if(|e| matches!(e, Expect::Bind(_))),
             backend::CLOSE_COMPLETE => {
                 if let Some(Expect::HiddenClose) = self.expected.front() {
                     self.expected.pop_front();
@@ -697,6 +711,9 @@ impl Session {
             | backend::EMPTY_QUERY_RESPONSE
             | backend::PORTAL_SUSPENDED => self.pop_if(|e| matches!(e, Expect::Execute)),
             backend::ERROR_RESPONSE => {
+                if self.stale_plan(&m) {
+                    return;
+                }
                 self.batch_failed = true;
                 self.server_error(&m);
                 return;
@@ -706,6 +723,12 @@ impl Session {
                 if let Some(s) = self.server.as_mut() {
                     s.record_parameter(&m);
                 }
+            }
+            backend::READY_FOR_QUERY
+                if matches!(self.expected.front(), Some(Expect::HiddenReady)) =>
+            {
+                self.expected.pop_front();
+                return;
             }
             backend::READY_FOR_QUERY => {
                 self.send(&m);
@@ -820,6 +843,10 @@ impl Session {
             s.status = status;
         }
         self.settle_parameters(status);
+        if status == TxStatus::Idle && std::mem::take(&mut self.functions_changed) {
+            crate::backend::builtins::mark_stale();
+            crate::registry::health::wake();
+        }
         self.release_if_idle();
     }
 
@@ -868,12 +895,9 @@ impl Session {
     }
 }
 
-/// `sql` may change the catalog: shared prepared statements are planned afresh, and a new
-/// function may shadow a built-in one (the servers' catalogs are read again).
-fn catalog_changes(sql: &str) {
+/// `sql` may change the catalog: shared prepared statements are planned afresh. True when it
+/// may also add a function that shadows a built-in one (see `functions_changed`).
+fn catalog_changes(sql: &str) -> bool {
     prepared::retire_all();
-    if crate::backend::builtins::may_add_functions(sql) {
-        crate::backend::builtins::mark_stale();
-        crate::registry::health::wake();
-    }
+    crate::backend::builtins::may_add_functions(sql)
 }

@@ -1,65 +1,117 @@
 //! DEALLOCATE sent as an extended-protocol statement in transaction mode (psycopg with
-//! `prepare_threshold = 0` sends its DEALLOCATE ALL so): it drops the client's own statements,
-//! never pgdog's shared ones on the server (the next client given that server would get 26000),
-//! so pgdog answers the unnamed statement's Parse, Bind, Describe and Execute itself, in order
-//! with the server's answers, and forgets the client's statements at Execute.
+//! `prepare_threshold = 0` prepares its DEALLOCATE ALL under a name of its own): it drops the
+//! client's own statements, never pgdog's shared ones on the server (the next client given
+//! that server would get 26000). So pgdog answers the Parse, Bind, Describe, Execute and Close
+//! of such a statement (named or unnamed) and of its portal itself, in order with the
+//! server's answers, and forgets the client's statements at Execute.
 use super::{Session, SessionError};
 use crate::frontend::statements;
 use crate::net::message::{self, read_bind_names, read_target};
 use crate::net::tag::{frontend, target};
 use crate::net::Message;
+use std::collections::HashMap;
 
-/// The client's unnamed statement is a DEALLOCATE of `target` (None: ALL); `bound`: its
-/// unnamed portal too.
-#[derive(Debug)]
-pub(super) struct Deallocate {
-    target: Option<String>,
-    bound: bool,
+/// The client's DEALLOCATE statements: what each drops (None: ALL).
+#[derive(Debug, Default)]
+pub(super) struct Deallocs {
+    /// The unnamed statement is one.
+    unnamed: Option<Option<String>>,
+    named: HashMap<String, Option<String>>,
+    /// The unnamed portal is bound to one.
+    portal: Option<Option<String>>,
+    /// Statements (by name, "" unnamed) that are a DISCARD ALL: it takes effect when their
+    /// portal runs, not at Parse (psycopg prepares it in a batch of its own).
+    discards: std::collections::HashSet<String>,
+    /// The last portal bound runs a DISCARD ALL.
+    discard_bound: bool,
+}
+
+impl Deallocs {
+    /// A simple query or a Close dropped the unnamed statement (and portal).
+    pub(super) fn unnamed_closed(&mut self) {
+        self.unnamed = None;
+        self.portal = None;
+        self.discards.remove("");
+    }
+
+    /// The client parsed statement `name`; `discards`: it is a DISCARD ALL.
+    pub(super) fn parsed(&mut self, name: &str, discards: bool) {
+        if discards {
+            self.discards.insert(name.to_string());
+        } else if !self.discards.is_empty() {
+            self.discards.remove(name);
+        }
+    }
+
+    /// A Bind of statement `name`.
+    pub(super) fn bound(&mut self, name: &str) {
+        self.discard_bound = !self.discards.is_empty() && self.discards.contains(name);
+    }
+
+    /// An Execute: true when it runs a DISCARD ALL.
+    pub(super) fn executes_discard(&mut self) -> bool {
+        std::mem::take(&mut self.discard_bound)
+    }
 }
 
 impl Session {
-    /// A Parse of `name` with `text`: when it is an unnamed DEALLOCATE pgdog answers, its
-    /// ParseComplete is queued and true returned.
+    /// A Parse of `name` with `text`: when it is a DEALLOCATE pgdog answers, its ParseComplete
+    /// is queued and true returned.
     pub(super) fn parse_deallocate(&mut self, name: &str, text: &str) -> bool {
-        let target = statements::deallocate(text).filter(|_| name.is_empty());
         // DEALLOCATE ALL of a session pinned by SQL PREPARE, and of a name that is not one of
         // the client's protocol-level statements, reach the server.
         let sql_prepare = self.pinned == Some("SQL-level PREPARE");
-        self.dealloc = target
-            .filter(|t| match t {
-                None => !sql_prepare,
-                Some(name) => self.statements.contains_key(name),
-            })
-            .map(|target| Deallocate {
-                target,
-                bound: false,
-            });
-        if self.dealloc.is_none() {
+        let target = statements::deallocate(text).filter(|t| match t {
+            None => !sql_prepare,
+            Some(dropped) => self.statements.contains_key(dropped),
+        });
+        let Some(target) = target else {
+            if name.is_empty() {
+                self.dealloc.unnamed = None;
+            }
             return false;
+        };
+        if name.is_empty() {
+            self.unnamed = None;
+            self.dealloc.unnamed = Some(target);
+        } else {
+            if self.statements.contains_key(name) || self.dealloc.named.contains_key(name) {
+                return false; // the server answers 42P05 as for any redefinition
+            }
+            self.dealloc.named.insert(name.to_string(), target);
         }
-        self.unnamed = None;
         self.synthetic(message::parse_complete());
         true
     }
 
-    /// Answers a Bind, Describe or Execute of the unnamed DEALLOCATE statement (or its
-    /// portal); false when `m` is not one of those (it goes its usual way).
+    /// Answers a Bind, Describe, Execute or Close of a DEALLOCATE statement (or its portal);
+    /// false when `m` is not one of those (it goes its usual way).
     pub(super) async fn answer_deallocate(&mut self, m: &Message) -> Result<bool, SessionError> {
         match m.tag() {
-            frontend::BIND if self.dealloc.is_some() => {
+            frontend::BIND => {
                 let (portal, statement, _) = read_bind_names(m)?;
-                if !portal.is_empty() || !statement.is_empty() {
+                let target = match statement {
+                    "" => self.dealloc.unnamed.clone(),
+                    name => self.dealloc.named.get(name).cloned(),
+                };
+                let Some(target) = target.filter(|_| portal.is_empty()) else {
+                    if portal.is_empty() {
+                        self.dealloc.portal = None;
+                    }
                     return Ok(false);
-                }
-                if let Some(d) = self.dealloc.as_mut() {
-                    d.bound = true;
-                }
+                };
+                self.dealloc.portal = Some(target);
                 self.synthetic(message::empty(b'2'));
             }
-            frontend::DESCRIBE if self.dealloc.is_some() => {
+            frontend::DESCRIBE => {
                 let (kind, name) = read_target(m)?;
-                let bound = self.dealloc.as_ref().is_some_and(|d| d.bound);
-                if !name.is_empty() || (kind == target::PORTAL && !bound) {
+                let ours = match (kind, name) {
+                    (target::PORTAL, "") => self.dealloc.portal.is_some(),
+                    (target::STATEMENT, "") => self.dealloc.unnamed.is_some(),
+                    (target::STATEMENT, name) => self.dealloc.named.contains_key(name),
+                    _ => false,
+                };
+                if !ours {
                     return Ok(false);
                 }
                 if kind == target::STATEMENT {
@@ -67,35 +119,50 @@ impl Session {
                 }
                 self.synthetic(message::empty(b'n'));
             }
-            frontend::EXECUTE if self.dealloc.as_ref().is_some_and(|d| d.bound) => {
+            frontend::EXECUTE if self.dealloc.portal.is_some() => {
                 if !m.reader().cstr()?.is_empty() {
                     return Ok(false);
                 }
-                let target = self.dealloc.as_ref().and_then(|d| d.target.clone());
-                let tag = match target {
-                    None => "DEALLOCATE ALL",
-                    Some(_) => "DEALLOCATE",
+                let target = self.dealloc.portal.take().flatten();
+                self.execute_deallocate(target).await;
+            }
+            frontend::CLOSE => {
+                let (kind, name) = read_target(m)?;
+                let ours = match (kind, name) {
+                    (target::STATEMENT, "") => self.dealloc.unnamed.take().is_some(),
+                    (target::STATEMENT, name) => self.dealloc.named.remove(name).is_some(),
+                    (target::PORTAL, "") => self.dealloc.portal.take().is_some(),
+                    _ => false,
                 };
-                if let Some(d) = self.dealloc.as_mut() {
-                    d.bound = false;
+                if !ours {
+                    return Ok(false);
                 }
-                if self.deallocate(target.clone()) {
-                    self.synthetic(message::command_complete(tag));
-                } else {
-                    // Closed since its Parse: Postgres' answer, and the rest of the batch fails.
-                    let name = target.unwrap_or_default();
-                    let m = format!("prepared statement \"{name}\" does not exist");
-                    let error = message::error("26000", &m);
-                    if self.server.is_some() {
-                        self.fail_on_server(error).await;
-                    } else {
-                        self.send(&error);
-                        self.skip_until_sync = true;
-                    }
-                }
+                self.synthetic(message::close_complete());
             }
             _ => return Ok(false),
         }
         Ok(true)
+    }
+
+    /// The client's DEALLOCATE runs: its statements go (the portal can run once).
+    async fn execute_deallocate(&mut self, target: Option<String>) {
+        let tag = match target {
+            None => "DEALLOCATE ALL",
+            Some(_) => "DEALLOCATE",
+        };
+        if self.deallocate(target.clone()) {
+            self.synthetic(message::command_complete(tag));
+            return;
+        }
+        // Closed since its Parse: Postgres' answer, and the rest of the batch fails.
+        let name = target.unwrap_or_default();
+        let m = format!("prepared statement \"{name}\" does not exist");
+        let error = message::error("26000", &m);
+        if self.server.is_some() {
+            self.fail_on_server(error).await;
+        } else {
+            self.send(&error);
+            self.skip_until_sync = true;
+        }
     }
 }

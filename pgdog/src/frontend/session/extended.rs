@@ -19,7 +19,7 @@ impl Session {
         if m.tag() == frontend::PARSE {
             let (name, text) = read_parse_text(&m)?;
             if statements::may_change_catalog(&text) {
-                super::catalog_changes(&text);
+                self.functions_changed |= super::catalog_changes(&text);
             }
             utf8 = matches!(text, std::borrow::Cow::Borrowed(_));
             deallocate =
@@ -28,6 +28,7 @@ impl Session {
         if self.client.mode == PoolerMode::Session {
             return self.passthrough(m).await;
         }
+        self.replan.note(&m);
         if deallocate {
             return Ok(());
         }
@@ -64,10 +65,7 @@ impl Session {
             if !fields.name.is_empty() {
                 let prepared = prepared::intern(fields.query, &fields.param_types);
                 if prepared.is_valid() {
-                    if self.query_parser {
-                        self.note(self.classify(fields.query));
-                        self.uncertain |= !self.pending.is_empty();
-                    }
+                    self.note_parse(fields.name, fields.query);
                     self.statements.insert(fields.name.to_string(), prepared);
                     self.send(&message::parse_complete());
                     return Ok(());
@@ -106,18 +104,20 @@ impl Session {
             frontend::PARSE => self.parse(m).await?,
             frontend::BIND => {
                 let (_, name, _) = message::read_bind_names(&m)?;
+                self.dealloc.bound(name);
                 if name.is_empty() {
                     self.ensure_unnamed().await;
-                    self.forward(&m, Expect::Bind).await;
+                    self.forward(&m, Expect::Bind(None)).await;
                 } else {
                     let name = name.to_string();
                     match self.ensure_prepared(&name).await {
                         Some(server_name) => {
                             let rewritten = message::rewrite_bind(&m, &server_name)?;
-                            self.forward(&rewritten, Expect::Bind).await;
+                            let bound = self.statements.get(&name).cloned();
+                            self.forward(&rewritten, Expect::Bind(bound)).await;
                         }
                         // Unknown to us: the server says "does not exist".
-                        None => self.forward(&m, Expect::Bind).await,
+                        None => self.forward(&m, Expect::Bind(None)).await,
                     }
                 }
             }
@@ -176,7 +176,7 @@ impl Session {
                 if message::read_bind_names(&m)?.1.is_empty() {
                     self.ensure_unnamed().await;
                 }
-                self.forward(&m, Expect::Bind).await;
+                self.forward(&m, Expect::Bind(None)).await;
             }
             frontend::DESCRIBE => {
                 if read_target(&m)? == (target::STATEMENT, "") {
@@ -211,7 +211,10 @@ impl Session {
     /// Execute, Sync, FunctionCall (each with its answer expected) and Flush.
     async fn forward_plain(&mut self, m: &Message) {
         match m.tag() {
-            frontend::EXECUTE => self.forward(m, Expect::Execute).await,
+            frontend::EXECUTE => {
+                self.pending_discard_all |= self.dealloc.executes_discard();
+                self.forward(m, Expect::Execute).await
+            }
             frontend::SYNC | frontend::FUNCTION_CALL => self.forward(m, Expect::Ready).await,
             _ => self.send_to_server(m).await, // Flush
         }
@@ -230,12 +233,7 @@ impl Session {
     async fn parse(&mut self, m: Message) -> Result<(), SessionError> {
         let fields = read_parse(&m)?;
         self.may_begin |= aborted::may_begin(fields.query);
-        if self.query_parser {
-            let classified = self.classify(fields.query);
-            self.note(classified);
-            // Executed later (or never): read the values back afterwards.
-            self.uncertain |= !self.pending.is_empty();
-        }
+        self.note_parse(fields.name, fields.query);
         if fields.name.is_empty() {
             let expect = Expect::ParseUnnamed(self.unnamed_parsed(&m));
             self.forward(&m, expect).await;
@@ -263,6 +261,20 @@ impl Session {
             self.parse_on_server(&prepared, expect).await;
         }
         Ok(())
+    }
+
+    /// What a Parse of `query` as statement `name` means for the pooler (transaction mode).
+    fn note_parse(&mut self, name: &str, query: &str) {
+        if !self.query_parser {
+            return;
+        }
+        let mut classified = self.classify(query);
+        // A DISCARD ALL takes effect when it runs (see `Deallocs::executes_discard`).
+        self.dealloc
+            .parsed(name, std::mem::take(&mut classified.discard_all));
+        self.note(classified);
+        // Executed later (or never): read the values back afterwards.
+        self.uncertain |= !self.pending.is_empty();
     }
 
     /// ParseComplete answered by pgdog for a statement the server already has; the client's

@@ -54,7 +54,7 @@ impl Session {
     /// behind an unsynced batch, the server may skip it: what it holds is not known then.
     pub(super) fn unnamed_closed(&mut self) {
         self.unnamed = None;
-        self.dealloc = None;
+        self.dealloc.unnamed_closed();
         let unsynced = self.unsynced;
         if let Some(s) = self.server.as_mut() {
             s.unnamed = if unsynced {

@@ -1,0 +1,152 @@
+//! A shared statement whose plan went stale (transaction mode). When DDL that did not go
+//! through pgdog changes a table's row type, the server answers a Bind of pgdog's statement
+//! with 0A000 `cached plan must not change result type`. Directly, a client that prepares the
+//! same text after the DDL gets a fresh plan (one that prepared it before DDL that went through
+//! pgdog gets the error, as directly); so the statement is retired (the next Parse of
+//! its text is a new statement, planned afresh on each server) and the client's name points to
+//! a fresh one. The client's batch is run again when that is safe: the Bind is the first thing
+//! of the batch that runs, the batch is the last thing sent, no transaction is open, and the
+//! client asks for the new row description (Describe of the portal) before it executes. Else
+//! the client gets the error, as Postgres gives it for a statement prepared before the DDL.
+use super::{Expect, Session};
+use crate::config::PoolerMode;
+use crate::frontend::prepared::{self, Prepared};
+use crate::net::message::{self, read_error};
+use crate::net::tag::{frontend, target};
+use crate::net::{Message, TxStatus};
+
+/// Client messages of the current and of the last synced batch (transaction mode).
+#[derive(Default)]
+pub(super) struct Replan {
+    batch: Vec<Message>,
+    bytes: usize,
+    /// Too large to keep: not run again.
+    overflow: bool,
+    last: Vec<Message>,
+    /// Messages to run again once the server has skipped to its Sync.
+    pub(super) replay: Option<Vec<Message>>,
+    /// The batch being noted is a replay; `last_replayed`: the last one was (not run a third
+    /// time).
+    replaying: bool,
+    last_replayed: bool,
+}
+
+/// Batches larger than this are not kept for running again.
+const MAX_BATCH: usize = 64 * 1024;
+
+impl Replan {
+    /// Notes a client message of the extended protocol.
+    pub(super) fn note(&mut self, m: &Message) {
+        if !self.overflow {
+            self.bytes += m.len();
+            self.overflow = self.bytes > MAX_BATCH;
+            self.batch.push(m.clone());
+        }
+        if m.tag() == frontend::SYNC {
+            let batch = std::mem::take(&mut self.batch);
+            self.last = if self.overflow { Vec::new() } else { batch };
+            self.last_replayed = self.replaying;
+            self.bytes = 0;
+            self.overflow = false;
+        }
+    }
+
+    /// The part of the last batch to run again: from its first Bind, when only Parse, Close
+    /// and Flush come before it and a Describe of the portal comes before any Execute.
+    fn rerunnable(&self) -> Option<Vec<Message>> {
+        let bind = self.last.iter().position(|m| m.tag() == frontend::BIND)?;
+        let before_ok = self.last[..bind]
+            .iter()
+            .all(|m| matches!(m.tag(), frontend::PARSE | frontend::CLOSE | frontend::FLUSH));
+        let rest = &self.last[bind + 1..];
+        let execute = rest.iter().position(|m| m.tag() == frontend::EXECUTE);
+        let describe = rest.iter().position(|m| {
+            m.tag() == frontend::DESCRIBE
+                && message::read_target(m).is_ok_and(|(kind, _)| kind == target::PORTAL)
+        });
+        let described = matches!((describe, execute), (Some(d), Some(e)) if d < e);
+        (before_ok && described).then(|| self.last[bind..].to_vec())
+    }
+}
+
+/// Postgres' message for a prepared statement whose row type changed under it.
+const STALE_PLAN: &str = "cached plan must not change result type";
+
+impl Session {
+    /// An ErrorResponse to a Bind of pgdog's statement `p`: when it says the plan is stale,
+    /// the statement is replaced (see the module); true when the batch runs again (the error
+    /// is not the client's).
+    pub(super) fn stale_plan(&mut self, m: &Message) -> bool {
+        let Some(Expect::Bind(Some(p))) = self.expected.front() else {
+            return false;
+        };
+        let stale = read_error(m).is_ok_and(|f| f.code == "0A000" && f.message == STALE_PLAN);
+        if !stale {
+            return false;
+        }
+        let p = p.clone();
+        if p.prepared_before_ddl() {
+            // DDL through pgdog came after the client's Parse: Postgres gives it this error
+            // for its old statement too. Others preparing the text get a fresh one.
+            prepared::retire(&p);
+            return false;
+        }
+        self.replace_statement(&p);
+        let last_sent = self
+            .expected
+            .iter()
+            .position(|e| matches!(e, Expect::Ready))
+            == Some(self.expected.len() - 1);
+        let replayed = self.replan.last_replayed;
+        let safe = self.client.mode == PoolerMode::Transaction
+            && self.status == TxStatus::Idle
+            && !self.may_begin
+            && last_sent
+            && !replayed;
+        let Some(replay) = self.replan.rerunnable().filter(|_| safe) else {
+            return false;
+        };
+        tracing::info!(
+            "client {}@{}: statement {} planned again (the table's row type changed)",
+            self.client.user,
+            self.client.database,
+            p.server_name()
+        );
+        // The server skips to the Sync, whose ReadyForQuery the client does not see; then
+        // the batch runs again from its Bind.
+        self.expected.clear();
+        self.expected.push_back(Expect::HiddenReady);
+        self.replan.replay = Some(replay);
+        true
+    }
+
+    /// `p` has a stale plan on this server: retired everywhere (other clients that hold it
+    /// meet the same error here, as their own statement would directly), and every client
+    /// name for it in this session points to a fresh statement of the same text.
+    fn replace_statement(&mut self, p: &Prepared) {
+        prepared::retire(p);
+        let fresh = prepared::intern(&p.statement.query, &p.statement.param_types);
+        for held in self.statements.values_mut() {
+            if held.id == p.id {
+                *held = fresh.clone();
+            }
+        }
+    }
+
+    /// Runs the batch again (see `stale_plan`), after the server answered what came before.
+    pub(super) async fn replay_batch(&mut self) -> Result<(), super::SessionError> {
+        let Some(batch) = self.replan.replay.take() else {
+            return Ok(());
+        };
+        self.replan.replaying = true;
+        let mut result = Ok(());
+        for m in batch {
+            result = self.extended(m).await;
+            if result.is_err() {
+                break;
+            }
+        }
+        self.replan.replaying = false;
+        result
+    }
+}
