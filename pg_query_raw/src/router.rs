@@ -60,6 +60,8 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
 struct Reader {
     max_param: u32,
     depth: u32,
+    /// The WITH query names in scope (innermost last) and how often each is read so far.
+    ctes: Vec<(String, usize)>,
 }
 
 unsafe fn s(p: *const c_char) -> Option<String> {
@@ -232,14 +234,29 @@ impl Reader {
     unsafe fn select(&mut self, sel: &c::SelectStmt) -> Result<Statement> {
         let mut st = Statement::new(StatementKind::Select);
         st.with = !sel.withClause.is_null();
+        let scope = self.ctes.len();
         if st.with {
-            for cte in list_items((*sel.withClause).ctes) {
+            let ctes = list_items((*sel.withClause).ctes);
+            // Every name is in scope in the body, in later WITH queries and (WITH RECURSIVE)
+            // in its own.
+            for cte in ctes {
+                let cte: &c::CommonTableExpr = cast(cte.ptr_value as *const c::Node);
+                self.ctes.push((s(cte.ctename).unwrap_or_default(), 0));
+            }
+            for cte in ctes {
                 let cte: &c::CommonTableExpr = cast(cte.ptr_value as *const c::Node);
                 st.subqueries.push(self.statement(cte.ctequery)?);
             }
         }
+        let result = self.select_body(sel, &mut st);
+        st.cte_reads = self.ctes.drain(scope..).map(|(_, n)| n).collect();
+        result.map(|()| st)
+    }
+
+    unsafe fn select_body(&mut self, sel: &c::SelectStmt, st: &mut Statement) -> Result<()> {
         if sel.op != c::SetOperation_SETOP_NONE {
             st.set_operation = true;
+            st.union_all = sel.op == c::SetOperation_SETOP_UNION && sel.all;
             st.subqueries
                 .push(self.statement(sel.larg as *const c::Node)?);
             st.subqueries
@@ -250,7 +267,7 @@ impl Reader {
         }
         st.targets = self.targets(sel.targetList)?;
         for item in list_items(sel.fromClause) {
-            self.read_from_item(item.ptr_value as *const c::Node, &mut st)?;
+            self.read_from_item(item.ptr_value as *const c::Node, st)?;
         }
         if !sel.whereClause.is_null() {
             st.where_clause = Some(self.expr(sel.whereClause)?);
@@ -288,7 +305,7 @@ impl Reader {
             };
         }
         st.locking = !sel.lockingClause.is_null();
-        Ok(st)
+        Ok(())
     }
 
     unsafe fn insert(&mut self, ins: &c::InsertStmt) -> Result<Statement> {
@@ -375,6 +392,14 @@ impl Reader {
             return;
         }
         let rv = &*rv;
+        if rv.schemaname.is_null() {
+            let name = s(rv.relname).unwrap_or_default();
+            if let Some(cte) = self.ctes.iter_mut().rev().find(|(n, _)| *n == name) {
+                // A WITH query of an enclosing SELECT, not a table.
+                cte.1 += 1;
+                return;
+            }
+        }
         st.relations.push(Relation {
             schema: s(rv.schemaname),
             name: s(rv.relname).unwrap_or_default(),
@@ -405,17 +430,16 @@ impl Reader {
                 };
                 let left = names(&st.relations[start..middle]);
                 let right = names(&st.relations[middle..]);
+                let using: Vec<String> = list_items(j.usingClause)
+                    .iter()
+                    .filter_map(|cell| str_node(cell.ptr_value as *const c::Node))
+                    .collect();
                 // `JOIN ... USING (k, ...)` between two tables: the conditions `l.k = r.k`.
                 if let ([l], [r]) = (left.as_slice(), right.as_slice()) {
                     if j.isNatural {
                         st.natural_joins.push((l.clone(), r.clone()));
                     }
-                    for cell in list_items(j.usingClause) {
-                        let p = cell.ptr_value as *const c::Node;
-                        if p.is_null() || tag(p) != c::NodeTag_T_String {
-                            continue;
-                        }
-                        let column = cstr(cast::<c::String>(p).sval);
+                    for column in using {
                         let side = |t: &String| {
                             Some(Box::new(Expr::Column {
                                 table: Some(t.clone()),
@@ -429,6 +453,14 @@ impl Reader {
                             quantifier: None,
                         });
                     }
+                } else if !using.is_empty() {
+                    // A side that is itself a join: which of its tables has the column is for
+                    // the router to tell (it knows the sharding keys).
+                    st.using_joins.push(UsingJoin {
+                        left: left.clone(),
+                        right: right.clone(),
+                        columns: using,
+                    });
                 }
                 let join = match j.jointype {
                     c::JoinType_JOIN_LEFT => Some((left, right)),
@@ -595,11 +627,15 @@ impl Reader {
             c::NodeTag_T_List => Expr::Row(self.exprs(p as *const c::List)?),
             c::NodeTag_T_SubLink => {
                 let sl: &c::SubLink = cast(p);
+                // The WITH names in scope are the enclosing statement's (and their reads count).
                 let mut sub = Reader {
                     max_param: 0,
                     depth: self.depth,
+                    ctes: std::mem::take(&mut self.ctes),
                 };
-                let st = sub.statement(sl.subselect)?;
+                let st = sub.statement(sl.subselect);
+                self.ctes = std::mem::take(&mut sub.ctes);
+                let st = st?;
                 self.max_param = self.max_param.max(sub.max_param);
                 let quantifier = match sl.subLinkType {
                     c::SubLinkType_ANY_SUBLINK => Some(Quantifier::Any),

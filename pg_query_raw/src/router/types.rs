@@ -194,7 +194,16 @@ pub struct SetStatement {
     pub multi: bool,
 }
 
-/// One statement, as the router sees it.
+/// `JOIN ... USING (columns)` with a join on one side.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UsingJoin {
+    /// The tables (names or aliases) of each side.
+    pub left: Vec<String>,
+    pub right: Vec<String>,
+    pub columns: Vec<String>,
+}
+
+/// One statement as the router sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Statement {
     pub kind: StatementKind,
@@ -224,8 +233,14 @@ pub struct Statement {
     pub max_param: u32,
     /// UNION / INTERSECT / EXCEPT
     pub set_operation: bool,
+    /// The set operation is UNION ALL (rows of both inputs, kept as they are).
+    pub union_all: bool,
     /// WITH clause present.
     pub with: bool,
+    /// SELECT's WITH queries: how often each is read (its name in a FROM clause, anywhere in
+    /// the statement); they are the first `cte_reads.len()` entries of `subqueries`. A CTE
+    /// read in FROM is not listed in `relations`.
+    pub cte_reads: Vec<usize>,
     /// Subqueries in FROM or in expressions.
     pub subqueries: Vec<Statement>,
     /// FOR UPDATE / SHARE
@@ -236,6 +251,9 @@ pub struct Statement {
     pub outer_joins: Vec<OuterJoin>,
     /// `l NATURAL JOIN r` of two tables (names or aliases): joined on every column they share.
     pub natural_joins: Vec<(String, String)>,
+    /// `JOIN ... USING (...)` where a side is itself a join (with single tables on both sides
+    /// the equalities are in `join_conditions`).
+    pub using_joins: Vec<UsingJoin>,
     /// Text of the statement within the query string.
     pub location: usize,
     pub len: usize,
@@ -263,12 +281,15 @@ impl Statement {
             set: None,
             max_param: 0,
             set_operation: false,
+            union_all: false,
             with: false,
+            cte_reads: Vec::new(),
             subqueries: Vec::new(),
             locking: false,
             on_conflict: false,
             outer_joins: Vec::new(),
             natural_joins: Vec::new(),
+            using_joins: Vec::new(),
             location: 0,
             len: 0,
         }

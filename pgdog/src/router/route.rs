@@ -365,6 +365,26 @@ impl Router {
                 }
             }
         }
+        // `... JOIN t USING (c)` with a join on a side: the one table of each side whose key is
+        // `c` holds the column (Postgres refuses a name two tables of a side share).
+        for u in &stmt.using_joins {
+            let keyed = |side: &[String], column: &str| -> Option<usize> {
+                let mut found = side
+                    .iter()
+                    .filter_map(|n| index(n))
+                    .filter(|i| sharded[*i].1.column() == column);
+                let first = found.next()?;
+                found.next().is_none().then_some(first)
+            };
+            for column in &u.columns {
+                if let (Some(a), Some(b)) = (keyed(&u.left, column), keyed(&u.right, column)) {
+                    let (x, y) = (&sharded[a].1.config, &sharded[b].1.config);
+                    if x.data_type == y.data_type && x.mapping == y.mapping {
+                        pairs.push((a, b));
+                    }
+                }
+            }
+        }
         // Union the relations connected by key equalities; all must end up connected.
         connect(&mut joined, &pairs);
         if joined.len() == sharded.len() {

@@ -59,10 +59,16 @@ impl Router {
     ) -> Result<(), RouterError> {
         self.check_outer_joins(outer, scope)?;
         let outer_sharded = self.sharded_relations(outer);
-        let from_reading_sharded = nested(outer)
+        // FROM subqueries, CTEs (once per read: a CTE joined with itself is two sources) and
+        // set-operation branches that read sharded tables.
+        let reads = |i: usize| outer.cte_reads.get(i).map_or(1, |n| (*n).max(1));
+        let from_reading_sharded: usize = outer
+            .subqueries
             .iter()
-            .filter(|n| n.place == Place::From && self.reads_sharded(n.st))
-            .count();
+            .enumerate()
+            .filter(|(_, s)| self.reads_sharded(s))
+            .map(|(i, _)| reads(i))
+            .sum();
         let outer_has_sharded = outer.relations.iter().any(|r| !self.is_local(r));
         for Nested {
             st: n,
@@ -81,10 +87,11 @@ impl Router {
                     // source of the outer query; its own joins must be on the keys.
                     Scope::All => {
                         place == Place::From
-                            && (passes_rows_through(n) || self.grouped_by_key(n))
                             && (outer.set_operation
                                 || (!outer_has_sharded && from_reading_sharded == 1))
-                            && self.check_colocated(n, &self.sharded_relations(n)).is_ok()
+                            && (((passes_rows_through(n) || self.grouped_by_key(n))
+                                && self.check_colocated(n, &self.sharded_relations(n)).is_ok())
+                                || self.union_all_partitioned(n, params)?)
                     }
                 };
             if !ok {
@@ -93,6 +100,55 @@ impl Router {
             self.check_nested(n, scope, params)?;
         }
         Ok(())
+    }
+
+    /// A UNION ALL (in FROM) whose every branch gives, on each shard, exactly its rows that
+    /// live there: a plain filter of sharded tables, or a branch restricted by its keys to one
+    /// shard (which gives nothing elsewhere) without an aggregate that answers empty input
+    /// with a row. The shards' rows then add up to the global UNION ALL.
+    fn union_all_partitioned(
+        &self,
+        n: &Statement,
+        params: Option<&Params<'_>>,
+    ) -> Result<bool, RouterError> {
+        if !n.set_operation || !n.union_all || n.subqueries.len() < 2 {
+            return Ok(false);
+        }
+        let branches = &n.subqueries[n.subqueries.len() - 2..];
+        if n.subqueries.len() > 2
+            && n.subqueries[..n.subqueries.len() - 2]
+                .iter()
+                .any(|c| self.reads_sharded(c))
+        {
+            return Ok(false);
+        }
+        for b in branches {
+            if b.set_operation {
+                if !self.union_all_partitioned(b, params)? {
+                    return Ok(false);
+                }
+                continue;
+            }
+            let own = self.sharded_relations(b);
+            let unresolved = b.relations.iter().filter(|r| !self.is_local(r)).count();
+            if own.is_empty() || own.len() != unresolved {
+                // Rows on every shard (no sharded table), or a table pgdog cannot place.
+                return Ok(false);
+            }
+            let plain = passes_rows_through(b) && self.check_colocated(b, &own).is_ok();
+            let pinned = || -> Result<bool, RouterError> {
+                let one = matches!(
+                    self.predicate_shards(b, own.clone(), params)?,
+                    Some(set) if set.len() == 1
+                );
+                Ok(one && !aggregates_empty_input(b) && self.check_colocated(b, &own).is_ok())
+            };
+            if !(plain || pinned()?) {
+                return Ok(false);
+            }
+            self.check_nested(b, Scope::All, params)?;
+        }
+        Ok(true)
     }
 
     /// Every sharded table the subquery reads is equated on its key with a sharded table of
@@ -309,6 +365,14 @@ pub(super) fn passes_rows_through(n: &Statement) -> bool {
             .functions()
             .iter()
             .any(|f| f.window || crate::merge::is_aggregate(&f.name))
+}
+
+/// An aggregate without GROUP BY: one row even from no input (`count(*)` = 0).
+fn aggregates_empty_input(b: &Statement) -> bool {
+    b.group_by.is_empty()
+        && b.functions()
+            .iter()
+            .any(|f| !f.window && crate::merge::is_aggregate(&f.name))
 }
 
 /// The statement's subqueries: FROM subqueries, CTEs and set-operation branches, then those in
