@@ -32,6 +32,6 @@ pub use having::{CmpOp, Constant, HavingCond};
 pub use merger::Merger;
 pub use plan::{
     plan, AggFn, Bound, ColumnRef, CrossShardPlan, DistinctPlan, Grouping, KeyColumn, MergePlan,
-    OrderKey,
+    NullGuard, OrderKey,
 };
 pub use setop::{SetOp, SetOpPlan, SetTree};

@@ -197,6 +197,16 @@ pub struct CrossShardPlan {
     /// SQL to send to each shard (`None`: the client's text unchanged).
     pub shard_sql: Option<String>,
     pub merge: MergePlan,
+    /// A `NOT IN (SELECT key ...)` whose NULLs are checked first (see `router::not_in`).
+    pub null_guard: Option<NullGuard>,
+}
+
+/// `NOT IN (SELECT ...)` across shards: `probe` (a one-value SELECT) run on every shard says
+/// whether the subquery gives a NULL anywhere; if so every shard runs `with_null`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NullGuard {
+    pub probe: String,
+    pub with_null: String,
 }
 
 impl CrossShardPlan {
@@ -204,6 +214,7 @@ impl CrossShardPlan {
         CrossShardPlan {
             shard_sql: None,
             merge: MergePlan::passthrough(),
+            null_guard: None,
         }
     }
 }
@@ -236,6 +247,7 @@ pub fn plan(sql: &str) -> Result<CrossShardPlan, MergeError> {
         return Ok(CrossShardPlan {
             shard_sql: Some(shard_sql),
             merge,
+            null_guard: None,
         });
     }
     // LIMIT / OFFSET inside subqueries: the router accepts only subqueries whose rows all live
@@ -251,7 +263,11 @@ pub fn plan(sql: &str) -> Result<CrossShardPlan, MergeError> {
     } else {
         None
     };
-    Ok(CrossShardPlan { shard_sql, merge })
+    Ok(CrossShardPlan {
+        shard_sql,
+        merge,
+        null_guard: None,
+    })
 }
 
 /// One entry of the client's target list.

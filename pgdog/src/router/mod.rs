@@ -7,6 +7,7 @@ pub mod explain;
 pub mod generate;
 pub mod insert;
 pub mod keys;
+mod not_in;
 pub mod read_write;
 pub mod route;
 pub mod schema;

@@ -293,14 +293,32 @@ impl Router {
                 self.all()
             }
         };
-        if shards.len() == 1 {
+        // `x NOT IN (SELECT key ...)`: its NULLs are looked for on every shard first.
+        let guarded = stmt.kind == StatementKind::Select && self.not_in_on_key(stmt) > 0;
+        if shards.len() == 1 && !guarded {
             self.check_nested(stmt, Scope::One(shards[0]), params)?;
             return Ok(Route::Shard(shards[0]));
         }
-        self.check_nested(stmt, Scope::All, params)?;
-        let plan = parsed.plan(i, sql)?;
+        let scope = match shards.as_slice() {
+            [one] => Scope::One(*one),
+            _ => Scope::All,
+        };
+        self.check_nested_guarded(stmt, scope, params, guarded)?;
+        let mut plan = parsed.plan(i, sql)?;
         for key in &plan.merge.distinct_keys {
             self.check_distinct_key(stmt, key)?;
+        }
+        if guarded {
+            let mut p = CrossShardPlan::clone(&plan);
+            p.null_guard = Some(super::not_in::guard(p.shard_sql.as_deref().unwrap_or(sql))?);
+            plan = Arc::new(p);
+            // Even on one shard: the probe reads them all.
+            return Ok(Route::Multi {
+                shards,
+                plan: Some(plan),
+                sum_tags: true,
+                atomic: false,
+            });
         }
         Ok(self.multi(shards, Some(plan), true))
     }

@@ -26,6 +26,8 @@ struct Nested<'a> {
     st: &'a Statement,
     place: Place,
     compared: Option<&'a Expr>,
+    /// `x NOT IN (SELECT ...)`.
+    negated: bool,
 }
 
 /// How a subquery is attached to its enclosing statement.
@@ -57,6 +59,18 @@ impl Router {
         scope: Scope,
         params: Option<&Params<'_>>,
     ) -> Result<(), RouterError> {
+        self.check_nested_guarded(outer, scope, params, false)
+    }
+
+    /// `check_nested`; `null_guard`: the caller runs a `x NOT IN (SELECT key ...)` on the key
+    /// with a NullGuard (see `not_in`), so such a subquery is accepted.
+    pub(super) fn check_nested_guarded(
+        &self,
+        outer: &Statement,
+        scope: Scope,
+        params: Option<&Params<'_>>,
+        null_guard: bool,
+    ) -> Result<(), RouterError> {
         self.check_outer_joins(outer, scope)?;
         let outer_sharded = self.sharded_relations(outer);
         // FROM subqueries, CTEs (once per read: a CTE joined with itself is two sources) and
@@ -74,13 +88,15 @@ impl Router {
             st: n,
             place,
             compared,
+            negated,
         } in nested(outer)
         {
             if !self.reads_sharded(n) {
                 continue;
             }
             let ok = self.correlated_on_key(n, &outer_sharded)
-                || compared.is_some_and(|c| self.in_on_key(n, c, &outer_sharded))
+                || (compared.is_some_and(|c| self.in_on_key(n, c, &outer_sharded))
+                    && (!negated || null_guard))
                 || match scope {
                     Scope::One(shard) => self.restricted_to(n, shard, params)?,
                     // A plain filter of its tables: a UNION ALL branch, or the one sharded
@@ -97,7 +113,7 @@ impl Router {
             if !ok {
                 return Err(refusal(n, self));
             }
-            self.check_nested(n, scope, params)?;
+            self.check_nested_guarded(n, scope, params, null_guard)?;
         }
         Ok(())
     }
@@ -149,6 +165,23 @@ impl Router {
             self.check_nested(b, Scope::All, params)?;
         }
         Ok(true)
+    }
+
+    /// How many `x NOT IN (SELECT key ...)` on the key the statement holds (anywhere in it).
+    pub(super) fn not_in_on_key(&self, st: &Statement) -> usize {
+        let outer_sharded = self.sharded_relations(st);
+        nested(st)
+            .iter()
+            .map(|n| {
+                let own = usize::from(
+                    n.negated
+                        && self.reads_sharded(n.st)
+                        && n.compared
+                            .is_some_and(|c| self.in_on_key(n.st, c, &outer_sharded)),
+                );
+                own + self.not_in_on_key(n.st)
+            })
+            .sum()
     }
 
     /// Every sharded table the subquery reads is equated on its key with a sharded table of
@@ -385,6 +418,7 @@ fn nested(st: &Statement) -> Vec<Nested<'_>> {
             st: s,
             place: Place::From,
             compared: None,
+            negated: false,
         })
         .collect();
     let mut exprs: Vec<&Expr> = Vec::new();
@@ -400,19 +434,22 @@ fn nested(st: &Statement) -> Vec<Nested<'_>> {
     for e in exprs {
         sublinks(e, &mut subs);
     }
-    out.extend(subs.into_iter().map(|(s, compared)| Nested {
+    out.extend(subs.into_iter().map(|(s, compared, negated)| Nested {
         st: s,
         place: Place::Expr,
         compared,
+        negated,
     }));
     out
 }
 
-type Sublinks<'a> = Vec<(&'a Statement, Option<&'a Expr>)>;
+/// Subqueries of an expression: each with the expression an `IN` / `= ANY` compares with it,
+/// and whether that comparison is negated (`NOT IN`).
+type Sublinks<'a> = Vec<(&'a Statement, Option<&'a Expr>, bool)>;
 
 fn sublinks<'a>(e: &'a Expr, out: &mut Sublinks<'a>) {
     match e {
-        Expr::SubLink(s) => out.push((s, None)),
+        Expr::SubLink(s) => out.push((s, None, false)),
         Expr::Op {
             op,
             left: Some(left),
@@ -420,16 +457,28 @@ fn sublinks<'a>(e: &'a Expr, out: &mut Sublinks<'a>) {
             quantifier: Some(pg_query_raw::router::Quantifier::Any),
         } if op == "=" && matches!(&**right, Expr::SubLink(_)) => {
             if let Expr::SubLink(s) = &**right {
-                out.push((s, Some(left)));
+                out.push((s, Some(left), false));
             }
             sublinks(left, out);
         }
         // `NOT (x IN (SELECT ...))` is not a semi-join: a NULL key on one shard changes every
-        // shard's answer. Its subqueries count as not compared with anything.
+        // shard's answer (accepted only with a NullGuard, see `not_in`). Other subqueries
+        // under NOT count as not compared with anything.
         Expr::Not(expr) => {
             let mut inner = Vec::new();
             sublinks(expr, &mut inner);
-            out.extend(inner.into_iter().map(|(s, _)| (s, None)));
+            let direct = matches!(
+                &**expr,
+                Expr::Op { quantifier: Some(pg_query_raw::router::Quantifier::Any), op, right: Some(r), .. }
+                    if op == "=" && matches!(&**r, Expr::SubLink(_))
+            );
+            out.extend(inner.into_iter().enumerate().map(|(i, (s, c, _))| {
+                if direct && i == 0 {
+                    (s, c, true)
+                } else {
+                    (s, None, false)
+                }
+            }));
         }
         Expr::Cast { expr, .. } | Expr::IsNull { expr, .. } => sublinks(expr, out),
         Expr::Op { left, right, .. } => left

@@ -59,6 +59,17 @@ struct Collected<'a> {
 
 impl ShardedSession {
     /// Sends the statement where `route` says and relays the combined answer.
+    /// Whether `probe` (a one-value SELECT) answers true on any shard.
+    async fn probe_nulls(&mut self, probe: &str) -> Result<bool, ClientError> {
+        for shard in 0..self.shards.len() {
+            let row = self.server(shard).await?.query_row(probe).await?;
+            if row.first().cloned().flatten().as_deref() == Some("t") {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     pub(super) async fn run_route(
         &mut self,
         route: &Route,
@@ -67,6 +78,17 @@ impl ShardedSession {
         let original = match &req {
             Request::Simple(sql) => sql.to_string(),
             Request::Extended { statement, .. } => statement.sql.to_string(),
+        };
+        // `NOT IN (SELECT key ...)`: a NULL on any shard changes every shard's answer.
+        let with_null = match route {
+            Route::Multi { plan: Some(p), .. } => match &p.null_guard {
+                Some(g) => self
+                    .probe_nulls(&g.probe)
+                    .await?
+                    .then(|| g.with_null.clone()),
+                None => None,
+            },
+            _ => None,
         };
         let (work, plan, tags): (Vec<Work>, Option<Arc<CrossShardPlan>>, Tags) = match route {
             Route::Shard(s) => (
@@ -84,9 +106,8 @@ impl ShardedSession {
                 sum_tags,
                 ..
             } => {
-                let sql = plan
-                    .as_ref()
-                    .and_then(|p| p.shard_sql.clone())
+                let sql = with_null
+                    .or_else(|| plan.as_ref().and_then(|p| p.shard_sql.clone()))
                     .unwrap_or(original);
                 (
                     shards
