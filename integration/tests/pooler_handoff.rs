@@ -122,6 +122,31 @@ fn ways_to_leave() -> Vec<Leave> {
             send: raw::query("SELECT g FROM generate_series(1, 3000000) g"),
             read: 2,
         },
+        // Found by the protocol fuzzer: the COPY swallows the Sync after Execute, so after
+        // the CopyFail's error the server waits for another Sync.
+        Leave {
+            name: "extended COPY FROM STDIN failed, its Sync swallowed",
+            send: [
+                raw::run_unnamed("COPY handoff_rows FROM STDIN", &[]),
+                raw::sync(),
+                raw::copy_data(b"1\n"),
+                raw::copy_fail("stop"),
+            ]
+            .concat(),
+            read: 4,
+        },
+        // Found by the protocol fuzzer: a Flush with a body fails; the server then skips to
+        // a Sync, inside the client's transaction.
+        Leave {
+            name: "inside BEGIN after a malformed Flush",
+            send: [
+                raw::query("BEGIN"),
+                raw::query("INSERT INTO handoff_rows VALUES (1)"),
+                raw::msg(b'H', b"junk"),
+            ]
+            .concat(),
+            read: 5,
+        },
     ]
 }
 

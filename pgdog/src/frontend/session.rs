@@ -744,6 +744,9 @@ impl Session {
     /// statement and before its CopyDone/CopyFail (libpq sends one right after Execute), so
     /// no ReadyForQuery answers them.
     fn copy_started(&mut self) {
+        // Through the extended protocol, the COPY swallows the Sync after its Execute: the
+        // server answers nothing more (not even an error's ReadyForQuery) until another Sync.
+        let extended = matches!(self.expected.front(), Some(Expect::Execute));
         let queued = std::mem::take(&mut self.expected);
         let mut copying = true;
         for (i, e) in queued.into_iter().enumerate() {
@@ -754,6 +757,10 @@ impl Session {
             }
         }
         self.copy_in = copying;
+        // (A Sync the client sent after its CopyDone is already on its way.)
+        if extended && !self.expected.iter().any(|e| matches!(e, Expect::Ready)) {
+            self.unsynced = true;
+        }
     }
 
     fn pop_if(&mut self, f: impl Fn(&Expect) -> bool) {
@@ -773,6 +780,11 @@ impl Session {
                 self.server_fatal = Some(ServerFatal::new(m, &f));
                 return;
             }
+        }
+        if self.expected.is_empty() {
+            // An error to a message that has no answer of its own (a malformed Flush): the
+            // server now skips everything up to a Sync.
+            self.unsynced = true;
         }
         let forwarded = match self.expected.front() {
             Some(Expect::Replace(error)) => error.clone(),
