@@ -67,8 +67,9 @@ enum Expect {
     Replace(Message),
     /// BindComplete; the global statement bound, when it is one of pgdog's (see `replan`).
     Bind(Option<Prepared>),
-    /// Describe: ends with RowDescription or NoData.
-    Describe,
+    /// Describe: ends with RowDescription or NoData; the global statement described, when
+    /// it is one of pgdog's (see `replan`).
+    Describe(Option<Prepared>),
     /// Execute: ends with CommandComplete, EmptyQueryResponse or PortalSuspended.
     Execute,
     Close,
@@ -705,7 +706,7 @@ impl Session {
                 self.pop_if(|e| matches!(e, Expect::Close | Expect::CloseUnnamed))
             }
             backend::ROW_DESCRIPTION | backend::NO_DATA => {
-                self.pop_if(|e| matches!(e, Expect::Describe))
+                self.pop_if(|e| matches!(e, Expect::Describe(_)))
             }
             backend::COMMAND_COMPLETE
             | backend::EMPTY_QUERY_RESPONSE

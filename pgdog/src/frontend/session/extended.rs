@@ -126,9 +126,10 @@ impl Session {
                 if kind == target::STATEMENT && !name.is_empty() {
                     let name = name.to_string();
                     if let Some(server_name) = self.ensure_prepared(&name).await {
+                        let described = self.statements.get(&name).cloned();
                         self.forward(
                             &message::target(frontend::DESCRIBE, target::STATEMENT, &server_name),
-                            Expect::Describe,
+                            Expect::Describe(described),
                         )
                         .await;
                         return Ok(());
@@ -136,7 +137,7 @@ impl Session {
                 } else if kind == target::STATEMENT {
                     self.ensure_unnamed().await;
                 }
-                self.forward(&m, Expect::Describe).await;
+                self.forward(&m, Expect::Describe(None)).await;
             }
             frontend::CLOSE => {
                 let expect = self.closing(&m)?;
@@ -182,7 +183,7 @@ impl Session {
                 if read_target(&m)? == (target::STATEMENT, "") {
                     self.ensure_unnamed().await;
                 }
-                self.forward(&m, Expect::Describe).await;
+                self.forward(&m, Expect::Describe(None)).await;
             }
             frontend::CLOSE => {
                 let expect = self.closing(&m)?;

@@ -4,9 +4,10 @@
 //! same text after the DDL gets a fresh plan (one that prepared it before DDL that went through
 //! pgdog gets the error, as directly); so the statement is retired (the next Parse of
 //! its text is a new statement, planned afresh on each server) and the client's name points to
-//! a fresh one. The client's batch is run again when that is safe: the Bind is the first thing
-//! of the batch that runs, the batch is the last thing sent, no transaction is open, and the
-//! client asks for the new row description (Describe of the portal) before it executes. Else
+//! a fresh one. The client's batch is run again when that is safe: the failed Bind (or Describe
+//! of the statement, as asyncpg prepares) is the first thing of the batch that runs, the batch
+//! is the last thing sent, no transaction is open, and the client gets the new row description
+//! (from that Describe, or a Describe of the portal before it executes). Else
 //! the client gets the error, as Postgres gives it for a statement prepared before the DDL.
 use super::{Expect, Session};
 use crate::config::PoolerMode;
@@ -50,23 +51,25 @@ impl Replan {
             self.overflow = false;
         }
     }
+}
 
-    /// The part of the last batch to run again: from its first Bind, when only Parse, Close
-    /// and Flush come before it and a Describe of the portal comes before any Execute.
-    fn rerunnable(&self) -> Option<Vec<Message>> {
-        let bind = self.last.iter().position(|m| m.tag() == frontend::BIND)?;
-        let before_ok = self.last[..bind]
-            .iter()
-            .all(|m| matches!(m.tag(), frontend::PARSE | frontend::CLOSE | frontend::FLUSH));
-        let rest = &self.last[bind + 1..];
-        let execute = rest.iter().position(|m| m.tag() == frontend::EXECUTE);
-        let describe = rest.iter().position(|m| {
-            m.tag() == frontend::DESCRIBE
-                && message::read_target(m).is_ok_and(|(kind, _)| kind == target::PORTAL)
-        });
-        let described = matches!((describe, execute), (Some(d), Some(e)) if d < e);
-        (before_ok && described).then(|| self.last[bind..].to_vec())
-    }
+/// Where `batch` can run again from: its first message of type `failed` (a Bind, or a Describe
+/// of a statement), when only Parse, Close and Flush come before it; after a Bind, a Describe
+/// of the portal must come before any Execute (the client then learns the new row type).
+fn rerun_from(batch: &[Message], failed: u8) -> Option<usize> {
+    let at = batch.iter().position(|m| m.tag() == failed)?;
+    let before_ok = batch[..at]
+        .iter()
+        .all(|m| matches!(m.tag(), frontend::PARSE | frontend::CLOSE | frontend::FLUSH));
+    let rest = &batch[at + 1..];
+    let execute = rest.iter().position(|m| m.tag() == frontend::EXECUTE);
+    let describe = rest.iter().position(|m| {
+        m.tag() == frontend::DESCRIBE
+            && message::read_target(m).is_ok_and(|(kind, _)| kind == target::PORTAL)
+    });
+    let described =
+        failed == frontend::DESCRIBE || matches!((describe, execute), (Some(d), Some(e)) if d < e);
+    (before_ok && described).then_some(at)
 }
 
 /// Postgres' message for a prepared statement whose row type changed under it.
@@ -77,8 +80,10 @@ impl Session {
     /// the statement is replaced (see the module); true when the batch runs again (the error
     /// is not the client's).
     pub(super) fn stale_plan(&mut self, m: &Message) -> bool {
-        let Some(Expect::Bind(Some(p))) = self.expected.front() else {
-            return false;
+        let (p, failed) = match self.expected.front() {
+            Some(Expect::Bind(Some(p))) => (p, frontend::BIND),
+            Some(Expect::Describe(Some(p))) => (p, frontend::DESCRIBE),
+            _ => return false,
         };
         let stale = read_error(m).is_ok_and(|f| f.code == "0A000" && f.message == STALE_PLAN);
         if !stale {
@@ -92,18 +97,28 @@ impl Session {
             return false;
         }
         self.replace_statement(&p);
-        let last_sent = self
-            .expected
-            .iter()
-            .position(|e| matches!(e, Expect::Ready))
-            == Some(self.expected.len() - 1);
-        let replayed = self.replan.last_replayed;
         let safe = self.client.mode == PoolerMode::Transaction
             && self.status == TxStatus::Idle
             && !self.may_begin
-            && last_sent
-            && !replayed;
-        let Some(replay) = self.replan.rerunnable().filter(|_| safe) else {
+            && !self.replan.last_replayed;
+        let readies = self
+            .expected
+            .iter()
+            .filter(|e| matches!(e, Expect::Ready))
+            .count();
+        // The failed batch: synced and the last thing sent (its Ready ends the queue), or the
+        // one the client is still sending (no Sync yet, nothing after it).
+        let synced = readies == 1 && matches!(self.expected.back(), Some(Expect::Ready));
+        let replay = match (safe, synced, readies) {
+            (true, true, _) => {
+                rerun_from(&self.replan.last, failed).map(|at| self.replan.last[at..].to_vec())
+            }
+            (true, false, 0) if !self.replan.overflow => {
+                rerun_from(&self.replan.batch, failed).map(|at| self.replan.batch.split_off(at))
+            }
+            _ => None,
+        };
+        let Some(replay) = replay else {
             return false;
         };
         tracing::info!(
@@ -112,10 +127,14 @@ impl Session {
             self.client.database,
             p.server_name()
         );
-        // The server skips to the Sync, whose ReadyForQuery the client does not see; then
-        // the batch runs again from its Bind.
+        // The server skips to a Sync (the client's, or one pgdog sends now), whose
+        // ReadyForQuery the client does not see; then the batch runs again from there.
         self.expected.clear();
         self.expected.push_back(Expect::HiddenReady);
+        if !synced {
+            self.server_out
+                .extend_from_slice(message::empty(frontend::SYNC).bytes());
+        }
         self.replan.replay = Some(replay);
         true
     }
