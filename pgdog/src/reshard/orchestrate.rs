@@ -245,7 +245,9 @@ impl std::fmt::Display for ReshardReport {
 }
 
 /// Published tables the replay could not find rows of: no primary key and the default replica
-/// identity, or `REPLICA IDENTITY NOTHING`. The message says what to add.
+/// identity, or `REPLICA IDENTITY NOTHING`. The message says what to add. An identity without
+/// the sharding key is fine: the replay applies those tables' UPDATE and DELETE by identity on
+/// every destination shard (`replay/identity.rs`).
 pub async fn check_tables(
     settings: &Settings,
     options: &ReshardOptions,
@@ -259,57 +261,29 @@ pub async fn check_tables(
     let t = target(settings, db);
     let mut server = connect(&t).await?;
     let sql = format!(
-        "SELECT format('%I.%I', n.nspname, c.relname), c.relreplident::text, \
-           EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)::text, \
-           n.nspname::text, c.relname::text, \
-           (SELECT string_agg(a.attname, ',') FROM pg_index i JOIN pg_attribute a \
-              ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey) \
-            WHERE i.indrelid = c.oid AND CASE c.relreplident WHEN 'i' THEN i.indisreplident \
-              ELSE i.indisprimary END) \
+        "SELECT format('%I.%I', n.nspname, c.relname) \
          FROM pg_publication_tables p \
          JOIN pg_namespace n ON n.nspname = p.schemaname \
          JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = p.tablename \
-         WHERE p.pubname = {} ORDER BY 1",
+         WHERE p.pubname = {} AND (c.relreplident = 'n' OR (c.relreplident = 'd' \
+           AND NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary))) \
+         ORDER BY 1",
         literal(&options.publication)
     );
     let rows = server.query_rows(&sql).await;
     server.terminate().await;
     let rows = rows.map_err(|e| ReshardError::Refused(format!("{}: {sql}: {e}", t.addr())))?;
-    let dest = crate::router::schema::Schema::new(settings, &options.databases.to)
-        .map_err(|e| ReshardError::Refused(format!("database `{}`: {e}", options.databases.to)))?;
-    let mut refused = Vec::new();
-    for r in rows {
-        let [Some(table), Some(ident), Some(pk), Some(schema), Some(name), identity] = r.as_slice()
-        else {
-            continue;
-        };
-        if ident == "n" || (ident == "d" && pk != "true") {
-            refused.push(format!(
+    let refused: Vec<String> = rows
+        .into_iter()
+        .filter_map(|r| r.into_iter().next().flatten())
+        .map(|table| {
+            format!(
                 "table {table} has no primary key or replica identity: add one \
                  (ALTER TABLE {table} ADD PRIMARY KEY (...)) or set \
                  ALTER TABLE {table} REPLICA IDENTITY FULL"
-            ));
-            continue;
-        }
-        // UPDATE and DELETE are routed by the old row's identity: it must hold the key
-        // (REPLICA IDENTITY FULL sends the whole old row).
-        let key = dest
-            .table(&format!("{schema}.{name}"))
-            .or_else(|| dest.table(name))
-            .map(|t| t.column().to_string());
-        let identity: Vec<&str> = identity.as_deref().unwrap_or("").split(',').collect();
-        if let Some(key) = key {
-            if ident != "f" && !identity.contains(&key.as_str()) {
-                refused.push(format!(
-                    "table {table}: its replica identity ({}) does not contain the sharding key \
-                     \"{key}\", so updates and deletes could not be routed: add the column to \
-                     the primary key (or REPLICA IDENTITY index), or set ALTER TABLE {table} \
-                     REPLICA IDENTITY FULL",
-                    identity.join(", ")
-                ));
-            }
-        }
-    }
+            )
+        })
+        .collect();
     if refused.is_empty() {
         Ok(())
     } else {

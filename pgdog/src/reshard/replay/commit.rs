@@ -18,16 +18,27 @@ impl Applier {
                 failure.get_or_insert(e);
             }
         }
-        let Some(e) = failure else {
-            return Ok(());
-        };
-        for &s in &batch.touched {
+        match failure {
+            None => Ok(()),
+            Some(e) => Err(self.roll_back(&batch.touched, e).await),
+        }
+    }
+
+    /// Rolls back the open transaction on `touched` (the batch's shards) after `e` (what is
+    /// pending there is read and dropped), so nothing of the batch commits and the position
+    /// stays; returns `e`.
+    pub(super) async fn roll_back(
+        &mut self,
+        touched: &BTreeSet<usize>,
+        e: ReplayError,
+    ) -> ReplayError {
+        for &s in touched {
             let shard = &mut self.shards[s];
             if shard.send_query("ROLLBACK").await.is_ok() {
-                let _ = shard.read_pending(end_lsn, true).await;
+                let _ = shard.read_pending(0, true).await;
             }
         }
-        Err(e)
+        e
     }
 
     /// Two-phase commit of a batch touching several shards: PREPARE TRANSACTION on each
