@@ -472,6 +472,16 @@ impl Applier {
                     self.source_shard,
                     &self.watermarks,
                 )?;
+                if self.sharded_source && t.identity_lacks_key() {
+                    // See `reshard::orchestrate::check_tables`.
+                    return Err(other(format!(
+                        "table {}: its replica identity does not contain the sharding key and \
+                         the source is sharded: a row moving between source shards could not be \
+                         told apart from the other stream's copy; add the column to the primary \
+                         key, or set REPLICA IDENTITY FULL",
+                        t.name
+                    )));
+                }
                 self.tables.insert(rel.oid, t);
                 Ok(())
             }
