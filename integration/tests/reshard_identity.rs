@@ -6,8 +6,8 @@
 //!
 //! - under a pgbench-style write load on the source, `pgdog reshard` is killed with SIGKILL
 //!   mid-replay and run again: `pgdog verify` reports the destination equal, twice;
-//! - `pgdog replay` of moves, identity changes and deletes (also several of one row in one
-//!   transaction) ends equal, with the moved rows' TOAST values kept;
+//! - `pgdog replay` (two-phase commit) of moves, identity changes and deletes (also several of
+//!   one row in one transaction) ends equal, with the moved rows' TOAST values kept;
 //! - a row missing on the destination, or present on two shards, stops the replay before
 //!   anything of its batch commits.
 mod reshard_common;
@@ -16,8 +16,8 @@ use pgdog::replication::client::parse_lsn;
 use reshard_common::load::{runtime, wait_for_statements};
 use reshard_common::orders::{load, sharded_by_customer, SCHEMA, SEED_ROWS, TOAST_ROWS};
 use reshard_common::{
-    copy_data_ok, count_on, current_lsn, drop_slot, replay_until, schema_sync_pre, shard_of,
-    single_to_two_shards, text, verify_ok, verify_until_equal, wait_for, SRC_DST,
+    copy_data_ok, count_on, current_lsn, drop_slot, replay_until, schema_sync_pre, set_resharding,
+    shard_of, single_to_two_shards, text, verify_ok, verify_until_equal, wait_for, SRC_DST,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -174,6 +174,9 @@ fn copied(tag: &str) -> (Topology, Topology, PathBuf) {
 #[test]
 fn moves_identity_changes_and_deletes_replay_exactly() {
     let (source, dest, dir) = copied("identity-moves");
+    // Batches touching both shards commit with two-phase commit here (the other tests commit
+    // shard by shard): the changes by identity are made before either.
+    set_resharding(&dir, "replay_atomic = true");
     let primary = source.primary();
     // Row 1 (a TOAST note) moves to the other shard with its note unchanged, row 2 moves and is
     // updated again in the same transaction, row 3 moves and is deleted, row 4 changes its id
@@ -286,5 +289,49 @@ fn a_diverged_destination_stops_the_identity_replay() {
     let out = replay_until(&dir, &source, "ident", &lsn);
     assert!(out.status.success(), "repaired: {}", text(&out));
     verify_ok(&dir, &source, &[], " once repaired");
+    drop_slot(primary, "ident");
+}
+
+/// The cost of applying by identity, for the record (`cargo test --test reshard_identity --
+/// --ignored --nocapture`): 20,000 updates of `orders` (one round trip each) against the same
+/// on a table whose primary key holds the sharding key (pipelined).
+#[test]
+#[ignore]
+fn replay_rate_by_identity_and_by_key() {
+    let (source, _dest, dir) = single_to_two_shards(
+        "identity-rate",
+        &(sharded_by_customer()
+            + &reshard_common::sharded_table("dst", "keyed", "customer_id", "bigint")),
+    );
+    let primary = source.primary();
+    primary
+        .psql(
+            "CREATE TABLE orders (id bigint PRIMARY KEY, customer_id bigint NOT NULL, amount int);
+             CREATE TABLE keyed (id bigint, customer_id bigint NOT NULL, amount int,
+                                 PRIMARY KEY (customer_id, id));
+             CREATE PUBLICATION pub FOR TABLE orders, keyed;
+             INSERT INTO orders SELECT i, i % 97, 0 FROM generate_series(1, 2000) i;
+             INSERT INTO keyed SELECT i, i % 97, 0 FROM generate_series(1, 2000) i;",
+        )
+        .unwrap();
+    schema_sync_pre(&dir, &source);
+    copy_data_ok(&dir, &source, &["--slot", "ident"]);
+    for table in ["orders", "keyed"] {
+        for _ in 0..10 {
+            primary
+                .psql(&format!("UPDATE {table} SET amount = amount + 1"))
+                .unwrap();
+        }
+        let lsn = current_lsn(primary);
+        let started = std::time::Instant::now();
+        let out = replay_until(&dir, &source, "ident", &lsn);
+        assert!(out.status.success(), "replay: {}", text(&out));
+        let secs = started.elapsed().as_secs_f64();
+        println!(
+            "{table}: 20000 updates replayed in {secs:.2} s ({:.0}/s)",
+            20000.0 / secs
+        );
+    }
+    verify_ok(&dir, &source, &[], "");
     drop_slot(primary, "ident");
 }
