@@ -9,7 +9,9 @@
 //! - `pgdog replay` (two-phase commit) of moves, identity changes and deletes (also several of
 //!   one row in one transaction) ends equal, with the moved rows' TOAST values kept;
 //! - a row missing on the destination, or present on two shards, stops the replay before
-//!   anything of its batch commits.
+//!   anything of its batch commits;
+//! - a move committed on its old shard only (a crash between the shards' commits, reproduced)
+//!   is finished from the new row; with unchanged TOAST values it is refused, clearly.
 mod reshard_common;
 
 use pgdog::replication::client::parse_lsn;
@@ -334,4 +336,87 @@ fn replay_rate_by_identity_and_by_key() {
     }
     verify_ok(&dir, &source, &[], "");
     drop_slot(primary, "ident");
+}
+
+/// `pgdog replay --until-lsn <lsn>` aborted by the test hook right after its first destination
+/// commit (before the slot is confirmed).
+fn replay_aborted_after_first_commit(dir: &Path, source: &Topology, lsn: &str) {
+    let args = [
+        &SRC_DST[..],
+        &[
+            "--publication",
+            "pub",
+            "--slot",
+            "ident",
+            "--until-lsn",
+            lsn,
+        ],
+    ]
+    .concat();
+    let out = reshard_common::command(dir, source, "replay", &args)
+        .env("PGDOG_TEST_ABORT_AFTER_COMMIT", "1")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the hook aborts: {}", text(&out));
+    assert!(
+        text(&out).contains("PGDOG_TEST_ABORT_AFTER_COMMIT=1"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// A crash between two shards' commits, reproduced: the move of row `id` to another customer
+/// is committed on both shards, then taken back on its new shard (row and position), so the
+/// rerun finds the row gone from its old shard, which skips the change. Returns the new shard.
+fn move_committed_on_the_old_shard_only(
+    source: &Topology,
+    dest: &Topology,
+    dir: &Path,
+    id: i64,
+) -> (usize, String) {
+    let primary = source.primary();
+    let old = shard_of(dest, 2, "orders", id);
+    let customer = dest
+        .shard(1 - old)
+        .psql("SELECT min(customer_id) FROM orders")
+        .unwrap();
+    let before = current_lsn(primary);
+    primary
+        .psql(&format!(
+            "UPDATE orders SET customer_id = {customer} WHERE id = {id}"
+        ))
+        .unwrap();
+    let lsn = current_lsn(primary);
+    replay_aborted_after_first_commit(dir, source, &lsn);
+    assert_eq!(shard_of(dest, 2, "orders", id), 1 - old, "moved");
+    dest.shard(1 - old)
+        .psql(&format!(
+            "DELETE FROM orders WHERE id = {id};
+             UPDATE pgdog_reshard_position SET lsn = '{before}' WHERE slot = 'ident'"
+        ))
+        .unwrap();
+    (1 - old, lsn)
+}
+
+/// The shards' positions differ after a crash: the change is counted on the shards that still
+/// need it only. A row whose old shard already applied its move is upserted from the new row
+/// on its new shard; with unchanged TOAST values (not sent) that is refused, clearly.
+#[test]
+fn a_move_half_committed_before_a_crash_is_finished() {
+    let (source, dest, dir) = copied("identity-half");
+    let (new_shard, lsn) = move_committed_on_the_old_shard_only(&source, &dest, &dir, 30);
+    let out = replay_until(&dir, &source, "ident", &lsn);
+    assert!(out.status.success(), "replay: {}", text(&out));
+    assert_eq!(shard_of(&dest, 2, "orders", 30), new_shard);
+    verify_ok(&dir, &source, &[], "");
+
+    let (_, lsn) = move_committed_on_the_old_shard_only(&source, &dest, &dir, 1);
+    let out = replay_until(&dir, &source, "ident", &lsn);
+    let said = text(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("unchanged TOAST values the source did not send, and its old shard already applied the move"),
+        "{said}"
+    );
+    drop_slot(source.primary(), "ident");
 }
