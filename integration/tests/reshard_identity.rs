@@ -295,8 +295,9 @@ fn a_diverged_destination_stops_the_identity_replay() {
 }
 
 /// The cost of applying by identity, for the record (`cargo test --test reshard_identity --
-/// --ignored --nocapture`): 20,000 updates of `orders` (one round trip each) against the same
-/// on a table whose primary key holds the sharding key (pipelined).
+/// --ignored --nocapture`): 20,000 updates of `orders` (one round trip each), then 2,000
+/// deletes (pipelined, counted at the commit), against the same on a table whose primary key
+/// holds the sharding key (pipelined).
 #[test]
 #[ignore]
 fn replay_rate_by_identity_and_by_key() {
@@ -318,23 +319,22 @@ fn replay_rate_by_identity_and_by_key() {
         .unwrap();
     schema_sync_pre(&dir, &source);
     copy_data_ok(&dir, &source, &["--slot", "ident"]);
-    for table in ["orders", "keyed"] {
-        for _ in 0..10 {
-            primary
-                .psql(&format!("UPDATE {table} SET amount = amount + 1"))
-                .unwrap();
-        }
+    let replayed = |what: &str, sql: &str, changes: f64| {
+        primary.psql(sql).unwrap();
         let lsn = current_lsn(primary);
         let started = std::time::Instant::now();
         let out = replay_until(&dir, &source, "ident", &lsn);
         assert!(out.status.success(), "replay: {}", text(&out));
         let secs = started.elapsed().as_secs_f64();
-        println!(
-            "{table}: 20000 updates replayed in {secs:.2} s ({:.0}/s)",
-            20000.0 / secs
-        );
+        println!("{what} replayed in {secs:.2} s ({:.0}/s)", changes / secs);
+        verify_ok(&dir, &source, &[], "");
+    };
+    for table in ["orders", "keyed"] {
+        let updates = format!("UPDATE {table} SET amount = amount + 1;\n").repeat(10);
+        replayed(&format!("{table}: 20000 updates"), &updates, 20000.0);
+        let deletes = format!("DELETE FROM {table}");
+        replayed(&format!("{table}: 2000 deletes"), &deletes, 2000.0);
     }
-    verify_ok(&dir, &source, &[], "");
     drop_slot(primary, "ident");
 }
 

@@ -4,9 +4,10 @@
 use super::*;
 
 impl Applier {
-    /// Reads every result of the batch's statements before anything commits: an error or a
-    /// change that found no row rolls the batch back on every shard (the position is not
-    /// written, so a rerun meets the same change) and stops the replay naming it.
+    /// Reads every result of the batch's statements before anything commits: an error, a
+    /// change that found no row, or a DELETE by identity that did not find exactly one row
+    /// across the shards rolls the batch back on every shard (the position is not written, so a
+    /// rerun meets the same change) and stops the replay naming it.
     pub(super) async fn check_results(&mut self, batch: &Batch) -> Result<(), ReplayError> {
         let end_lsn = batch.end_lsn;
         for &s in &batch.touched {
@@ -18,6 +19,8 @@ impl Applier {
                 failure.get_or_insert(e);
             }
         }
+        // The DELETEs by identity of the batch: exactly one row each across the shards.
+        let failure = failure.or_else(|| self.check_deferred().err());
         match failure {
             None => Ok(()),
             Some(e) => Err(self.roll_back(&batch.touched, e).await),
@@ -32,6 +35,7 @@ impl Applier {
         touched: &BTreeSet<usize>,
         e: ReplayError,
     ) -> ReplayError {
+        self.counts.clear();
         for &s in touched {
             let shard = &mut self.shards[s];
             if shard.send_query("ROLLBACK").await.is_ok() {

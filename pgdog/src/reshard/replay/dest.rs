@@ -14,8 +14,8 @@ pub(super) struct Sent {
     stmt: Stmt,
     /// The source transaction's commit LSN (0: none), to name the change in an error.
     lsn: u64,
-    /// Its row count goes to [`Shard::counted`] instead of being checked.
-    counted: bool,
+    /// The change whose row count it adds to, in [`Shard::counted`], instead of being checked.
+    counted: Option<u64>,
 }
 
 impl Sent {
@@ -41,6 +41,8 @@ impl Sent {
 
 /// What a counted statement did: the rows it changed and the rows it returned.
 pub(super) struct Counted {
+    /// The change it counts for (a change applied on several shards counts on each).
+    pub(super) change: u64,
     pub(super) rows: u64,
     pub(super) returned: Vec<DataRow>,
 }
@@ -88,16 +90,26 @@ impl Shard {
     /// Queues Parse (first use of the SQL on this connection), Bind and Execute; an UPDATE or
     /// DELETE that finds no row fails the batch.
     pub(super) async fn queue(&mut self, stmt: &Stmt, lsn: u64) -> Result<(), ReplayError> {
-        self.queue_as(stmt, lsn, false).await
+        self.queue_as(stmt, lsn, None).await
     }
 
     /// [`Shard::queue`] for a statement whose row count (and returned rows) go to
-    /// [`Shard::counted`] unchecked.
-    pub(super) async fn queue_counted(&mut self, stmt: &Stmt, lsn: u64) -> Result<(), ReplayError> {
-        self.queue_as(stmt, lsn, true).await
+    /// [`Shard::counted`] unchecked, as part of `change`.
+    pub(super) async fn queue_counted(
+        &mut self,
+        stmt: &Stmt,
+        lsn: u64,
+        change: u64,
+    ) -> Result<(), ReplayError> {
+        self.queue_as(stmt, lsn, Some(change)).await
     }
 
-    async fn queue_as(&mut self, stmt: &Stmt, lsn: u64, counted: bool) -> Result<(), ReplayError> {
+    async fn queue_as(
+        &mut self,
+        stmt: &Stmt,
+        lsn: u64,
+        counted: Option<u64>,
+    ) -> Result<(), ReplayError> {
         let name = match self.statements.get(&*stmt.sql) {
             Some(n) => n.clone(),
             None => {
@@ -161,7 +173,7 @@ impl Shard {
         self.in_flight.push_back(Some(Sent {
             stmt: plain(sql),
             lsn: 0,
-            counted: false,
+            counted: None,
         }));
         self.in_flight.push_back(None);
         self.pending_syncs += 1;
@@ -233,7 +245,11 @@ impl Shard {
                     let tag = m.reader().cstr().unwrap_or("").to_string();
                     let returned = std::mem::take(&mut self.returned);
                     match self.in_flight.pop_front().flatten() {
-                        Some(sent) if sent.counted => self.counted.push(Counted {
+                        Some(Sent {
+                            counted: Some(change),
+                            ..
+                        }) => self.counted.push(Counted {
+                            change,
                             rows: rows_in_tag(&tag),
                             returned,
                         }),

@@ -10,10 +10,11 @@
 //!   is deleted where it is (`RETURNING` its values, for the unchanged TOAST values the new
 //!   tuple leaves out) and upserted whole on its new shard.
 //!
-//! The rows changed are counted across the shards before the next change is sent (one round
-//! trip per such change, since a later change of the same row depends on where it went): the
-//! total must be exactly one, else the destination diverged from the source and the batch is
-//! rolled back on every shard, so the position stays and a rerun meets the same change.
+//! The rows changed are counted across the shards: the total must be exactly one, else the
+//! destination diverged from the source and the batch is rolled back on every shard, so the
+//! position stays and a rerun meets the same change. An UPDATE's count is read before the next
+//! change is sent (one round trip: a later change of the same row depends on where it went); a
+//! DELETE's is read with the batch's other results before it commits ([`Counts`]).
 //!
 //! A shard that skips the change (its copy, or a crashed run's commit there, already has it)
 //! is not counted, so the others may rightly find no row: then a missing row is no divergence,
@@ -21,6 +22,40 @@
 use super::dest::Counted;
 use super::*;
 use crate::net::rows::DataRow;
+
+/// The changes by identity of the current batch, each numbered, counted across the shards.
+#[derive(Default)]
+pub(super) struct Counts {
+    /// The last change number given.
+    last: u64,
+    /// DELETEs whose row counts are read with the batch's results and checked before it commits.
+    deferred: Vec<Expected>,
+    /// Outcomes of those read early, while waiting for an UPDATE's.
+    read: Vec<Counted>,
+}
+
+impl Counts {
+    fn next(&mut self) -> u64 {
+        self.last += 1;
+        self.last
+    }
+
+    /// Forgets the batch's changes (rolled back).
+    pub(super) fn clear(&mut self) {
+        self.deferred.clear();
+        self.read.clear();
+    }
+}
+
+/// A change that must find exactly one row across the shards.
+struct Expected {
+    change: u64,
+    /// The change named for an error (see [`Applier::expected`]).
+    what: String,
+    /// Every shard ran it: no row at all is a divergence too (else one of the shards that
+    /// skipped the change may have had the row).
+    every_shard: bool,
+}
 
 impl Applier {
     /// An UPDATE of a table whose replica identity lacks the sharding key.
@@ -44,10 +79,11 @@ impl Applier {
             .filter(|&s| s != target && self.needs(&wm, s, lsn))
             .collect();
         let every_shard = on_target && others.len() + 1 == n;
+        let change = self.counts.next();
 
         if on_target {
-            self.send_counted(txn, target, &update).await?;
-            match total(&self.outcomes(&[target]).await?) {
+            self.send_counted(txn, target, &update, change).await?;
+            match total(&self.outcomes(&[target], change).await?) {
                 1 => {
                     txn.rows += 1;
                     return Ok(());
@@ -58,9 +94,9 @@ impl Applier {
         }
         // Not on its new shard: the row moves from wherever it is.
         for &s in &others {
-            self.send_counted(txn, s, &delete).await?;
+            self.send_counted(txn, s, &delete, change).await?;
         }
-        let found = self.outcomes(&others).await?;
+        let found = self.outcomes(&others, change).await?;
         let rows = total(&found);
         if rows > 1 || (rows == 0 && every_shard) {
             return Err(self.diverged(relation, "UPDATE", &wh, lsn, rows).await);
@@ -82,7 +118,8 @@ impl Applier {
         Ok(())
     }
 
-    /// A DELETE of a table whose replica identity lacks the sharding key: on every shard.
+    /// A DELETE of a table whose replica identity lacks the sharding key: on every shard, its
+    /// row count checked with the batch's other results ([`Applier::check_deferred`]).
     pub(super) async fn delete_by_identity(
         &mut self,
         txn: &mut Txn,
@@ -100,20 +137,28 @@ impl Applier {
             self.summary.skipped += 1;
             return Ok(());
         }
+        let change = self.counts.next();
         for &s in &shards {
-            self.send_counted(txn, s, &delete).await?;
+            self.send_counted(txn, s, &delete, change).await?;
         }
-        let rows = total(&self.outcomes(&shards).await?);
-        if rows > 1 || (rows == 0 && shards.len() == n) {
-            return Err(self.diverged(relation, "DELETE", &wh, lsn, rows).await);
-        }
+        let what = self.expected(relation, "DELETE", &wh, lsn)?;
+        self.counts.deferred.push(Expected {
+            change,
+            what,
+            every_shard: shards.len() == n,
+        });
         txn.rows += 1;
         Ok(())
     }
 
-    /// Sends a Sync to `shards` and reads every result pending there: the outcomes of their
-    /// counted statements. An error rolls the batch back on every shard.
-    async fn outcomes(&mut self, shards: &[usize]) -> Result<Vec<Counted>, ReplayError> {
+    /// Sends a Sync to `shards` and reads every result pending there: the outcomes of
+    /// `change`'s statements (those of deferred DELETEs are kept for the batch's check). An
+    /// error rolls the batch back on every shard.
+    async fn outcomes(
+        &mut self,
+        shards: &[usize],
+        change: u64,
+    ) -> Result<Vec<Counted>, ReplayError> {
         let mut failure = None;
         for &s in shards {
             if let Err(e) = self.shards[s].send_sync().await {
@@ -126,7 +171,13 @@ impl Applier {
             if let Err(e) = shard.read_pending(0, false).await {
                 failure.get_or_insert(e);
             }
-            out.append(&mut shard.counted);
+            for c in shard.counted.drain(..) {
+                if c.change == change {
+                    out.push(c);
+                } else {
+                    self.counts.read.push(c);
+                }
+            }
         }
         match failure {
             None => Ok(out),
@@ -167,33 +218,71 @@ impl Applier {
         Ok(t.upsert(&values))
     }
 
+    /// Checks the batch's deferred DELETEs once every result is read: exactly one row each
+    /// across the shards.
+    pub(super) fn check_deferred(&mut self) -> Result<(), ReplayError> {
+        let mut rows: HashMap<u64, u64> = HashMap::new();
+        let read = std::mem::take(&mut self.counts.read);
+        let shards = self.shards.iter_mut().flat_map(|s| s.counted.drain(..));
+        for c in read.into_iter().chain(shards) {
+            *rows.entry(c.change).or_default() += c.rows;
+        }
+        for e in std::mem::take(&mut self.counts.deferred) {
+            let rows = rows.get(&e.change).copied().unwrap_or(0);
+            if rows > 1 || (rows == 0 && e.every_shard) {
+                return Err(divergence(&e.what, rows));
+            }
+        }
+        Ok(())
+    }
+
+    /// A change by identity named for an error: `table public.orders: DELETE by replica
+    /// identity ("id" = '7') from the source transaction at 0/1A2B3C4`.
+    fn expected(
+        &self,
+        relation: u32,
+        verb: &str,
+        wh: &[(usize, Option<Bytes>)],
+        lsn: u64,
+    ) -> Result<String, ReplayError> {
+        let t = self.table(relation)?;
+        Ok(format!(
+            "table {}: {verb} by replica identity ({}) from the source transaction at {}",
+            t.name,
+            t.describe(wh),
+            format_lsn(lsn)
+        ))
+    }
+
     /// The error of a change that did not find exactly one row across the shards; the batch
     /// is rolled back on every shard first.
     async fn diverged(
         &mut self,
         relation: u32,
-        what: &str,
+        verb: &str,
         wh: &[(usize, Option<Bytes>)],
         lsn: u64,
         rows: u64,
     ) -> ReplayError {
-        let (name, identity) = match self.table(relation) {
-            Ok(t) => (t.name.clone(), t.describe(wh)),
-            Err(e) => return e,
+        let e = match self.expected(relation, verb, wh, lsn) {
+            Ok(what) => divergence(&what, rows),
+            Err(e) => e,
         };
-        let found = if rows == 0 {
-            "found the row on no destination shard".to_string()
-        } else {
-            format!("found {rows} rows across the destination shards")
-        };
-        let e = other(format!(
-            "table {name}: {what} by replica identity ({identity}) from the source transaction \
-             at {} {found}, where exactly one was expected (the destination diverged from the \
-             source); nothing of this batch was committed and the position was kept",
-            format_lsn(lsn)
-        ));
         self.roll_back(&self.batch.touched.clone(), e).await
     }
+}
+
+/// The error of a change (`what`) that changed `rows` rows across the shards, not one.
+fn divergence(what: &str, rows: u64) -> ReplayError {
+    let found = if rows == 0 {
+        "found the row on no destination shard".to_string()
+    } else {
+        format!("found {rows} rows across the destination shards")
+    };
+    other(format!(
+        "{what} {found}, where exactly one was expected (the destination diverged from the \
+         source); nothing of this batch was committed and the position was kept"
+    ))
 }
 
 /// The rows changed by counted statements, together.

@@ -223,6 +223,8 @@ struct Applier {
     /// The source transactions ended but not committed yet.
     batch: Batch,
     bounds: BatchBounds,
+    /// Changes applied by identity on several shards, counted across them ([`identity`]).
+    counts: identity::Counts,
 }
 
 /// The two-phase commit mode.
@@ -248,16 +250,19 @@ impl Applier {
         self.shards[shard].queue(stmt, txn.final_lsn).await
     }
 
-    /// [`Applier::send`] of a statement whose row count the caller reads and checks
-    /// ([`Applier::outcomes`]).
+    /// [`Applier::send`] of a statement whose row count adds to `change`'s, checked across
+    /// the shards by the caller ([`identity`]).
     async fn send_counted(
         &mut self,
         txn: &mut Txn,
         shard: usize,
         stmt: &Stmt,
+        change: u64,
     ) -> Result<(), ReplayError> {
         self.begin_on(txn, shard).await?;
-        self.shards[shard].queue_counted(stmt, txn.final_lsn).await
+        self.shards[shard]
+            .queue_counted(stmt, txn.final_lsn, change)
+            .await
     }
 
     async fn begin_on(&mut self, txn: &mut Txn, shard: usize) -> Result<(), ReplayError> {
