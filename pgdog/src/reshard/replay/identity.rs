@@ -83,7 +83,7 @@ impl Applier {
 
         if on_target {
             self.send_counted(txn, target, &update, change).await?;
-            match total(&self.outcomes(&[target], change).await?) {
+            match total(&self.outcomes(&[target], change, lsn).await?) {
                 1 => {
                     txn.rows += 1;
                     return Ok(());
@@ -96,7 +96,7 @@ impl Applier {
         for &s in &others {
             self.send_counted(txn, s, &delete, change).await?;
         }
-        let found = self.outcomes(&others, change).await?;
+        let found = self.outcomes(&others, change, lsn).await?;
         let rows = total(&found);
         if rows > 1 || (rows == 0 && every_shard) {
             return Err(self.diverged(relation, "UPDATE", &wh, lsn, rows).await);
@@ -158,6 +158,7 @@ impl Applier {
         &mut self,
         shards: &[usize],
         change: u64,
+        lsn: u64,
     ) -> Result<Vec<Counted>, ReplayError> {
         let mut failure = None;
         for &s in shards {
@@ -168,7 +169,7 @@ impl Applier {
         let mut out = Vec::with_capacity(shards.len());
         for &s in shards {
             let shard = &mut self.shards[s];
-            if let Err(e) = shard.read_pending(0, false).await {
+            if let Err(e) = shard.read_pending(lsn, false).await {
                 failure.get_or_insert(e);
             }
             for c in shard.counted.drain(..) {
