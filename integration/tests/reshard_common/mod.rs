@@ -2,6 +2,7 @@
 //! configuration folder, its output as text, and waiting for a condition with a deadline.
 #![allow(dead_code)]
 pub mod load;
+pub mod orders;
 pub mod steps;
 use std::path::Path;
 use std::process::{Command, Output};

@@ -244,12 +244,70 @@ impl std::fmt::Display for ReshardReport {
     }
 }
 
-/// Published tables the replay could not find rows of: no primary key and the default replica
-/// identity, or `REPLICA IDENTITY NOTHING`. The message says what to add.
+/// Published tables the replay could not apply, refused before anything is created (the
+/// message says what to change):
+/// - no primary key and the default replica identity, or `REPLICA IDENTITY NOTHING`: no row
+///   could be found;
+/// - from a sharded source, a replica identity without the sharding key. From a single source
+///   the replay applies those tables' UPDATE and DELETE by identity on every destination shard
+///   (`replay/identity.rs`), but a row moving between source shards arrives as a DELETE and an
+///   INSERT on two independent streams, and a DELETE by identity alone could remove the row the
+///   other stream already inserted.
 pub async fn check_tables(
     settings: &Settings,
     options: &ReshardOptions,
 ) -> Result<(), ReshardError> {
+    let tables = published_tables(settings, options).await?;
+    let dest = crate::router::schema::Schema::new(settings, &options.databases.to)
+        .map_err(|e| ReshardError::Refused(format!("database `{}`: {e}", options.databases.to)))?;
+    // Where one row's move could arrive on two streams: a sharded source, or with `--reverse`
+    // a sharded destination (the reverse replication's source).
+    let (from, to) = (&options.databases.from, &options.databases.to);
+    let sharded = if settings.shards(from) > 1 {
+        Some(format!("the source has {} shards", settings.shards(from)))
+    } else if options.reverse && settings.shards(to) > 1 {
+        Some(format!(
+            "reverse replication (--reverse) reads the destination's {} shards",
+            settings.shards(to)
+        ))
+    } else {
+        None
+    };
+    let refused: Vec<String> = tables
+        .iter()
+        .filter_map(|t| {
+            let key = dest
+                .table(&format!("{}.{}", t.schema, t.table))
+                .or_else(|| dest.table(&t.table))
+                .map(|d| d.column().to_string());
+            refusal(t, key.as_deref(), sharded.as_deref())
+        })
+        .collect();
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        Err(ReshardError::Refused(refused.join("\n")))
+    }
+}
+
+/// A published table as [`check_tables`] sees it.
+struct PublishedTable {
+    /// `schema.table`, quoted where needed.
+    name: String,
+    schema: String,
+    table: String,
+    /// `pg_class.relreplident`: d(efault), n(othing), f(ull), i(ndex).
+    replident: String,
+    primary_key: bool,
+    /// The columns of the replica identity (primary key or REPLICA IDENTITY index).
+    identity: Vec<String>,
+}
+
+/// The tables of the publication, read from the first source shard.
+async fn published_tables(
+    settings: &Settings,
+    options: &ReshardOptions,
+) -> Result<Vec<PublishedTable>, ReshardError> {
     let db = settings.primary(&options.databases.from).ok_or_else(|| {
         ReshardError::Refused(format!(
             "database `{}` is not configured in pgdog.toml",
@@ -259,9 +317,9 @@ pub async fn check_tables(
     let t = target(settings, db);
     let mut server = connect(&t).await?;
     let sql = format!(
-        "SELECT format('%I.%I', n.nspname, c.relname), c.relreplident::text, \
+        "SELECT format('%I.%I', n.nspname, c.relname), n.nspname::text, c.relname::text, \
+           c.relreplident::text, \
            EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)::text, \
-           n.nspname::text, c.relname::text, \
            (SELECT string_agg(a.attname, ',') FROM pg_index i JOIN pg_attribute a \
               ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey) \
             WHERE i.indrelid = c.oid AND CASE c.relreplident WHEN 'i' THEN i.indisreplident \
@@ -275,46 +333,49 @@ pub async fn check_tables(
     let rows = server.query_rows(&sql).await;
     server.terminate().await;
     let rows = rows.map_err(|e| ReshardError::Refused(format!("{}: {sql}: {e}", t.addr())))?;
-    let dest = crate::router::schema::Schema::new(settings, &options.databases.to)
-        .map_err(|e| ReshardError::Refused(format!("database `{}`: {e}", options.databases.to)))?;
-    let mut refused = Vec::new();
-    for r in rows {
-        let [Some(table), Some(ident), Some(pk), Some(schema), Some(name), identity] = r.as_slice()
-        else {
-            continue;
-        };
-        if ident == "n" || (ident == "d" && pk != "true") {
-            refused.push(format!(
-                "table {table} has no primary key or replica identity: add one \
-                 (ALTER TABLE {table} ADD PRIMARY KEY (...)) or set \
-                 ALTER TABLE {table} REPLICA IDENTITY FULL"
-            ));
-            continue;
-        }
-        // UPDATE and DELETE are routed by the old row's identity: it must hold the key
-        // (REPLICA IDENTITY FULL sends the whole old row).
-        let key = dest
-            .table(&format!("{schema}.{name}"))
-            .or_else(|| dest.table(name))
-            .map(|t| t.column().to_string());
-        let identity: Vec<&str> = identity.as_deref().unwrap_or("").split(',').collect();
-        if let Some(key) = key {
-            if ident != "f" && !identity.contains(&key.as_str()) {
-                refused.push(format!(
-                    "table {table}: its replica identity ({}) does not contain the sharding key \
-                     \"{key}\", so updates and deletes could not be routed: add the column to \
-                     the primary key (or REPLICA IDENTITY index), or set ALTER TABLE {table} \
-                     REPLICA IDENTITY FULL",
-                    identity.join(", ")
-                ));
+    Ok(rows
+        .into_iter()
+        .filter_map(|r| match <[Option<String>; 6]>::try_from(r).ok()? {
+            [Some(name), Some(schema), Some(table), Some(replident), Some(pk), identity] => {
+                Some(PublishedTable {
+                    name,
+                    schema,
+                    table,
+                    replident,
+                    primary_key: pk == "true",
+                    identity: identity
+                        .map(|i| i.split(',').map(String::from).collect())
+                        .unwrap_or_default(),
+                })
             }
-        }
+            _ => None,
+        })
+        .collect())
+}
+
+/// Why the replay could not apply a table's changes (`key`: its sharding key on the
+/// destination; `sharded`: why one row's move could arrive on two streams), if it could not.
+fn refusal(t: &PublishedTable, key: Option<&str>, sharded: Option<&str>) -> Option<String> {
+    let name = &t.name;
+    if t.replident == "n" || (t.replident == "d" && !t.primary_key) {
+        return Some(format!(
+            "table {name} has no primary key or replica identity: add one \
+             (ALTER TABLE {name} ADD PRIMARY KEY (...)) or set \
+             ALTER TABLE {name} REPLICA IDENTITY FULL"
+        ));
     }
-    if refused.is_empty() {
-        Ok(())
-    } else {
-        Err(ReshardError::Refused(refused.join("\n")))
+    let (key, sharded) = (key?, sharded?);
+    if t.replident != "f" && !t.identity.iter().any(|c| c == key) {
+        return Some(format!(
+            "table {name}: its replica identity ({}) does not contain the sharding key \"{key}\" \
+             and {sharded}: a row moving between those shards arrives as a DELETE and an INSERT \
+             on two independent streams, which only the key keeps apart; add the column to the \
+             primary key (or REPLICA IDENTITY index), or set ALTER TABLE {name} REPLICA \
+             IDENTITY FULL",
+            t.identity.join(", ")
+        ));
     }
+    None
 }
 
 /// One schema-sync phase as a step of the reshard (Pre or Post), unless it is stopped.
@@ -534,4 +595,44 @@ pub async fn abort(settings: &Settings, options: &ReshardOptions) -> Vec<String>
 /// Where `pgdog.toml` lives for a cutover run from the command line.
 pub fn config_path(settings: &Settings) -> PathBuf {
     settings.config_path.clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(replident: &str, primary_key: bool, identity: &[&str]) -> PublishedTable {
+        PublishedTable {
+            name: "public.orders".into(),
+            schema: "public".into(),
+            table: "orders".into(),
+            replident: replident.into(),
+            primary_key,
+            identity: identity.iter().map(|c| c.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn refusals() {
+        let by_id = table("d", true, &["id"]);
+        // A single source applies an identity without the key by identity on every shard.
+        assert_eq!(refusal(&by_id, Some("customer_id"), None), None);
+        let sharded = Some("the source has 2 shards");
+        let refused = refusal(&by_id, Some("customer_id"), sharded).unwrap();
+        assert!(refused.contains("(id) does not contain the sharding key \"customer_id\""));
+        assert!(refused.contains("the source has 2 shards"));
+        // The key in the identity, REPLICA IDENTITY FULL, or an unsharded table: fine.
+        let keyed = table("d", true, &["id", "customer_id"]);
+        assert_eq!(refusal(&keyed, Some("customer_id"), sharded), None);
+        assert_eq!(
+            refusal(&table("f", true, &[]), Some("customer_id"), sharded),
+            None
+        );
+        assert_eq!(refusal(&by_id, None, sharded), None);
+        // No identity at all: refused everywhere.
+        for t in [table("d", false, &[]), table("n", true, &["id"])] {
+            let refused = refusal(&t, None, None).unwrap();
+            assert!(refused.contains("has no primary key or replica identity"));
+        }
+    }
 }

@@ -4,9 +4,10 @@
 use super::*;
 
 impl Applier {
-    /// Reads every result of the batch's statements before anything commits: an error or a
-    /// change that found no row rolls the batch back on every shard (the position is not
-    /// written, so a rerun meets the same change) and stops the replay naming it.
+    /// Reads every result of the batch's statements before anything commits: an error, a
+    /// change that found no row, or a DELETE by identity that did not find exactly one row
+    /// across the shards rolls the batch back on every shard (the position is not written, so a
+    /// rerun meets the same change) and stops the replay naming it.
     pub(super) async fn check_results(&mut self, batch: &Batch) -> Result<(), ReplayError> {
         let end_lsn = batch.end_lsn;
         for &s in &batch.touched {
@@ -18,16 +19,30 @@ impl Applier {
                 failure.get_or_insert(e);
             }
         }
-        let Some(e) = failure else {
-            return Ok(());
-        };
-        for &s in &batch.touched {
+        // The DELETEs by identity of the batch: exactly one row each across the shards.
+        let failure = failure.or_else(|| self.check_deferred().err());
+        match failure {
+            None => Ok(()),
+            Some(e) => Err(self.roll_back(&batch.touched, e).await),
+        }
+    }
+
+    /// Rolls back the open transaction on `touched` (the batch's shards) after `e` (what is
+    /// pending there is read and dropped), so nothing of the batch commits and the position
+    /// stays; returns `e`.
+    pub(super) async fn roll_back(
+        &mut self,
+        touched: &BTreeSet<usize>,
+        e: ReplayError,
+    ) -> ReplayError {
+        self.counts.clear();
+        for &s in touched {
             let shard = &mut self.shards[s];
             if shard.send_query("ROLLBACK").await.is_ok() {
-                let _ = shard.read_pending(end_lsn, true).await;
+                let _ = shard.read_pending(0, true).await;
             }
         }
-        Err(e)
+        e
     }
 
     /// Two-phase commit of a batch touching several shards: PREPARE TRANSACTION on each

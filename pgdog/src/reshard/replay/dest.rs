@@ -1,8 +1,51 @@
 //! Destination shard connections of the replay: statements pipelined as Parse (once per
 //! shape) / Bind / Execute with intermediate Syncs, their results read back and checked (an
 //! error or a change that found no row names the statement, its values and the source LSN).
+//! A statement queued as *counted* is not checked here: its row count (and the rows it
+//! returned) is kept for the caller, which checks a change applied on several shards across
+//! all of them (see `identity.rs`).
 use super::*;
+use crate::net::message::rows_in_tag;
+use crate::net::rows::DataRow;
 use crate::net::tag::backend;
+
+/// A statement sent and not answered yet.
+pub(super) struct Sent {
+    stmt: Stmt,
+    /// The source transaction's commit LSN (0: none), to name the change in an error.
+    lsn: u64,
+    /// The change whose row count it adds to, in [`Shard::counted`], instead of being checked.
+    counted: Option<u64>,
+}
+
+impl Sent {
+    /// The statement described: `: <SQL> with (<values>) from the source transaction at <LSN>`.
+    pub(super) fn describe(&self) -> String {
+        let values: Vec<String> = self
+            .stmt
+            .params
+            .iter()
+            .map(|p| match p {
+                Some(v) => format!("'{}'", String::from_utf8_lossy(v)),
+                None => "NULL".into(),
+            })
+            .collect();
+        let at = if self.lsn > 0 {
+            format!(" from the source transaction at {}", format_lsn(self.lsn))
+        } else {
+            String::new()
+        };
+        format!(": {} with ({}){at}", self.stmt.sql, values.join(", "))
+    }
+}
+
+/// What a counted statement did: the rows it changed and the rows it returned.
+pub(super) struct Counted {
+    /// The change it counts for (a change applied on several shards counts on each).
+    pub(super) change: u64,
+    pub(super) rows: u64,
+    pub(super) returned: Vec<DataRow>,
+}
 
 /// One destination shard connection.
 pub(super) struct Shard {
@@ -18,10 +61,13 @@ pub(super) struct Shard {
     pub(super) queued: usize,
     /// Syncs (and simple Queries) sent whose results are not read yet.
     pub(super) pending_syncs: usize,
-    /// What was sent and not answered yet, in order: each statement with its source LSN (to
-    /// name the change a result belongs to), `None` where a Sync (or simple Query) ends a
-    /// group of results.
-    pub(super) in_flight: VecDeque<Option<(Stmt, u64)>>,
+    /// What was sent and not answered yet, in order: each statement, `None` where a Sync (or
+    /// simple Query) ends a group of results.
+    pub(super) in_flight: VecDeque<Option<Sent>>,
+    /// The outcomes of the counted statements read so far, in order (the caller takes them).
+    pub(super) counted: Vec<Counted>,
+    /// The rows returned so far by the statement being answered.
+    returned: Vec<DataRow>,
 }
 
 impl Shard {
@@ -41,8 +87,29 @@ impl Shard {
             .map_err(|e| other(format!("{ctx}: {e}")))
     }
 
-    /// Queues Parse (first use of the SQL on this connection), Bind and Execute.
+    /// Queues Parse (first use of the SQL on this connection), Bind and Execute; an UPDATE or
+    /// DELETE that finds no row fails the batch.
     pub(super) async fn queue(&mut self, stmt: &Stmt, lsn: u64) -> Result<(), ReplayError> {
+        self.queue_as(stmt, lsn, None).await
+    }
+
+    /// [`Shard::queue`] for a statement whose row count (and returned rows) go to
+    /// [`Shard::counted`] unchecked, as part of `change`.
+    pub(super) async fn queue_counted(
+        &mut self,
+        stmt: &Stmt,
+        lsn: u64,
+        change: u64,
+    ) -> Result<(), ReplayError> {
+        self.queue_as(stmt, lsn, Some(change)).await
+    }
+
+    async fn queue_as(
+        &mut self,
+        stmt: &Stmt,
+        lsn: u64,
+        counted: Option<u64>,
+    ) -> Result<(), ReplayError> {
         let name = match self.statements.get(&*stmt.sql) {
             Some(n) => n.clone(),
             None => {
@@ -75,7 +142,11 @@ impl Shard {
         });
         self.out.extend_from_slice(bind.bytes());
         self.out.extend_from_slice(execute.bytes());
-        self.in_flight.push_back(Some((stmt.clone(), lsn)));
+        self.in_flight.push_back(Some(Sent {
+            stmt: stmt.clone(),
+            lsn,
+            counted,
+        }));
         self.queued += 1;
         if self.queued >= SYNC_EVERY {
             self.sync(lsn).await?;
@@ -99,7 +170,11 @@ impl Shard {
     /// TRANSACTION with its unique gid); its results are read with the pending Syncs'.
     pub(super) async fn send_query(&mut self, sql: &str) -> Result<(), ReplayError> {
         self.out.extend_from_slice(message::query(sql).bytes());
-        self.in_flight.push_back(Some((plain(sql), 0)));
+        self.in_flight.push_back(Some(Sent {
+            stmt: plain(sql),
+            lsn: 0,
+            counted: None,
+        }));
         self.in_flight.push_back(None);
         self.pending_syncs += 1;
         self.flush().await
@@ -134,30 +209,17 @@ impl Shard {
 }
 
 impl Shard {
-    /// The statement the next result answers, described: `: <SQL> with (<values>) from the
-    /// source transaction at <LSN>`.
-    pub(super) fn answered(&mut self) -> String {
-        let Some(Some((stmt, lsn))) = self.in_flight.pop_front() else {
-            return String::new();
-        };
-        let values: Vec<String> = stmt
-            .params
-            .iter()
-            .map(|p| match p {
-                Some(v) => format!("'{}'", String::from_utf8_lossy(v)),
-                None => "NULL".into(),
-            })
-            .collect();
-        let at = if lsn > 0 {
-            format!(" from the source transaction at {}", format_lsn(lsn))
-        } else {
-            String::new()
-        };
-        format!(": {} with ({}){at}", stmt.sql, values.join(", "))
+    /// The statement the next result answers, described (empty when none).
+    fn answered(&mut self) -> String {
+        match self.in_flight.pop_front() {
+            Some(Some(sent)) => sent.describe(),
+            _ => String::new(),
+        }
     }
 
     /// Reads the results up to a Sync already sent: the first error, or an UPDATE/DELETE that
-    /// matched no row (the destination diverged from the source), fails the replay.
+    /// matched no row (the destination diverged from the source), fails the replay. The
+    /// outcomes of counted statements go to [`Shard::counted`].
     pub(super) async fn sync_read(&mut self, lsn: u64, committed: bool) -> Result<(), ReplayError> {
         let ctx = self.context(&format!(
             "committing the transaction at {}",
@@ -175,20 +237,37 @@ impl Shard {
                     let what = self.answered();
                     error = Some(format!("{}{what}", postgres_error(&self.addr, m)));
                 }
+                backend::DATA_ROW if error.is_none() => {
+                    let row = DataRow::parse(m).map_err(|e| other(format!("{ctx}: {e}")))?;
+                    self.returned.push(row);
+                }
                 backend::COMMAND_COMPLETE if error.is_none() => {
-                    let what = self.answered();
                     let tag = m.reader().cstr().unwrap_or("").to_string();
-                    if tag == "UPDATE 0" || tag == "DELETE 0" {
-                        error = Some(format!(
-                            "{tag}: the row is missing on this shard (the destination \
-                             diverged from the source){what}; nothing of this batch was \
-                             committed and the position was kept"
-                        ));
+                    let returned = std::mem::take(&mut self.returned);
+                    match self.in_flight.pop_front().flatten() {
+                        Some(Sent {
+                            counted: Some(change),
+                            ..
+                        }) => self.counted.push(Counted {
+                            change,
+                            rows: rows_in_tag(&tag),
+                            returned,
+                        }),
+                        Some(sent) if tag == "UPDATE 0" || tag == "DELETE 0" => {
+                            error = Some(format!(
+                                "{tag}: the row is missing on this shard (the destination \
+                                 diverged from the source){}; nothing of this batch was \
+                                 committed and the position was kept",
+                                sent.describe()
+                            ));
+                        }
+                        _ => {}
                     }
                 }
                 backend::READY_FOR_QUERY => {
                     // The rest of this group was skipped after an error.
                     while let Some(Some(_)) = self.in_flight.pop_front() {}
+                    self.returned.clear();
                     if committed && m.payload().first() != Some(&b'I') && error.is_none() {
                         error = Some("the transaction did not commit".into());
                     }
@@ -263,6 +342,8 @@ pub(super) async fn open_destination(
             queued: 0,
             pending_syncs: 0,
             in_flight: VecDeque::new(),
+            counted: Vec::new(),
+            returned: Vec::new(),
         });
     }
     if watermarks.is_empty() {

@@ -20,7 +20,9 @@
 //!   `replay_batch_rows` changes (20,000) or `replay_batch_ms` (50); the stored position is the end
 //!   LSN of the batch's last transaction, and a batch is all or nothing per shard.
 //! - INSERT is an upsert on the replica identity; an UPDATE moving a row to another shard is a
-//!   DELETE there and an upsert on the new shard; TRUNCATE runs on every shard.
+//!   DELETE there and an upsert on the new shard; TRUNCATE runs on every shard. A table whose
+//!   replica identity lacks the sharding key has its UPDATE and DELETE applied by identity on
+//!   every shard, exactly one row changed across them ([`identity`]).
 //! - Stopping: `--until-lsn` (every stream), [`ReplayOptions::stop_at`] (per source shard,
 //!   settable while running: the cutover), or the shutdown future. A stream with a target asks
 //!   the server for a keepalive every 100 ms while idle, so it notices quickly that the server
@@ -65,6 +67,7 @@ use tokio::sync::watch;
 mod commit;
 mod dest;
 mod hold;
+mod identity;
 mod stream;
 mod table;
 use commit::*;
@@ -220,6 +223,8 @@ struct Applier {
     /// The source transactions ended but not committed yet.
     batch: Batch,
     bounds: BatchBounds,
+    /// Changes applied by identity on several shards, counted across them ([`identity`]).
+    counts: identity::Counts,
 }
 
 /// The two-phase commit mode.
@@ -238,15 +243,42 @@ impl Applier {
         })
     }
 
-    /// Queues a statement on a shard within the transaction; false when the shard already
-    /// committed this transaction before.
+    /// Queues a statement on a shard within the batch's transaction there (begun on first
+    /// use).
     async fn send(&mut self, txn: &mut Txn, shard: usize, stmt: &Stmt) -> Result<(), ReplayError> {
-        let s = &mut self.shards[shard];
-        if self.batch.touched.insert(shard) {
-            s.queue(&plain("BEGIN"), txn.final_lsn).await?;
-        }
+        self.begin_on(txn, shard).await?;
+        self.shards[shard].queue(stmt, txn.final_lsn).await
+    }
+
+    /// [`Applier::send`] of a statement whose row count adds to `change`'s, checked across
+    /// the shards by the caller ([`identity`]).
+    async fn send_counted(
+        &mut self,
+        txn: &mut Txn,
+        shard: usize,
+        stmt: &Stmt,
+        change: u64,
+    ) -> Result<(), ReplayError> {
+        self.begin_on(txn, shard).await?;
+        self.shards[shard]
+            .queue_counted(stmt, txn.final_lsn, change)
+            .await
+    }
+
+    async fn begin_on(&mut self, txn: &mut Txn, shard: usize) -> Result<(), ReplayError> {
         txn.touched.insert(shard);
-        s.queue(stmt, txn.final_lsn).await
+        if self.batch.touched.insert(shard) {
+            self.shards[shard]
+                .queue(&plain("BEGIN"), txn.final_lsn)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Whether destination shard `shard` still needs a change committed at `lsn` of a table
+    /// with these copy watermarks: not when its copy has it, nor when it committed it already.
+    fn needs(&self, watermarks: &[u64], shard: usize, lsn: u64) -> bool {
+        !(watermarks.get(shard).is_some_and(|&wm| lsn < wm) || lsn < self.shards[shard].position)
     }
 
     /// Applies one change: `(shard, statement)` pairs, skipping shards that already have it.
@@ -259,21 +291,22 @@ impl Applier {
     ) -> Result<(), ReplayError> {
         let mut applied = false;
         for (shard, stmt) in ops {
-            // The copy of this shard has it, or this shard committed it already.
-            if watermarks.get(shard).is_some_and(|&wm| txn.final_lsn < wm)
-                || txn.final_lsn < self.shards[shard].position
-            {
-                continue;
+            if self.needs(watermarks, shard, txn.final_lsn) {
+                self.send(txn, shard, &stmt).await?;
+                applied = true;
             }
-            self.send(txn, shard, &stmt).await?;
-            applied = true;
         }
+        self.count(txn, applied);
+        Ok(())
+    }
+
+    /// Counts a change as applied (on some shard) or skipped (every shard has it).
+    fn count(&mut self, txn: &mut Txn, applied: bool) {
         if applied {
             txn.rows += 1;
         } else {
             self.summary.skipped += 1;
         }
-        Ok(())
     }
 
     /// An UPDATE: in place when the row stays on its shards, else a DELETE where it was and an
@@ -291,10 +324,13 @@ impl Applier {
             self.summary.skipped += 1;
             return Ok(());
         }
+        if t.identity_lacks_key() {
+            return self.update_by_identity(txn, relation, old, new).await;
+        }
         let new_shards = t.shards_of(&new, n)?;
         let old_shards = match &old {
-            Some(o) if t.old_has_shard_key(o) => t.shards_of(o.tuple(), n)?,
-            _ => new_shards.clone(),
+            Some(o) => t.shards_of(o.tuple(), n)?,
+            None => new_shards.clone(),
         };
         let wh = t.match_values(old.as_ref().map(|o| o.tuple()).unwrap_or(&new))?;
         let ops = if old_shards == new_shards {
@@ -420,11 +456,10 @@ impl Applier {
                     self.summary.skipped += 1;
                     return Ok(());
                 }
-                let shards = if t.old_has_shard_key(&old) {
-                    t.shards_of(old.tuple(), n)?
-                } else {
-                    (0..n).collect()
-                };
+                if t.identity_lacks_key() {
+                    return self.delete_by_identity(txn, relation, old).await;
+                }
+                let shards = t.shards_of(old.tuple(), n)?;
                 let stmt = t.delete(&t.match_values(old.tuple())?);
                 let ops = shards.into_iter().map(|s| (s, stmt.clone())).collect();
                 let wm = t.watermarks.clone();
@@ -442,6 +477,16 @@ impl Applier {
                     self.source_shard,
                     &self.watermarks,
                 )?;
+                if self.sharded_source && t.identity_lacks_key() {
+                    // See `reshard::orchestrate::check_tables`.
+                    return Err(other(format!(
+                        "table {}: its replica identity does not contain the sharding key and \
+                         the source is sharded: a row moving between source shards could not be \
+                         told apart from the other stream's copy; add the column to the primary \
+                         key, or set REPLICA IDENTITY FULL",
+                        t.name
+                    )));
+                }
                 self.tables.insert(rel.oid, t);
                 Ok(())
             }

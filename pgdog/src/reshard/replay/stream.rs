@@ -135,6 +135,7 @@ impl Stream<'_, '_> {
                 atomic: ctx.atomic,
                 batch: Batch::default(),
                 bounds: ctx.bounds,
+                counts: Default::default(),
             },
             client,
             decoder: Decoder::new(4),

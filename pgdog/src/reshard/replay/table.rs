@@ -21,6 +21,8 @@ pub(super) enum ShapeKey {
     /// (SET columns, WHERE columns).
     Update(Vec<usize>, Vec<usize>),
     Delete(Vec<usize>),
+    /// A DELETE returning every column (the row moving to another shard).
+    DeleteReturning(Vec<usize>),
 }
 
 /// A published table as the replay applies it.
@@ -152,11 +154,14 @@ impl Table {
         }
     }
 
-    /// Whether an old tuple says where the row was (it holds the sharding key).
-    pub(super) fn old_has_shard_key(&self, old: &OldTuple) -> bool {
-        match (&self.dest, old) {
-            (Destination::ByKey(_, index), OldTuple::Key(_)) => self.key.contains(index),
-            _ => true,
+    /// Whether the replica identity of a table sharded by key lacks the key column (a surrogate
+    /// `id` primary key on a table sharded by `customer_id`): then the old row of an UPDATE or
+    /// DELETE never says which shard holds it, and they are applied by identity on every shard
+    /// (`identity.rs`). REPLICA IDENTITY FULL sends the whole old row, key included.
+    pub(super) fn identity_lacks_key(&self) -> bool {
+        match &self.dest {
+            Destination::ByKey(_, index) => !self.full && !self.key.contains(index),
+            _ => false,
         }
     }
 
@@ -184,6 +189,21 @@ impl Table {
         Ok(values)
     }
 
+    /// Row-matching values for a message: `"id" = '7'`, joined with AND.
+    pub(super) fn describe(&self, wh: &[(usize, Option<Bytes>)]) -> String {
+        let conds: Vec<String> = wh
+            .iter()
+            .map(|(i, v)| {
+                let value = match v {
+                    Some(b) => format!("'{}'", String::from_utf8_lossy(b)),
+                    None => "NULL".into(),
+                };
+                format!("{} = {value}", ident(&self.columns[*i]))
+            })
+            .collect();
+        conds.join(" AND ")
+    }
+
     /// The statement of a shape with these parameter values: its SQL text built once per
     /// shape, by `build`.
     pub(super) fn shape(
@@ -195,7 +215,9 @@ impl Table {
         let mut shapes = self.shapes.lock();
         let (sql, types) = shapes.entry(key).or_insert_with_key(|key| {
             let columns: Vec<usize> = match key {
-                ShapeKey::Upsert(c) | ShapeKey::Delete(c) => c.clone(),
+                ShapeKey::Upsert(c) | ShapeKey::Delete(c) | ShapeKey::DeleteReturning(c) => {
+                    c.clone()
+                }
                 ShapeKey::Update(set, wh) => set.iter().chain(wh).copied().collect(),
             };
             let types: Vec<i32> = columns.iter().map(|&i| self.types[i]).collect();
@@ -300,6 +322,21 @@ impl Table {
                 "DELETE FROM {} WHERE {}",
                 self.sql_name,
                 self.where_clause(&columns(wh), 1)
+            )
+        })
+    }
+
+    /// `DELETE ... WHERE <identity> RETURNING <every column>`: the row, as it was, of a row
+    /// moving to another shard (its unchanged TOAST values are not in the new tuple).
+    pub(super) fn delete_returning(&self, wh: &[(usize, Option<Bytes>)]) -> Stmt {
+        let params = wh.iter().map(|(_, v)| v.clone()).collect();
+        self.shape(ShapeKey::DeleteReturning(columns(wh)), params, || {
+            let all: Vec<String> = self.columns.iter().map(|c| ident(c)).collect();
+            format!(
+                "DELETE FROM {} WHERE {} RETURNING {}",
+                self.sql_name,
+                self.where_clause(&columns(wh), 1),
+                all.join(", ")
             )
         })
     }

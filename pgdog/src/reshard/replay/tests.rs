@@ -56,6 +56,16 @@ fn statements() {
          WHERE \"id\" IS NOT DISTINCT FROM $1 AND \"v\" IS NOT DISTINCT FROM $2 LIMIT 1)"
     );
     assert!(f.upsert(&row).sql.ends_with("ON CONFLICT DO NOTHING"));
+    assert_eq!(
+        &*t.delete_returning(&row[..1]).sql,
+        "DELETE FROM \"public\".\"t\" WHERE \"id\" = $1 RETURNING \"id\", \"v\""
+    );
+    assert_eq!(
+        t.describe(&[(0, v("7")), (1, None)]),
+        "\"id\" = '7' AND \"v\" = NULL"
+    );
+    // An omnisharded table goes to every shard: its identity needs no sharding key.
+    assert!(!t.identity_lacks_key());
 }
 
 #[test]
