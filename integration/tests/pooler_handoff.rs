@@ -767,3 +767,29 @@ async fn deallocate_as_a_prepared_statement_drops_only_the_clients_statements() 
     ];
     same_as_postgres(&topo, &proxy, &steps).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_describe_or_close_subtype_is_an_error_as_postgres() {
+    for mode in ["transaction", "session"] {
+        let (topo, proxy) = pool_of_one(mode).await;
+        for tag in [b'D', b'C'] {
+            // Found by the protocol fuzzer: pgdog closed the connection here.
+            let bytes = [
+                raw::run_unnamed("select 1", &[]),
+                raw::target(tag, b'X', "s"),
+                raw::sync(),
+                raw::query("SELECT 2"),
+            ]
+            .concat();
+            let mut directly = direct(&topo).await;
+            let want = exchange(&mut directly, &bytes, 2).await;
+            assert_eq!(
+                want,
+                "1 2 D(1) C(SELECT 1) E(ERROR/08P01) Z(I) T D(2) C(SELECT 1) Z(I)"
+            );
+            let mut c = through_pgdog(&proxy).await;
+            let got = exchange(&mut c, &bytes, 2).await;
+            assert_eq!(got, want, "{mode} mode, {}", tag as char);
+        }
+    }
+}

@@ -25,6 +25,11 @@ impl Session {
             deallocate =
                 self.client.mode == PoolerMode::Transaction && self.parse_deallocate(name, &text);
         }
+        if let Some(error) = invalid_subtype(&m) {
+            // Postgres' answer; the session goes on after the next Sync.
+            self.fail_in_order(error).await;
+            return Ok(());
+        }
         if self.client.mode == PoolerMode::Session {
             return self.passthrough(m).await;
         }
@@ -39,13 +44,7 @@ impl Session {
                 "pgdog: in transaction mode, prepared statements need query text in UTF-8 \
                  (client_encoding UTF8); use the simple protocol or session mode",
             );
-            if self.server.is_some() {
-                self.note_unsynced(frontend::PARSE);
-                self.fail_on_server(error).await;
-            } else {
-                self.send(&error);
-                self.skip_until_sync = true;
-            }
+            self.fail_in_order(error).await;
             return Ok(());
         }
         if self.answer_deallocate(&m).await? {
@@ -301,6 +300,18 @@ impl Session {
         self.forward(&bind, Expect::Replace(error)).await;
     }
 
+    /// Answers the client's extended-protocol message with `error`, in order with what the
+    /// server still owes it; the rest up to Sync is skipped, as after a server's error.
+    async fn fail_in_order(&mut self, error: Message) {
+        if self.server.is_some() {
+            self.note_unsynced(frontend::PARSE);
+            self.fail_on_server(error).await;
+        } else {
+            self.send(&error);
+            self.skip_until_sync = true;
+        }
+    }
+
     /// Sends `prepared`'s Parse to the attached server (known there from now on).
     pub(super) async fn parse_on_server(&mut self, prepared: &Prepared, expect: Expect) {
         if let Some(s) = self.server.as_mut() {
@@ -341,4 +352,16 @@ fn redefined(name: &str) -> Message {
         "42P05",
         &format!("prepared statement \"{name}\" already exists"),
     )
+}
+
+/// A Describe or Close whose subtype is neither statement nor portal: Postgres' error for it.
+fn invalid_subtype(m: &Message) -> Option<Message> {
+    let what = match m.tag() {
+        frontend::DESCRIBE => "DESCRIBE",
+        frontend::CLOSE => "CLOSE",
+        _ => return None,
+    };
+    let kind = *m.payload().first()?;
+    (kind != target::STATEMENT && kind != target::PORTAL)
+        .then(|| message::error("08P01", &format!("invalid {what} message subtype {kind}")))
 }
