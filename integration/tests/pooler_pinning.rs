@@ -56,6 +56,7 @@ async fn what_leaves_session_state_still_pins() {
         ("SELECT my_setter()", Some("unknown_functions")),
         ("SELECT pg_advisory_lock(1)", Some("session advisory locks")),
         ("SELECT nextval('pin_seq')", Some("unknown_functions")),
+        ("SELECT pg_terminate_backend(0)", Some("unknown_functions")),
         // A user function shares the name: the call may resolve to it.
         ("SELECT hashtext(1)", Some("unknown_functions")),
         ("SELECT public.hashtext(1)", Some("unknown_functions")),

@@ -59,8 +59,11 @@ pub fn set_pin_unknown_functions(pin: bool) {
 /// Built-in functions that leave session state: they are never "harmless" because the
 /// catalog says they are built in (session advisory locks and `set_config` are classified on
 /// their own; `nextval`/`setval` set the session's `currval`/`lastval`; replication origins
-/// and temporary replication slots live as long as the session).
+/// and temporary replication slots live as long as the session). `pg_terminate_backend` may
+/// end the client's own server session (`pg_backend_pid()`): pinned, the server's FATAL then
+/// ends the client's connection as it would directly.
 const SESSION_STATE_BUILTINS: &[&str] = &[
+    "pg_terminate_backend",
     "nextval",
     "setval",
     "pg_replication_origin_session_setup",
