@@ -11,7 +11,9 @@
 //! - into 3 shards (not a multiple), `pgdog reshard` refuses the table, naming why;
 //! - under pgbench-style writes through pgdog (inserts, updates, moves between source shards,
 //!   deletes, transactions doing several), `pgdog reshard` is killed with SIGKILL mid-replay
-//!   and run again: `pgdog verify` reports the destination equal.
+//!   and run again: `pgdog verify` reports the destination equal;
+//! - ignored (a known bug, `-- --ignored` reproduces it): the same move, INSERT first, of a
+//!   table whose primary key holds the sharding key loses the row.
 mod reshard_common;
 
 use reshard_common::load::{runtime, wait_for_statements};
@@ -56,19 +58,19 @@ fn config(source: &Topology, dest: &Topology) -> String {
     c
 }
 
-/// The 2-shard source with `orders` (seeded through pgdog) and publication `pub`, 4 empty
-/// destination shards, and pgdog serving `app`.
-fn fixture() -> (Topology, Topology, Proxy) {
+/// The 2-shard source with `orders` (seeded through pgdog, its primary key `pk`) and
+/// publication `pub`, 4 empty destination shards, and pgdog serving `app`.
+fn fixture(pk: &str) -> (Topology, Topology, Proxy) {
     let source = Topology::shards(2).expect("source shards");
     let dest = Topology::shards(4).expect("destination shards");
     for s in 0..2 {
         source
             .shard(s)
-            .psql(
-                "CREATE TABLE orders (id bigint PRIMARY KEY, customer_id bigint NOT NULL,
-                                      amount int, note text);
-                 CREATE PUBLICATION pub FOR TABLE orders;",
-            )
+            .psql(&format!(
+                "CREATE TABLE orders (id bigint, customer_id bigint NOT NULL,
+                                      amount int, note text, PRIMARY KEY ({pk}));
+                 CREATE PUBLICATION pub FOR TABLE orders;"
+            ))
             .expect("source schema");
     }
     let proxy = Proxy::start(&config(&source, &dest), USERS).expect("pgdog");
@@ -203,9 +205,50 @@ fn move_to_other_source_shard(proxy: &Proxy, source: &Topology, id: i64) -> (i64
     (old, new)
 }
 
+/// Moves row `id` to the other source shard while the stream of its old one stands still: the
+/// new version arrives first (both on the destination at once), then the old one goes.
+fn insert_first(proxy: &Proxy, source: &Topology, dest: &Topology, id: i64) {
+    let from = source_shard_of(source, id);
+    pause_stream(dest, from);
+    let (old, new) = move_to_other_source_shard(proxy, source, id);
+    wait_for("the INSERT on the new stream", || {
+        on_dest(dest, id, Some(new)) == 1
+    });
+    assert_eq!(
+        on_dest(dest, id, Some(old)),
+        1,
+        "both versions on the destination, on different shards"
+    );
+    release_stream(dest, from);
+    wait_for("the DELETE on the old stream", || {
+        on_dest(dest, id, Some(old)) == 0
+    });
+    assert_eq!(on_dest(dest, id, None), 1, "the new version stays");
+}
+
+/// KNOWN BUG, not fixed here (run with `-- --ignored`): the same move of a table whose primary
+/// key holds the sharding key loses the row. The old stream sees pgdog's key UPDATE (an UPDATE
+/// to the new key, then a DELETE of the row by its new key): the UPDATE moves its version onto
+/// the new key's shard (over the new stream's version), and the DELETE, routed by the new key,
+/// removes it there. Every layout from a sharded source, whenever the INSERT arrives first.
+#[test]
+#[ignore]
+fn known_bug_a_keyed_move_with_the_insert_first_loses_the_row() {
+    let (source, dest, proxy) = fixture("customer_id, id");
+    copy(&proxy.dir, &source);
+    let args = [&DBS[..], &["--publication", "pub", "--slot", "ident"]].concat();
+    let mut replay = spawn(&proxy.dir, &source, "replay", &args);
+    insert_first(&proxy, &source, &dest, 11);
+    let _ = replay.kill();
+    let _ = replay.wait();
+    for s in 0..2 {
+        reshard_common::drop_slot(source.shard(s), "ident");
+    }
+}
+
 #[test]
 fn a_move_between_source_shards_in_both_arrival_orders() {
-    let (source, dest, proxy) = fixture();
+    let (source, dest, proxy) = fixture("id");
     let dir = proxy.dir.clone();
 
     // Into 3 shards a destination shard would take keys of both source shards: refused.
@@ -224,23 +267,7 @@ fn a_move_between_source_shards_in_both_arrival_orders() {
     let mut replay = spawn(&dir, &source, "replay", &args);
 
     // The INSERT first: the old stream stands still while the new one applies the move.
-    let id = 11;
-    let from = source_shard_of(&source, id);
-    pause_stream(&dest, from);
-    let (old, new) = move_to_other_source_shard(&proxy, &source, id);
-    wait_for("the INSERT on the new stream", || {
-        on_dest(&dest, id, Some(new)) == 1
-    });
-    assert_eq!(
-        on_dest(&dest, id, Some(old)),
-        1,
-        "both versions on the destination, on different shards"
-    );
-    release_stream(&dest, from);
-    wait_for("the DELETE on the old stream", || {
-        on_dest(&dest, id, Some(old)) == 0
-    });
-    assert_eq!(on_dest(&dest, id, None), 1, "the new version stays");
+    insert_first(&proxy, &source, &dest, 11);
 
     // The DELETE first: the new stream stands still while the old one applies the move.
     let id = 12;
@@ -394,7 +421,7 @@ fn wait_for_position_past(dir: &Path, dest: &Topology, child: &mut Child, after:
 
 #[test]
 fn reshard_under_writes_through_pgdog_resumes_after_kill_and_ends_equal() {
-    let (source, dest, proxy) = fixture();
+    let (source, dest, proxy) = fixture("id");
     let dir = proxy.dir.clone();
     let rt = runtime();
     let stop = Arc::new(AtomicBool::new(false));
