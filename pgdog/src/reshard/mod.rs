@@ -8,6 +8,7 @@ pub mod cutover;
 pub mod display;
 mod fleet;
 pub mod orchestrate;
+mod ownership;
 pub mod progress;
 pub mod replay;
 pub mod schema_sync;

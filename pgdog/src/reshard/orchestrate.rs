@@ -248,45 +248,94 @@ impl std::fmt::Display for ReshardReport {
 /// message says what to change):
 /// - no primary key and the default replica identity, or `REPLICA IDENTITY NOTHING`: no row
 ///   could be found;
-/// - from a sharded source, a replica identity without the sharding key. From a single source
-///   the replay applies those tables' UPDATE and DELETE by identity on every destination shard
-///   (`replay/identity.rs`), but a row moving between source shards arrives as a DELETE and an
-///   INSERT on two independent streams, and a DELETE by identity alone could remove the row the
-///   other stream already inserted.
+/// - where one row's move could arrive on two streams (a sharded source, or `--reverse` into a
+///   sharded destination), a primary key or replica identity without the sharding key, unless
+///   every destination shard takes keys of one upstream shard only (`reshard/ownership.rs`: the
+///   same hash sharding on the same column, a multiple of the shard count). Otherwise a row
+///   moving between upstream shards has two versions (the DELETE on one stream, the INSERT on
+///   the other, in no fixed order) that can meet on one destination shard, where the primary
+///   key keeps one only; either choice loses the row in one of the arrival orders. REPLICA
+///   IDENTITY FULL does not help while the primary key lacks the key (its upsert is `ON
+///   CONFLICT DO NOTHING`: the other version is dropped, then deleted by its own stream).
 pub async fn check_tables(
     settings: &Settings,
     options: &ReshardOptions,
 ) -> Result<(), ReshardError> {
     let tables = published_tables(settings, options).await?;
-    let dest = crate::router::schema::Schema::new(settings, &options.databases.to)
-        .map_err(|e| ReshardError::Refused(format!("database `{}`: {e}", options.databases.to)))?;
+    let schema = |db: &str| {
+        crate::router::schema::Schema::new(settings, db)
+            .map_err(|e| ReshardError::Refused(format!("database `{db}`: {e}")))
+    };
+    let (from, to) = (&options.databases.from, &options.databases.to);
+    let (source, dest) = (schema(from)?, schema(to)?);
     // Where one row's move could arrive on two streams: a sharded source, or with `--reverse`
     // a sharded destination (the reverse replication's source).
-    let (from, to) = (&options.databases.from, &options.databases.to);
-    let sharded = if settings.shards(from) > 1 {
-        Some(format!("the source has {} shards", settings.shards(from)))
-    } else if options.reverse && settings.shards(to) > 1 {
-        Some(format!(
-            "reverse replication (--reverse) reads the destination's {} shards",
-            settings.shards(to)
-        ))
-    } else {
-        None
-    };
+    let mut streams = Vec::new();
+    if settings.shards(from) > 1 {
+        streams.push((
+            format!("the source has {} shards", settings.shards(from)),
+            &source,
+            &dest,
+        ));
+    }
+    if options.reverse && settings.shards(to) > 1 {
+        streams.push((
+            format!(
+                "reverse replication (--reverse) reads the destination's {} shards",
+                settings.shards(to)
+            ),
+            &dest,
+            &source,
+        ));
+    }
     let refused: Vec<String> = tables
         .iter()
         .filter_map(|t| {
-            let key = dest
-                .table(&format!("{}.{}", t.schema, t.table))
-                .or_else(|| dest.table(&t.table))
-                .map(|d| d.column().to_string());
-            refusal(t, key.as_deref(), sharded.as_deref())
+            let entry = |s: &crate::router::schema::Schema| {
+                s.table(&format!("{}.{}", t.schema, t.table))
+                    .or_else(|| s.table(&t.table))
+                    .cloned()
+            };
+            let key = entry(&dest).map(|d| d.column().to_string());
+            let layouts: Vec<Layout> = streams
+                .iter()
+                .map(|(why, upstream, downstream)| Layout {
+                    why: why.clone(),
+                    owned: owned(entry(upstream), entry(downstream), key.as_deref()),
+                })
+                .collect();
+            refusal(t, key.as_deref(), &layouts)
         })
         .collect();
     if refused.is_empty() {
         Ok(())
     } else {
         Err(ReshardError::Refused(refused.join("\n")))
+    }
+}
+
+/// Where one row's move could arrive on two streams: why (`the source has 2 shards`), and
+/// whether each downstream shard takes keys of one upstream shard only (else why not).
+struct Layout {
+    why: String,
+    owned: Result<(), String>,
+}
+
+/// Whether every downstream shard takes keys of one upstream shard only, for a table sharded
+/// `upstream` there and `downstream` here ([`crate::reshard::ownership`]).
+fn owned(
+    upstream: Option<crate::router::schema::TableSharding>,
+    downstream: Option<crate::router::schema::TableSharding>,
+    key: Option<&str>,
+) -> Result<(), String> {
+    match (upstream, downstream) {
+        (Some(up), Some(down)) => {
+            crate::reshard::ownership::owned_shards(&up, &down, 0).map(|_| ())
+        }
+        _ => Err(format!(
+            "its sharding by \"{}\" is not configured on both sides",
+            key.unwrap_or("?")
+        )),
     }
 }
 
@@ -354,8 +403,8 @@ async fn published_tables(
 }
 
 /// Why the replay could not apply a table's changes (`key`: its sharding key on the
-/// destination; `sharded`: why one row's move could arrive on two streams), if it could not.
-fn refusal(t: &PublishedTable, key: Option<&str>, sharded: Option<&str>) -> Option<String> {
+/// destination; `layouts`: where one row's move could arrive on two streams), if it could not.
+fn refusal(t: &PublishedTable, key: Option<&str>, layouts: &[Layout]) -> Option<String> {
     let name = &t.name;
     if t.replident == "n" || (t.replident == "d" && !t.primary_key) {
         return Some(format!(
@@ -364,18 +413,29 @@ fn refusal(t: &PublishedTable, key: Option<&str>, sharded: Option<&str>) -> Opti
              ALTER TABLE {name} REPLICA IDENTITY FULL"
         ));
     }
-    let (key, sharded) = (key?, sharded?);
-    if t.replident != "f" && !t.identity.iter().any(|c| c == key) {
-        return Some(format!(
-            "table {name}: its replica identity ({}) does not contain the sharding key \"{key}\" \
-             and {sharded}: a row moving between those shards arrives as a DELETE and an INSERT \
-             on two independent streams, which only the key keeps apart; add the column to the \
-             primary key (or REPLICA IDENTITY index), or set ALTER TABLE {name} REPLICA \
-             IDENTITY FULL",
-            t.identity.join(", ")
-        ));
+    let key = key?;
+    // The unique columns two versions of a moving row could collide on.
+    let unique = t.replident != "f" || t.primary_key;
+    if !unique || t.identity.iter().any(|c| c == key) {
+        return None;
     }
-    None
+    let (why, reason) = layouts
+        .iter()
+        .find_map(|l| l.owned.as_ref().err().map(|e| (&l.why, e)))?;
+    let what = if t.replident == "f" {
+        "primary key"
+    } else {
+        "replica identity"
+    };
+    Some(format!(
+        "table {name}: its {what} ({}) does not contain the sharding key \"{key}\" and {why}, \
+         but {reason}: a row moving between those shards arrives as a DELETE and an INSERT on \
+         two independent streams, and its two versions could meet on one destination shard, \
+         where the {what} keeps one only; add the column to the primary key (or REPLICA \
+         IDENTITY index), or give the destination a multiple of the source's shard count with \
+         the same hash sharding",
+        t.identity.join(", ")
+    ))
 }
 
 /// One schema-sync phase as a step of the reshard (Pre or Post), unless it is stopped.
@@ -616,22 +676,36 @@ mod tests {
     fn refusals() {
         let by_id = table("d", true, &["id"]);
         // A single source applies an identity without the key by identity on every shard.
-        assert_eq!(refusal(&by_id, Some("customer_id"), None), None);
-        let sharded = Some("the source has 2 shards");
-        let refused = refusal(&by_id, Some("customer_id"), sharded).unwrap();
+        assert_eq!(refusal(&by_id, Some("customer_id"), &[]), None);
+        let layout = |owned: Result<(), String>| Layout {
+            why: "the source has 2 shards".into(),
+            owned,
+        };
+        let apart = [layout(Ok(()))];
+        let mixed = [layout(Err(
+            "the destination's 3 shards are not a multiple of the source's 2".into(),
+        ))];
+        // Each destination shard of one source shard (2 -> 4): applied by identity there.
+        assert_eq!(refusal(&by_id, Some("customer_id"), &apart), None);
+        let refused = refusal(&by_id, Some("customer_id"), &mixed).unwrap();
         assert!(refused.contains("(id) does not contain the sharding key \"customer_id\""));
-        assert!(refused.contains("the source has 2 shards"));
-        // The key in the identity, REPLICA IDENTITY FULL, or an unsharded table: fine.
+        assert!(refused.contains("the source has 2 shards, but the destination's 3 shards"));
+        // REPLICA IDENTITY FULL with a primary key without the key: refused the same way.
+        let full_by_id = table("f", true, &["id"]);
+        let refused = refusal(&full_by_id, Some("customer_id"), &mixed).unwrap();
+        assert!(refused.contains("its primary key (id)"), "{refused}");
+        assert_eq!(refusal(&full_by_id, Some("customer_id"), &apart), None);
+        // The key in the identity, FULL without a primary key, or an unsharded table: fine.
         let keyed = table("d", true, &["id", "customer_id"]);
-        assert_eq!(refusal(&keyed, Some("customer_id"), sharded), None);
+        assert_eq!(refusal(&keyed, Some("customer_id"), &mixed), None);
         assert_eq!(
-            refusal(&table("f", true, &[]), Some("customer_id"), sharded),
+            refusal(&table("f", false, &[]), Some("customer_id"), &mixed),
             None
         );
-        assert_eq!(refusal(&by_id, None, sharded), None);
+        assert_eq!(refusal(&by_id, None, &mixed), None);
         // No identity at all: refused everywhere.
         for t in [table("d", false, &[]), table("n", true, &["id"])] {
-            let refused = refusal(&t, None, None).unwrap();
+            let refused = refusal(&t, None, &[]).unwrap();
             assert!(refused.contains("has no primary key or replica identity"));
         }
     }

@@ -19,6 +19,24 @@
 //! A shard that skips the change (its copy, or a crashed run's commit there, already has it)
 //! is not counted, so the others may rightly find no row: then a missing row is no divergence,
 //! and a row whose old shard already applied the move is upserted from the new tuple alone.
+//!
+//! From a sharded source, each stream owns the destination shards that take keys of its source
+//! shard only (`reshard/ownership.rs`: same hash sharding, a multiple of the shard count; other
+//! layouts are refused) and applies its changes by identity there only, with the same
+//! exactly-one count across those shards. A row moving from source shard A to B (pgdog's key
+//! UPDATE: on A an UPDATE to the new key then a DELETE, on B an INSERT) reaches A's and B's
+//! streams in no fixed order:
+//! - the DELETE first: A's version is gone from A's shards, then B upserts its version on one
+//!   of B's shards;
+//! - the INSERT first: B's version is on one of B's shards while A's still is on one of A's
+//!   (both at once, on different shards, so no primary key keeps them apart and neither
+//!   stream's change can meet the other's version); then A's UPDATE (its new key maps to B's
+//!   shards) is applied in place where A's version is ([`Applier::update_leaving`]) and A's
+//!   DELETE removes it there.
+//!
+//! Either way each stream finds exactly its own version, so a missing or doubled row is still
+//! a divergence. A row that another stream's key puts on this stream's shards (its source
+//! shard holds a row the source's sharding puts elsewhere) stops the replay at its INSERT.
 use super::dest::Counted;
 use super::*;
 use crate::net::rows::DataRow;
@@ -70,15 +88,21 @@ impl Applier {
         let lsn = txn.final_lsn;
         let t = self.table(relation)?;
         let target = only_shard(t, t.shards_of(&new, n)?)?;
+        if !t.owns(target) {
+            return self.update_leaving(txn, relation, old, new).await;
+        }
+        let scope = t.identity_scope(n);
         let wh = t.match_values(old.as_ref().map(|o| o.tuple()).unwrap_or(&new))?;
         let update = t.update(&t.values(&new)?, &wh);
         let delete = t.delete_returning(&wh);
         let wm = t.watermarks.clone();
         let on_target = self.needs(&wm, target, lsn);
-        let others: Vec<usize> = (0..n)
+        let others: Vec<usize> = scope
+            .iter()
+            .copied()
             .filter(|&s| s != target && self.needs(&wm, s, lsn))
             .collect();
-        let every_shard = on_target && others.len() + 1 == n;
+        let every_shard = on_target && others.len() + 1 == scope.len();
         let change = self.counts.next();
 
         if on_target {
@@ -118,6 +142,45 @@ impl Applier {
         Ok(())
     }
 
+    /// From a sharded source, an UPDATE giving a row a key of another source shard: pgdog's key
+    /// UPDATE runs in place on the row's old source shard, then deletes it there (the INSERT
+    /// is on the other source shard, so on the other stream). Applied in place on this
+    /// stream's shards, never on the other stream's, so the DELETE that follows finds it
+    /// there; exactly one row across them.
+    async fn update_leaving(
+        &mut self,
+        txn: &mut Txn,
+        relation: u32,
+        old: Option<OldTuple>,
+        new: TupleData,
+    ) -> Result<(), ReplayError> {
+        let lsn = txn.final_lsn;
+        let t = self.table(relation)?;
+        let scope = t.identity_scope(self.shards.len());
+        let wh = t.match_values(old.as_ref().map(|o| o.tuple()).unwrap_or(&new))?;
+        let update = t.update(&t.values(&new)?, &wh);
+        let wm = t.watermarks.clone();
+        let shards: Vec<usize> = scope
+            .iter()
+            .copied()
+            .filter(|&s| self.needs(&wm, s, lsn))
+            .collect();
+        if shards.is_empty() {
+            self.summary.skipped += 1;
+            return Ok(());
+        }
+        let change = self.counts.next();
+        for &s in &shards {
+            self.send_counted(txn, s, &update, change).await?;
+        }
+        let rows = total(&self.outcomes(&shards, change, lsn).await?);
+        if rows > 1 || (rows == 0 && shards.len() == scope.len()) {
+            return Err(self.diverged(relation, "UPDATE", &wh, lsn, rows).await);
+        }
+        txn.rows += 1;
+        Ok(())
+    }
+
     /// A DELETE of a table whose replica identity lacks the sharding key: on every shard, its
     /// row count checked with the batch's other results ([`Applier::check_deferred`]).
     pub(super) async fn delete_by_identity(
@@ -132,7 +195,12 @@ impl Applier {
         let wh = t.match_values(old.tuple())?;
         let delete = t.delete(&wh);
         let wm = t.watermarks.clone();
-        let shards: Vec<usize> = (0..n).filter(|&s| self.needs(&wm, s, lsn)).collect();
+        let scope = t.identity_scope(n);
+        let shards: Vec<usize> = scope
+            .iter()
+            .copied()
+            .filter(|&s| self.needs(&wm, s, lsn))
+            .collect();
         if shards.is_empty() {
             self.summary.skipped += 1;
             return Ok(());
@@ -145,7 +213,7 @@ impl Applier {
         self.counts.deferred.push(Expected {
             change,
             what,
-            every_shard: shards.len() == n,
+            every_shard: shards.len() == scope.len(),
         });
         txn.rows += 1;
         Ok(())

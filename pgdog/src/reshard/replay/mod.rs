@@ -22,7 +22,8 @@
 //! - INSERT is an upsert on the replica identity; an UPDATE moving a row to another shard is a
 //!   DELETE there and an upsert on the new shard; TRUNCATE runs on every shard. A table whose
 //!   replica identity lacks the sharding key has its UPDATE and DELETE applied by identity on
-//!   every shard, exactly one row changed across them ([`identity`]).
+//!   every shard, exactly one row changed across them ([`identity`]); from a sharded source,
+//!   on the destination shards the stream owns only (`reshard/ownership.rs`).
 //! - Stopping: `--until-lsn` (every stream), [`ReplayOptions::stop_at`] (per source shard,
 //!   settable while running: the cutover), or the shutdown future. A stream with a target asks
 //!   the server for a keepalive every 100 ms while idle, so it notices quickly that the server
@@ -214,6 +215,10 @@ struct Applier {
     source_shard: usize,
     /// Whether the source has more than one shard.
     sharded_source: bool,
+    /// The source's sharding layout, when it has more than one shard.
+    source_schema: Option<Schema>,
+    /// The source database's name.
+    source_database: String,
     /// This stream's key in the progress tables ([`progress_key`]).
     key: String,
     watermarks: HashMap<String, Vec<Option<u64>>>,
@@ -439,11 +444,9 @@ impl Applier {
                     )));
                 }
                 let stmt = t.upsert(&values);
-                let ops = t
-                    .shards_of(&new, n)?
-                    .into_iter()
-                    .map(|s| (s, stmt.clone()))
-                    .collect();
+                let shards = t.shards_of(&new, n)?;
+                t.check_owned(&shards, self.source_shard)?;
+                let ops = shards.into_iter().map(|s| (s, stmt.clone())).collect();
                 let wm = t.watermarks.clone();
                 self.apply(txn, &wm, ops).await
             }
@@ -469,6 +472,10 @@ impl Applier {
                 options, relations, ..
             } => self.truncate(txn, options, relations).await,
             LogicalMessage::Relation(rel) => {
+                let source = self.source_schema.as_ref().map(|schema| SourceSharding {
+                    schema,
+                    database: &self.source_database,
+                });
                 let t = Table::new(
                     &rel,
                     &self.schema,
@@ -476,17 +483,8 @@ impl Applier {
                     &self.key,
                     self.source_shard,
                     &self.watermarks,
+                    source.as_ref(),
                 )?;
-                if self.sharded_source && t.identity_lacks_key() {
-                    // See `reshard::orchestrate::check_tables`.
-                    return Err(other(format!(
-                        "table {}: its replica identity does not contain the sharding key and \
-                         the source is sharded: a row moving between source shards could not be \
-                         told apart from the other stream's copy; add the column to the primary \
-                         key, or set REPLICA IDENTITY FULL",
-                        t.name
-                    )));
-                }
                 self.tables.insert(rel.oid, t);
                 Ok(())
             }
@@ -615,9 +613,15 @@ pub async fn replay(
     let sources = source_primaries(settings, &options.databases.from)?;
     let dests = destination_shards(settings, &options.databases.to)?;
     let schema = schema_of(settings, &options.databases.to).map_err(CopyDataError::from)?;
+    let source_schema = if sources.len() > 1 {
+        Some(schema_of(settings, &options.databases.from).map_err(CopyDataError::from)?)
+    } else {
+        None
+    };
     let ctx = StreamContext {
         options,
         schema: &schema,
+        source_schema: source_schema.as_ref(),
         dests: &dests,
         sharded_source: sources.len() > 1,
         abort_after: abort_after_commit(),

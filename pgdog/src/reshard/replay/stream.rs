@@ -10,6 +10,8 @@ pub(super) struct StreamContext<'a> {
     pub(super) schema: &'a Schema,
     pub(super) dests: &'a [ServerTarget],
     pub(super) sharded_source: bool,
+    /// The source's sharding layout, when it has more than one shard.
+    pub(super) source_schema: Option<&'a Schema>,
     pub(super) abort_after: Option<u64>,
     pub(super) atomic: Option<Atomic>,
     pub(super) bounds: BatchBounds,
@@ -126,6 +128,8 @@ impl Stream<'_, '_> {
                 database: options.databases.to.clone(),
                 source_shard,
                 sharded_source: ctx.sharded_source,
+                source_schema: ctx.source_schema.cloned(),
+                source_database: options.databases.from.clone(),
                 key,
                 watermarks,
                 summary: ReplaySummary {

@@ -42,6 +42,16 @@ pub(super) struct Table {
     /// An omnisharded table seen on a source shard other than 0: shard 0's stream applies its
     /// changes (every source shard carries the same writes).
     pub(super) ignored: bool,
+    /// From a sharded source, a table whose replica identity lacks the key: the destination
+    /// shards this stream owns (they hold keys of its source shard only, `reshard/ownership.rs`);
+    /// its changes by identity touch those only. `None`: every shard (a single source).
+    pub(super) owned: Option<Arc<[usize]>>,
+}
+
+/// The source's sharding, for a stream of a sharded source.
+pub(super) struct SourceSharding<'a> {
+    pub(super) schema: &'a Schema,
+    pub(super) database: &'a str,
 }
 
 impl Table {
@@ -53,6 +63,7 @@ impl Table {
         key: &str,
         source_shard: usize,
         watermarks: &HashMap<String, Vec<Option<u64>>>,
+        source: Option<&SourceSharding<'_>>,
     ) -> Result<Table, ReplayError> {
         let name = rel.qualified_name();
         let columns: Vec<String> = rel.columns.iter().map(|c| c.name.clone()).collect();
@@ -79,7 +90,7 @@ impl Table {
             }
             all
         };
-        Ok(Table {
+        let mut t = Table {
             sql_name: format!("{}.{}", ident(&rel.namespace), ident(&rel.name)),
             types: rel
                 .columns
@@ -103,7 +114,87 @@ impl Table {
             watermarks: watermarks.into(),
             ignored,
             shapes: parking_lot::Mutex::new(HashMap::new()),
-        })
+            owned: None,
+        };
+        if let Some(source) = source.filter(|_| t.identity_lacks_key()) {
+            t.owned = Some(t.owned_shards(rel, source, source_shard)?.into());
+        }
+        Ok(t)
+    }
+
+    /// The destination shards source shard `source_shard`'s stream owns for this table, or
+    /// the refusal: the layout could put two source shards' versions of a row on one shard.
+    fn owned_shards(
+        &self,
+        rel: &Relation,
+        source: &SourceSharding<'_>,
+        source_shard: usize,
+    ) -> Result<Vec<usize>, ReplayError> {
+        let refused = |why: String| {
+            other(format!(
+                "table {}: its replica identity does not contain the sharding key and the \
+                 source is sharded, but {why}: a row moving between source shards could meet \
+                 its other version on one destination shard; add the sharding key to the \
+                 primary key, or give the destination a multiple of the source's shard count \
+                 with the same hash sharding",
+                self.name
+            ))
+        };
+        let Destination::ByKey(dest, _) = &self.dest else {
+            return Ok(Vec::new());
+        };
+        let from = destination(
+            source.schema,
+            source.database,
+            &rel.namespace,
+            &rel.name,
+            &self.columns,
+        );
+        match from {
+            Ok(Destination::ByKey(from, _)) => {
+                crate::reshard::ownership::owned_shards(&from, dest, source_shard).map_err(refused)
+            }
+            Ok(_) => Err(refused(format!(
+                "database `{}` does not shard it by a column",
+                source.database
+            ))),
+            Err(e) => Err(refused(format!("on the source: {e}"))),
+        }
+    }
+
+    /// Every shard of `shards` is one this stream owns (when it owns some): a row of its
+    /// source shard whose key maps elsewhere was not placed by the source's sharding.
+    pub(super) fn check_owned(
+        &self,
+        shards: &[usize],
+        source_shard: usize,
+    ) -> Result<(), ReplayError> {
+        let Some(owned) = &self.owned else {
+            return Ok(());
+        };
+        match shards.iter().find(|s| !owned.contains(s)) {
+            None => Ok(()),
+            Some(s) => Err(other(format!(
+                "table {}: a row of source shard {source_shard} goes to destination shard {s}, \
+                 which takes keys of another source shard: the source shard holds a row its \
+                 sharding puts elsewhere (written around pgdog?)",
+                self.name
+            ))),
+        }
+    }
+
+    /// Whether this stream owns destination shard `shard` (every shard from a single source).
+    pub(super) fn owns(&self, shard: usize) -> bool {
+        self.owned.as_ref().is_none_or(|o| o.contains(&shard))
+    }
+
+    /// The destination shards a change by identity may touch: this stream's own from a
+    /// sharded source, else all `n`.
+    pub(super) fn identity_scope(&self, n: usize) -> Vec<usize> {
+        match &self.owned {
+            Some(owned) => owned.to_vec(),
+            None => (0..n).collect(),
+        }
     }
 
     /// The sent values of a tuple: (column, value), unchanged TOAST values left out.

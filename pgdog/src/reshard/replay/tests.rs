@@ -28,7 +28,7 @@ fn table(full: bool) -> Table {
     wm.insert("public.t".to_string(), vec![Some(0)]);
     let mut schema = Schema::default();
     schema.omnisharded.insert("t".into());
-    Table::new(&rel, &schema, "db", "s", 0, &wm).unwrap()
+    Table::new(&rel, &schema, "db", "s", 0, &wm, None).unwrap()
 }
 
 #[test]
