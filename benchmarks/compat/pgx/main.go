@@ -5,6 +5,7 @@
 // and the exit code is 1.
 //
 //	usage: go run . 'postgres://user:password@127.0.0.1:6432/db' [clients] [rounds]
+//	       go run . prepared URL DIRECT_URL    (see prepared.go)
 package main
 
 import (
@@ -75,8 +76,21 @@ func client(ctx context.Context, url string, mode pgx.QueryExecMode, id, rounds 
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: pgx-check URL [clients] [rounds]")
+		fmt.Fprintln(os.Stderr, "usage: pgx-check URL [clients] [rounds] | pgx-check prepared URL DIRECT_URL")
 		os.Exit(2)
+	}
+	if os.Args[1] == "prepared" && len(os.Args) == 4 {
+		for _, name := range []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"} {
+			lines, err := prepared(context.Background(), os.Args[2], os.Args[3], name)
+			if err != nil {
+				fmt.Printf("%s: setup: %v\n", name, err)
+				os.Exit(1)
+			}
+			for _, l := range lines {
+				fmt.Println(l)
+			}
+		}
+		return
 	}
 	url, clients, rounds := os.Args[1], 8, 50
 	if len(os.Args) > 2 {
