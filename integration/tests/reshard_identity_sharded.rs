@@ -226,14 +226,13 @@ fn insert_first(proxy: &Proxy, source: &Topology, dest: &Topology, id: i64) {
     assert_eq!(on_dest(dest, id, None), 1, "the new version stays");
 }
 
-/// KNOWN BUG, not fixed here (run with `-- --ignored`): the same move of a table whose primary
-/// key holds the sharding key loses the row. The old stream sees pgdog's key UPDATE (an UPDATE
-/// to the new key, then a DELETE of the row by its new key): the UPDATE moves its version onto
-/// the new key's shard (over the new stream's version), and the DELETE, routed by the new key,
-/// removes it there. Every layout from a sharded source, whenever the INSERT arrives first.
+/// The same move of a table whose primary key holds the sharding key, the INSERT first. The
+/// old stream sees pgdog's key UPDATE as an UPDATE to the new key, then a DELETE of the row by
+/// its new key: applied one by one, the UPDATE would move its version onto the new key's shard
+/// (over the new stream's version) and the DELETE would remove it there, losing the row. The
+/// replay applies the pair as its net effect, a DELETE of the old key.
 #[test]
-#[ignore]
-fn known_bug_a_keyed_move_with_the_insert_first_loses_the_row() {
+fn a_keyed_move_with_the_insert_first_keeps_the_row() {
     let (source, dest, proxy) = fixture("customer_id, id");
     copy(&proxy.dir, &source);
     let args = [&DBS[..], &["--publication", "pub", "--slot", "ident"]].concat();

@@ -169,6 +169,9 @@ struct Txn {
     /// The destination shards this transaction sent statements to.
     touched: BTreeSet<usize>,
     rows: u64,
+    /// An UPDATE changing the row's identity, held until the next change shows whether it is
+    /// the first half of a move ([`Applier::coalesce`]).
+    held: Option<LogicalMessage>,
 }
 
 impl Txn {
@@ -177,6 +180,7 @@ impl Txn {
             final_lsn,
             touched: BTreeSet::new(),
             rows: 0,
+            held: None,
         }
     }
 }
@@ -427,7 +431,98 @@ impl Applier {
         self.apply(txn, &[], ops).await
     }
 
+    /// One message of a source transaction. An UPDATE changing the row's identity (K1 → K2) is
+    /// held until the next message: when that is a DELETE of K2 on the same table (pgdog's key
+    /// UPDATE moving a row to another source shard writes exactly that on the old shard, and
+    /// an INSERT of K2 on the new one), the pair is applied as its net effect on this source
+    /// shard, a DELETE of K1. Applied one by one, the UPDATE would move K1 onto K2's
+    /// destination shard (over the new source shard's copy, when its INSERT came first) and
+    /// the DELETE would remove it there: the row would be lost. Anything else applies the
+    /// held UPDATE first, unchanged; so does the end of the transaction ([`Applier::flush`]).
+    /// The pair stays within one source transaction, so a rerun after a crash coalesces it
+    /// the same way.
     async fn message(&mut self, txn: &mut Txn, msg: LogicalMessage) -> Result<(), ReplayError> {
+        if let Some(held) = txn.held.take() {
+            if let Some(delete) = self.coalesce(&held, &msg) {
+                return self.apply_message(txn, delete).await;
+            }
+            self.apply_message(txn, held).await?;
+        }
+        if self.changes_identity(&msg) {
+            txn.held = Some(msg);
+            return Ok(());
+        }
+        self.apply_message(txn, msg).await
+    }
+
+    /// Applies the UPDATE held by [`Applier::message`], if any: at the end of the transaction.
+    async fn flush(&mut self, txn: &mut Txn) -> Result<(), ReplayError> {
+        match txn.held.take() {
+            Some(held) => self.apply_message(txn, held).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Whether `msg` is an UPDATE whose old identity (sent only when it changed) differs from
+    /// the new one.
+    fn changes_identity(&self, msg: &LogicalMessage) -> bool {
+        let LogicalMessage::Update {
+            relation,
+            old: Some(old),
+            new,
+            ..
+        } = msg
+        else {
+            return false;
+        };
+        let Ok(t) = self.table(*relation) else {
+            return false;
+        };
+        match (t.match_values(old.tuple()), t.match_values(new)) {
+            (Ok(o), Ok(n)) => !t.ignored && o != n,
+            _ => false,
+        }
+    }
+
+    /// The DELETE of the old row (K1) when `held` is an UPDATE K1 → K2 and `next` a DELETE of
+    /// K2 on the same table: their net effect.
+    fn coalesce(&self, held: &LogicalMessage, next: &LogicalMessage) -> Option<LogicalMessage> {
+        let (
+            LogicalMessage::Update {
+                xid,
+                relation,
+                old: Some(old),
+                new,
+            },
+            LogicalMessage::Delete {
+                relation: deleted,
+                old: gone,
+                ..
+            },
+        ) = (held, next)
+        else {
+            return None;
+        };
+        if relation != deleted {
+            return None;
+        }
+        let t = self.table(*relation).ok()?;
+        let (k2, gone) = (
+            t.match_values(new).ok()?,
+            t.match_values(gone.tuple()).ok()?,
+        );
+        (k2 == gone).then(|| LogicalMessage::Delete {
+            xid: *xid,
+            relation: *relation,
+            old: old.clone(),
+        })
+    }
+
+    async fn apply_message(
+        &mut self,
+        txn: &mut Txn,
+        msg: LogicalMessage,
+    ) -> Result<(), ReplayError> {
         let n = self.shards.len();
         match msg {
             LogicalMessage::Insert { relation, new, .. } => {

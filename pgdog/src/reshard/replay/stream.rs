@@ -258,10 +258,11 @@ impl Stream<'_, '_> {
                 commit_time: at,
                 ..
             } => {
-                let t = self
+                let mut t = self
                     .txn
                     .take()
                     .ok_or_else(|| other("Commit without Begin"))?;
+                self.applier.flush(&mut t).await?;
                 self.applier.end_txn(t, end_lsn, at);
                 if target.is_some_and(|t| end_lsn >= t) {
                     self.finish_batch().await?;
