@@ -23,6 +23,26 @@ build_release() {
   cargo build --release --locked -p pgdog -p pgdog-integration "$@"
 }
 
+# pgbouncer_anchor: sets PGBOUNCER (unless already set) to the PgBouncer the benchmarks compare
+# with, and PGBOUNCER_NOTE to where it comes from; exports both. PgBouncer 1.25 from
+# ../shared/tools/build-pgbouncer.sh (built once, then cached) when that folder exists, else
+# Debian's `pgbouncer` (1.18 on Debian 12: no prepared statements in transaction mode).
+pgbouncer_anchor() {
+  local tools="$ROOT/../shared/tools" debian
+  debian=$(command -v pgbouncer || echo /usr/sbin/pgbouncer)
+  if [ -n "${PGBOUNCER:-}" ]; then
+    : "${PGBOUNCER_NOTE:=set by PGBOUNCER}"
+  elif [ ! -d "$tools" ]; then
+    PGBOUNCER=$debian PGBOUNCER_NOTE="Debian's: ../shared/tools not found"
+  elif PGBOUNCER=$(bash "$tools/build-pgbouncer.sh" | tail -n 1) && [ -x "$PGBOUNCER" ]; then
+    PGBOUNCER_NOTE="built by ../shared/tools/build-pgbouncer.sh"
+  else
+    echo "pgbouncer_anchor: build-pgbouncer.sh failed, falling back to $debian" >&2
+    PGBOUNCER=$debian PGBOUNCER_NOTE="Debian's: ../shared/tools/build-pgbouncer.sh failed"
+  fi
+  export PGBOUNCER PGBOUNCER_NOTE
+}
+
 # ---------------------------------------------------------------------------------------------
 # Inside a topology (`pgdog-topology ... -- bash SCRIPT`).
 
