@@ -235,6 +235,16 @@ impl Shard {
         }
     }
 
+    /// An idle connection of the pool `checkout` would try first, if one is free now.
+    pub fn try_checkout(&self, read: bool, min_lsn: Option<u64>) -> Option<PooledServer> {
+        let pool = if read {
+            self.read_after(min_lsn)
+        } else {
+            self.primary()
+        };
+        pool.ok()?.try_get()
+    }
+
     /// A connection for a write (the primary) or a read. A read whose server turns out to be
     /// down (it is banned by the failed connect) is tried on the next candidate, so reads go
     /// on while a replica dies.

@@ -166,7 +166,7 @@ pub struct General {
     pub server_reset_query: String,
     /// Transaction mode: what a call of a function pgdog does not know does.
     pub unknown_functions: UnknownFunctions,
-    /// Threads serving clients (0: one per core).
+    /// Threads serving clients: 1 is one event loop (current-thread runtime), 0 one per core.
     pub workers: usize,
     /// Cross-shard writes in a transaction commit with two-phase commit.
     pub two_phase_commit: bool,
@@ -260,7 +260,7 @@ impl Default for General {
             query_parser: true,
             server_reset_query: "DISCARD ALL".into(),
             unknown_functions: UnknownFunctions::Pin,
-            workers: 2,
+            workers: 1,
             two_phase_commit: false,
             instance_id: None,
             two_phase_recovery_interval: 10_000,

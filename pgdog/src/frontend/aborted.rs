@@ -179,10 +179,7 @@ pub fn ends_transaction(sql: &str) -> bool {
 /// Whether `sql` may open a transaction block (mentions BEGIN or START): a batch lost in flight
 /// with such a statement leaves the client in an unknown transaction state.
 pub fn may_begin(sql: &str) -> bool {
-    let bytes = sql.as_bytes();
-    bytes
-        .windows(5)
-        .any(|w| w.eq_ignore_ascii_case(b"begin") || w.eq_ignore_ascii_case(b"start"))
+    super::mentions::Mentions::of(sql).may_begin()
 }
 
 #[cfg(test)]

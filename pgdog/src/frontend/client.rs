@@ -7,6 +7,8 @@ use super::cancel::Registration;
 use super::params::Params;
 use super::session::SessionError;
 use crate::backend::pause::{Gate, Ticket};
+use crate::backend::pool::PooledServer;
+use crate::backend::shard::{CheckoutError, Shard};
 use crate::config::PoolerMode;
 use crate::net::message;
 use crate::net::stream::Stream;
@@ -92,6 +94,32 @@ impl Client {
                 Ok(Some(m))
             }
         }
+    }
+
+    /// Reads more from the client (at least one byte; `Closed` at its end).
+    pub async fn read(&mut self) -> Result<(), ProtocolError> {
+        self.reader.fill(&mut self.stream).await?;
+        self.meter.arrived();
+        Ok(())
+    }
+
+    /// A server connection of `shard` for a read or a write; the wait is metered (a free
+    /// idle connection is taken without a timer or a clock read).
+    pub async fn checkout(
+        &mut self,
+        shard: &Shard,
+        read: bool,
+        min_lsn: Option<u64>,
+    ) -> Result<PooledServer, CheckoutError> {
+        if let Some(server) = shard.try_checkout(read, min_lsn) {
+            self.meter.waited_none();
+            return Ok(server);
+        }
+        let asked = std::time::Instant::now();
+        self.meter.waiting(asked);
+        let checkout = shard.checkout(read, min_lsn).await;
+        self.meter.waited(asked.elapsed());
+        checkout
     }
 
     /// Writes what is waiting for the client.

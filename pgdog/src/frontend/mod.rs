@@ -7,6 +7,7 @@ pub mod client;
 pub mod encoding;
 pub mod listener;
 pub mod login;
+pub mod mentions;
 pub mod params;
 pub mod prepared;
 pub mod session;

@@ -17,7 +17,7 @@ mod unnamed;
 use crate::net::tag::{backend, frontend};
 use crate::net::TxStatus;
 use lost::{ReadRetry, ServerFatal};
-use timeouts::{far_future, stopped};
+use timeouts::{expiry, stopped};
 use unnamed::{ClientUnnamed, UnnamedParse};
 
 /// Whether `server_reset_query` is set (query_parser off: run before a server goes back).
@@ -25,8 +25,9 @@ fn reset_query_set() -> bool {
     !crate::config::active().server_reset_query.trim().is_empty()
 }
 
-use super::aborted::{self, Aborted};
+use super::aborted::Aborted;
 use super::client::{Client, ServeClient};
+use super::mentions::{Mentions, Word};
 use super::prepared::{self, Prepared};
 use super::statements::{self, Classified, SetChange};
 use crate::backend::{PooledServer, ServerError, Shard};
@@ -35,8 +36,10 @@ use crate::net::message::{self, read_error};
 use crate::net::{Message, ProtocolError};
 use crate::registry::Registry;
 use crate::router::read_write::RoleHint;
+use crate::stats::clients::ClientInfo;
 use bytes::BytesMut;
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 /// A response the session waits for from the server, in order.
 #[derive(Debug)]
@@ -125,6 +128,8 @@ fn describe_fatal(m: &Message) -> String {
 }
 
 pub struct Session {
+    /// The client's entry in the clients table (KILL and the shutdown reach it there).
+    info: Arc<ClientInfo>,
     /// The client end: socket, identity, output, meter, pause gate.
     pub client: Client,
     /// The database's servers (primary, replicas) and their pools.
@@ -197,6 +202,7 @@ impl Session {
     pub fn new(mut client: Client, shard: Shard, query_parser: bool) -> Session {
         client.mode = shard.mode();
         Session {
+            info: client.meter.client().clone(),
             client,
             shard,
             query_parser,
@@ -266,12 +272,11 @@ impl ServeClient for Session {
             self.flush_server().await;
             self.flush().await?;
             let (deadline, idle) = self.deadline();
-            let client = self.client.meter.client().clone();
-            let stop = client.stop_requested(idle);
-            let timer = tokio::time::sleep_until(deadline.map_or_else(far_future, |d| d.0));
+            let stop = self.info.stop_requested(idle);
+            let timer = expiry(deadline);
             match self.server.as_mut() {
                 None => tokio::select! {
-                    r = self.client.reader.fill(&mut self.client.stream) => r?,
+                    r = self.client.read() => r?,
                     _ = stop => return Err(stopped()),
                     _ = timer, if deadline.is_some() => self.timed_out(deadline).await?,
                 },
@@ -279,7 +284,7 @@ impl ServeClient for Session {
                     tokio::select! {
                         _ = stop => return Err(stopped()),
                         _ = timer, if deadline.is_some() => self.timed_out(deadline).await?,
-                        r = self.client.reader.fill(&mut self.client.stream) => r?,
+                        r = self.client.read() => r?,
                         r = server.fill() => match r {
                             Ok(()) => {
                                 self.server_messages().await?;
@@ -306,9 +311,9 @@ impl ServeClient for Session {
 impl Session {
     /// What `sql` means for the pooler (see `statements::classify`), calls judged against the
     /// server's own catalog of built-in functions.
-    fn classify(&self, sql: &str) -> Classified {
-        let builtins = sql.contains('(').then(|| self.shard.builtins()).flatten();
-        statements::classify(sql, builtins.as_deref())
+    fn classify(&self, sql: &str, mentions: Mentions) -> Classified {
+        let builtins = mentions.paren().then(|| self.shard.builtins()).flatten();
+        statements::classify_mentioning(sql, mentions, builtins.as_deref())
     }
 
     /// Writes what is waiting for the client.
@@ -382,7 +387,12 @@ impl Session {
         let text = message::read_query_lossy(&m)?;
         let sql: &str = &text;
         let transaction = self.client.mode == PoolerMode::Transaction;
-        let deallocate = statements::deallocate(sql);
+        // One pass over the text for every cheap filter below.
+        let mentions = Mentions::of(sql);
+        let deallocate = mentions
+            .has(Word::Deallocate)
+            .then(|| statements::deallocate(sql))
+            .flatten();
         let target_all_forwarded = matches!(deallocate, Some(None));
         if let Some(target) = deallocate.filter(|_| transaction) {
             let tag = if target.is_none() {
@@ -399,13 +409,13 @@ impl Session {
         if self.answer_set_role(sql) {
             return Ok(());
         }
-        self.may_begin |= aborted::may_begin(sql);
-        if statements::may_change_catalog(sql) {
+        self.may_begin |= mentions.may_begin();
+        if mentions.ddl_word() && statements::may_change_catalog(sql) {
             self.functions_changed |= catalog_changes(sql);
         }
         let read = self.wants_read(sql);
         let classified = if self.query_parser {
-            self.classify(sql)
+            self.classify(sql, mentions)
         } else {
             Classified::default()
         };
@@ -599,10 +609,7 @@ impl Session {
             .write_lsn
             .filter(|_| self.shard.policy().read_your_writes);
         self.on_primary = !read && self.shard.splits_reads();
-        self.client.meter.waiting();
-        let asked = std::time::Instant::now();
-        let checkout = self.shard.checkout(read, min_lsn).await;
-        self.client.meter.waited(asked.elapsed());
+        let checkout = self.client.checkout(&self.shard, read, min_lsn).await;
         let mut server = match checkout {
             Ok(s) => s,
             Err(e) => {

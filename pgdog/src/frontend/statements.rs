@@ -4,6 +4,7 @@
 //! PREPARE, WITH HOLD cursors, SET SESSION CHARACTERISTICS, DO blocks, and with
 //! `unknown_functions = "pin"` calls of functions pgdog does not know) which pin the client to
 //! its server connection until it disconnects, so that state never reaches another client.
+use super::mentions::Mentions;
 use crate::backend::builtins::Builtins;
 use crate::router::{Parsed, QueryCache};
 use pg_query_raw::router::{self, Const, Expr, StatementKind};
@@ -31,22 +32,6 @@ pub struct Classified {
     /// Number of statements in the query string.
     pub statements: usize,
 }
-
-/// Words that must appear for a statement to matter here: cheap filter before parsing.
-const KEYWORDS: &[&[u8]] = &[
-    b"set",
-    b"reset",
-    b"temp",
-    b"listen",
-    b"advisory",
-    b"prepare",
-    b"hold",
-    b"discard",
-    b"do",
-    b"into",
-    b"characteristics",
-    b"pg_temp",
-];
 
 /// `unknown_functions = "pin"` (the default): a call of a function pgdog does not know pins.
 static PIN_UNKNOWN_FUNCTIONS: AtomicBool = AtomicBool::new(true);
@@ -106,35 +91,6 @@ pub fn unknown_call(
     )
 }
 
-/// Bytes (either case) that start a keyword.
-const FIRST_BYTES: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut i = 0;
-    while i < KEYWORDS.len() {
-        let b = KEYWORDS[i][0];
-        t[b as usize] = true;
-        t[b.to_ascii_uppercase() as usize] = true;
-        i += 1;
-    }
-    t
-};
-
-/// One pass over the text: at each byte that starts a keyword (a table lookup), compare the
-/// keywords starting with it.
-fn mentions_keyword(sql: &str) -> bool {
-    let bytes = sql.as_bytes();
-    bytes.iter().enumerate().any(|(i, &b)| {
-        FIRST_BYTES[b as usize] && {
-            let first = b.to_ascii_lowercase();
-            KEYWORDS.iter().any(|k| {
-                k[0] == first
-                    && bytes.len() - i >= k.len()
-                    && bytes[i..i + k.len()].eq_ignore_ascii_case(k)
-            })
-        }
-    })
-}
-
 fn contains_word(sql: &str, word: &str) -> bool {
     sql.to_ascii_lowercase().contains(word)
 }
@@ -178,9 +134,17 @@ pub fn may_change_catalog(sql: &str) -> bool {
 /// Classifies the statements of `sql`. SQL that does not parse is left to the server (which
 /// reports the error) and classifies as nothing.
 pub fn classify(sql: &str, builtins: Option<&Builtins>) -> Classified {
-    let keyword = mentions_keyword(sql);
-    let calls = sql.contains('(') && PIN_UNKNOWN_FUNCTIONS.load(Ordering::Relaxed);
-    if !keyword && !calls {
+    classify_mentioning(sql, Mentions::of(sql), builtins)
+}
+
+/// The same, with what the text mentions already found.
+pub fn classify_mentioning(
+    sql: &str,
+    mentions: Mentions,
+    builtins: Option<&Builtins>,
+) -> Classified {
+    let calls = mentions.paren() && PIN_UNKNOWN_FUNCTIONS.load(Ordering::Relaxed);
+    if !mentions.session_word() && !calls {
         return Classified::default();
     }
     let Ok(parsed) = QueryCache::global().get(sql) else {
@@ -197,7 +161,7 @@ pub fn classify(sql: &str, builtins: Option<&Builtins>) -> Classified {
 /// no second parse.
 pub fn classify_parsed(sql: &str, statements: &[router::Statement]) -> Classified {
     let mut out = Classified::default();
-    if !mentions_keyword(sql) {
+    if !Mentions::of(sql).session_word() {
         return out;
     }
     out.statements = statements.len();

@@ -1,12 +1,13 @@
 //! The connected clients: one entry per client connection from accept to close (SHOW CLIENTS,
 //! the clients-by-state gauges, `max_client_connections`), each with a flag the admin
 //! database's KILL and the shutdown set to make the session end.
+use futures_util::task::AtomicWaker;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::{Arc, LazyLock};
-use std::time::{SystemTime, UNIX_EPOCH};
-use tokio::sync::Notify;
+use std::task::Poll;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// What a client is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,7 +65,8 @@ pub struct ClientInfo {
     pinned: Mutex<Option<&'static str>>,
     /// Shutdown: end the session once it is between transactions.
     draining: AtomicBool,
-    kill: Notify,
+    /// The session task waiting in `stop_requested` (one waiter: a waker swap, no lock).
+    stop: AtomicWaker,
 }
 
 /// Who the client logged in as.
@@ -84,6 +86,19 @@ pub fn now_us() -> u64 {
         .map_or(0, |d| d.as_micros() as u64)
 }
 
+/// A monotonic instant and the Unix time (µs) read together once, so later instants convert
+/// to Unix time without reading the wall clock again (one clock read less per request).
+static EPOCH: LazyLock<(Instant, u64)> = LazyLock::new(|| (Instant::now(), now_us()));
+
+/// The Unix time (µs) of a monotonic instant.
+pub fn unix_us(at: Instant) -> u64 {
+    let (base, base_us) = *EPOCH;
+    match at.checked_duration_since(base) {
+        Some(d) => base_us + d.as_micros() as u64,
+        None => base_us.saturating_sub(base.duration_since(at).as_micros() as u64),
+    }
+}
+
 impl ClientInfo {
     pub fn state(&self) -> ClientState {
         ClientState::from_u8(self.state.load(Relaxed))
@@ -93,9 +108,9 @@ impl ClientInfo {
         self.state.store(s as u8, Relaxed);
     }
 
-    /// Marks the start of a checkout wait.
-    pub fn start_wait(&self) {
-        self.wait_since.store(now_us(), Relaxed);
+    /// Marks the start of a checkout wait at `at`.
+    pub fn start_wait(&self, at: Instant) {
+        self.wait_since.store(unix_us(at), Relaxed);
         self.set_state(ClientState::Waiting);
     }
 
@@ -107,8 +122,9 @@ impl ClientInfo {
         self.request_time.load(Relaxed)
     }
 
-    pub fn touch(&self) {
-        self.request_time.store(now_us(), Relaxed);
+    /// A request started at `at`.
+    pub fn touch(&self, at: Instant) {
+        self.request_time.store(unix_us(at), Relaxed);
     }
 
     pub fn login(&self) -> Login {
@@ -131,13 +147,13 @@ impl ClientInfo {
     /// Asks the session to end now (admin KILL, end of the shutdown wait).
     pub fn kill(&self) {
         self.killed.store(true, Relaxed);
-        self.kill.notify_waiters();
+        self.stop.wake();
     }
 
     /// Asks the session to end once it is between transactions (shutdown).
     pub fn drain(&self) {
         self.draining.store(true, Relaxed);
-        self.kill.notify_waiters();
+        self.stop.wake();
     }
 
     pub fn is_killed(&self) -> bool {
@@ -145,15 +161,21 @@ impl ClientInfo {
     }
 
     /// Resolves when the session must end: killed, or draining while `idle` (between
-    /// transactions).
-    pub async fn stop_requested(&self, idle: bool) {
-        loop {
-            let notified = self.kill.notified();
-            if self.is_killed() || (idle && self.draining.load(Relaxed)) {
-                return;
+    /// transactions). One task at a time waits on a client (its session).
+    pub fn stop_requested(&self, idle: bool) -> impl std::future::Future<Output = ()> + '_ {
+        let due = move || self.is_killed() || (idle && self.draining.load(Relaxed));
+        std::future::poll_fn(move |cx| {
+            if due() {
+                return Poll::Ready(());
             }
-            notified.await;
-        }
+            self.stop.register(cx.waker());
+            // Set between the check and the registration: seen now.
+            if due() {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
     }
 }
 
@@ -202,7 +224,7 @@ pub fn register(
         killed: AtomicBool::new(false),
         pinned: Mutex::new(None),
         draining: AtomicBool::new(false),
-        kill: Notify::new(),
+        stop: AtomicWaker::new(),
     });
     CLIENTS.lock().insert(info.id, info.clone());
     ClientGuard(info)

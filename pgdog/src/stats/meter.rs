@@ -2,6 +2,11 @@
 //! messages up to Sync) timed from their first message to the ReadyForQuery that ends them,
 //! transactions timed from their first request to ReadyForQuery `I`, and checkout waits. It
 //! also keeps the client's state in the clients table current.
+//!
+//! Clock reads are the hot path's largest user-space cost after the syscalls, so the meter
+//! reads the clock once per read from the client (`arrived`: the messages of that read share
+//! the instant, and a request starts at it) and once per ReadyForQuery; a checkout that finds
+//! a server at once is not timed (`waited_none`).
 use super::clients::{ClientInfo, ClientState};
 use super::counters::{self, PoolStats};
 use crate::net::tag::frontend;
@@ -19,6 +24,9 @@ pub struct Meter {
     queries: u64,
     /// When the client last sent a message.
     last_message: Instant,
+    /// Bytes arrived from the client since `last_message` was read: the next message reads
+    /// the clock.
+    stale: bool,
 }
 
 impl Meter {
@@ -31,6 +39,7 @@ impl Meter {
             xact_start: None,
             queries: 0,
             last_message: Instant::now(),
+            stale: false,
         }
     }
 
@@ -38,11 +47,20 @@ impl Meter {
         &self.client
     }
 
+    /// More bytes were read from the client (the clock is read at its first message).
+    #[inline]
+    pub fn arrived(&mut self) {
+        self.stale = true;
+    }
+
     /// Bytes of a message from the client.
     #[inline]
     pub fn received(&mut self, n: usize) {
         self.stats.received.fetch_add(n as u64, Relaxed);
-        self.last_message = Instant::now();
+        if self.stale {
+            self.stale = false;
+            self.last_message = Instant::now();
+        }
     }
 
     /// When the request in flight started.
@@ -65,11 +83,11 @@ impl Meter {
     #[inline]
     pub fn request(&mut self, tag: u8) {
         if self.request_start.is_none() {
-            let now = Instant::now();
+            let now = self.last_message;
             self.request_start = Some(now);
             self.xact_start.get_or_insert(now);
             self.client.set_state(ClientState::Active);
-            self.client.touch();
+            self.client.touch(now);
         }
         if matches!(
             tag,
@@ -83,10 +101,19 @@ impl Meter {
     /// transaction).
     #[inline]
     pub fn ready(&mut self, status: TxStatus) {
-        if let Some(start) = self.request_start.take() {
+        let request = self.request_start.take();
+        let xact = self.xact_start.take_if(|_| status == TxStatus::Idle);
+        if status == TxStatus::Idle {
+            self.client.set_state(ClientState::Idle);
+        }
+        if request.is_none() && xact.is_none() {
+            return;
+        }
+        let now = Instant::now();
+        if let Some(start) = request {
             let queries = std::mem::take(&mut self.queries);
             if queries > 0 {
-                let took = start.elapsed();
+                let took = now.saturating_duration_since(start);
                 self.stats.query_count.fetch_add(queries, Relaxed);
                 self.stats
                     .query_time_us
@@ -94,22 +121,24 @@ impl Meter {
                 self.stats.query_time.observe(took);
             }
         }
-        if status == TxStatus::Idle {
-            if let Some(start) = self.xact_start.take() {
-                let took = start.elapsed();
-                self.stats.xact_count.fetch_add(1, Relaxed);
-                self.stats
-                    .xact_time_us
-                    .fetch_add(took.as_micros() as u64, Relaxed);
-                self.stats.xact_time.observe(took);
-            }
-            self.client.set_state(ClientState::Idle);
+        if let Some(start) = xact {
+            let took = now.saturating_duration_since(start);
+            self.stats.xact_count.fetch_add(1, Relaxed);
+            self.stats
+                .xact_time_us
+                .fetch_add(took.as_micros() as u64, Relaxed);
+            self.stats.xact_time.observe(took);
         }
     }
 
-    /// The client starts waiting for a server connection.
-    pub fn waiting(&self) {
-        self.client.start_wait();
+    /// The client starts waiting for a server connection at `at`.
+    pub fn waiting(&self, at: Instant) {
+        self.client.start_wait(at);
+    }
+
+    /// A checkout found a server at once: a wait of zero, not timed.
+    pub fn waited_none(&self) {
+        self.stats.wait_time.observe(Duration::ZERO);
     }
 
     /// It got one (or gave up) after `d`.

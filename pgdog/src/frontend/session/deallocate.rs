@@ -5,6 +5,7 @@
 //! of such a statement (named or unnamed) and of its portal itself, in order with the
 //! server's answers, and forgets the client's statements at Execute.
 use super::{Session, SessionError};
+use crate::frontend::mentions::{Mentions, Word};
 use crate::frontend::statements;
 use crate::net::message::{self, read_bind_names, read_target};
 use crate::net::tag::{frontend, target};
@@ -57,11 +58,14 @@ impl Deallocs {
 impl Session {
     /// A Parse of `name` with `text`: when it is a DEALLOCATE pgdog answers, its ParseComplete
     /// is queued and true returned.
-    pub(super) fn parse_deallocate(&mut self, name: &str, text: &str) -> bool {
+    pub(super) fn parse_deallocate(&mut self, name: &str, text: &str, mentions: Mentions) -> bool {
         // DEALLOCATE ALL of a session pinned by SQL PREPARE, and of a name that is not one of
         // the client's protocol-level statements, reach the server.
         let sql_prepare = self.pinned == Some("SQL-level PREPARE");
-        let target = statements::deallocate(text).filter(|t| match t {
+        let dropped = mentions
+            .has(Word::Deallocate)
+            .then(|| statements::deallocate(text));
+        let target = dropped.flatten().filter(|t| match t {
             None => !sql_prepare,
             Some(dropped) => self.statements.contains_key(dropped),
         });
@@ -92,6 +96,7 @@ impl Session {
                 let (portal, statement, _) = read_bind_names(m)?;
                 let target = match statement {
                     "" => self.dealloc.unnamed.clone(),
+                    _ if self.dealloc.named.is_empty() => None,
                     name => self.dealloc.named.get(name).cloned(),
                 };
                 let Some(target) = target.filter(|_| portal.is_empty()) else {

@@ -6,8 +6,9 @@
 //! modes the client's unnamed statement follows it from server to server (`unnamed`).
 use super::{Expect, Session, SessionError};
 use crate::config::PoolerMode;
+use crate::frontend::mentions::Mentions;
 use crate::frontend::prepared::{self, Prepared};
-use crate::frontend::{aborted, statements};
+use crate::frontend::statements;
 use crate::net::message::{self, read_parse, read_parse_text, read_target};
 use crate::net::tag::{frontend, target};
 use crate::net::Message;
@@ -18,12 +19,13 @@ impl Session {
         let (mut utf8, mut deallocate) = (true, false);
         if m.tag() == frontend::PARSE {
             let (name, text) = read_parse_text(&m)?;
-            if statements::may_change_catalog(&text) {
+            let mentions = Mentions::of(&text);
+            if mentions.ddl_word() && statements::may_change_catalog(&text) {
                 self.functions_changed |= super::catalog_changes(&text);
             }
             utf8 = matches!(text, std::borrow::Cow::Borrowed(_));
-            deallocate =
-                self.client.mode == PoolerMode::Transaction && self.parse_deallocate(name, &text);
+            deallocate = self.client.mode == PoolerMode::Transaction
+                && self.parse_deallocate(name, &text, mentions);
         }
         if let Some(error) = invalid_subtype(&m) {
             // Postgres' answer; the session goes on after the next Sync.
@@ -64,7 +66,7 @@ impl Session {
             if !fields.name.is_empty() {
                 let prepared = prepared::intern(fields.query, &fields.param_types);
                 if prepared.is_valid() {
-                    self.note_parse(fields.name, fields.query);
+                    self.note_parse(fields.name, fields.query, Mentions::of(fields.query));
                     self.statements.insert(fields.name.to_string(), prepared);
                     self.send(&message::parse_complete());
                     return Ok(());
@@ -160,9 +162,10 @@ impl Session {
         match m.tag() {
             frontend::PARSE => {
                 let (name, text) = read_parse_text(&m)?;
-                self.may_begin |= aborted::may_begin(&text);
+                let mentions = Mentions::of(&text);
+                self.may_begin |= mentions.may_begin();
                 if self.query_parser {
-                    self.note(super::not_utf8(self.classify(&text), &text));
+                    self.note(super::not_utf8(self.classify(&text, mentions), &text));
                     self.uncertain |= !self.pending.is_empty();
                 }
                 let expect = if name.is_empty() {
@@ -232,8 +235,9 @@ impl Session {
 
     async fn parse(&mut self, m: Message) -> Result<(), SessionError> {
         let fields = read_parse(&m)?;
-        self.may_begin |= aborted::may_begin(fields.query);
-        self.note_parse(fields.name, fields.query);
+        let mentions = Mentions::of(fields.query);
+        self.may_begin |= mentions.may_begin();
+        self.note_parse(fields.name, fields.query, mentions);
         if fields.name.is_empty() {
             let expect = Expect::ParseUnnamed(self.unnamed_parsed(&m));
             self.forward(&m, expect).await;
@@ -264,11 +268,11 @@ impl Session {
     }
 
     /// What a Parse of `query` as statement `name` means for the pooler (transaction mode).
-    fn note_parse(&mut self, name: &str, query: &str) {
+    fn note_parse(&mut self, name: &str, query: &str, mentions: Mentions) {
         if !self.query_parser {
             return;
         }
-        let mut classified = self.classify(query);
+        let mut classified = self.classify(query, mentions);
         // A DISCARD ALL takes effect when it runs (see `Deallocs::executes_discard`).
         self.dealloc
             .parsed(name, std::mem::take(&mut classified.discard_all));

@@ -44,8 +44,12 @@ impl Replan {
             self.batch.push(m.clone());
         }
         if m.tag() == frontend::SYNC {
-            let batch = std::mem::take(&mut self.batch);
-            self.last = if self.overflow { Vec::new() } else { batch };
+            // The two vectors trade places: no allocation per batch.
+            std::mem::swap(&mut self.last, &mut self.batch);
+            self.batch.clear();
+            if self.overflow {
+                self.last.clear();
+            }
             self.last_replayed = self.replaying;
             self.bytes = 0;
             self.overflow = false;

@@ -17,9 +17,12 @@ pub(crate) enum Clock {
 /// The next deadline of a session, with its clock.
 pub(crate) type Deadline = Option<(Instant, Clock)>;
 
-/// A deadline that never comes (for a disabled timer).
-pub(crate) fn far_future() -> Instant {
-    Instant::now() + Duration::from_secs(86_400 * 365)
+/// Resolves at the deadline; never without one (no timer is set, and no clock read).
+pub(crate) async fn expiry(deadline: Deadline) {
+    match deadline {
+        Some((at, _)) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The session was asked to end (KILL, shutdown).

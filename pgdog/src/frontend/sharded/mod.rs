@@ -211,13 +211,17 @@ impl ShardedSession {
 
     /// Reads more from the client, unless an idle timeout, KILL or the shutdown comes first.
     async fn wait_for_client(&mut self) -> Result<(), SessionError> {
-        use super::session::timeouts::{far_future, idle_error, next_deadline, stopped};
+        use super::session::timeouts::{expiry, idle_error, next_deadline, stopped};
         let idle = self.tx.is_none() && self.status == TxStatus::Idle;
         let deadline = next_deadline(None, !idle, self.client.meter.last_message());
-        let client = self.client.meter.client().clone();
-        let timer = tokio::time::sleep_until(deadline.map_or_else(far_future, |d| d.0));
+        let client = self.client.meter.client();
+        let timer = expiry(deadline);
         tokio::select! {
-            r = self.client.reader.fill(&mut self.client.stream) => Ok(r?),
+            r = self.client.reader.fill(&mut self.client.stream) => {
+                r?;
+                self.client.meter.arrived();
+                Ok(())
+            }
             _ = client.stop_requested(idle) => Err(stopped()),
             _ = timer, if deadline.is_some() => {
                 Err(idle_error(deadline.map_or(super::session::timeouts::Clock::Idle, |d| d.1)))
@@ -753,10 +757,10 @@ impl ShardedSession {
         }
         if self.servers[shard].is_none() {
             let min_lsn = self.write_lsns.get(shard).copied().flatten();
-            self.client.meter.waiting();
-            let asked = std::time::Instant::now();
-            let checkout = self.shards[shard].checkout(read, min_lsn).await;
-            self.client.meter.waited(asked.elapsed());
+            let checkout = self
+                .client
+                .checkout(&self.shards[shard], read, min_lsn)
+                .await;
             let server = checkout.map_err(|e| {
                 tracing::warn!("client {}@{}: {e}", self.client.user, self.client.database);
                 ClientError::new(&e.code(), format!("shard {shard}: {e}"))
