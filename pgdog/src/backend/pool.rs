@@ -99,6 +99,9 @@ pub struct PooledServer {
     server: Option<Server>,
     pool: Pool,
     _permit: OwnedSemaphorePermit,
+    /// When its client was done with it, if the client read the clock then (else it is read
+    /// on the way back).
+    returned_at: Option<Instant>,
 }
 
 impl std::ops::Deref for PooledServer {
@@ -119,7 +122,7 @@ impl Drop for PooledServer {
         self.pool.inner.checked_out.fetch_sub(1, Ordering::Relaxed);
         if let Some(mut server) = self.server.take() {
             self.pool.inner.active.lock().remove(&server.id);
-            let now = Instant::now();
+            let now = self.returned_at.unwrap_or_else(Instant::now);
             server.last_used = now;
             let inner = &self.pool.inner;
             let expired = now.saturating_duration_since(server.created)
@@ -166,6 +169,11 @@ impl PooledServer {
     /// The pool (and through it the server's shared state) this connection came from.
     pub fn pool(&self) -> &Pool {
         &self.pool
+    }
+
+    /// The client was done with it at `at` (its last ReadyForQuery): no clock read on return.
+    pub fn returned_at(&mut self, at: Option<Instant>) {
+        self.returned_at = at;
     }
 
     /// Closes the connection instead of returning it (its state is unknown).
@@ -311,6 +319,7 @@ impl Pool {
             server: Some(server),
             pool: self.clone(),
             _permit: permit,
+            returned_at: None,
         }
     }
 

@@ -893,6 +893,9 @@ impl Session {
         }
         if releasing {
             self.reset_done = false;
+            if let Some(s) = self.server.as_mut() {
+                s.returned_at(self.client.meter.ready_at());
+            }
             self.detach();
         }
     }

@@ -27,6 +27,8 @@ pub struct Meter {
     /// Bytes arrived from the client since `last_message` was read: the next message reads
     /// the clock.
     stale: bool,
+    /// When the last ReadyForQuery was metered, if it read the clock.
+    ready_at: Option<Instant>,
 }
 
 impl Meter {
@@ -40,6 +42,7 @@ impl Meter {
             queries: 0,
             last_message: Instant::now(),
             stale: false,
+            ready_at: None,
         }
     }
 
@@ -106,10 +109,12 @@ impl Meter {
         if status == TxStatus::Idle {
             self.client.set_state(ClientState::Idle);
         }
+        self.ready_at = None;
         if request.is_none() && xact.is_none() {
             return;
         }
         let now = Instant::now();
+        self.ready_at = Some(now);
         if let Some(start) = request {
             let queries = std::mem::take(&mut self.queries);
             if queries > 0 {
@@ -129,6 +134,12 @@ impl Meter {
                 .fetch_add(took.as_micros() as u64, Relaxed);
             self.stats.xact_time.observe(took);
         }
+    }
+
+    /// The instant the last ReadyForQuery was metered at (None if it read no clock): the
+    /// server going back to its pool right after takes it as its `last_used`.
+    pub fn ready_at(&self) -> Option<Instant> {
+        self.ready_at
     }
 
     /// The client starts waiting for a server connection at `at`.

@@ -110,12 +110,10 @@ impl Session {
                     self.ensure_unnamed().await;
                     self.forward(&m, Expect::Bind(None)).await;
                 } else {
-                    let name = name.to_string();
-                    match self.ensure_prepared(&name).await {
-                        Some(server_name) => {
-                            let rewritten = message::rewrite_bind(&m, &server_name)?;
-                            let bound = self.statements.get(&name).cloned();
-                            self.forward(&rewritten, Expect::Bind(bound)).await;
+                    match self.ensure_prepared(name).await {
+                        Some(prepared) => {
+                            let rewritten = message::rewrite_bind(&m, prepared.server_name())?;
+                            self.forward(&rewritten, Expect::Bind(Some(prepared))).await;
                         }
                         // Unknown to us: the server says "does not exist".
                         None => self.forward(&m, Expect::Bind(None)).await,
@@ -125,12 +123,11 @@ impl Session {
             frontend::DESCRIBE => {
                 let (kind, name) = read_target(&m)?;
                 if kind == target::STATEMENT && !name.is_empty() {
-                    let name = name.to_string();
-                    if let Some(server_name) = self.ensure_prepared(&name).await {
-                        let described = self.statements.get(&name).cloned();
+                    if let Some(prepared) = self.ensure_prepared(name).await {
+                        let server_name = prepared.server_name_arc();
                         self.forward(
                             &message::target(frontend::DESCRIBE, target::STATEMENT, &server_name),
-                            Expect::Describe(described),
+                            Expect::Describe(Some(prepared)),
                         )
                         .await;
                         return Ok(());
@@ -331,7 +328,7 @@ impl Session {
 
     /// Makes sure the client's statement `name` exists on the attached server (injecting a
     /// Parse whose answer the client does not see); its server-side name.
-    async fn ensure_prepared(&mut self, name: &str) -> Option<std::sync::Arc<str>> {
+    async fn ensure_prepared(&mut self, name: &str) -> Option<Prepared> {
         let prepared = self.statements.get(name)?.clone();
         let has = self
             .server
@@ -343,7 +340,7 @@ impl Session {
             };
             self.parse_on_server(&prepared, expect).await;
         }
-        Some(prepared.server_name_arc())
+        Some(prepared)
     }
 }
 
