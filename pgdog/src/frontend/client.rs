@@ -125,9 +125,10 @@ impl Client {
     /// Writes what is waiting for the client.
     pub async fn flush(&mut self) -> Result<(), ProtocolError> {
         if !self.out.is_empty() {
-            let data = self.out.split().freeze();
-            self.meter.sent(data.len());
-            self.stream.write_all(&data).await?;
+            self.meter.sent(self.out.len());
+            let written = self.stream.write_all(&self.out).await;
+            crate::net::reuse(&mut self.out);
+            written?;
         }
         Ok(())
     }

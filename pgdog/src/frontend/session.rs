@@ -538,11 +538,13 @@ impl Session {
     /// server (which may queue a read again for another server: written too).
     async fn flush_server(&mut self) {
         while !self.server_out.is_empty() {
-            let data = self.server_out.split().freeze();
             let Some(server) = self.server.as_mut() else {
+                self.server_out.clear();
                 return;
             };
-            if let Err(e) = server.write_raw(&data).await {
+            let written = server.write_raw(&self.server_out).await;
+            crate::net::reuse(&mut self.server_out);
+            if let Err(e) = written {
                 let _ = self.server_lost(e).await;
             }
         }

@@ -17,3 +17,15 @@ pub use codec::{MessageReader, MAX_STARTUP_PACKET};
 pub use error::ProtocolError;
 pub use message::Message;
 pub use tag::TxStatus;
+
+/// Empties a write buffer once its bytes are out, keeping its memory for the next ones (no
+/// allocation per write), unless a large answer grew it: then it starts small again, so an
+/// idle connection does not keep the memory of its largest result.
+pub fn reuse(buf: &mut bytes::BytesMut) {
+    const KEEP: usize = 64 * 1024;
+    if buf.capacity() > KEEP {
+        *buf = bytes::BytesMut::with_capacity(1024);
+    } else {
+        buf.clear();
+    }
+}
