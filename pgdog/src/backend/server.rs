@@ -180,7 +180,11 @@ impl Server {
         timeout: Duration,
     ) -> Result<Server, ServerError> {
         let addr = target.addr();
-        match tokio::time::timeout(timeout, Self::connect_inner(target, extra)).await {
+        // Boxed: the handshake's state (TLS, SCRAM) is large and rarely live; unboxed it would
+        // size every future that may connect, down to each client's task (issue 28: about 2 KB
+        // of each idle client's memory).
+        let connect = Box::pin(Self::connect_inner(target, extra));
+        match tokio::time::timeout(timeout, connect).await {
             Ok(r) => r,
             Err(_) => Err(ServerError::ConnectTimeout(addr)),
         }

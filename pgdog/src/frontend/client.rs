@@ -19,6 +19,9 @@ use bytes::BytesMut;
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
 
+/// What the buffer of messages for the client starts with (grown by large answers).
+const OUT_CAPACITY: usize = 1024;
+
 /// A session type (one server or sharded): serves its client until it leaves, then leaves its
 /// servers clean. How a session ends for the client is the same for both (`run`).
 pub(crate) trait ServeClient: Sized {
@@ -28,7 +31,9 @@ pub(crate) trait ServeClient: Sized {
     /// The client is gone: servers back to their pools, or closed.
     async fn cleanup(&mut self);
 
-    async fn run(mut self) {
+    /// Serves the client, tells it how the session ended, cleans up. Takes the session by
+    /// reference: owned, it would be stored twice in the future (argument and local).
+    async fn run(&mut self) {
         let result = self.serve().await;
         self.client_mut().end(&result).await;
         self.cleanup().await;
@@ -75,7 +80,7 @@ impl Client {
             mode: PoolerMode::default(),
             params,
             cancel,
-            out: BytesMut::with_capacity(1024),
+            out: BytesMut::with_capacity(OUT_CAPACITY),
             meter,
             ticket: None,
             checked_generation: crate::registry::Registry::generation(),
@@ -96,9 +101,22 @@ impl Client {
         }
     }
 
-    /// Reads more from the client (at least one byte; `Closed` at its end).
+    /// Reads more from the client (at least one byte; `Closed` at its end). With nothing
+    /// buffered on a plain socket, the client's buffers are let go while it is quiet and taken
+    /// again when bytes arrive: thousands of idle clients hold no buffer memory (issue 28;
+    /// the allocation per request costs well under 1% of a transaction's CPU).
     pub async fn read(&mut self) -> Result<(), ProtocolError> {
+        if let Stream::Plain(tcp) = &self.stream {
+            if self.reader.is_empty() && self.out.is_empty() {
+                self.reader.release_if_empty();
+                self.out = BytesMut::new();
+                tcp.readable().await?;
+            }
+        }
         self.reader.fill(&mut self.stream).await?;
+        if self.out.capacity() == 0 {
+            self.out.reserve(OUT_CAPACITY);
+        }
         self.meter.arrived();
         Ok(())
     }

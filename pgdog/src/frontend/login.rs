@@ -7,6 +7,7 @@ use super::cancel;
 use super::client::{Client, ServeClient};
 use super::params::Params;
 use super::session::Session;
+use super::sharded::ShardedSession;
 use crate::auth::scram::{ScramServer, ScramVerifier};
 use crate::config::{AuthType, User};
 use crate::net::message::{self, Reader};
@@ -68,9 +69,26 @@ pub async fn serve(socket: TcpStream, tls: Option<tokio_rustls::TlsAcceptor>) {
         );
         return refuse(&mut stream, refusal).await;
     }
-    if let Err(refusal) = login(stream, reader, minor, params, registry, client, deadline).await {
-        tracing::debug!("{peer}: login refused: {}", refusal.1);
+    // Boxed: the login's state (authentication, the first server connection) is not kept in
+    // the task for the session's whole life; the session below is all an idle client holds.
+    // `client` (its entry in the clients table) lives until the session ends.
+    let login = Box::pin(login(
+        stream, reader, minor, params, registry, &client, deadline,
+    ));
+    match login.await {
+        Ok(Some(LoggedIn::Single(mut session))) => session.run().await,
+        // Boxed: a sharded session's future is larger; one-server clients do not pay for it.
+        Ok(Some(LoggedIn::Sharded(mut session))) => Box::pin(session.run()).await,
+        Ok(None) => {}
+        Err(refusal) => tracing::debug!("{peer}: login refused: {}", refusal.1),
     }
+}
+
+/// A logged-in client's session, ready to serve it (boxed: an idle client's task holds a
+/// pointer and the future of the wait for its next message, not a copy of the session).
+enum LoggedIn {
+    Single(Box<Session>),
+    Sharded(Box<ShardedSession>),
 }
 
 fn login_timeout() -> Refusal {
@@ -100,7 +118,8 @@ async fn startup(
                     if tcp.write_all(b"S").await.is_err() {
                         return None;
                     }
-                    match acceptor.accept(tcp).await {
+                    // Boxed: the handshake's state is large and used once.
+                    match Box::pin(acceptor.accept(tcp)).await {
                         Ok(s) => stream = Stream::Tls(Box::new(s)),
                         Err(e) => {
                             tracing::info!("{peer}: TLS handshake failed: {e}");
@@ -146,9 +165,9 @@ async fn login(
     minor: u16,
     params: Vec<(String, String)>,
     registry: std::sync::Arc<Registry>,
-    client: stats::clients::ClientGuard,
+    client: &stats::clients::ClientGuard,
     deadline: tokio::time::Instant,
-) -> Result<(), Refusal> {
+) -> Result<Option<LoggedIn>, Refusal> {
     reader.set_max_size(crate::net::codec::MAX_AUTH_MESSAGE);
     let auth = authenticate(&mut stream, &mut reader, minor, &params, &registry);
     let result = match tokio::time::timeout_at(deadline, auth).await {
@@ -181,7 +200,7 @@ async fn login(
     if admin {
         drop(registry);
         client.set_login(login_info);
-        return greet_admin(stream, reader, &client).await;
+        return greet_admin(stream, reader, client).await.map(|()| None);
     }
     let Some(shard) = registry.shard(&user, &database).cloned() else {
         return Err(Refusal(
@@ -223,7 +242,7 @@ async fn login(
     );
     greeting.extend_from_slice(message::ready_for_query(crate::net::TxStatus::Idle).bytes());
     if stream.write_all(&greeting).await.is_err() {
-        return Ok(());
+        return Ok(None);
     }
     let query_parser = registry.settings.config.general.query_parser;
     let client = Client::new(
@@ -240,15 +259,14 @@ async fn login(
             .shards(&client.user, &client.database)
             .unwrap_or_default();
         let two_phase = registry.settings.config.general.two_phase_commit;
-        drop(registry);
-        super::sharded::ShardedSession::new(client, shards, router, two_phase)
-            .run()
-            .await;
-        return Ok(());
+        let session = ShardedSession::new(client, shards, router, two_phase);
+        return Ok(Some(LoggedIn::Sharded(Box::new(session))));
     }
-    drop(registry);
-    Session::new(client, shard, query_parser).run().await;
-    Ok(())
+    Ok(Some(LoggedIn::Single(Box::new(Session::new(
+        client,
+        shard,
+        query_parser,
+    )))))
 }
 
 /// Startup parameters are applied at login, so a bad one fails the login as on Postgres (an

@@ -137,6 +137,14 @@ impl MessageReader {
         self.buf.is_empty()
     }
 
+    /// Lets go of the buffer's memory when every byte read has been consumed (the next read
+    /// allocates again): a connection that waits long for its peer holds no buffer.
+    pub fn release_if_empty(&mut self) {
+        if self.buf.is_empty() && self.buf.capacity() > 0 {
+            self.buf = BytesMut::new();
+        }
+    }
+
     /// Reads exactly `n` raw bytes (SSLRequest answers from servers).
     pub async fn read_byte<R: AsyncRead + Unpin>(
         &mut self,

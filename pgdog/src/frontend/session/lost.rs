@@ -100,6 +100,11 @@ impl Session {
     /// transaction (or a batch that may have opened one) is never hidden: the client's
     /// transaction becomes failed (see `aborted`) until it ends it.
     pub(super) async fn server_lost(&mut self, e: ServerError) -> Result<(), SessionError> {
+        // Boxed: rare, and its state would otherwise size every future that may lose a server.
+        Box::pin(self.handle_server_lost(e)).await
+    }
+
+    async fn handle_server_lost(&mut self, e: ServerError) -> Result<(), SessionError> {
         let fatal = self.server_fatal.take();
         let why = match &fatal {
             Some(f) => format!("server closed the connection: {} ({})", f.text, f.code),

@@ -164,7 +164,8 @@ impl Session {
         self.replan.replaying = true;
         let mut result = Ok(());
         for m in batch {
-            result = self.extended(m).await;
+            // Boxed: a replay is rare; its state stays out of the session's future.
+            result = Box::pin(self.extended(m)).await;
             if result.is_err() {
                 break;
             }
