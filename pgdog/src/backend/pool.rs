@@ -48,7 +48,9 @@ struct Inner {
     /// The server's shared health state (bans on failed connects).
     host: Arc<HostState>,
     settings: PoolSettings,
-    idle: Mutex<Vec<Server>>,
+    /// Idle connections, checked-out ones and the RECONNECT cutoff: one lock per checkout and
+    /// one per return.
+    state: Mutex<State>,
     permits: Arc<Semaphore>,
     checked_out: AtomicUsize,
     /// Clients waiting for a connection in `get`.
@@ -56,10 +58,22 @@ struct Inner {
     closed: AtomicBool,
     /// ParameterStatus values of the first connection, sent to clients at login.
     params: Mutex<Option<Vec<(String, String)>>>,
-    /// RECONNECT: connections made before this instant are closed when they come back.
-    reconnect_before: Mutex<Option<Instant>>,
+}
+
+/// What a pool's lock guards. Servers are boxed: a checkout or a return moves a pointer, not
+/// the connection's few hundred bytes.
+#[derive(Default)]
+struct State {
+    idle: Vec<Box<Server>>,
     /// Checked-out connections (SHOW SERVERS), by id (no hashing on the checkout path).
-    active: Mutex<std::collections::BTreeMap<u64, ServerRow>>,
+    active: std::collections::BTreeMap<u64, ServerRow>,
+    /// RECONNECT: connections made before this instant are closed when they come back.
+    reconnect_before: Option<Instant>,
+}
+
+/// Closes a connection in the background (Terminate, then the socket).
+fn close(server: Box<Server>) {
+    tokio::spawn((*server).terminate());
 }
 
 /// One server connection as SHOW SERVERS lists it.
@@ -96,7 +110,7 @@ pub struct Pool {
 
 /// A checked-out connection; goes back to its pool when dropped (if it is clean).
 pub struct PooledServer {
-    server: Option<Server>,
+    server: Option<Box<Server>>,
     pool: Pool,
     _permit: OwnedSemaphorePermit,
     /// When its client was done with it, if the client read the clock then (else it is read
@@ -107,13 +121,13 @@ pub struct PooledServer {
 impl std::ops::Deref for PooledServer {
     type Target = Server;
     fn deref(&self) -> &Server {
-        self.server.as_ref().expect("present until dropped")
+        self.server.as_deref().expect("present until dropped")
     }
 }
 
 impl std::ops::DerefMut for PooledServer {
     fn deref_mut(&mut self) -> &mut Server {
-        self.server.as_mut().expect("present until dropped")
+        self.server.as_deref_mut().expect("present until dropped")
     }
 }
 
@@ -121,30 +135,26 @@ impl Drop for PooledServer {
     fn drop(&mut self) {
         self.pool.inner.checked_out.fetch_sub(1, Ordering::Relaxed);
         if let Some(mut server) = self.server.take() {
-            self.pool.inner.active.lock().remove(&server.id);
             let now = self.returned_at.unwrap_or_else(Instant::now);
             server.last_used = now;
             let inner = &self.pool.inner;
-            let expired = now.saturating_duration_since(server.created)
-                >= inner.settings.server_lifetime
-                || inner
-                    .reconnect_before
-                    .lock()
-                    .is_some_and(|t| server.created < t);
-            if server.healthy
+            let reusable = server.healthy
                 && server.status == TxStatus::Idle
-                && !expired
-                && !inner.closed.load(Ordering::Relaxed)
-            {
-                inner.idle.lock().push(server);
-            } else {
-                tracing::debug!(
-                    "closing {server:?} (healthy {}, status {})",
-                    server.healthy,
-                    server.status
-                );
-                tokio::spawn(server.terminate());
+                && now.saturating_duration_since(server.created) < inner.settings.server_lifetime
+                && !inner.closed.load(Ordering::Relaxed);
+            let mut state = inner.state.lock();
+            state.active.remove(&server.id);
+            if reusable && !state.reconnect_before.is_some_and(|t| server.created < t) {
+                state.idle.push(server);
+                return;
             }
+            drop(state);
+            tracing::debug!(
+                "closing {server:?} (healthy {}, status {})",
+                server.healthy,
+                server.status
+            );
+            close(server);
         }
     }
 }
@@ -210,14 +220,12 @@ impl Pool {
                 target,
                 host,
                 settings,
-                idle: Mutex::new(Vec::new()),
+                state: Mutex::new(State::default()),
                 permits,
                 checked_out: AtomicUsize::new(0),
                 waiting: AtomicUsize::new(0),
                 closed: AtomicBool::new(false),
                 params: Mutex::new(None),
-                active: Mutex::new(std::collections::BTreeMap::new()),
-                reconnect_before: Mutex::new(None),
             }),
         }
     }
@@ -257,12 +265,14 @@ impl Pool {
         }
         let permit = self.inner.permits.clone().try_acquire_owned().ok()?;
         loop {
-            let mut server = self.inner.idle.lock().pop()?;
+            let mut state = self.inner.state.lock();
+            let mut server = state.idle.pop()?;
             if server.is_broken() {
-                tokio::spawn(server.terminate());
+                drop(state);
+                close(server);
                 continue;
             }
-            return Some(self.wrap(server, permit));
+            return Some(self.wrap(server, permit, state));
         }
     }
 
@@ -285,14 +295,14 @@ impl Pool {
         })?
         .map_err(|_| PoolError::Closed(self.name()))?;
         loop {
-            let candidate = self.inner.idle.lock().pop();
+            let candidate = self.inner.state.lock().idle.pop();
             match candidate {
                 Some(mut server) => {
                     if server.is_broken() || server.created.elapsed() >= s.server_lifetime {
-                        tokio::spawn(server.terminate());
+                        close(server);
                         continue;
                     }
-                    return Ok(self.wrap(server, permit));
+                    return Ok(self.wrap(server, permit, self.inner.state.lock()));
                 }
                 None => {
                     let server = Server::connect(&self.inner.target, s.connect_timeout)
@@ -303,18 +313,23 @@ impl Pool {
                             }
                         })?;
                     self.remember_params(&server);
-                    return Ok(self.wrap(server, permit));
+                    let state = self.inner.state.lock();
+                    return Ok(self.wrap(Box::new(server), permit, state));
                 }
             }
         }
     }
 
-    fn wrap(&self, server: Server, permit: OwnedSemaphorePermit) -> PooledServer {
+    /// A checked-out connection, entered in the pool's active list (under the pool's lock).
+    fn wrap(
+        &self,
+        server: Box<Server>,
+        permit: OwnedSemaphorePermit,
+        mut state: parking_lot::MutexGuard<'_, State>,
+    ) -> PooledServer {
         self.inner.checked_out.fetch_add(1, Ordering::Relaxed);
-        self.inner
-            .active
-            .lock()
-            .insert(server.id, ServerRow::of(&server, true));
+        state.active.insert(server.id, ServerRow::of(&server, true));
+        drop(state);
         PooledServer {
             server: Some(server),
             pool: self.clone(),
@@ -349,33 +364,28 @@ impl Pool {
     /// Idle and checked-out connection counts.
     pub fn counts(&self) -> (usize, usize) {
         (
-            self.inner.idle.lock().len(),
+            self.inner.state.lock().idle.len(),
             self.inner.checked_out.load(Ordering::Relaxed),
         )
     }
 
     /// Every connection: checked out, then idle.
     pub fn servers(&self) -> Vec<ServerRow> {
-        let mut rows: Vec<ServerRow> = self.inner.active.lock().values().cloned().collect();
-        rows.extend(
-            self.inner
-                .idle
-                .lock()
-                .iter()
-                .map(|s| ServerRow::of(s, false)),
-        );
+        let state = self.inner.state.lock();
+        let mut rows: Vec<ServerRow> = state.active.values().cloned().collect();
+        rows.extend(state.idle.iter().map(|s| ServerRow::of(s, false)));
         rows
     }
 
     /// Closes the idle connections now and the checked-out ones when they come back
     /// (RECONNECT): the pool then opens fresh ones.
     pub fn reconnect(&self) {
-        let cutoff = Instant::now();
-        *self.inner.reconnect_before.lock() = Some(cutoff);
-        let idle: Vec<Server> = std::mem::take(&mut *self.inner.idle.lock());
-        for s in idle {
-            tokio::spawn(s.terminate());
-        }
+        let idle = {
+            let mut state = self.inner.state.lock();
+            state.reconnect_before = Some(Instant::now());
+            std::mem::take(&mut state.idle)
+        };
+        idle.into_iter().for_each(close);
     }
 
     /// Clients waiting for a connection.
@@ -386,19 +396,18 @@ impl Pool {
     /// Stops handing out connections; idle ones close, checked-out ones close when returned.
     pub fn shutdown(&self) {
         self.inner.closed.store(true, Ordering::Relaxed);
-        let idle: Vec<Server> = std::mem::take(&mut *self.inner.idle.lock());
-        for s in idle {
-            tokio::spawn(s.terminate());
-        }
+        let idle = std::mem::take(&mut self.inner.state.lock().idle);
+        idle.into_iter().for_each(close);
     }
 
     /// Idle connections holding more than `prepared_statements_limit` statements close the
     /// oldest ones (DEALLOCATE), then go back.
     async fn trim_prepared(&self) {
         let limit = crate::config::active().prepared_statements_limit;
-        let over: Vec<Server> = {
-            let mut idle = self.inner.idle.lock();
-            let (over, keep) = std::mem::take(&mut *idle)
+        let over: Vec<Box<Server>> = {
+            let mut state = self.inner.state.lock();
+            let idle = &mut state.idle;
+            let (over, keep) = std::mem::take(idle)
                 .into_iter()
                 .partition(|s| s.prepared.len() > limit);
             *idle = keep;
@@ -416,9 +425,9 @@ impl Pool {
                 for id in oldest {
                     server.prepared.remove(id);
                 }
-                self.inner.idle.lock().push(server);
+                self.inner.state.lock().idle.push(server);
             } else {
-                tokio::spawn(server.terminate());
+                close(server);
             }
         }
     }
@@ -430,8 +439,9 @@ impl Pool {
             return;
         }
         let s = &self.inner.settings;
-        let expired: Vec<Server> = {
-            let mut idle = self.inner.idle.lock();
+        let expired: Vec<Box<Server>> = {
+            let mut state = self.inner.state.lock();
+            let idle = &mut state.idle;
             let total = idle.len() + self.inner.checked_out.load(Ordering::Relaxed);
             let mut keep = Vec::with_capacity(idle.len());
             let mut out = Vec::new();
@@ -450,9 +460,7 @@ impl Pool {
             *idle = keep;
             out
         };
-        for srv in expired {
-            tokio::spawn(srv.terminate());
-        }
+        expired.into_iter().for_each(close);
         self.trim_prepared().await;
         let (idle, out) = self.counts();
         for _ in (idle + out)..s.min.min(s.size) {
@@ -464,7 +472,7 @@ impl Pool {
             match Server::connect(&self.inner.target, s.connect_timeout).await {
                 Ok(server) => {
                     self.remember_params(&server);
-                    self.inner.idle.lock().push(server);
+                    self.inner.state.lock().idle.push(Box::new(server));
                 }
                 Err(e) => {
                     tracing::warn!("warming pool {}: {e}", self.name());

@@ -10,17 +10,14 @@ use crate::backend::pause::{Gate, Ticket};
 use crate::backend::pool::PooledServer;
 use crate::backend::shard::{CheckoutError, Shard};
 use crate::config::PoolerMode;
-use crate::net::message;
 use crate::net::stream::Stream;
 use crate::net::tag::frontend;
+use crate::net::{buffers, message};
 use crate::net::{Message, MessageReader, ProtocolError};
 use crate::stats::Meter;
 use bytes::BytesMut;
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
-
-/// What the buffer of messages for the client starts with (grown by large answers).
-const OUT_CAPACITY: usize = 1024;
 
 /// A session type (one server or sharded): serves its client until it leaves, then leaves its
 /// servers clean. How a session ends for the client is the same for both (`run`).
@@ -80,7 +77,7 @@ impl Client {
             mode: PoolerMode::default(),
             params,
             cancel,
-            out: BytesMut::with_capacity(OUT_CAPACITY),
+            out: buffers::take(),
             meter,
             ticket: None,
             checked_generation: crate::registry::Registry::generation(),
@@ -102,20 +99,20 @@ impl Client {
     }
 
     /// Reads more from the client (at least one byte; `Closed` at its end). With nothing
-    /// buffered on a plain socket, the client's buffers are let go while it is quiet and taken
-    /// again when bytes arrive: thousands of idle clients hold no buffer memory (issue 28;
-    /// the allocation per request costs well under 1% of a transaction's CPU).
+    /// buffered on a plain socket, the client's buffers go back to the thread's spares while
+    /// it is quiet and are taken again when bytes arrive (`net::buffers`): idle clients hold
+    /// no buffer memory.
     pub async fn read(&mut self) -> Result<(), ProtocolError> {
         if let Stream::Plain(tcp) = &self.stream {
             if self.reader.is_empty() && self.out.is_empty() {
                 self.reader.release_if_empty();
-                self.out = BytesMut::new();
+                buffers::give(std::mem::take(&mut self.out));
                 tcp.readable().await?;
             }
         }
         self.reader.fill(&mut self.stream).await?;
         if self.out.capacity() == 0 {
-            self.out.reserve(OUT_CAPACITY);
+            self.out = buffers::take();
         }
         self.meter.arrived();
         Ok(())

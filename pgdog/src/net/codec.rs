@@ -97,6 +97,9 @@ impl MessageReader {
 
     /// Reads more bytes into the buffer.
     pub async fn fill<R: AsyncRead + Unpin>(&mut self, io: &mut R) -> Result<(), ProtocolError> {
+        if self.buf.capacity() == 0 {
+            self.buf = super::buffers::take();
+        }
         if self.buf.capacity() - self.buf.len() < self.chunk / 4 {
             self.buf.reserve(self.chunk);
         }
@@ -137,11 +140,11 @@ impl MessageReader {
         self.buf.is_empty()
     }
 
-    /// Lets go of the buffer's memory when every byte read has been consumed (the next read
-    /// allocates again): a connection that waits long for its peer holds no buffer.
+    /// Gives the buffer back to the thread's spares when every byte read has been consumed
+    /// (`fill` takes one again): a connection waiting for its peer holds no buffer.
     pub fn release_if_empty(&mut self) {
         if self.buf.is_empty() && self.buf.capacity() > 0 {
-            self.buf = BytesMut::new();
+            super::buffers::give(std::mem::take(&mut self.buf));
         }
     }
 

@@ -159,29 +159,32 @@ impl<'a> Reader<'a> {
         Ok(head)
     }
 
+    /// The bytes up to the next NUL (consumed with it). `CStr` finds it with the standard
+    /// library's memchr, several times faster than a byte loop on a query's text.
+    fn until_nul(&mut self) -> Result<&'a [u8], ProtocolError> {
+        let data = self.data;
+        let text = std::ffi::CStr::from_bytes_until_nul(data)
+            .map_err(|_| self.bad())?
+            .to_bytes();
+        self.data = &data[text.len() + 1..];
+        Ok(text)
+    }
+
     /// A NUL-terminated string (UTF-8 checked).
     pub fn cstr(&mut self) -> Result<&'a str, ProtocolError> {
-        let end = self
-            .data
-            .iter()
-            .position(|&b| b == 0)
-            .ok_or_else(|| self.bad())?;
-        let s = std::str::from_utf8(&self.data[..end]).map_err(|_| self.bad())?;
-        self.data = &self.data[end + 1..];
-        Ok(s)
+        let bytes = self.until_nul()?;
+        std::str::from_utf8(bytes).map_err(|_| self.bad())
     }
 
     /// A NUL-terminated string in any encoding: as UTF-8 when it is, else a UTF-8 view with
     /// the other bytes replaced (U+FFFD).
     pub fn cstr_lossy(&mut self) -> Result<std::borrow::Cow<'a, str>, ProtocolError> {
-        let end = self
-            .data
-            .iter()
-            .position(|&b| b == 0)
-            .ok_or_else(|| self.bad())?;
-        let s = String::from_utf8_lossy(&self.data[..end]);
-        self.data = &self.data[end + 1..];
-        Ok(s)
+        let bytes = self.until_nul()?;
+        // The strict check first: it is much faster on valid UTF-8 (every query, nearly).
+        Ok(match std::str::from_utf8(bytes) {
+            Ok(s) => std::borrow::Cow::Borrowed(s),
+            Err(_) => String::from_utf8_lossy(bytes),
+        })
     }
 
     pub fn rest(&mut self) -> &'a [u8] {

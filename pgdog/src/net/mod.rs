@@ -2,6 +2,7 @@
 //! startup packet, and TLS streams. No policy lives here: which message goes where is decided
 //! by `frontend` and `backend`.
 pub mod bind;
+pub mod buffers;
 pub mod codec;
 pub mod error;
 pub mod keepalive;
