@@ -204,7 +204,20 @@ async fn outcome(pool: &Pool, txn: &Txn) -> Option<bool> {
 /// shard order), then forgets decisions no branch needs. Returns (committed, rolled back)
 /// branches.
 pub async fn recover(database: &str, pools: &[Pool]) -> (usize, usize) {
+    // Decisions recorded before the scan of prepared branches: a decision is written only once
+    // every other branch is prepared, so the scan sees every branch one of these still needs.
+    // Only these may be forgotten afterwards; a decision recorded after this read can belong
+    // to a coordinator still committing (here, or in another process with the same
+    // instance_id), whose remaining branches would otherwise lose it and be rolled back.
+    let recorded = recorded_decisions(pools).await;
     let found = prepared_branches(database, pools).await;
+    // Test hook: a pause between the scan and the rest, for a coordinator to commit meanwhile.
+    #[cfg(feature = "failpoints")]
+    if let Some(ms) = fail::eval("2pc-recovery-after-scan", |arg| {
+        arg.and_then(|a| a.parse::<u64>().ok()).unwrap_or(1000)
+    }) {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
     let (mut committed, mut rolled_back) = (0, 0);
     let mut unresolved: HashSet<String> = HashSet::new();
     for (txn, branches) in &found {
@@ -246,13 +259,37 @@ pub async fn recover(database: &str, pools: &[Pool]) -> (usize, usize) {
             }
         }
     }
-    forget_decisions(pools, &unresolved).await;
+    forget_decisions(pools, &recorded, &unresolved).await;
     (committed, rolled_back)
 }
 
-/// Deletes this instance's decisions that no prepared branch needs any more (not those of
-/// transactions in flight or left unresolved).
-async fn forget_decisions(pools: &[Pool], keep: &HashSet<String>) {
+/// This instance's decisions on each shard (by pool index); none where the table is missing or
+/// the shard cannot be asked.
+async fn recorded_decisions(pools: &[Pool]) -> Vec<Vec<String>> {
+    let sql = format!(
+        "SELECT string_agg(txn, ' ') FROM public.pgdog_twophase WHERE txn LIKE '{}\\_%'",
+        instance().replace('_', "\\_")
+    );
+    let mut out = Vec::with_capacity(pools.len());
+    for pool in pools {
+        let row = match pool.get().await {
+            Ok(mut server) => server.query_row(&sql).await.ok(),
+            Err(_) => None,
+        };
+        let keys = row
+            .into_iter()
+            .flatten()
+            .flatten()
+            .flat_map(|text| text.split(' ').map(str::to_string).collect::<Vec<_>>())
+            .collect();
+        out.push(keys);
+    }
+    out
+}
+
+/// Deletes the decisions read before the scan (`recorded`, by pool index) that no prepared
+/// branch needs any more (not those of transactions in flight or left unresolved).
+async fn forget_decisions(pools: &[Pool], recorded: &[Vec<String>], keep: &HashSet<String>) {
     let me = instance();
     let mut keep: Vec<String> = keep.iter().cloned().collect();
     keep.extend(IN_FLIGHT.lock().iter().map(|n| {
@@ -262,23 +299,32 @@ async fn forget_decisions(pools: &[Pool], keep: &HashSet<String>) {
         }
         .key()
     }));
-    let list: Vec<String> = keep.iter().map(|k| format!("'{k}'")).collect();
-    let keep_clause = if list.is_empty() {
-        String::new()
-    } else {
-        format!(" AND txn NOT IN ({})", list.join(", "))
-    };
-    // Every branch of this instance still prepared was resolved or is listed above (the scan
-    // saw all shards): the other decisions are history.
-    let sql = format!(
-        "DELETE FROM public.pgdog_twophase WHERE txn LIKE '{}\\_%'{keep_clause}",
-        me.replace('_', "\\_")
-    );
-    for pool in pools {
+    // Every branch of these that was still prepared at the scan was resolved or is kept: the
+    // other decisions are history.
+    for (pool, keys) in pools.iter().zip(recorded) {
+        let list: Vec<String> = keys
+            .iter()
+            .filter(|k| !keep.contains(k) && is_key(k))
+            .map(|k| format!("'{k}'"))
+            .collect();
+        if list.is_empty() {
+            continue;
+        }
+        let sql = format!(
+            "DELETE FROM public.pgdog_twophase WHERE txn IN ({})",
+            list.join(", ")
+        );
         if let Ok(mut server) = pool.get().await {
             let _ = server.execute(&sql).await;
         }
     }
+}
+
+/// Whether a key read from `pgdog_twophase` is one pgdog wrote (safe to quote in SQL).
+fn is_key(k: &str) -> bool {
+    !k.is_empty()
+        && k.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 #[cfg(test)]
