@@ -224,6 +224,8 @@ RSS_AFTER=$(rss)
 export WORK OUT DURATION FIXED_DURATION RATE ROUNDS POOL FIXED_MODES STRACE_DURATION TICK_US
 export ANCHOR_VER OLD_VER PGBOUNCER PGBOUNCER_OLD PGDOG_WORKERS RSS_REST RSS_1K RSS_10K RSS_AFTER READY_1K READY_10K
 PG_VERSION=$(psql_at "$PG_PG_PORT" -c "SHOW server_version") COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+# A run of uncommitted code says so (the table is then not that commit's).
+[ -z "$(git -C "$ROOT" status --porcelain --untracked-files=no -- pgdog 2>/dev/null)" ] || COMMIT="$COMMIT with uncommitted changes"
 PGDOG_BIN=$(readlink -f "$ROOT/target/release/pgdog")
 export PG_VERSION COMMIT PGDOG_BIN
 python3 - <<'PY'
