@@ -71,13 +71,19 @@ fn wait_resolved(topo: &Topology) {
     .expect("recovered");
 }
 
-#[test]
-fn two_phase_commit_is_all_or_nothing_across_crashes() {
+/// Three shards, table `t` sharded by `id` created through a pgdog of instance `itest`.
+fn three_shards_with_table() -> (Topology, Proxy) {
     let topo = Topology::shards(3).expect("topology");
     let proxy = Proxy::start(&config(&topo, "itest"), USERS).expect("pgdog");
     proxy
         .psql("app", "", "app", "CREATE TABLE t (id bigint PRIMARY KEY)")
         .expect("ddl");
+    (topo, proxy)
+}
+
+#[test]
+fn two_phase_commit_is_all_or_nothing_across_crashes() {
+    let (topo, proxy) = three_shards_with_table();
     insert_batch(&proxy, 0).expect("2pc commit");
     let r = batch_rows(&topo, 0);
     assert!(r.iter().all(|n| *n > 0), "rows on every shard: {r:?}");
@@ -178,11 +184,7 @@ fn two_phase_commit_is_all_or_nothing_across_crashes() {
 /// process commits and stops between its COMMIT PREPAREDs.
 #[test]
 fn a_decision_recorded_during_a_recovery_is_kept() {
-    let topo = Topology::shards(3).expect("topology");
-    let setup = Proxy::start(&config(&topo, "itest"), USERS).expect("pgdog");
-    setup
-        .psql("app", "", "app", "CREATE TABLE t (id bigint PRIMARY KEY)")
-        .expect("ddl");
+    let (topo, setup) = three_shards_with_table();
     drop(setup);
     let running = Proxy::start_with_env(
         &config(&topo, "itest"),
