@@ -21,6 +21,7 @@ pub fn target(node: &Node) -> ServerTarget {
         database: "postgres".into(),
         user: "postgres".into(),
         password: None,
+        pass_through: None,
     }
 }
 

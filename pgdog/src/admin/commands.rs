@@ -170,7 +170,13 @@ fn pools_of(database: Option<&str>) -> Result<Vec<crate::backend::Pool>, AdminEr
     Ok(registry
         .shard_entries()
         .filter(|((_, d), _)| database.is_none_or(|db| d == db))
-        .flat_map(|(_, shard)| shard.hosts().iter().map(|h| h.pool.clone()))
+        .flat_map(|(_, shard)| {
+            shard
+                .hosts()
+                .iter()
+                .map(|h| h.pool.clone())
+                .collect::<Vec<_>>()
+        })
         .collect())
 }
 

@@ -116,7 +116,7 @@ pub fn clients() -> Reply {
 pub fn servers() -> Reply {
     let registry = Registry::current();
     let mut rows = Vec::new();
-    for ((user, database), shard) in sorted_shards(&registry) {
+    for ((user, database), shard) in &sorted_shards(&registry) {
         for host in shard.hosts() {
             let t = host.pool.target();
             for srv in host.pool.servers() {
@@ -154,7 +154,7 @@ pub fn servers() -> Reply {
     )
 }
 
-fn sorted_shards(registry: &Registry) -> Vec<(&(String, String), &crate::backend::Shard)> {
+fn sorted_shards(registry: &Registry) -> Vec<((String, String), crate::backend::Shard)> {
     let mut entries: Vec<_> = registry.shard_entries().collect();
     entries.sort_by(|a, b| (&a.0 .1, &a.0 .0, a.1.index()).cmp(&(&b.0 .1, &b.0 .0, b.1.index())));
     entries
@@ -179,7 +179,7 @@ fn max_wait_us(user: &str, database: &str) -> u64 {
 pub fn pools() -> Reply {
     let registry = Registry::current();
     let mut rows = Vec::new();
-    for ((user, database), shard) in sorted_shards(&registry) {
+    for ((user, database), shard) in &sorted_shards(&registry) {
         let maxwait = max_wait_us(user, database);
         for host in shard.hosts() {
             let pool = &host.pool;

@@ -31,6 +31,20 @@ pub fn md5_hash(user: &str, password: &str, salt: [u8; 4]) -> String {
     salted(&inner, salt)
 }
 
+/// The secret PostgreSQL stores for an MD5 password: `"md5"` + md5hex(password + user).
+pub fn md5_stored(user: &str, password: &str) -> String {
+    format!(
+        "{MD5_PREFIX}{}",
+        md5_hex(&[password.as_bytes(), user.as_bytes()])
+    )
+}
+
+/// Whether `s` is an MD5 secret as PostgreSQL stores it (`"md5"` + 32 hex digits).
+pub fn is_md5_stored(s: &str) -> bool {
+    s.strip_prefix(MD5_PREFIX)
+        .is_some_and(|hex| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 /// The response computed from a password stored the way PostgreSQL stores MD5 passwords
 /// (`"md5"` + 32 hex digits = md5hex(password + user)). `None` if `stored` is not such a string.
 pub fn md5_hash_from_stored(stored: &str, salt: [u8; 4]) -> Option<String> {

@@ -22,7 +22,9 @@ pub mod saslprep;
 pub mod scram;
 
 pub use self::md5::{md5_hash, md5_hash_from_stored, md5_verify, md5_verify_stored};
-pub use self::scram::{hash_password, ScramClient, ScramServer, ScramVerifier, SCRAM_SHA_256};
+pub use self::scram::{
+    hash_password, ScramClient, ScramKeys, ScramServer, ScramVerifier, SCRAM_SHA_256,
+};
 
 use thiserror::Error;
 
@@ -82,6 +84,11 @@ pub enum AuthError {
     /// A stored SCRAM verifier string is not in PostgreSQL's format; the text says why.
     #[error("invalid SCRAM verifier: {0}")]
     InvalidVerifier(&'static str),
+
+    /// Pass-through SCRAM: the server offered another salt or iteration count than the
+    /// verifier the client was authenticated with (the role's verifier differs on this server).
+    #[error("the server's SCRAM verifier for this user is not the one pgdog authenticated the client with (another salt or iteration count): pass-through login needs the same verifier on every server")]
+    OtherVerifier,
 
     /// A step of the exchange was called in the wrong order, twice, or after a failure.
     #[error("SCRAM exchange step out of order: {0}")]

@@ -327,9 +327,32 @@ impl ServerState {
 /// `SASLResponse` data and send the result in `AuthenticationSASLFinal`. Any error ends the
 /// exchange (later calls return [`AuthError::OutOfOrder`]).
 pub struct ScramServer {
-    verifier: ScramVerifier,
+    /// The verifiers a proof may match; the first one's salt and iterations are offered.
+    verifiers: Vec<ScramVerifier>,
     server_nonce: String,
     state: ServerState,
+    /// After a proof matched: which verifier, and the client key it revealed.
+    matched: Option<(usize, Key)>,
+}
+
+/// What a client's SCRAM proof reveals once it matched a verifier: its client key, with the
+/// verifier's server key, salt and iterations. It logs in to a server holding the same
+/// verifier as that user (pass-through) without the password. `Debug` hides the keys.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct ScramKeys {
+    pub client_key: [u8; 32],
+    pub server_key: [u8; 32],
+    pub salt: Vec<u8>,
+    pub iterations: u32,
+}
+
+impl fmt::Debug for ScramKeys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScramKeys")
+            .field("iterations", &self.iterations)
+            .field("salt", &BASE64.encode(&self.salt))
+            .finish_non_exhaustive()
+    }
 }
 
 /// The parts of client-first-message the server keeps.
@@ -342,21 +365,56 @@ struct ClientFirst<'a> {
 impl ScramServer {
     /// Starts an exchange for a user whose secret is `verifier`.
     pub fn new(verifier: ScramVerifier) -> Self {
-        Self::with_server_nonce(verifier, random_nonce())
+        Self::with_server_nonce(vec![verifier], random_nonce())
     }
 
-    fn with_server_nonce(verifier: ScramVerifier, server_nonce: String) -> Self {
+    /// An exchange where the proof may match any of `verifiers` (password rotation). The
+    /// client derives its proof from the salt and iterations offered, those of the first
+    /// verifier: only the verifiers sharing them can match. Empty: no proof matches.
+    pub fn any_of(verifiers: Vec<ScramVerifier>) -> Self {
+        Self::with_server_nonce(verifiers, random_nonce())
+    }
+
+    fn with_server_nonce(verifiers: Vec<ScramVerifier>, server_nonce: String) -> Self {
         Self {
-            verifier,
+            verifiers,
             server_nonce,
             state: ServerState::Initial,
+            matched: None,
         }
     }
 
     /// Test-only: a server whose nonce suffix is fixed, to check against known vectors.
     #[cfg(test)]
     pub(crate) fn with_nonce(verifier: ScramVerifier, server_nonce: &str) -> Self {
-        Self::with_server_nonce(verifier, server_nonce.to_string())
+        Self::with_server_nonce(vec![verifier], server_nonce.to_string())
+    }
+
+    /// After a successful exchange: the index of the verifier the proof matched.
+    pub fn matched(&self) -> Option<usize> {
+        self.matched.map(|(i, _)| i)
+    }
+
+    /// After a successful exchange: the client's keys for logging in to a server that holds
+    /// the matched verifier.
+    pub fn keys(&self) -> Option<ScramKeys> {
+        let (i, client_key) = self.matched?;
+        let v = &self.verifiers[i];
+        Some(ScramKeys {
+            client_key,
+            server_key: v.server_key,
+            salt: v.salt.clone(),
+            iterations: v.iterations,
+        })
+    }
+
+    /// The verifier whose salt and iterations are offered (a stand-in when there is none, so
+    /// that an unknown user's exchange looks like any other and fails).
+    fn offered(&self) -> (Vec<u8>, u32) {
+        match self.verifiers.first() {
+            Some(v) => (v.salt.clone(), v.iterations),
+            None => (random_bytes(DEFAULT_SALT_LEN), DEFAULT_ITERATIONS),
+        }
     }
 
     /// True once [`client_final`](Self::client_final) has accepted the client's proof.
@@ -375,11 +433,8 @@ impl ScramServer {
         self.state = ServerState::Failed;
         let first = parse_client_first(as_text(data)?)?;
         let nonce = format!("{}{}", first.nonce, self.server_nonce);
-        let server_first = format!(
-            "r={nonce},s={},i={}",
-            BASE64.encode(&self.verifier.salt),
-            self.verifier.iterations
-        );
+        let (salt, iterations) = self.offered();
+        let server_first = format!("r={nonce},s={},i={iterations}", BASE64.encode(&salt));
         self.state = ServerState::SentFirst {
             gs2_header: first.gs2_header.to_string(),
             client_first_bare: first.bare.to_string(),
@@ -409,28 +464,42 @@ impl ScramServer {
         let message = as_text(data)?;
         let (without_proof, proof) = parse_client_final(message, &gs2_header, &nonce)?;
         let auth_message = format!("{client_first_bare},{server_first},{without_proof}");
-        self.check_proof(&proof, auth_message.as_bytes())?;
-        let signature = hmac(&self.verifier.server_key, auth_message.as_bytes());
+        let (index, client_key) = self.check_proof(&proof, &auth_message)?;
+        let signature = hmac(&self.verifiers[index].server_key, auth_message.as_bytes());
+        self.matched = Some((index, client_key));
         self.state = ServerState::Done;
         Ok(format!("v={}", BASE64.encode(signature)).into_bytes())
     }
 
-    /// `H(proof XOR HMAC(StoredKey, AuthMessage)) == StoredKey`, in constant time.
-    fn check_proof(&self, proof: &Key, auth_message: &[u8]) -> Result<(), AuthError> {
-        let client_signature = hmac(&self.verifier.stored_key, auth_message);
-        let client_key = xor(proof, &client_signature);
-        same_key(
-            &sha256(&client_key),
-            &self.verifier.stored_key,
-            AuthError::WrongPassword,
-        )
+    /// The first verifier (of those sharing the offered salt and iterations) for which
+    /// `H(proof XOR HMAC(StoredKey, AuthMessage)) == StoredKey`, compared in constant time;
+    /// with the client key the proof revealed.
+    fn check_proof(&self, proof: &Key, auth_message: &str) -> Result<(usize, Key), AuthError> {
+        let (salt, iterations) = self.offered();
+        for (i, v) in self.verifiers.iter().enumerate() {
+            if v.salt != salt || v.iterations != iterations {
+                continue;
+            }
+            let client_signature = hmac(&v.stored_key, auth_message.as_bytes());
+            let client_key = xor(proof, &client_signature);
+            if same_key(
+                &sha256(&client_key),
+                &v.stored_key,
+                AuthError::WrongPassword,
+            )
+            .is_ok()
+            {
+                return Ok((i, client_key));
+            }
+        }
+        Err(AuthError::WrongPassword)
     }
 }
 
 impl fmt::Debug for ScramServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ScramServer")
-            .field("verifier", &self.verifier)
+            .field("verifiers", &self.verifiers)
             .field("state", &self.state.name())
             .finish_non_exhaustive()
     }
@@ -538,7 +607,7 @@ impl ClientState {
 pub const MAX_SERVER_ITERATIONS: u32 = 1_000_000;
 
 pub struct ScramClient {
-    password: String,
+    secret: ClientSecret,
     user: String,
     nonce: String,
     state: ClientState,
@@ -550,9 +619,20 @@ impl ScramClient {
         Self::with_user_and_nonce(password, "", random_nonce())
     }
 
+    /// Starts an exchange with the keys a client revealed to pgdog ([`ScramServer::keys`]):
+    /// the server must offer the same salt and iterations (it holds the same verifier).
+    pub fn with_keys(keys: ScramKeys) -> Self {
+        Self {
+            secret: ClientSecret::Keys(keys),
+            user: String::new(),
+            nonce: random_nonce(),
+            state: ClientState::Initial,
+        }
+    }
+
     fn with_user_and_nonce(password: &str, user: &str, nonce: String) -> Self {
         Self {
-            password: password.to_string(),
+            secret: ClientSecret::Password(password.to_string()),
             user: user.to_string(),
             nonce,
             state: ClientState::Initial,
@@ -588,13 +668,21 @@ impl ScramClient {
         let server_first = as_text(data)?;
         let (nonce, salt, iterations) = parse_server_first(server_first, &self.nonce)?;
 
-        let salted = salted_password(&self.password, &salt, iterations);
-        let client_key = client_key(&salted);
+        let (client_key, server_key) = match &self.secret {
+            ClientSecret::Password(password) => {
+                let salted = salted_password(password, &salt, iterations);
+                (client_key(&salted), server_key(&salted))
+            }
+            ClientSecret::Keys(k) if k.salt == salt && k.iterations == iterations => {
+                (k.client_key, k.server_key)
+            }
+            ClientSecret::Keys(_) => return Err(AuthError::OtherVerifier),
+        };
         let without_proof = format!("c={},r={nonce}", BASE64.encode(GS2_NO_BINDING));
         let auth_message = format!("{client_first_bare},{server_first},{without_proof}");
         let client_signature = hmac(&sha256(&client_key), auth_message.as_bytes());
         let proof = xor(&client_key, &client_signature);
-        let server_signature = hmac(&server_key(&salted), auth_message.as_bytes());
+        let server_signature = hmac(&server_key, auth_message.as_bytes());
 
         self.state = ClientState::SentFinal { server_signature };
         Ok(format!("{without_proof},p={}", BASE64.encode(proof)).into_bytes())
@@ -631,6 +719,12 @@ impl ScramClient {
             AuthError::ServerSignatureMismatch,
         )
     }
+}
+
+/// What a [`ScramClient`] proves it knows.
+enum ClientSecret {
+    Password(String),
+    Keys(ScramKeys),
 }
 
 impl fmt::Debug for ScramClient {

@@ -461,7 +461,7 @@ fn server_from_other_verifier_is_detected_by_client() {
     client.server_first(&server_first).unwrap();
     let forged = format!(
         "v={}",
-        BASE64.encode(hmac(&server.verifier.server_key, b"x"))
+        BASE64.encode(hmac(&server.verifiers[0].server_key, b"x"))
     );
     assert_eq!(
         client.server_final(forged.as_bytes()),
@@ -603,4 +603,56 @@ fn mutated_messages_never_panic() {
         }
         let _ = ScramVerifier::parse(&String::from_utf8_lossy(&data));
     }
+}
+
+#[test]
+fn keys_from_a_clients_proof_log_in_to_a_server_with_the_same_verifier() {
+    let mut pgdog = ScramServer::new(pg_verifier());
+    assert!(pgdog.keys().is_none(), "no keys before the proof");
+    exchange(&mut ScramClient::new("secret"), &mut pgdog).unwrap();
+    let keys = pgdog.keys().expect("keys after the proof");
+    // The Postgres server holds the same verifier: the keys alone log in, and the server's
+    // signature is checked as with a password.
+    let mut server = ScramServer::new(pg_verifier());
+    exchange(&mut ScramClient::with_keys(keys.clone()), &mut server).unwrap();
+    assert!(server.is_authenticated());
+    // A server whose verifier for the same password has another salt: refused before any
+    // proof is sent.
+    let other = ScramVerifier::from_password("secret", b"another salt", 4096);
+    let err = exchange(
+        &mut ScramClient::with_keys(keys.clone()),
+        &mut ScramServer::new(other),
+    )
+    .unwrap_err();
+    assert_eq!(err, AuthError::OtherVerifier);
+    // A wrong password reveals no keys.
+    let mut pgdog = ScramServer::new(pg_verifier());
+    assert!(exchange(&mut ScramClient::new("wrong"), &mut pgdog).is_err());
+    assert!(pgdog.keys().is_none());
+    assert!(!format!("{keys:?}").contains(&format!("{:?}", keys.client_key)));
+}
+
+#[test]
+fn any_of_several_verifiers_sharing_a_salt_matches() {
+    let salt = b"one salt for all";
+    let verifiers = vec![
+        ScramVerifier::from_password("old", salt, 4096),
+        ScramVerifier::from_password("new", salt, 4096),
+        // Another salt: never offered, so never matched.
+        ScramVerifier::from_password("third", b"other salt", 4096),
+    ];
+    for (password, index) in [("old", 0), ("new", 1)] {
+        let mut server = ScramServer::any_of(verifiers.clone());
+        exchange(&mut ScramClient::new(password), &mut server).unwrap();
+        assert_eq!(server.matched(), Some(index), "{password}");
+    }
+    for password in ["third", "neither"] {
+        let mut server = ScramServer::any_of(verifiers.clone());
+        let err = exchange(&mut ScramClient::new(password), &mut server).unwrap_err();
+        assert_eq!(err, AuthError::WrongPassword, "{password}");
+    }
+    // No verifier at all (an unknown user): the exchange runs and fails the same way.
+    let mut server = ScramServer::any_of(Vec::new());
+    let err = exchange(&mut ScramClient::new("x"), &mut server).unwrap_err();
+    assert_eq!(err, AuthError::WrongPassword);
 }

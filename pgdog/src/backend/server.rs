@@ -77,6 +77,14 @@ impl ServerError {
     }
 }
 
+/// A DataRow's columns as text (`None` for NULL).
+fn text_row(m: &Message) -> Result<Vec<Option<String>>, ProtocolError> {
+    m.reader().list(|r| {
+        let value = r.nullable()?;
+        Ok(value.map(|v| String::from_utf8_lossy(v).into_owned()))
+    })
+}
+
 /// A server connection's cancel key and address (what a CancelRequest for it needs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CancelKey {
@@ -93,6 +101,17 @@ pub struct ServerTarget {
     pub database: String,
     pub user: String,
     pub password: Option<String>,
+    /// Without a password: what the client revealed at login, to log in as that client.
+    pub pass_through: Option<PassThrough>,
+}
+
+/// A login secret of a user found by `auth_query`, taken from the client's own login so that
+/// pgdog stores no password: SCRAM keys recovered from the client's proof, or the MD5 hash the
+/// server stores (an MD5 login needs only that).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum PassThrough {
+    Scram(auth::ScramKeys),
+    Md5(String),
 }
 
 impl ServerTarget {
@@ -317,8 +336,14 @@ impl Server {
                         .map_err(|e| self.proto(e))?
                         .try_into()
                         .unwrap_or([0; 4]);
-                    let mut hash =
-                        auth::md5::md5_hash(&target.user, &password()?, salt).into_bytes();
+                    let hash = match &target.pass_through {
+                        Some(PassThrough::Md5(stored)) if target.password.is_none() => {
+                            auth::md5::md5_hash_from_stored(stored, salt)
+                                .ok_or_else(|| ServerError::NoPassword(self.addr.clone()))?
+                        }
+                        _ => auth::md5::md5_hash(&target.user, &password()?, salt),
+                    };
+                    let mut hash = hash.into_bytes();
                     hash.push(0);
                     self.write(&message::password(&hash)).await?;
                 }
@@ -327,7 +352,12 @@ impl Server {
                     if !mechanisms.split(|b| *b == 0).any(|m| m == b"SCRAM-SHA-256") {
                         return Err(ServerError::UnsupportedAuth(self.addr.clone(), kind));
                     }
-                    let mut client = auth::scram::ScramClient::new(&password()?);
+                    let mut client = match &target.pass_through {
+                        Some(PassThrough::Scram(keys)) if target.password.is_none() => {
+                            auth::scram::ScramClient::with_keys(keys.clone())
+                        }
+                        _ => auth::scram::ScramClient::new(&password()?),
+                    };
                     let first = client.client_first();
                     self.write(&message::sasl_initial_response("SCRAM-SHA-256", &first))
                         .await?;
@@ -496,6 +526,33 @@ impl Server {
         Ok(rows)
     }
 
+    /// Runs `sql` with text parameters (`$1`...) through the extended protocol: its rows,
+    /// columns as text (`None` for NULL). A parameter is never spliced into the text.
+    pub async fn query_rows_with(
+        &mut self,
+        sql: &str,
+        params: &[Option<&str>],
+    ) -> Result<Vec<Vec<Option<String>>>, ServerError> {
+        self.unnamed = Unnamed::Unknown;
+        let mut batch = Vec::new();
+        for m in [
+            message::parse("", sql, &[]),
+            message::bind_text(params),
+            message::execute_unnamed(),
+            message::sync(),
+        ] {
+            batch.extend_from_slice(m.bytes());
+        }
+        self.write_raw(&batch).await?;
+        let mut rows = Vec::new();
+        self.read_rows_until_ready(|m| {
+            rows.push(text_row(m)?);
+            Ok(())
+        })
+        .await?;
+        Ok(rows)
+    }
+
     /// Runs a simple query returning one row; its columns as text (`None` for NULL; empty
     /// without a row, the last row if there are several).
     pub async fn query_row(&mut self, sql: &str) -> Result<Vec<Option<String>>, ServerError> {
@@ -513,10 +570,7 @@ impl Server {
         self.unnamed = Unnamed::Empty;
         self.write(&message::query(sql)).await?;
         self.read_rows_until_ready(|m| {
-            each(m.reader().list(|r| {
-                let value = r.nullable()?;
-                Ok(value.map(|v| String::from_utf8_lossy(v).into_owned()))
-            })?);
+            each(text_row(m)?);
             Ok(())
         })
         .await

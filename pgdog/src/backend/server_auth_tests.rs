@@ -58,6 +58,7 @@ fn target(port: u16) -> ServerTarget {
         database: "db".into(),
         user: "u".into(),
         password: Some("pw".into()),
+        pass_through: None,
     }
 }
 

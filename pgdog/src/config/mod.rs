@@ -4,6 +4,7 @@
 //! `[general] admin_*` and `pause_timeout` configure the admin database (see `crate::admin`).
 use serde::{Deserialize, Serialize};
 
+pub mod hba;
 mod resharding;
 mod sharding;
 mod validate;
@@ -235,7 +236,26 @@ pub struct General {
     pub query_cache_limit: usize,
     /// Milliseconds SIGTERM / SHUTDOWN waits for transactions in flight before closing clients.
     pub shutdown_timeout: u64,
+    /// A user of users.toml as whom pgdog runs `auth_query` to find the secret of a client
+    /// that is not in users.toml (unset: only users.toml users log in). Per database too.
+    pub auth_user: Option<String>,
+    /// The look-up of a user's secret; `$1` is the user name. Returns the name and the secret
+    /// (SCRAM verifier or MD5 hash; NULL: no login). Per database too.
+    pub auth_query: String,
+    /// Milliseconds a secret found by `auth_query` is reused before it is looked up again.
+    pub auth_query_cache_ttl: u64,
+    /// Milliseconds the look-up (connect and query) may take; a server that is down or slow
+    /// fails the login with 08006.
+    pub auth_query_timeout: u64,
+    /// Access rules in pg_hba.conf format (host, hostssl, hostnossl): the first line matching
+    /// the connection decides the method; no match is refused (unset: `auth_type` for all).
+    pub auth_hba_file: Option<PathBuf>,
+    /// PEM bundle of the CAs whose client certificates pgdog accepts (the `cert` method).
+    pub tls_client_ca: Option<PathBuf>,
 }
+
+/// PgBouncer's default `auth_query` (1.21 and later).
+pub const DEFAULT_AUTH_QUERY: &str = "SELECT rolname, CASE WHEN rolvaliduntil < now() THEN NULL ELSE rolpassword END FROM pg_authid WHERE rolname = $1 AND rolcanlogin";
 
 impl Default for General {
     fn default() -> Self {
@@ -292,6 +312,12 @@ impl Default for General {
             prepared_statements_limit: 10_000,
             query_cache_limit: 4_096,
             shutdown_timeout: 60_000,
+            auth_user: None,
+            auth_query: DEFAULT_AUTH_QUERY.into(),
+            auth_query_cache_ttl: 60_000,
+            auth_query_timeout: 5_000,
+            auth_hba_file: None,
+            tls_client_ca: None,
         }
     }
 }
@@ -317,6 +343,10 @@ pub struct Database {
     pub shard: usize,
     pub pool_size: Option<usize>,
     pub pooler_mode: Option<PoolerMode>,
+    /// This database's `auth_user` (overrides `[general]`).
+    pub auth_user: Option<String>,
+    /// This database's `auth_query` (overrides `[general]`).
+    pub auth_query: Option<String>,
 }
 
 fn default_host() -> String {
@@ -361,6 +391,10 @@ pub struct User {
     pub password: Option<String>,
     /// SCRAM-SHA-256 verifier (`pgdog hash <password>` prints one).
     pub password_hash: Option<String>,
+    /// More secrets any of which logs in (rotation): plain passwords, SCRAM verifiers or
+    /// MD5 hashes (`md5` + md5(password || user)).
+    #[serde(default)]
+    pub passwords: Vec<String>,
     pub pool_size: Option<usize>,
     pub pooler_mode: Option<PoolerMode>,
 }
@@ -380,6 +414,8 @@ pub struct Settings {
     pub users: Users,
     pub config_path: PathBuf,
     pub users_path: PathBuf,
+    /// The rules of `auth_hba_file`, read with the files above.
+    pub hba: Option<hba::Hba>,
 }
 
 fn read_toml<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ConfigError> {
@@ -390,6 +426,25 @@ fn read_toml<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ConfigError
     toml::from_str(&text).map_err(|e| ConfigError::Parse {
         path: path.into(),
         message: describe_toml_error(&text, &e),
+    })
+}
+
+/// `file` as given when absolute, else next to the configuration file.
+pub fn relative_to(config_path: &Path, file: &Path) -> PathBuf {
+    match config_path.parent() {
+        Some(dir) if file.is_relative() => dir.join(file),
+        _ => file.to_path_buf(),
+    }
+}
+
+fn read_hba(path: &Path) -> Result<hba::Hba, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.into(),
+        source,
+    })?;
+    hba::Hba::parse(&text).map_err(|message| ConfigError::Invalid {
+        path: path.into(),
+        message,
     })
 }
 
@@ -460,11 +515,16 @@ impl Settings {
         } else {
             Users::default()
         };
+        let hba = match &config.general.auth_hba_file {
+            Some(file) => Some(read_hba(&relative_to(config_path, file))?),
+            None => None,
+        };
         let settings = Settings {
             config,
             users,
             config_path: config_path.to_path_buf(),
             users_path: users_path.to_path_buf(),
+            hba,
         };
         settings.validate()?;
         Ok(settings)
@@ -481,6 +541,23 @@ impl Settings {
             .users
             .iter()
             .find(|u| u.name == name && u.database == database)
+    }
+
+    /// The `auth_user` and `auth_query` of a database (its own, else `[general]`'s): `None`
+    /// when users of this database come from users.toml only.
+    pub fn auth_query(&self, database: &str) -> Option<(&str, &str)> {
+        let g = &self.config.general;
+        let db = self.config.databases.iter().find(|d| d.name == database)?;
+        let user = db.auth_user.as_deref().or(g.auth_user.as_deref())?;
+        let query = db.auth_query.as_deref().unwrap_or(&g.auth_query);
+        Some((user, query))
+    }
+
+    /// The users.toml entry whose password runs a database's `auth_query` as `auth_user`:
+    /// the entry for that database, else any entry of that name.
+    pub fn auth_user_entry(&self, name: &str, database: &str) -> Option<&User> {
+        self.user(name, database)
+            .or_else(|| self.users.users.iter().find(|u| u.name == name))
     }
 
     /// Whether any server is configured under this database name.
@@ -561,6 +638,9 @@ mod tests {
                 "tls_private_key",
                 "admin_password",
                 "openmetrics_port",
+                "auth_user",
+                "auth_hba_file",
+                "tls_client_ca",
             ]
             .map(String::from),
         );
@@ -589,6 +669,8 @@ mod tests {
             "shard",
             "pool_size",
             "password_hash",
+            "passwords",
+            "auth_query",
         ] {
             assert!(
                 text.contains(&format!("{key} =")),

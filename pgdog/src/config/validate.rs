@@ -186,22 +186,54 @@ impl Settings {
                     self.config_path.display()
                 ));
             }
-            if u.password.is_none() && u.password_hash.is_none() && g.auth_type != AuthType::Trust {
+            if u.password.is_none()
+                && u.password_hash.is_none()
+                && u.passwords.is_empty()
+                && g.auth_type != AuthType::Trust
+            {
                 return Err(format!(
-                    "users[{i}] ({}): needs password or password_hash",
+                    "users[{i}] ({}): needs password, password_hash or passwords",
                     u.name
                 ));
             }
-            if let Some(hash) = &u.password_hash {
-                if let Err(e) = crate::auth::scram::ScramVerifier::parse(hash) {
-                    return Err(format!("users[{i}] ({}): password_hash: {e}", u.name));
+            for (what, hash) in u
+                .password_hash
+                .iter()
+                .map(|h| ("password_hash", h))
+                .chain(u.passwords.iter().map(|p| ("passwords", p)))
+            {
+                if hash.starts_with("SCRAM-SHA-256$") || what == "password_hash" {
+                    if let Err(e) = crate::auth::scram::ScramVerifier::parse(hash) {
+                        return Err(format!("users[{i}] ({}): {what}: {e}", u.name));
+                    }
                 }
-                if matches!(g.auth_type, AuthType::Md5 | AuthType::Plain) && u.password.is_none() {
-                    return Err(format!(
-                        "users[{i}] ({}): auth_type {:?} needs the plain password",
-                        u.name, g.auth_type
-                    ));
-                }
+            }
+            // Without access rules the method is auth_type's: MD5 and cleartext need a secret
+            // they can check (with rules, a line's method may differ and a login just fails).
+            let md5_usable = u.password.is_some()
+                || u.passwords.iter().any(|p| !p.starts_with("SCRAM-SHA-256$"));
+            if g.auth_hba_file.is_none()
+                && matches!(g.auth_type, AuthType::Md5 | AuthType::Plain)
+                && !md5_usable
+                && u.password_hash.is_some()
+            {
+                return Err(format!(
+                    "users[{i}] ({}): auth_type {:?} needs the plain password",
+                    u.name, g.auth_type
+                ));
+            }
+        }
+        for db in &self.config.databases {
+            let Some((auth_user, _)) = self.auth_query(&db.name) else {
+                continue;
+            };
+            let entry = self.auth_user_entry(auth_user, &db.name);
+            if entry.and_then(|u| u.password.as_ref()).is_none() {
+                return Err(format!(
+                    "databases `{}`: auth_user `{auth_user}` needs an entry with a plain password in {} (pgdog logs in as that user to run auth_query)",
+                    db.name,
+                    self.users_path.display()
+                ));
             }
         }
         Ok(())

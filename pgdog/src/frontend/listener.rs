@@ -22,20 +22,22 @@ pub async fn listen(listener: TcpListener) {
 fn tls_acceptor() -> Option<tokio_rustls::TlsAcceptor> {
     use parking_lot::Mutex;
     use std::sync::LazyLock;
-    static CACHE: LazyLock<Mutex<Option<(std::path::PathBuf, tokio_rustls::TlsAcceptor)>>> =
+    type Key = (std::path::PathBuf, Option<std::path::PathBuf>);
+    static CACHE: LazyLock<Mutex<Option<(Key, tokio_rustls::TlsAcceptor)>>> =
         LazyLock::new(|| Mutex::new(None));
     let registry = Registry::current();
     let g = &registry.settings.config.general;
     let (cert, key) = (g.tls_certificate.as_ref()?, g.tls_private_key.as_ref()?);
+    let wanted = (cert.clone(), g.tls_client_ca.clone());
     let mut cache = CACHE.lock();
-    if let Some((path, acceptor)) = cache.as_ref() {
-        if path == cert {
+    if let Some((k, acceptor)) = cache.as_ref() {
+        if *k == wanted {
             return Some(acceptor.clone());
         }
     }
-    match crate::net::stream::tls_acceptor(cert, key) {
+    match crate::net::stream::tls_acceptor(cert, key, g.tls_client_ca.as_deref()) {
         Ok(acceptor) => {
-            *cache = Some((cert.clone(), acceptor.clone()));
+            *cache = Some((wanted, acceptor.clone()));
             Some(acceptor)
         }
         Err(e) => {

@@ -8,19 +8,17 @@ use super::client::{Client, ServeClient};
 use super::params::Params;
 use super::session::Session;
 use super::sharded::ShardedSession;
-use crate::auth::scram::{ScramServer, ScramVerifier};
-use crate::config::{AuthType, User};
-use crate::net::message::{self, Reader};
+use crate::net::message;
 use crate::net::startup::Startup;
 use crate::net::stream::Stream;
-use crate::net::tag::frontend;
-use crate::net::{Message, MessageReader, ProtocolError};
+use crate::net::{MessageReader, ProtocolError};
 use crate::registry::Registry;
 use crate::stats;
-use parking_lot::Mutex;
-use std::collections::HashMap;
-use std::sync::LazyLock;
 use tokio::io::AsyncWriteExt;
+
+mod auth;
+mod auth_query;
+mod secrets;
 use tokio::net::TcpStream;
 
 /// Newest protocol minor version spoken (3.2, PostgreSQL 18).
@@ -169,12 +167,12 @@ async fn login(
     deadline: tokio::time::Instant,
 ) -> Result<Option<LoggedIn>, Refusal> {
     reader.set_max_size(crate::net::codec::MAX_AUTH_MESSAGE);
-    let auth = authenticate(&mut stream, &mut reader, minor, &params, &registry);
+    let auth = auth::authenticate(&mut stream, &mut reader, minor, &params, &registry);
     let result = match tokio::time::timeout_at(deadline, auth).await {
         Ok(r) => r,
         Err(_) => Err(login_timeout()),
     };
-    let (user, database, admin) = match result {
+    let identity = match result {
         Ok(v) => v,
         Err(refusal) => {
             let _ = stream
@@ -184,6 +182,12 @@ async fn login(
             return Err(refusal);
         }
     };
+    let auth::Identity {
+        user,
+        database,
+        admin,
+        discovered,
+    } = identity;
     reader.set_max_size(registry.settings.config.general.max_message_size);
     let application_name = params
         .iter()
@@ -202,7 +206,11 @@ async fn login(
         client.set_login(login_info);
         return greet_admin(stream, reader, client).await.map(|()| None);
     }
-    let Some(shard) = registry.shard(&user, &database).cloned() else {
+    // A user found by auth_query gets its pools at its first login.
+    let shards = registry
+        .shards(&user, &database)
+        .or_else(|| discovered.and_then(|c| Registry::discover(&user, &database, c)));
+    let Some(shard) = shards.as_ref().and_then(|s| s.first()).cloned() else {
         return Err(Refusal(
             "28000",
             format!("no pool for user \"{user}\" and database \"{database}\""),
@@ -255,9 +263,7 @@ async fn login(
         meter,
     );
     if let Some(router) = registry.router(&client.database) {
-        let shards = registry
-            .shards(&client.user, &client.database)
-            .unwrap_or_default();
+        let shards = shards.unwrap_or_default();
         let two_phase = registry.settings.config.general.two_phase_commit;
         let session = ShardedSession::new(client, shards, router, two_phase);
         return Ok(Some(LoggedIn::Sharded(Box::new(session))));
@@ -368,222 +374,4 @@ async fn greet_admin(
     crate::admin::session::serve(stream, reader, client).await;
     drop(registration);
     Ok(())
-}
-
-/// The users.toml-like entry of the admin database's user, when `database` is the admin
-/// database and it is enabled (`admin_password` set).
-fn admin_entry(registry: &Registry, database: &str) -> Option<User> {
-    let g = &registry.settings.config.general;
-    let password = g.admin_password.clone()?;
-    (database == g.admin_database).then(|| User {
-        name: g.admin_user.clone(),
-        database: database.to_string(),
-        password: Some(password),
-        password_hash: None,
-        pool_size: None,
-        pooler_mode: None,
-    })
-}
-
-/// Protocol negotiation, user and database lookup and the password check. Returns the user,
-/// the database and whether it is the admin database.
-async fn authenticate(
-    stream: &mut Stream,
-    reader: &mut MessageReader,
-    minor: u16,
-    params: &[(String, String)],
-    registry: &Registry,
-) -> Result<(String, String, bool), Refusal> {
-    let unsupported: Vec<String> = params
-        .iter()
-        .filter(|(k, _)| k.starts_with("_pq_."))
-        .map(|(k, _)| k.clone())
-        .collect();
-    if minor > NEWEST_MINOR || !unsupported.is_empty() {
-        let m = message::negotiate_protocol_version(
-            i32::from(minor.min(NEWEST_MINOR)) | (3 << 16),
-            &unsupported,
-        );
-        stream
-            .write_all(m.bytes())
-            .await
-            .map_err(ProtocolError::Io)?;
-    }
-    let get = |k: &str| {
-        params
-            .iter()
-            .find(|(key, _)| key == k)
-            .map(|(_, v)| v.clone())
-    };
-    let user = get("user").filter(|u| !u.is_empty()).ok_or(Refusal(
-        "28000",
-        "no PostgreSQL user name specified in startup packet".into(),
-    ))?;
-    let database = get("database")
-        .filter(|d| !d.is_empty())
-        .unwrap_or_else(|| user.clone());
-    if get("replication").is_some_and(|r| r != "false" && r != "0" && r != "off") {
-        return Err(Refusal(
-            "08P01",
-            "pgdog does not accept replication connections".into(),
-        ));
-    }
-    let settings = &registry.settings;
-    let admin = admin_entry(registry, &database);
-    let entry = match &admin {
-        Some(a) => (a.name == user).then_some(a),
-        None => settings.user(&user, &database),
-    };
-    // An unknown user or database goes through the same password exchange (against a
-    // password nobody has) and gets the same answer as a wrong password: no enumeration.
-    let unknown = entry.is_none();
-    let stand_in = User {
-        name: user.clone(),
-        database: database.clone(),
-        password: Some(format!("{:032x}", rand::random::<u128>())),
-        password_hash: None,
-        pool_size: None,
-        pooler_mode: None,
-    };
-    let entry = entry.unwrap_or(&stand_in);
-    let failed = || {
-        Refusal(
-            "28P01",
-            format!("password authentication failed for user \"{user}\""),
-        )
-    };
-    // The admin database always checks a password, whatever `auth_type` says.
-    let method = match (settings.config.general.auth_type, &admin) {
-        (AuthType::Md5, Some(_)) => AuthType::Md5,
-        (_, Some(_)) => AuthType::Scram,
-        (m, None) => m,
-    };
-    match method {
-        AuthType::Trust => {}
-        AuthType::Plain => {
-            stream
-                .write_all(message::auth_cleartext().bytes())
-                .await
-                .map_err(ProtocolError::Io)?;
-            let m = password_message(stream, reader).await?;
-            let given = m.payload().strip_suffix(&[0]).unwrap_or(m.payload());
-            let expected = entry.password.as_deref().unwrap_or("").as_bytes();
-            if !constant_time_eq(given, expected) || entry.password.is_none() {
-                return Err(failed());
-            }
-        }
-        AuthType::Md5 => {
-            let salt: [u8; 4] = rand::random();
-            stream
-                .write_all(message::auth_md5(salt).bytes())
-                .await
-                .map_err(ProtocolError::Io)?;
-            let m = password_message(stream, reader).await?;
-            let password = entry.password.as_deref().ok_or_else(failed)?;
-            if !crate::auth::md5::md5_verify(&user, password, salt, m.payload()) {
-                return Err(failed());
-            }
-        }
-        AuthType::Scram => scram(stream, reader, entry).await.map_err(|e| match e {
-            Some(refusal) => refusal,
-            None => failed(),
-        })?,
-    }
-    if unknown {
-        return Err(match method {
-            AuthType::Trust => Refusal(
-                "28000",
-                format!("user \"{user}\" may not connect to database \"{database}\" through pgdog"),
-            ),
-            _ => failed(),
-        });
-    }
-    let is_admin = admin.is_some();
-    Ok((user, database, is_admin))
-}
-
-/// SCRAM-SHA-256 exchange; `Err(None)` for a wrong password.
-async fn scram(
-    stream: &mut Stream,
-    reader: &mut MessageReader,
-    user: &User,
-) -> Result<(), Option<Refusal>> {
-    let verifier = verifier(user).map_err(|e| Some(Refusal("28000", e)))?;
-    stream
-        .write_all(message::auth_sasl().bytes())
-        .await
-        .map_err(|e| Some(ProtocolError::Io(e).into()))?;
-    let m = password_message(stream, reader).await.map_err(Some)?;
-    let mut r = Reader::new(m.payload(), "SASLInitialResponse");
-    let mechanism = r.cstr().map_err(|e| Some(e.into()))?;
-    if mechanism != "SCRAM-SHA-256" {
-        return Err(Some(Refusal(
-            "28000",
-            format!("SASL authentication mechanism {mechanism} is not supported"),
-        )));
-    }
-    let len = r.i32().map_err(|e| Some(e.into()))?;
-    let data = if len < 0 {
-        &[][..]
-    } else {
-        r.bytes(len as usize).map_err(|e| Some(e.into()))?
-    };
-    let mut server = ScramServer::new(verifier);
-    let first = server
-        .client_first(data)
-        .map_err(|e| Some(Refusal("08P01", e.to_string())))?;
-    stream
-        .write_all(message::auth_sasl_continue(&first).bytes())
-        .await
-        .map_err(|e| Some(ProtocolError::Io(e).into()))?;
-    let m = password_message(stream, reader).await.map_err(Some)?;
-    let last = match server.client_final(m.payload()) {
-        Ok(last) => last,
-        Err(crate::auth::AuthError::WrongPassword) => return Err(None),
-        Err(e) => return Err(Some(Refusal("08P01", e.to_string()))),
-    };
-    stream
-        .write_all(message::auth_sasl_final(&last).bytes())
-        .await
-        .map_err(|e| Some(ProtocolError::Io(e).into()))?;
-    Ok(())
-}
-
-/// The user's SCRAM verifier: `password_hash`, or one derived once from `password`.
-fn verifier(user: &User) -> Result<ScramVerifier, String> {
-    static DERIVED: LazyLock<Mutex<HashMap<String, ScramVerifier>>> =
-        LazyLock::new(|| Mutex::new(HashMap::new()));
-    if let Some(hash) = &user.password_hash {
-        return ScramVerifier::parse(hash).map_err(|e| e.to_string());
-    }
-    let password = user.password.as_deref().ok_or("no password configured")?;
-    let mut cache = DERIVED.lock();
-    if let Some(v) = cache.get(password) {
-        return Ok(v.clone());
-    }
-    let salt: [u8; 16] = rand::random();
-    let v = ScramVerifier::from_password(password, &salt, 4096);
-    cache.insert(password.to_string(), v.clone());
-    Ok(v)
-}
-
-async fn password_message(
-    stream: &mut Stream,
-    reader: &mut MessageReader,
-) -> Result<Message, Refusal> {
-    let m = reader.next(stream).await?;
-    if m.tag() != frontend::PASSWORD {
-        return Err(Refusal(
-            "08P01",
-            format!(
-                "expected a password message, got message type {}",
-                m.tag() as char
-            ),
-        ));
-    }
-    Ok(m)
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

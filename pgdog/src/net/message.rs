@@ -412,6 +412,35 @@ pub fn parse(name: &str, query: &str, param_types: &[i32]) -> Message {
     })
 }
 
+/// Bind of the unnamed portal to the unnamed statement, parameters as text (`None`: NULL),
+/// results as text.
+pub fn bind_text(params: &[Option<&str>]) -> Message {
+    build(b'B', |b| {
+        put_cstr(b, "");
+        put_cstr(b, "");
+        b.put_i16(0);
+        b.put_i16(params.len() as i16);
+        for p in params {
+            match p {
+                Some(v) => {
+                    b.put_i32(v.len() as i32);
+                    b.extend_from_slice(v.as_bytes());
+                }
+                None => b.put_i32(-1),
+            }
+        }
+        b.put_i16(0);
+    })
+}
+
+/// Execute of the unnamed portal, every row.
+pub fn execute_unnamed() -> Message {
+    build(b'E', |b| {
+        put_cstr(b, "");
+        b.put_i32(0);
+    })
+}
+
 // ---- readers ----
 
 /// The fields of an ErrorResponse / NoticeResponse.

@@ -86,10 +86,37 @@ impl AsyncWrite for Stream {
     }
 }
 
-/// Loads the TLS acceptor from PEM files.
+/// The common name (CN) of a DER certificate's subject, if it has one (the last, as Postgres
+/// reads it).
+pub fn common_name(der: &[u8]) -> Option<String> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    let name = cert.subject().iter_common_name().last()?;
+    name.as_str().ok().map(str::to_string)
+}
+
+/// Reads a PEM bundle of CA certificates.
+fn read_roots(path: &std::path::Path) -> Result<rustls::RootCertStore, String> {
+    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut std::io::BufReader::new(f)) {
+        let cert = cert.map_err(|e| format!("{}: {e}", path.display()))?;
+        roots
+            .add(cert)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if roots.is_empty() {
+        return Err(format!("{}: no certificate", path.display()));
+    }
+    Ok(roots)
+}
+
+/// Loads the TLS acceptor from PEM files. With `client_ca`, clients may present a certificate
+/// signed by one of its CAs (checked, and used by the `cert` method); clients without one
+/// still connect.
 pub fn tls_acceptor(
     cert: &std::path::Path,
     key: &std::path::Path,
+    client_ca: Option<&std::path::Path>,
 ) -> Result<tokio_rustls::TlsAcceptor, String> {
     let certs = {
         let f = std::fs::File::open(cert).map_err(|e| format!("{}: {e}", cert.display()))?;
@@ -103,13 +130,24 @@ pub fn tls_acceptor(
             .map_err(|e| format!("{}: {e}", key.display()))?
             .ok_or_else(|| format!("{}: no private key", key.display()))?
     };
-    let config = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .map_err(|e| e.to_string())?
-    .with_no_client_auth()
-    .with_single_cert(certs, key)
-    .map_err(|e| e.to_string())?;
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?;
+    let builder = match client_ca {
+        Some(path) => {
+            let roots = std::sync::Arc::new(read_roots(path)?);
+            let verifier =
+                rustls::server::WebPkiClientVerifier::builder_with_provider(roots, provider)
+                    .allow_unauthenticated()
+                    .build()
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let config = builder
+        .with_single_cert(certs, key)
+        .map_err(|e| e.to_string())?;
     Ok(tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config)))
 }

@@ -10,6 +10,7 @@ use super::Registry;
 use crate::backend::builtins::{self, Builtins, Catalog};
 use crate::backend::host::HostState;
 use crate::backend::server::{Server, ServerTarget};
+use crate::backend::shard::Shard;
 use crate::replication::pgoutput::parse_lsn;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -57,7 +58,12 @@ async fn run(first_round: tokio::sync::oneshot::Sender<()>) {
 fn shard_servers(registry: &Registry) -> Vec<Vec<(Arc<HostState>, ServerTarget)>> {
     let mut seen = std::collections::HashSet::new();
     let mut entries: Vec<_> = registry.shard_entries().collect();
-    entries.sort_by(|a, b| (&a.0 .1, &a.0 .0, a.1.index()).cmp(&(&b.0 .1, &b.0 .0, b.1.index())));
+    // users.toml's users first: a discovered user's credential may be stale.
+    let key = |e: &((String, String), Shard)| {
+        let discovered = registry.is_discovered(&e.0 .0, &e.0 .1);
+        (e.0 .1.clone(), discovered, e.0 .0.clone(), e.1.index())
+    };
+    entries.sort_by_cached_key(key);
     let mut out = Vec::new();
     for ((_, database), shard) in entries {
         if !seen.insert((database.clone(), shard.index())) {

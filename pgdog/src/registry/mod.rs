@@ -8,7 +8,7 @@ pub mod health;
 
 use crate::backend::host::{self, HostState};
 use crate::backend::pool::{Pool, PoolSettings};
-use crate::backend::server::ServerTarget;
+use crate::backend::server::{PassThrough, ServerTarget};
 use crate::backend::shard::{Host, ReadPolicy, Shard};
 use crate::config::{ConfigError, Database, Settings, User};
 use crate::router::{Router, Schema};
@@ -46,9 +46,33 @@ pub fn load_settings(config: &Path, users: &Path) -> Result<Settings, ConfigErro
 pub struct Registry {
     pub settings: Settings,
     shards: HashMap<(String, String), Vec<Shard>>,
+    /// Shards of users found by `auth_query`, made at their first login ([`Registry::discover`]).
+    discovered: RwLock<HashMap<(String, String), Discovered>>,
     /// Routers of sharded databases (more than one shard, or declared shardable).
     routers: HashMap<String, Arc<Router>>,
 }
+
+/// How pgdog logs in to the servers as a user found by `auth_query`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credential {
+    /// The client sent its password (cleartext method).
+    Password(String),
+    /// What its SCRAM proof or MD5 secret allows (no password known).
+    PassThrough(PassThrough),
+    /// Nothing (a `trust` or `cert` login with a SCRAM secret): the servers must let the
+    /// user in without a password.
+    Nothing,
+}
+
+/// A discovered user's shards and the credential their pools log in with.
+struct Discovered {
+    credential: Credential,
+    shards: Vec<Shard>,
+}
+
+/// Held while discovered users are added, and while `install` carries them over to the new
+/// registry: a first login racing a reload lands in the registry that stays.
+static DISCOVERY: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
 
 static CURRENT: RwLock<Option<Arc<Registry>>> = RwLock::new(None);
 static GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -57,16 +81,22 @@ static GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::
 fn host_pool(
     settings: &Settings,
     user: &User,
+    pass_through: Option<&PassThrough>,
     db: &Database,
     previous: &[&Pool],
 ) -> (Pool, Arc<HostState>) {
     let g = &settings.config.general;
+    let password = db.password.clone().or_else(|| user.password.clone());
     let target = ServerTarget {
         host: db.host.clone(),
         port: db.port,
         database: db.database_name().to_string(),
         user: db.user.clone().unwrap_or_else(|| user.name.clone()),
-        password: db.password.clone().or_else(|| user.password.clone()),
+        // The client's own secret only when pgdog logs in as the client.
+        pass_through: pass_through
+            .filter(|_| db.user.is_none() && password.is_none())
+            .cloned(),
+        password,
     };
     let size = user
         .pool_size
@@ -93,41 +123,59 @@ fn host_pool(
     (pool, state)
 }
 
+/// The read policy of every shard, from `[general]`.
+fn read_policy(settings: &Settings) -> ReadPolicy {
+    let g = &settings.config.general;
+    ReadPolicy {
+        strategy: g.load_balancing_strategy,
+        split: g.read_write_split,
+        reads: g.read_write_strategy,
+        read_your_writes: g.read_your_writes,
+    }
+}
+
+/// A user's shards of its database, reusing `old` pools whose settings did not change.
+fn user_shards(
+    settings: &Settings,
+    user: &User,
+    pass_through: Option<&PassThrough>,
+    old: &[&Pool],
+) -> Vec<Shard> {
+    let policy = read_policy(settings);
+    (0..settings.shards(&user.database))
+        .map(|index| {
+            let hosts: Vec<Host> = settings
+                .shard_hosts(&user.database, index)
+                .into_iter()
+                .map(|db| {
+                    let (pool, state) = host_pool(settings, user, pass_through, db, old);
+                    Host { pool, state }
+                })
+                .collect();
+            Shard::new(&user.database, index, hosts, policy)
+        })
+        .collect()
+}
+
+/// Every pool of some shards.
+fn pools_of(shards: &[Shard]) -> impl Iterator<Item = &Pool> {
+    shards
+        .iter()
+        .flat_map(|s| s.hosts().iter().map(|h| &h.pool))
+}
+
 impl Registry {
     /// Builds pools for every user entry, reusing `previous` pools with identical settings.
     pub fn build(settings: Settings, previous: Option<&Registry>) -> Registry {
-        let g = &settings.config.general;
-        host::set_ban_timeout(g.ban_timeout);
-        let policy = ReadPolicy {
-            strategy: g.load_balancing_strategy,
-            split: g.read_write_split,
-            reads: g.read_write_strategy,
-            read_your_writes: g.read_your_writes,
-        };
+        host::set_ban_timeout(settings.config.general.ban_timeout);
         let mut shards = HashMap::new();
         for user in &settings.users.users {
             let key = (user.name.clone(), user.database.clone());
             let old: Vec<&Pool> = previous
                 .and_then(|p| p.shards.get(&key))
-                .map(|v| {
-                    v.iter()
-                        .flat_map(|s| s.hosts().iter().map(|h| &h.pool))
-                        .collect()
-                })
+                .map(|v| pools_of(v).collect())
                 .unwrap_or_default();
-            let mut list = Vec::new();
-            for index in 0..settings.shards(&user.database) {
-                let hosts: Vec<Host> = settings
-                    .shard_hosts(&user.database, index)
-                    .into_iter()
-                    .map(|db| {
-                        let (pool, state) = host_pool(&settings, user, db, &old);
-                        Host { pool, state }
-                    })
-                    .collect();
-                list.push(Shard::new(&user.database, index, hosts, policy));
-            }
-            shards.insert(key, list);
+            shards.insert(key, user_shards(&settings, user, None, &old));
         }
         let mut routers = HashMap::new();
         for db in &settings.config.databases {
@@ -157,7 +205,84 @@ impl Registry {
         Registry {
             settings,
             shards,
+            discovered: RwLock::new(HashMap::new()),
             routers,
+        }
+    }
+
+    /// The shards of a user found by `auth_query` for `database`, made at its first login
+    /// (and again when it logs in with another credential: a changed password). `None` when
+    /// the database no longer looks users up.
+    pub fn discover(user: &str, database: &str, credential: Credential) -> Option<Vec<Shard>> {
+        let _guard = DISCOVERY.lock();
+        let registry = Registry::current();
+        registry.settings.auth_query(database)?;
+        let key = (user.to_string(), database.to_string());
+        let mut map = registry.discovered.write();
+        if let Some(d) = map.get(&key).filter(|d| d.credential == credential) {
+            return Some(d.shards.clone());
+        }
+        let shards = registry.discovered_shards(user, database, &credential, &[]);
+        let replaced = map.insert(
+            key,
+            Discovered {
+                credential,
+                shards: shards.clone(),
+            },
+        );
+        drop(map);
+        for pool in replaced.iter().flat_map(|d| pools_of(&d.shards)) {
+            pool.shutdown();
+        }
+        Some(shards)
+    }
+
+    fn discovered_shards(
+        &self,
+        user: &str,
+        database: &str,
+        credential: &Credential,
+        old: &[&Pool],
+    ) -> Vec<Shard> {
+        let entry = User {
+            name: user.to_string(),
+            database: database.to_string(),
+            password: match credential {
+                Credential::Password(p) => Some(p.clone()),
+                _ => None,
+            },
+            password_hash: None,
+            passwords: Vec::new(),
+            pool_size: None,
+            pooler_mode: None,
+        };
+        let pass_through = match credential {
+            Credential::PassThrough(p) => Some(p),
+            _ => None,
+        };
+        user_shards(&self.settings, &entry, pass_through, old)
+    }
+
+    /// Discovered users of `old` whose database still looks users up (and who are not in
+    /// users.toml now), with their pools carried over where nothing changed.
+    fn carry_discovered(&self, old: &Registry) {
+        let old_map = old.discovered.read();
+        let mut map = self.discovered.write();
+        for ((user, database), d) in old_map.iter() {
+            if self.settings.auth_query(database).is_none()
+                || self.shards.contains_key(&(user.clone(), database.clone()))
+            {
+                continue;
+            }
+            let pools: Vec<&Pool> = pools_of(&d.shards).collect();
+            let shards = self.discovered_shards(user, database, &d.credential, &pools);
+            map.insert(
+                (user.clone(), database.clone()),
+                Discovered {
+                    credential: d.credential.clone(),
+                    shards,
+                },
+            );
         }
     }
 
@@ -170,13 +295,18 @@ impl Registry {
         crate::frontend::statements::set_pin_unknown_functions(
             g.unknown_functions == crate::config::UnknownFunctions::Pin,
         );
+        let guard = DISCOVERY.lock();
+        if let Some(old) = CURRENT.read().clone() {
+            registry.carry_discovered(&old);
+        }
         let new = Arc::new(registry);
         let old = CURRENT.write().replace(new.clone());
         GENERATION.fetch_add(1, std::sync::atomic::Ordering::Release);
+        drop(guard);
         if let Some(old) = old {
-            let kept: Vec<&Pool> = new.pools().collect();
+            let kept: Vec<Pool> = new.pools().collect();
             for pool in old.pools() {
-                if !kept.iter().any(|p| p.same(pool)) {
+                if !kept.iter().any(|p| p.same(&pool)) {
                     pool.shutdown();
                 }
             }
@@ -194,29 +324,35 @@ impl Registry {
             Arc::new(Registry {
                 settings: Settings::default(),
                 shards: HashMap::new(),
+                discovered: RwLock::new(HashMap::new()),
                 routers: HashMap::new(),
             })
         })
     }
 
     /// Shard 0 (the only one of an unsharded database).
-    pub fn shard(&self, user: &str, database: &str) -> Option<&Shard> {
-        self.shards
-            .get(&(user.to_string(), database.to_string()))
-            .and_then(|v| v.first())
+    pub fn shard(&self, user: &str, database: &str) -> Option<Shard> {
+        self.shards(user, database)?.into_iter().next()
     }
 
-    /// Every shard of a database, in shard order.
+    /// Every shard of a database, in shard order (users.toml's, else discovered ones).
     pub fn shards(&self, user: &str, database: &str) -> Option<Vec<Shard>> {
-        self.shards
-            .get(&(user.to_string(), database.to_string()))
-            .cloned()
+        let key = (user.to_string(), database.to_string());
+        match self.shards.get(&key) {
+            Some(v) => Some(v.clone()),
+            None => self.discovered.read().get(&key).map(|d| d.shards.clone()),
+        }
+    }
+
+    /// Whether (user, database) is a user found by `auth_query` (not in users.toml).
+    pub fn is_discovered(&self, user: &str, database: &str) -> bool {
+        let key = (user.to_string(), database.to_string());
+        !self.shards.contains_key(&key) && self.discovered.read().contains_key(&key)
     }
 
     /// The primary pools of every shard (for two-phase recovery); None if a shard has none.
     pub fn primary_pools(&self, user: &str, database: &str) -> Option<Vec<Pool>> {
-        self.shards
-            .get(&(user.to_string(), database.to_string()))?
+        self.shards(user, database)?
             .iter()
             .map(|s| s.primary().ok().cloned())
             .collect()
@@ -227,19 +363,22 @@ impl Registry {
         self.routers.get(database).cloned()
     }
 
-    /// Every server pool.
-    pub fn pools(&self) -> impl Iterator<Item = &Pool> {
-        self.shards
-            .values()
-            .flatten()
-            .flat_map(|s| s.hosts().iter().map(|h| &h.pool))
+    /// Every server pool (discovered users' too).
+    pub fn pools(&self) -> impl Iterator<Item = Pool> {
+        self.shard_entries()
+            .flat_map(|(_, s)| s.hosts().iter().map(|h| h.pool.clone()).collect::<Vec<_>>())
     }
 
     /// Every shard with its (user, database), for the admin database's SHOW POOLS.
-    pub fn shard_entries(&self) -> impl Iterator<Item = (&(String, String), &Shard)> {
-        self.shards
-            .iter()
-            .flat_map(|(key, list)| list.iter().map(move |s| (key, s)))
+    pub fn shard_entries(&self) -> impl Iterator<Item = ((String, String), Shard)> {
+        let mut all: Vec<((String, String), Shard)> = Vec::new();
+        for (key, list) in &self.shards {
+            all.extend(list.iter().map(|s| (key.clone(), s.clone())));
+        }
+        for (key, d) in self.discovered.read().iter() {
+            all.extend(d.shards.iter().map(|s| (key.clone(), s.clone())));
+        }
+        all.into_iter()
     }
 }
 

@@ -96,6 +96,7 @@ fn traffic(settings: &crate::config::Settings) -> Result<Traffic, AdminError> {
         database: g.admin_database.clone(),
         user: g.admin_user.clone(),
         password: g.admin_password.clone(),
+        pass_through: None,
     }];
     for p in peers {
         let t = parse_url(&p.admin_url).map_err(|e| {

@@ -179,6 +179,7 @@ pub fn target(settings: &Settings, db: &Database) -> ServerTarget {
             .password
             .clone()
             .or_else(|| user.and_then(|u| u.password.clone())),
+        pass_through: None,
     }
 }
 

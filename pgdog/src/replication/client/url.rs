@@ -45,6 +45,7 @@ pub fn parse_url(url: &str) -> Result<ServerTarget> {
         },
         user,
         password,
+        pass_through: None,
     })
 }
 

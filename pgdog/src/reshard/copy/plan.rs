@@ -65,6 +65,7 @@ mod tests {
             database: "postgres".into(),
             user: "postgres".into(),
             password: None,
+            pass_through: None,
         }
     }
 

@@ -18,6 +18,7 @@ fn copy_statements() {
         database: "db".into(),
         user: "u".into(),
         password: None,
+        pass_through: None,
     };
     let job = Job {
         schema: "public".into(),
