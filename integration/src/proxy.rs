@@ -34,12 +34,27 @@ impl Proxy {
     /// [`Proxy::start`] with extra environment variables for pgdog (e.g. `FAILPOINTS` for a
     /// binary built with the `failpoints` feature).
     pub fn start_with_env(config: &str, users: &str, env: &[(&str, &str)]) -> Result<Proxy> {
-        let base = base_dir()?;
-        let lease = lease_port(&base)?;
+        let lease = lease_port(&base_dir()?)?;
+        let port = lease.port;
+        let config_text = format!("[general]\nhost = \"127.0.0.1\"\nport = {port}\n{config}");
+        Proxy::start_leased(&config_text, users, env, lease)
+    }
+
+    /// Starts pgdog with a complete `config` that listens on 127.0.0.1 and the port of `lease`
+    /// (see [`Proxy::lease_port`]).
+    pub fn start_complete(config: &str, users: &str, lease: PortLease) -> Result<Proxy> {
+        Proxy::start_leased(config, users, &[], lease)
+    }
+
+    fn start_leased(
+        config_text: &str,
+        users: &str,
+        env: &[(&str, &str)],
+        lease: PortLease,
+    ) -> Result<Proxy> {
         let port = lease.port;
         let dir = std::env::temp_dir().join(format!("pgdog-proxy-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).context(|| format!("creating {}", dir.display()))?;
-        let config_text = format!("[general]\nhost = \"127.0.0.1\"\nport = {port}\n{config}");
         std::fs::write(dir.join("pgdog.toml"), config_text)
             .context(|| "writing pgdog.toml".into())?;
         std::fs::write(dir.join("users.toml"), users).context(|| "writing users.toml".into())?;

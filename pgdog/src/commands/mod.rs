@@ -67,6 +67,22 @@ pub enum Command {
     Reshard(ReshardArgs),
     /// Replay until the lag is small, then switch the proxies' clients to the destination.
     Cutover(CutoverArgs),
+    /// Write pgdog.toml and users.toml for a PgBouncer setup; every setting not carried is
+    /// listed with its line.
+    ImportPgbouncer(ImportArgs),
+}
+
+#[derive(Args)]
+pub struct ImportArgs {
+    /// pgbouncer.ini (its %include files are read too).
+    #[arg(long)]
+    pub ini: PathBuf,
+    /// userlist.txt (default: the ini's auth_file).
+    #[arg(long)]
+    pub userlist: Option<PathBuf>,
+    /// Folder the two files are written to (created if missing; existing files are kept).
+    #[arg(long)]
+    pub out: PathBuf,
 }
 
 /// Source and destination of a resharding command.
@@ -258,6 +274,7 @@ pub fn dispatch(cli: &Cli, command: &Command) -> ExitCode {
     match command {
         Command::Run => unreachable_run(),
         Command::Configcheck => configcheck(cli),
+        Command::ImportPgbouncer(a) => import_pgbouncer(a),
         Command::Hash => hash(),
         Command::Route(a) => route(cli, a),
         Command::LogicalDump(a) => match dump_options(a) {
@@ -389,6 +406,41 @@ fn configcheck(cli: &Cli) -> ExitCode {
 }
 
 /// `pgdog hash`: the password from stdin (first line), with a prompt on a terminal.
+fn import_pgbouncer(a: &ImportArgs) -> ExitCode {
+    let imported = match pgdog::config::pgbouncer::import(&a.ini, a.userlist.as_deref()) {
+        Ok(i) => i,
+        Err(e) => return fail("import-pgbouncer", e),
+    };
+    let (config, users) = (a.out.join("pgdog.toml"), a.out.join("users.toml"));
+    for path in [&config, &users] {
+        if path.exists() {
+            return fail(
+                "import-pgbouncer",
+                format!("{} exists; not overwritten", path.display()),
+            );
+        }
+    }
+    let written = std::fs::create_dir_all(&a.out)
+        .and_then(|()| std::fs::write(&config, &imported.config))
+        .and_then(|()| std::fs::write(&users, &imported.users));
+    if let Err(e) = written {
+        return fail("import-pgbouncer", format!("{}: {e}", a.out.display()));
+    }
+    println!("wrote {} and {}", config.display(), users.display());
+    if !imported.notes.is_empty() {
+        println!("not carried as is ({}):", imported.notes.len());
+        for note in &imported.notes {
+            println!("  {note}");
+        }
+    }
+    println!(
+        "check them with: pgdog configcheck --config {} --users {}",
+        config.display(),
+        users.display()
+    );
+    ExitCode::SUCCESS
+}
+
 fn hash() -> ExitCode {
     let stdin = std::io::stdin();
     if stdin.is_terminal() {

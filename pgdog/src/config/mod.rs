@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 pub mod hba;
+pub mod pgbouncer;
 mod resharding;
 mod sharding;
 mod validate;
@@ -253,6 +254,10 @@ pub struct General {
     /// PEM bundle of the CAs whose client certificates pgdog accepts (the `cert` method).
     pub tls_client_ca: Option<PathBuf>,
 }
+
+/// The name of the fallback database: any database name clients ask for that is not
+/// configured is served by the `*` entries' servers (PgBouncer's `* = host=...`).
+pub const FALLBACK_DATABASE: &str = "*";
 
 /// PgBouncer's default `auth_query` (1.21 and later).
 pub const DEFAULT_AUTH_QUERY: &str = "SELECT rolname, CASE WHEN rolvaliduntil < now() THEN NULL ELSE rolpassword END FROM pg_authid WHERE rolname = $1 AND rolcanlogin";
@@ -547,7 +552,12 @@ impl Settings {
     /// when users of this database come from users.toml only.
     pub fn auth_query(&self, database: &str) -> Option<(&str, &str)> {
         let g = &self.config.general;
-        let db = self.config.databases.iter().find(|d| d.name == database)?;
+        let name = if self.served_by_fallback(database) {
+            FALLBACK_DATABASE
+        } else {
+            database
+        };
+        let db = self.config.databases.iter().find(|d| d.name == name)?;
         let user = db.auth_user.as_deref().or(g.auth_user.as_deref())?;
         let query = db.auth_query.as_deref().unwrap_or(&g.auth_query);
         Some((user, query))
@@ -558,6 +568,55 @@ impl Settings {
     pub fn auth_user_entry(&self, name: &str, database: &str) -> Option<&User> {
         self.user(name, database)
             .or_else(|| self.users.users.iter().find(|u| u.name == name))
+    }
+
+    /// Whether `name` is not configured and the fallback database `*` (PgBouncer's `* = ...`)
+    /// serves it: the same servers, with `name` as the database on them.
+    pub fn served_by_fallback(&self, name: &str) -> bool {
+        !self.has_database(name) && self.has_database(FALLBACK_DATABASE)
+    }
+
+    /// The servers of one shard of a database: its entries, or for a database the fallback
+    /// serves, the `*` entries with `name` as their name and database on the server (unless
+    /// `database_name` fixes it).
+    pub fn database_hosts(&self, name: &str, shard: usize) -> Vec<Database> {
+        if !self.served_by_fallback(name) {
+            return self.shard_hosts(name, shard).into_iter().cloned().collect();
+        }
+        self.shard_hosts(FALLBACK_DATABASE, shard)
+            .into_iter()
+            .map(|d| Database {
+                name: name.to_string(),
+                database_name: Some(d.database_name.clone().unwrap_or_else(|| name.to_string())),
+                ..d.clone()
+            })
+            .collect()
+    }
+
+    /// A users.toml user whom pgdog can log in to the servers as only with what the client
+    /// proves at login (pass-through, as PgBouncer does with auth_file's SCRAM secrets): it
+    /// has a SCRAM or MD5 secret but no plain password, and its database no server user or
+    /// password of its own. Its pools are made at login.
+    pub fn logs_in_as_client(&self, u: &User) -> bool {
+        let hashed = u.password_hash.is_some()
+            || u.passwords
+                .iter()
+                .any(|p| p.starts_with("SCRAM-SHA-256$") || crate::auth::md5::is_md5_stored(p));
+        let own_login = (0..self.shards_served(&u.database)).any(|i| {
+            self.database_hosts(&u.database, i)
+                .iter()
+                .any(|d| d.user.is_some() || d.password.is_some())
+        });
+        u.password.is_none() && hashed && !own_login
+    }
+
+    /// Number of shards of a database, the fallback's for a database it serves.
+    pub fn shards_served(&self, name: &str) -> usize {
+        if self.served_by_fallback(name) {
+            self.shards(FALLBACK_DATABASE)
+        } else {
+            self.shards(name)
+        }
     }
 
     /// Whether any server is configured under this database name.

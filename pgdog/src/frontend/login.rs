@@ -211,15 +211,19 @@ async fn login(
         .shards(&user, &database)
         .or_else(|| discovered.and_then(|c| Registry::discover(&user, &database, c)));
     let Some(shard) = shards.as_ref().and_then(|s| s.first()).cloned() else {
-        return Err(Refusal(
+        let refusal = Refusal(
             "28000",
             format!("no pool for user \"{user}\" and database \"{database}\""),
-        ));
+        );
+        let _ = stream
+            .write_all(message::fatal(refusal.0, &refusal.1).bytes())
+            .await;
+        return Err(refusal);
     };
     let server_params = match shard.any().params().await {
         Ok(p) => p,
         Err(e) => {
-            let refusal = Refusal("08006", e.to_string());
+            let refusal = Refusal(login_code(&e.code()), e.to_string());
             let _ = stream
                 .write_all(message::fatal(refusal.0, &refusal.1).bytes())
                 .await;
@@ -330,6 +334,15 @@ async fn check_startup_settings(
             Err(Refusal("08006", e.to_string()))
         }
     }
+}
+
+/// The SQLSTATE of a login whose first server connection failed: the server's own for a
+/// missing database or a refused login, else 08006.
+fn login_code(code: &str) -> &'static str {
+    ["3D000", "28P01", "28000", "53300", "57P03"]
+        .into_iter()
+        .find(|c| *c == code)
+        .unwrap_or("08006")
 }
 
 /// A server's SQLSTATE as the `'static` code a refusal carries (the common ones; else 22023).

@@ -142,11 +142,11 @@ fn user_shards(
     old: &[&Pool],
 ) -> Vec<Shard> {
     let policy = read_policy(settings);
-    (0..settings.shards(&user.database))
+    (0..settings.shards_served(&user.database))
         .map(|index| {
             let hosts: Vec<Host> = settings
-                .shard_hosts(&user.database, index)
-                .into_iter()
+                .database_hosts(&user.database, index)
+                .iter()
                 .map(|db| {
                     let (pool, state) = host_pool(settings, user, pass_through, db, old);
                     Host { pool, state }
@@ -169,7 +169,11 @@ impl Registry {
     pub fn build(settings: Settings, previous: Option<&Registry>) -> Registry {
         host::set_ban_timeout(settings.config.general.ban_timeout);
         let mut shards = HashMap::new();
-        for user in &settings.users.users {
+        // Users of the fallback database get pools per database at login (`discover`).
+        let users = settings.users.users.iter();
+        // So do users whose servers see only what the client proves (pass-through).
+        let users = users.filter(|u| !settings.logs_in_as_client(u));
+        for user in users.filter(|u| u.database != crate::config::FALLBACK_DATABASE) {
             let key = (user.name.clone(), user.database.clone());
             let old: Vec<&Pool> = previous
                 .and_then(|p| p.shards.get(&key))
@@ -216,7 +220,9 @@ impl Registry {
     pub fn discover(user: &str, database: &str, credential: Credential) -> Option<Vec<Shard>> {
         let _guard = DISCOVERY.lock();
         let registry = Registry::current();
-        registry.settings.auth_query(database)?;
+        if !registry.discoverable(user, database) {
+            return None;
+        }
         let key = (user.to_string(), database.to_string());
         let mut map = registry.discovered.write();
         if let Some(d) = map.get(&key).filter(|d| d.credential == credential) {
@@ -235,6 +241,17 @@ impl Registry {
             pool.shutdown();
         }
         Some(shards)
+    }
+
+    /// Whether `user` may get pools for `database` at login: the database looks users up
+    /// with `auth_query`, the fallback database `*` serves it, or users.toml's entry logs in
+    /// to the servers by pass-through.
+    fn discoverable(&self, user: &str, database: &str) -> bool {
+        let s = &self.settings;
+        s.auth_query(database).is_some()
+            || s.served_by_fallback(database)
+            || s.user(user, database)
+                .is_some_and(|u| s.logs_in_as_client(u))
     }
 
     fn discovered_shards(
@@ -263,15 +280,14 @@ impl Registry {
         user_shards(&self.settings, &entry, pass_through, old)
     }
 
-    /// Discovered users of `old` whose database still looks users up (and who are not in
+    /// Discovered users of `old` whose database is still discoverable (and who are not in
     /// users.toml now), with their pools carried over where nothing changed.
     fn carry_discovered(&self, old: &Registry) {
         let old_map = old.discovered.read();
         let mut map = self.discovered.write();
         for ((user, database), d) in old_map.iter() {
-            if self.settings.auth_query(database).is_none()
-                || self.shards.contains_key(&(user.clone(), database.clone()))
-            {
+            let key = (user.clone(), database.clone());
+            if !self.discoverable(user, database) || self.shards.contains_key(&key) {
                 continue;
             }
             let pools: Vec<&Pool> = pools_of(&d.shards).collect();
@@ -411,5 +427,39 @@ mod tests {
             err.contains("sharded_tables[0]") && err.contains("shard 5 does not exist"),
             "{err}"
         );
+    }
+}
+
+#[cfg(test)]
+mod discovery_tests {
+    use super::*;
+
+    #[test]
+    fn the_fallback_database_gives_pools_per_database_at_login() {
+        let dir = crate::scratch::Scratch::new("pgdog-registry-fallback");
+        let c = dir.write(
+            "pgdog.toml",
+            "[[databases]]\nname = \"*\"\nport = 5999\nuser = \"postgres\"\n",
+        );
+        let u = dir.write(
+            "users.toml",
+            "[[users]]\nname = \"app\"\ndatabase = \"*\"\npassword = \"pw\"\n",
+        );
+        let settings = load_settings(&c, &u).unwrap();
+        assert!(settings.served_by_fallback("other"));
+        Registry::install(Registry::build(settings, None));
+        let registry = Registry::current();
+        assert!(registry.shard("app", "other").is_none());
+        let shards = Registry::discover("app", "other", Credential::Password("pw".into()))
+            .expect("discovered");
+        assert_eq!(shards.len(), 1);
+        let target = shards[0].hosts()[0].pool.target().clone();
+        assert_eq!(
+            (target.database.as_str(), target.user.as_str()),
+            ("other", "postgres")
+        );
+        assert!(registry.is_discovered("app", "other"));
+        // A configured name is not served by the fallback.
+        assert!(!registry.settings.served_by_fallback("*"));
     }
 }

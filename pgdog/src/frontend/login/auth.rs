@@ -6,7 +6,7 @@ use super::secrets::{check_cleartext, check_md5, scram_exchange, Secret};
 use super::{auth_query, Refusal, NEWEST_MINOR};
 use crate::backend::server::PassThrough;
 use crate::config::hba::{Connection, HbaMethod};
-use crate::config::AuthType;
+use crate::config::{AuthType, FALLBACK_DATABASE};
 use crate::net::message::{self, Reader};
 use crate::net::stream::Stream;
 use crate::net::tag::frontend;
@@ -78,14 +78,25 @@ pub async fn authenticate(
     let admin = g.admin_password.is_some() && database == g.admin_database;
     let method = method(stream, registry, admin, &user, &database)?;
     // The secrets: the admin's password, users.toml's entry, else auth_query's answer.
-    let (secrets, from_query) = if admin {
+    let mut fallback_password = None;
+    let (secrets, made_at_login) = if admin {
         let known = user == g.admin_user;
         (
             known.then(|| vec![Secret::Plain(g.admin_password.clone().unwrap_or_default())]),
             false,
         )
     } else if let Some(entry) = settings.user(&user, &database) {
-        (Some(Secret::of_user(entry)), false)
+        (
+            Some(Secret::of_user(entry)),
+            settings.logs_in_as_client(entry),
+        )
+    } else if let Some(entry) = settings
+        .user(&user, FALLBACK_DATABASE)
+        .filter(|_| settings.served_by_fallback(&database))
+    {
+        // A users.toml user of the fallback database: pools made at login, like auth_query's.
+        fallback_password = entry.password.clone();
+        (Some(Secret::of_user(entry)), true)
     } else if matches!(method, Method::Reject) {
         (None, false)
     } else {
@@ -140,7 +151,10 @@ pub async fn authenticate(
             _ => failed(),
         });
     }
-    let discovered = from_query.then(|| credential(&secrets, matched));
+    let discovered = made_at_login.then(|| match fallback_password {
+        Some(password) => Credential::Password(password),
+        None => credential(&secrets, matched),
+    });
     Ok(Identity {
         user,
         database,

@@ -88,7 +88,11 @@ fn failed(target: &ServerTarget, why: &str) -> Refusal {
 /// Where and as whom the look-up runs: the primary of shard 0, as `auth_user` with its
 /// users.toml password.
 fn target(settings: &Settings, auth_user: &str, database: &str) -> Option<ServerTarget> {
-    let db = settings.primary(database)?;
+    let hosts = settings.database_hosts(database, 0);
+    let db = hosts
+        .iter()
+        .find(|d| d.role == crate::config::Role::Primary)
+        .or(hosts.first())?;
     let entry = settings.auth_user_entry(auth_user, database)?;
     Some(ServerTarget {
         host: db.host.clone(),

@@ -1,0 +1,536 @@
+//! `pgdog import-pgbouncer`: a PgBouncer setup (pgbouncer.ini with its `%include`s, and the
+//! userlist.txt of `auth_file`) turned into pgdog.toml and users.toml that run the same setup.
+//! Every setting that cannot be carried is reported with its file and line, never dropped
+//! silently. Pure text in, text out: the command writes the files.
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use toml::{Table, Value};
+
+/// One `key = value` of the ini, with where it was read.
+#[derive(Debug, Clone)]
+struct Setting {
+    key: String,
+    value: String,
+    file: PathBuf,
+    line: usize,
+}
+
+impl Setting {
+    fn at(&self) -> String {
+        format!("{}:{}", self.file.display(), self.line)
+    }
+}
+
+/// The result: both files' text and what was not carried.
+#[derive(Debug, Default)]
+pub struct Imported {
+    pub config: String,
+    pub users: String,
+    /// `file:line: key = value: why`, in reading order.
+    pub notes: Vec<String>,
+}
+
+/// Reads `ini` (and its includes) and the userlist (`userlist`, else the ini's `auth_file`).
+pub fn import(ini: &Path, userlist: Option<&Path>) -> Result<Imported, String> {
+    let mut sections: BTreeMap<String, Vec<Setting>> = BTreeMap::new();
+    read_ini(ini, &mut sections, 0)?;
+    let mut out = Importer {
+        general: Table::new(),
+        notes: Vec::new(),
+        ini_dir: ini.parent().map(Path::to_path_buf).unwrap_or_default(),
+    };
+    let pgbouncer = sections.remove("pgbouncer").unwrap_or_default();
+    let auth_file = pgbouncer
+        .iter()
+        .find(|s| s.key == "auth_file")
+        .map(|s| out.path(&s.value));
+    let admin_users: Vec<String> = pgbouncer
+        .iter()
+        .find(|s| s.key == "admin_users")
+        .map(|s| split_list(&s.value))
+        .unwrap_or_default();
+    for s in &pgbouncer {
+        out.general_setting(s);
+    }
+    let databases = out.databases(sections.remove("databases").unwrap_or_default());
+    let user_settings = sections.remove("users").unwrap_or_default();
+    for (name, settings) in &sections {
+        for s in settings {
+            out.note(s, &format!("section [{name}] has no pgdog equivalent"));
+        }
+    }
+    let list_path = userlist.map(Path::to_path_buf).or(auth_file);
+    let list = match &list_path {
+        Some(p) => read_userlist(p)?,
+        None => Vec::new(),
+    };
+    if let Some(admin) = admin_users.first() {
+        out.admin(admin, &list, &pgbouncer);
+    }
+    if databases.is_empty() {
+        if let Some(path) = &list_path {
+            for (i, (user, _)) in list.iter().enumerate() {
+                out.notes.push(format!(
+                    "{}: user \"{user}\" (entry {}): no [databases] entry to log in to; not carried",
+                    path.display(),
+                    i + 1
+                ));
+            }
+        }
+    }
+    let users = out.users(&list, &databases, &user_settings);
+    let mut config = Table::new();
+    config.insert("general".into(), Value::Table(out.general));
+    config.insert(
+        "databases".into(),
+        Value::Array(databases.into_iter().map(Value::Table).collect()),
+    );
+    let mut users_file = Table::new();
+    users_file.insert(
+        "users".into(),
+        Value::Array(users.into_iter().map(Value::Table).collect()),
+    );
+    Ok(Imported {
+        config: toml::to_string(&config).map_err(|e| e.to_string())?,
+        users: toml::to_string(&users_file).map_err(|e| e.to_string())?,
+        notes: out.notes,
+    })
+}
+
+/// The ini's sections, `%include` files read in place (relative to the including file).
+fn read_ini(
+    path: &Path,
+    sections: &mut BTreeMap<String, Vec<Setting>>,
+    depth: usize,
+) -> Result<(), String> {
+    if depth > 10 {
+        return Err(format!("{}: %include nested too deep", path.display()));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut section = String::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with(';') || line.starts_with('#') {
+            continue;
+        }
+        if let Some(file) = line.strip_prefix("%include") {
+            read_ini(&dir.join(file.trim()), sections, depth + 1)?;
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = name.trim().to_ascii_lowercase();
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            return Err(format!(
+                "{}:{}: not `key = value`: {line}",
+                path.display(),
+                i + 1
+            ));
+        };
+        sections.entry(section.clone()).or_default().push(Setting {
+            key: key.trim().to_string(),
+            value: value.trim().to_string(),
+            file: path.to_path_buf(),
+            line: i + 1,
+        });
+    }
+    Ok(())
+}
+
+/// userlist.txt: `"user" "secret"` per line (`""` inside a quoted string is one quote).
+fn read_userlist(path: &Path) -> Result<Vec<(String, String)>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut users = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with(';') || line.starts_with('#') {
+            continue;
+        }
+        let fields = quoted_fields(line);
+        match fields.as_slice() {
+            [user, secret, ..] => users.push((user.clone(), secret.clone())),
+            _ => {
+                return Err(format!(
+                    "{}:{}: not `\"user\" \"password\"`",
+                    path.display(),
+                    i + 1
+                ))
+            }
+        }
+    }
+    Ok(users)
+}
+
+fn quoted_fields(line: &str) -> Vec<String> {
+    let mut fields = Vec::new();
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '"' {
+            continue;
+        }
+        let mut field = String::new();
+        while let Some(c) = chars.next() {
+            match c {
+                '"' if chars.peek() == Some(&'"') => {
+                    chars.next();
+                    field.push('"');
+                }
+                '"' => break,
+                c => field.push(c),
+            }
+        }
+        fields.push(field);
+    }
+    fields
+}
+
+/// `key=value key='quoted value'` of a [databases] or [users] entry.
+fn conninfo(s: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut chars = s.chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        let mut key = String::new();
+        while let Some(&c) = chars.peek() {
+            chars.next();
+            if c == '=' {
+                break;
+            }
+            key.push(c);
+        }
+        if key.is_empty() {
+            return out;
+        }
+        let mut value = String::new();
+        if chars.peek() == Some(&'\'') {
+            chars.next();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' => value.extend(chars.next()),
+                    '\'' => break,
+                    c => value.push(c),
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c.is_whitespace() {
+                    break;
+                }
+                value.push(c);
+                chars.next();
+            }
+        }
+        out.push((key.trim().to_string(), value));
+    }
+}
+
+fn split_list(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+struct Importer {
+    general: Table,
+    notes: Vec<String>,
+    ini_dir: PathBuf,
+}
+
+/// A [pgbouncer] setting's pgdog key and how its value converts.
+enum Map {
+    Same(&'static str),
+    Int(&'static str),
+    Seconds(&'static str),
+    Path(&'static str),
+}
+
+const GENERAL: &[(&str, Map)] = &[
+    ("listen_port", Map::Int("port")),
+    ("default_pool_size", Map::Int("default_pool_size")),
+    ("min_pool_size", Map::Int("min_pool_size")),
+    ("max_client_conn", Map::Int("max_client_connections")),
+    ("server_reset_query", Map::Same("server_reset_query")),
+    ("server_lifetime", Map::Seconds("server_lifetime")),
+    ("server_idle_timeout", Map::Seconds("idle_timeout")),
+    ("server_connect_timeout", Map::Seconds("connect_timeout")),
+    ("query_timeout", Map::Seconds("query_timeout")),
+    ("query_wait_timeout", Map::Seconds("checkout_timeout")),
+    ("client_idle_timeout", Map::Seconds("client_idle_timeout")),
+    (
+        "idle_transaction_timeout",
+        Map::Seconds("idle_in_transaction_timeout"),
+    ),
+    ("client_login_timeout", Map::Seconds("client_login_timeout")),
+    ("stats_period", Map::Seconds("stats_period")),
+    ("tcp_keepidle", Map::Seconds("tcp_keepalive_idle")),
+    ("tcp_keepintvl", Map::Seconds("tcp_keepalive_interval")),
+    ("tcp_keepcnt", Map::Int("tcp_keepalive_count")),
+    ("auth_user", Map::Same("auth_user")),
+    ("auth_query", Map::Same("auth_query")),
+    ("auth_hba_file", Map::Path("auth_hba_file")),
+    ("client_tls_cert_file", Map::Path("tls_certificate")),
+    ("client_tls_key_file", Map::Path("tls_private_key")),
+    ("client_tls_ca_file", Map::Path("tls_client_ca")),
+    ("server_tls_ca_file", Map::Path("server_tls_ca")),
+];
+
+impl Importer {
+    fn note(&mut self, s: &Setting, why: &str) {
+        self.notes
+            .push(format!("{}: {} = {}: {why}", s.at(), s.key, s.value));
+    }
+
+    /// A path from the ini, absolute (relative ones are relative to the ini's folder).
+    fn path(&self, p: &str) -> PathBuf {
+        let p = Path::new(p);
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.ini_dir.join(p)
+        }
+    }
+
+    fn set(&mut self, key: &str, value: Value) {
+        self.general.insert(key.into(), value);
+    }
+
+    fn general_setting(&mut self, s: &Setting) {
+        if let Some((_, map)) = GENERAL.iter().find(|(k, _)| *k == s.key) {
+            let value = match map {
+                Map::Same(k) => Some((k, Value::String(s.value.clone()))),
+                Map::Int(k) => s.value.parse::<i64>().ok().map(|v| (k, Value::Integer(v))),
+                Map::Seconds(k) => s
+                    .value
+                    .parse::<f64>()
+                    .ok()
+                    .map(|v| (k, Value::Integer((v * 1000.0).round() as i64))),
+                Map::Path(k) => Some((k, Value::String(self.path(&s.value).display().to_string()))),
+            };
+            match value {
+                Some((k, v)) => self.set(k, v),
+                None => self.note(s, "not a number"),
+            }
+            return;
+        }
+        match s.key.as_str() {
+            "listen_addr" => {
+                let addrs = split_list(&s.value);
+                let host = match addrs.first().map(String::as_str) {
+                    Some("*") => "0.0.0.0",
+                    Some("localhost") | None => "127.0.0.1",
+                    Some(a) => a,
+                };
+                self.set("host", Value::String(host.to_string()));
+                if addrs.len() > 1 {
+                    self.note(s, &format!("pgdog listens on one address: {host} only"));
+                }
+            }
+            "pool_mode" => match s.value.as_str() {
+                "session" | "transaction" => self.set("pooler_mode", Value::String(s.value.clone())),
+                _ => self.note(s, "pgdog has session and transaction pooling only"),
+            },
+            "auth_type" => self.auth_type(s),
+            "client_tls_sslmode" => {
+                let mode = match s.value.as_str() {
+                    "require" | "verify-ca" | "verify-full" => "required",
+                    _ => "optional",
+                };
+                self.set("tls_mode", Value::String(mode.into()));
+                if s.value.starts_with("verify") {
+                    self.note(s, "carried as tls_mode = \"required\"; client certificates are checked by the cert method of auth_hba_file (with tls_client_ca)");
+                }
+            }
+            "server_tls_sslmode" => {
+                let mode = match s.value.as_str() {
+                    "allow" => "prefer",
+                    m => m,
+                };
+                self.set("server_tls", Value::String(mode.into()));
+            }
+            "tcp_keepalive" => self.set("tcp_keepalive", Value::Boolean(matches!(s.value.as_str(), "1" | "on" | "true" | "yes"))),
+            "max_prepared_statements" => match s.value.parse::<i64>() {
+                Ok(n) if n > 0 => self.set("prepared_statements_limit", Value::Integer(n)),
+                _ => self.note(s, "pgdog always supports prepared statements in transaction mode (prepared_statements_limit keeps its default)"),
+            },
+            "ignore_startup_parameters" => self.note(s, "not needed: pgdog accepts every startup parameter the server accepts (it applies them on the server)"),
+            "auth_file" | "admin_users" => {} // read with the users
+            _ => self.note(s, "no pgdog equivalent; not carried"),
+        }
+    }
+
+    fn auth_type(&mut self, s: &Setting) {
+        let mapped = match s.value.as_str() {
+            "md5" => Some("md5"),
+            "scram-sha-256" => Some("scram"),
+            "plain" => Some("plain"),
+            "trust" => Some("trust"),
+            "any" => {
+                self.note(s, "carried as trust (pgdog checks the user name)");
+                Some("trust")
+            }
+            "hba" => {
+                self.note(s, "carried as auth_hba_file (its rules choose the method)");
+                None
+            }
+            "cert" => {
+                self.note(
+                    s,
+                    "write an auth_hba_file with hostssl ... cert lines and set tls_client_ca",
+                );
+                None
+            }
+            _ => {
+                self.note(s, "no pgdog equivalent; not carried");
+                None
+            }
+        };
+        if let Some(m) = mapped {
+            self.set("auth_type", Value::String(m.into()));
+        }
+    }
+
+    /// The admin database's user: the first of admin_users, with its plain userlist password.
+    fn admin(&mut self, admin: &str, list: &[(String, String)], pgbouncer: &[Setting]) {
+        let setting = pgbouncer.iter().find(|s| s.key == "admin_users");
+        let password = list
+            .iter()
+            .find(|(u, _)| u == admin)
+            .map(|(_, p)| p.clone());
+        match password.filter(|p| !p.starts_with("md5") && !p.starts_with("SCRAM-SHA-256$")) {
+            Some(p) => {
+                self.set("admin_user", Value::String(admin.into()));
+                self.set("admin_password", Value::String(p));
+            }
+            None => {
+                if let Some(s) = setting {
+                    self.note(
+                        s,
+                        "pgdog's admin database needs admin_password in plain text; set it by hand",
+                    );
+                }
+            }
+        }
+        if let Some(s) = setting.filter(|s| split_list(&s.value).len() > 1) {
+            self.note(s, &format!("pgdog has one admin user: {admin}"));
+        }
+    }
+
+    /// [databases] entries: one pgdog database each (`*` is the fallback database).
+    fn databases(&mut self, entries: Vec<Setting>) -> Vec<Table> {
+        let mut out = Vec::new();
+        for s in entries {
+            let mut db = Table::new();
+            db.insert("name".into(), Value::String(s.key.clone()));
+            for (key, value) in conninfo(&s.value) {
+                let entry = Setting {
+                    key: format!("{}.{key}", s.key),
+                    value: value.clone(),
+                    ..s.clone()
+                };
+                let int = || value.parse::<i64>().ok().map(Value::Integer);
+                match key.as_str() {
+                    "host" if value.starts_with('/') => self.note(&entry, "Unix sockets are not supported: use a TCP host"),
+                    "host" if value.contains(',') => {
+                        let first = split_list(&value).remove(0);
+                        self.note(&entry, &format!("several hosts: {first} only (declare the others as replicas)"));
+                        db.insert("host".into(), Value::String(first));
+                    }
+                    "host" => drop(db.insert("host".into(), Value::String(value))),
+                    "dbname" => drop(db.insert("database_name".into(), Value::String(value))),
+                    "user" | "password" | "auth_user" | "auth_query" => {
+                        db.insert(key.clone(), Value::String(value));
+                    }
+                    "port" | "pool_size" => match int() {
+                        Some(v) => drop(db.insert(key.clone(), v)),
+                        None => self.note(&entry, "not a number"),
+                    },
+                    "pool_mode" if matches!(value.as_str(), "session" | "transaction") => {
+                        db.insert("pooler_mode".into(), Value::String(value));
+                    }
+                    "max_db_connections" => self.note(&entry, "pgdog has no cap across the pools of a database yet (pool_size caps each user's pool)"),
+                    _ => self.note(&entry, "no pgdog equivalent; not carried"),
+                }
+            }
+            out.push(db);
+        }
+        out
+    }
+
+    /// users.toml: each userlist user on each database, with its secret, and the [users]
+    /// pool mode.
+    fn users(
+        &mut self,
+        list: &[(String, String)],
+        databases: &[Table],
+        user_settings: &[Setting],
+    ) -> Vec<Table> {
+        let mut modes = BTreeMap::new();
+        for s in user_settings {
+            for (key, value) in conninfo(&s.value) {
+                match key.as_str() {
+                    "pool_mode" if matches!(value.as_str(), "session" | "transaction") => {
+                        modes.insert(s.key.clone(), value);
+                    }
+                    _ => {
+                        let entry = Setting {
+                            key: format!("{}.{key}", s.key),
+                            value,
+                            ..s.clone()
+                        };
+                        self.note(&entry, "no pgdog equivalent; not carried");
+                    }
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for (user, secret) in list {
+            for db in databases {
+                let Some(Value::String(name)) = db.get("name") else {
+                    continue;
+                };
+                let mut entry = Table::new();
+                entry.insert("name".into(), Value::String(user.clone()));
+                entry.insert("database".into(), Value::String(name.clone()));
+                if secret.starts_with("SCRAM-SHA-256$") {
+                    entry.insert("password_hash".into(), Value::String(secret.clone()));
+                } else if crate::auth::md5::is_md5_stored(secret) {
+                    entry.insert(
+                        "passwords".into(),
+                        Value::Array(vec![Value::String(secret.clone())]),
+                    );
+                } else {
+                    entry.insert("password".into(), Value::String(secret.clone()));
+                }
+                if let Some(mode) = modes.get(user) {
+                    entry.insert("pooler_mode".into(), Value::String(mode.clone()));
+                }
+                out.push(entry);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conninfo_and_userlist_quoting() {
+        assert_eq!(
+            conninfo("host=db1 port=5433 password='a b\\'c' dbname=app"),
+            vec![
+                ("host".into(), "db1".into()),
+                ("port".into(), "5433".into()),
+                ("password".into(), "a b'c".into()),
+                ("dbname".into(), "app".into()),
+            ]
+        );
+        assert_eq!(quoted_fields(r#""mar""ko" "pw" "#), vec!["mar\"ko", "pw"]);
+    }
+}
