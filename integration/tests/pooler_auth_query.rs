@@ -150,6 +150,7 @@ async fn a_changed_password_takes_effect_after_the_cache_ttl() {
     hba_first(&topo, "host all dave 127.0.0.1/32 scram-sha-256").await;
     let proxy = proxy(&topo, "auth_query_cache_ttl = 5000");
     assert_eq!(whoami(&proxy, "dave", "pw-1").await.unwrap(), "dave");
+    let before = connect_as(&proxy, "dave", "pw-1", DB).await.unwrap();
     topo.primary()
         .psql("ALTER ROLE dave PASSWORD 'pw-2'")
         .unwrap();
@@ -161,10 +162,27 @@ async fn a_changed_password_takes_effect_after_the_cache_ttl() {
         || async { whoami(&proxy, "dave", "pw-2").await.is_ok() },
     )
     .await;
-    // The pool logs in with the new keys; the old password is refused.
+    // The pool logs in with the new keys (its connections made with the old ones are gone);
+    // the old password is refused.
+    topo.primary()
+        .psql("SELECT count(pg_terminate_backend(pid)) >= 0 FROM pg_stat_activity WHERE usename = 'dave'")
+        .unwrap();
+    eventually(
+        "dave's server connections to end",
+        Duration::from_secs(10),
+        || async {
+            let left = "SELECT count(*) FROM pg_stat_activity WHERE usename = 'dave'";
+            topo.primary().psql(left).unwrap() == "0"
+        },
+    )
+    .await;
     let c = connect_as(&proxy, "dave", "pw-2", DB).await.unwrap();
     assert_eq!(one(&c, "SELECT current_user").await, "dave");
     assert_eq!(refusal(&proxy, "dave", "pw-1").await.0, "28P01");
+    // A client that logged in before the change moved to the new pool and goes on.
+    for _ in 0..3 {
+        assert_eq!(one(&before, "SELECT current_user").await, "dave");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

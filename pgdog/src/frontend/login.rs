@@ -207,9 +207,11 @@ async fn login(
         return greet_admin(stream, reader, client).await.map(|()| None);
     }
     // A user found by auth_query gets its pools at its first login.
-    let shards = registry
-        .shards(&user, &database)
-        .or_else(|| discovered.and_then(|c| Registry::discover(&user, &database, c)));
+    // (each login, so that a changed password moves the pools to the new credential).
+    let shards = match discovered {
+        Some(credential) => Registry::discover(&user, &database, credential),
+        None => registry.shards(&user, &database),
+    };
     let Some(shard) = shards.as_ref().and_then(|s| s.first()).cloned() else {
         let refusal = Refusal(
             "28000",

@@ -237,8 +237,11 @@ impl Registry {
             },
         );
         drop(map);
-        for pool in replaced.iter().flat_map(|d| pools_of(&d.shards)) {
-            pool.shutdown();
+        if let Some(old) = replaced {
+            // Sessions holding the old pools look theirs up again (as after a reload) and move
+            // to the new credential's pools; the old ones drain.
+            GENERATION.fetch_add(1, std::sync::atomic::Ordering::Release);
+            pools_of(&old.shards).for_each(Pool::shutdown);
         }
         Some(shards)
     }
