@@ -1,6 +1,6 @@
 //! The `pgdog` binary: runs the proxy (no subcommand, or `run`), or one of the commands of
-//! [`commands`]: configcheck, hash, route, logical-dump, and the resharding steps (schema-sync,
-//! copy-data, replay, verify, reshard, cutover).
+//! [`commands`]: configcheck, hash, route, logical-dump, import-pgbouncer, and the resharding
+//! steps (schema-sync, copy-data, replay, verify, reshard, cutover).
 mod commands;
 
 use clap::Parser;

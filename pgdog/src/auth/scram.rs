@@ -192,6 +192,13 @@ pub struct ScramVerifier {
 }
 
 impl ScramVerifier {
+    /// Equality in constant time (keys compared whole, whatever differs first).
+    pub fn same_as(&self, other: &ScramVerifier) -> bool {
+        let keys =
+            self.stored_key.ct_eq(&other.stored_key) & self.server_key.ct_eq(&other.server_key);
+        bool::from(keys) && self.salt == other.salt && self.iterations == other.iterations
+    }
+
     /// Parses PostgreSQL's verifier format; errors name the part that is wrong.
     pub fn parse(s: &str) -> Result<Self, AuthError> {
         let invalid = AuthError::InvalidVerifier;
@@ -333,6 +340,8 @@ pub struct ScramServer {
     state: ServerState,
     /// After a proof matched: which verifier, and the client key it revealed.
     matched: Option<(usize, Key)>,
+    /// The salt offered when there is no verifier ([`ScramServer::mock`]).
+    mock_salt: Option<Vec<u8>>,
 }
 
 /// What a client's SCRAM proof reveals once it matched a verifier: its client key, with the
@@ -381,6 +390,7 @@ impl ScramServer {
             server_nonce,
             state: ServerState::Initial,
             matched: None,
+            mock_salt: None,
         }
     }
 
@@ -408,12 +418,21 @@ impl ScramServer {
         })
     }
 
-    /// The verifier whose salt and iterations are offered (a stand-in when there is none, so
-    /// that an unknown user's exchange looks like any other and fails).
+    /// An exchange no proof passes, offering `salt` (an unknown user's: the caller makes it
+    /// the same at every attempt, as Postgres' mock salt, so it does not give the user away).
+    pub fn mock(salt: Vec<u8>) -> Self {
+        let mut server = Self::with_server_nonce(Vec::new(), random_nonce());
+        server.mock_salt = Some(salt);
+        server
+    }
+
+    /// The salt and iterations offered: the first verifier's, else the mock salt (or a random
+    /// one) with the default iterations.
     fn offered(&self) -> (Vec<u8>, u32) {
-        match self.verifiers.first() {
-            Some(v) => (v.salt.clone(), v.iterations),
-            None => (random_bytes(DEFAULT_SALT_LEN), DEFAULT_ITERATIONS),
+        match (self.verifiers.first(), &self.mock_salt) {
+            (Some(v), _) => (v.salt.clone(), v.iterations),
+            (None, Some(salt)) => (salt.clone(), DEFAULT_ITERATIONS),
+            (None, None) => (random_bytes(DEFAULT_SALT_LEN), DEFAULT_ITERATIONS),
         }
     }
 

@@ -34,12 +34,16 @@ pub struct Imported {
 pub fn import(ini: &Path, userlist: Option<&Path>) -> Result<Imported, String> {
     let mut sections: BTreeMap<String, Vec<Setting>> = BTreeMap::new();
     read_ini(ini, &mut sections, 0)?;
+    let pgbouncer = sections.remove("pgbouncer").unwrap_or_default();
     let mut out = Importer {
         general: Table::new(),
         notes: Vec::new(),
         ini_dir: ini.parent().map(Path::to_path_buf).unwrap_or_default(),
+        // PgBouncer reads auth_hba_file only with auth_type = hba.
+        hba: pgbouncer
+            .iter()
+            .any(|s| s.key == "auth_type" && s.value == "hba"),
     };
-    let pgbouncer = sections.remove("pgbouncer").unwrap_or_default();
     let auth_file = pgbouncer
         .iter()
         .find(|s| s.key == "auth_file")
@@ -76,6 +80,15 @@ pub fn import(ini: &Path, userlist: Option<&Path>) -> Result<Imported, String> {
                     i + 1
                 ));
             }
+        }
+    }
+    if let Some(s) = pgbouncer.iter().find(|s| s.key == "auth_user") {
+        let secret = list
+            .iter()
+            .find(|(u, _)| *u == s.value)
+            .map(|(_, p)| p.as_str());
+        if secret.is_none_or(|p| p.starts_with("SCRAM-SHA-256$") || p.starts_with("md5")) {
+            out.note(s, "pgdog logs in as auth_user with its plain password: put it in users.toml (password = ...)");
         }
     }
     let users = out.users(&list, &databases, &user_settings);
@@ -239,7 +252,21 @@ struct Importer {
     general: Table,
     notes: Vec<String>,
     ini_dir: PathBuf,
+    hba: bool,
 }
+
+/// Settings where PgBouncer reads 0 as "off" or "the OS default": pgdog keeps its default.
+const ZERO_IS_OFF: &[&str] = &[
+    "client_login_timeout",
+    "query_wait_timeout",
+    "server_idle_timeout",
+    "server_lifetime",
+    "server_connect_timeout",
+    "tcp_keepidle",
+    "tcp_keepintvl",
+    "tcp_keepcnt",
+    "stats_period",
+];
 
 /// A [pgbouncer] setting's pgdog key and how its value converts.
 enum Map {
@@ -300,6 +327,20 @@ impl Importer {
     }
 
     fn general_setting(&mut self, s: &Setting) {
+        if ZERO_IS_OFF.contains(&s.key.as_str()) && s.value.parse::<f64>() == Ok(0.0) {
+            self.note(
+                s,
+                "0 turns it off (or leaves it to the OS) in PgBouncer; pgdog keeps its default",
+            );
+            return;
+        }
+        if s.key == "auth_hba_file" && !self.hba {
+            self.note(
+                s,
+                "PgBouncer reads it only with auth_type = hba; not carried",
+            );
+            return;
+        }
         if let Some((_, map)) = GENERAL.iter().find(|(k, _)| *k == s.key) {
             let value = match map {
                 Map::Same(k) => Some((k, Value::String(s.value.clone()))),
@@ -435,11 +476,13 @@ impl Importer {
                 let int = || value.parse::<i64>().ok().map(Value::Integer);
                 match key.as_str() {
                     "host" if value.starts_with('/') => self.note(&entry, "Unix sockets are not supported: use a TCP host"),
-                    "host" if value.contains(',') => {
-                        let first = split_list(&value).remove(0);
-                        self.note(&entry, &format!("several hosts: {first} only (declare the others as replicas)"));
-                        db.insert("host".into(), Value::String(first));
-                    }
+                    "host" if value.contains(',') => match split_list(&value).into_iter().next() {
+                        Some(first) => {
+                            self.note(&entry, &format!("several hosts: {first} only (declare the others as replicas)"));
+                            db.insert("host".into(), Value::String(first));
+                        }
+                        None => self.note(&entry, "no host; not carried"),
+                    },
                     "host" => drop(db.insert("host".into(), Value::String(value))),
                     "dbname" => drop(db.insert("database_name".into(), Value::String(value))),
                     "user" | "password" | "auth_user" | "auth_query" => {
@@ -532,5 +575,44 @@ mod tests {
             ]
         );
         assert_eq!(quoted_fields(r#""mar""ko" "pw" "#), vec!["mar\"ko", "pw"]);
+    }
+
+    #[test]
+    fn zeros_hba_without_auth_type_hba_and_empty_hosts_are_notes() {
+        let dir = crate::scratch::Scratch::new("pgdog-import-unit");
+        let ini = dir.write(
+            "pgbouncer.ini",
+            "[databases]\nbad = host=, port=5432\n[pgbouncer]\nauth_type = md5\n\
+             auth_hba_file = hba.conf\nquery_wait_timeout = 0\nclient_login_timeout = 0\n\
+             query_timeout = 0\nauth_user = looker\n",
+        );
+        let list = dir.write(
+            "userlist.txt",
+            "\"looker\" \"md5abcdefabcdefabcdefabcdefabcdefab\"\n",
+        );
+        let imported = import(&ini, Some(&list)).unwrap();
+        let notes = imported.notes.join("\n");
+        for (line, what) in [
+            (2, "no host"),
+            (5, "only with auth_type = hba"),
+            (6, "0 turns it off"),
+            (7, "0 turns it off"),
+            (9, "plain password"),
+        ] {
+            assert!(
+                notes.contains(&format!("pgbouncer.ini:{line}:")) && notes.contains(what),
+                "{line} {what}:\n{notes}"
+            );
+        }
+        // 0 is "no limit" in both for query_timeout: carried.
+        assert!(
+            imported.config.contains("query_timeout = 0"),
+            "{}",
+            imported.config
+        );
+        assert!(
+            !imported.config.contains("checkout_timeout")
+                && !imported.config.contains("auth_hba_file")
+        );
     }
 }

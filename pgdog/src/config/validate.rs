@@ -208,20 +208,6 @@ impl Settings {
                     }
                 }
             }
-            // Without access rules the method is auth_type's: MD5 and cleartext need a secret
-            // they can check (with rules, a line's method may differ and a login just fails).
-            let md5_usable = u.password.is_some()
-                || u.passwords.iter().any(|p| !p.starts_with("SCRAM-SHA-256$"));
-            if g.auth_hba_file.is_none()
-                && matches!(g.auth_type, AuthType::Md5 | AuthType::Plain)
-                && !md5_usable
-                && u.password_hash.is_some()
-            {
-                return Err(format!(
-                    "users[{i}] ({}): auth_type {:?} needs the plain password",
-                    u.name, g.auth_type
-                ));
-            }
         }
         for db in &self.config.databases {
             let Some((auth_user, _)) = self.auth_query(&db.name) else {

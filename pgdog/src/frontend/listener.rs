@@ -22,13 +22,24 @@ pub async fn listen(listener: TcpListener) {
 fn tls_acceptor() -> Option<tokio_rustls::TlsAcceptor> {
     use parking_lot::Mutex;
     use std::sync::LazyLock;
-    type Key = (std::path::PathBuf, Option<std::path::PathBuf>);
+    // The files and their modification times: a file replaced at the same path (a renewed
+    // certificate, a CA removed from the bundle) is read again at the next connection.
+    type Key = Vec<(std::path::PathBuf, Option<std::time::SystemTime>)>;
     static CACHE: LazyLock<Mutex<Option<(Key, tokio_rustls::TlsAcceptor)>>> =
         LazyLock::new(|| Mutex::new(None));
     let registry = Registry::current();
     let g = &registry.settings.config.general;
     let (cert, key) = (g.tls_certificate.as_ref()?, g.tls_private_key.as_ref()?);
-    let wanted = (cert.clone(), g.tls_client_ca.clone());
+    let wanted: Key = [Some(cert), Some(key), g.tls_client_ca.as_ref()]
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            (
+                p.clone(),
+                std::fs::metadata(p).and_then(|m| m.modified()).ok(),
+            )
+        })
+        .collect();
     let mut cache = CACHE.lock();
     if let Some((k, acceptor)) = cache.as_ref() {
         if *k == wanted {

@@ -206,10 +206,13 @@ async fn login(
         client.set_login(login_info);
         return greet_admin(stream, reader, client).await.map(|()| None);
     }
-    // A user found by auth_query gets its pools at its first login.
-    // (each login, so that a changed password moves the pools to the new credential).
+    // Pools made at login (auth_query users, the fallback database, pass-through): each login
+    // hands its credential over, so that a changed password moves them to the new one. The
+    // generation is read first: pools replaced meanwhile make the session look again.
+    let generation = Registry::generation();
+    let made_at_login = discovered.is_some();
     let shards = match discovered {
-        Some(credential) => Registry::discover(&user, &database, credential),
+        Some(credential) => Registry::discover(&user, &database, credential).await,
         None => registry.shards(&user, &database),
     };
     let Some(shard) = shards.as_ref().and_then(|s| s.first()).cloned() else {
@@ -225,6 +228,10 @@ async fn login(
     let server_params = match shard.any().params().await {
         Ok(p) => p,
         Err(e) => {
+            if made_at_login && e.code() == "3D000" {
+                // A database name the fallback's server does not have leaves nothing behind.
+                Registry::forget(&user, &database);
+            }
             let refusal = Refusal(login_code(&e.code()), e.to_string());
             let _ = stream
                 .write_all(message::fatal(refusal.0, &refusal.1).bytes())
@@ -271,14 +278,13 @@ async fn login(
     if let Some(router) = registry.router(&client.database) {
         let shards = shards.unwrap_or_default();
         let two_phase = registry.settings.config.general.two_phase_commit;
-        let session = ShardedSession::new(client, shards, router, two_phase);
+        let mut session = ShardedSession::new(client, shards, router, two_phase);
+        session.set_generation(generation);
         return Ok(Some(LoggedIn::Sharded(Box::new(session))));
     }
-    Ok(Some(LoggedIn::Single(Box::new(Session::new(
-        client,
-        shard,
-        query_parser,
-    )))))
+    let mut session = Session::new(client, shard, query_parser);
+    session.set_generation(generation);
+    Ok(Some(LoggedIn::Single(Box::new(session))))
 }
 
 /// Startup parameters are applied at login, so a bad one fails the login as on Postgres (an

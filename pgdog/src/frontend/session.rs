@@ -584,6 +584,11 @@ impl Session {
         Ok(())
     }
 
+    /// The registry generation its pools were looked up at (a later one makes it look again).
+    pub fn set_generation(&mut self, generation: u64) {
+        self.registry_generation = generation;
+    }
+
     async fn attach_server(&mut self, read: bool) -> Result<bool, SessionError> {
         // A reload may have replaced the pool: use the current one.
         if self.registry_generation != Registry::generation() {

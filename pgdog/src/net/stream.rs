@@ -86,11 +86,11 @@ impl AsyncWrite for Stream {
     }
 }
 
-/// The common name (CN) of a DER certificate's subject, if it has one (the last, as Postgres
+/// The common name (CN) of a DER certificate's subject, if it has one (the first, as Postgres
 /// reads it).
 pub fn common_name(der: &[u8]) -> Option<String> {
     let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
-    let name = cert.subject().iter_common_name().last()?;
+    let name = cert.subject().iter_common_name().next()?;
     name.as_str().ok().map(str::to_string)
 }
 

@@ -214,28 +214,73 @@ impl Registry {
         }
     }
 
-    /// The shards of a user found by `auth_query` for `database`, made at its first login
-    /// (and again when it logs in with another credential: a changed password). `None` when
-    /// the database no longer looks users up.
-    pub fn discover(user: &str, database: &str, credential: Credential) -> Option<Vec<Shard>> {
+    /// The shards of a user found by `auth_query` (or served by the fallback database, or
+    /// logging in by pass-through) for `database`, made at its first login. A login with
+    /// another credential (a changed password, another rotation secret, the other method)
+    /// replaces them only once that credential has logged in to the server, so a client with
+    /// a stale secret cannot take working pools away from the others; `Nothing` (a trust or
+    /// cert login) never replaces any. `None` when the database no longer makes pools at login.
+    pub async fn discover(
+        user: &str,
+        database: &str,
+        credential: Credential,
+    ) -> Option<Vec<Shard>> {
+        let current = {
+            let _guard = DISCOVERY.lock();
+            let registry = Registry::current();
+            if !registry.discoverable(user, database) {
+                return None;
+            }
+            let key = (user.to_string(), database.to_string());
+            let mut map = registry.discovered.write();
+            match map.get(&key) {
+                Some(d) if d.credential == credential || credential == Credential::Nothing => {
+                    return Some(d.shards.clone())
+                }
+                Some(d) => d.shards.clone(),
+                None => {
+                    let shards = registry.discovered_shards(user, database, &credential, &[]);
+                    let entry = Discovered {
+                        credential,
+                        shards: shards.clone(),
+                    };
+                    map.insert(key, entry);
+                    return Some(shards);
+                }
+            }
+        };
+        // Another credential: it must log in before it replaces the pools.
+        let fresh = Registry::current().discovered_shards(user, database, &credential, &[]);
+        let probe = fresh
+            .first()
+            .and_then(|s| s.hosts().first())
+            .map(|h| h.pool.target().clone());
+        let timeout = Duration::from_millis(crate::config::active().connect_timeout);
+        let works = match probe {
+            Some(target) => match crate::backend::server::Server::connect(&target, timeout).await {
+                Ok(server) => {
+                    server.terminate().await;
+                    true
+                }
+                Err(e) => {
+                    tracing::info!("{user}@{database}: a login with another secret could not log in to {} ({e}); its pools stay", target.addr());
+                    false
+                }
+            },
+            None => false,
+        };
+        if !works {
+            return Some(current);
+        }
         let _guard = DISCOVERY.lock();
         let registry = Registry::current();
-        if !registry.discoverable(user, database) {
-            return None;
-        }
         let key = (user.to_string(), database.to_string());
         let mut map = registry.discovered.write();
-        if let Some(d) = map.get(&key).filter(|d| d.credential == credential) {
-            return Some(d.shards.clone());
-        }
-        let shards = registry.discovered_shards(user, database, &credential, &[]);
-        let replaced = map.insert(
-            key,
-            Discovered {
-                credential,
-                shards: shards.clone(),
-            },
-        );
+        let entry = Discovered {
+            credential,
+            shards: fresh.clone(),
+        };
+        let replaced = map.insert(key, entry);
         drop(map);
         if let Some(old) = replaced {
             // Sessions holding the old pools look theirs up again (as after a reload) and move
@@ -243,7 +288,19 @@ impl Registry {
             GENERATION.fetch_add(1, std::sync::atomic::Ordering::Release);
             pools_of(&old.shards).for_each(Pool::shutdown);
         }
-        Some(shards)
+        Some(fresh)
+    }
+
+    /// Forgets the pools made at login for (user, database) (their first connection failed:
+    /// a database the fallback's server does not have), so that made-up names leave nothing.
+    pub fn forget(user: &str, database: &str) {
+        let _guard = DISCOVERY.lock();
+        let registry = Registry::current();
+        let key = (user.to_string(), database.to_string());
+        let removed = registry.discovered.write().remove(&key);
+        for pool in removed.iter().flat_map(|d| pools_of(&d.shards)) {
+            pool.shutdown();
+        }
     }
 
     /// Whether `user` may get pools for `database` at login: the database looks users up
@@ -437,8 +494,8 @@ mod tests {
 mod discovery_tests {
     use super::*;
 
-    #[test]
-    fn the_fallback_database_gives_pools_per_database_at_login() {
+    #[tokio::test]
+    async fn the_fallback_database_gives_pools_per_database_at_login() {
         let dir = crate::scratch::Scratch::new("pgdog-registry-fallback");
         let c = dir.write(
             "pgdog.toml",
@@ -454,6 +511,7 @@ mod discovery_tests {
         let registry = Registry::current();
         assert!(registry.shard("app", "other").is_none());
         let shards = Registry::discover("app", "other", Credential::Password("pw".into()))
+            .await
             .expect("discovered");
         assert_eq!(shards.len(), 1);
         let target = shards[0].hosts()[0].pool.target().clone();

@@ -108,9 +108,8 @@ pub async fn authenticate(
         )
     };
     let unknown = secrets.is_none();
-    // An unknown user's exchange runs against a password nobody has.
-    let secrets =
-        secrets.unwrap_or_else(|| vec![Secret::Plain(format!("{:032x}", rand::random::<u128>()))]);
+    // An unknown user's exchange runs as any other (no secret matches it).
+    let secrets = secrets.unwrap_or_default();
     let failed = || {
         Refusal(
             "28P01",
@@ -132,11 +131,12 @@ pub async fn authenticate(
             Some(Matched::Nothing)
         }
         Method::Password => cleartext(stream, reader, &secrets, &user).await?,
-        Method::Md5 if secrets.iter().any(Secret::md5_usable) => {
+        // Unknown users get MD5 too, as users with plain passwords do.
+        Method::Md5 if unknown || secrets.iter().any(Secret::md5_usable) => {
             md5(stream, reader, &secrets, &user).await?
         }
         // A user with SCRAM secrets only gets a SCRAM exchange, as Postgres does.
-        Method::Md5 | Method::Scram => scram(stream, reader, &secrets).await?,
+        Method::Md5 | Method::Scram => scram(stream, reader, &secrets, &user).await?,
     };
     let matched = match matched {
         Some(m) => m,
@@ -243,7 +243,8 @@ fn method(
         },
     };
     Ok(match (method, admin) {
-        (Method::Trust | Method::Password, true) => Method::Scram,
+        // The admin database always checks a password: trust and cert become SCRAM there.
+        (Method::Trust | Method::Password | Method::Cert, true) => Method::Scram,
         (m, _) => m,
     })
 }
@@ -328,8 +329,9 @@ async fn scram(
     stream: &mut Stream,
     reader: &mut MessageReader,
     secrets: &[Secret],
+    user: &str,
 ) -> Result<Option<Matched>, Refusal> {
-    let (mut server, indexes) = scram_exchange(secrets);
+    let (mut server, indexes) = scram_exchange(secrets, user);
     send(stream, message::auth_sasl()).await?;
     let m = password_message(stream, reader).await?;
     let mut r = Reader::new(m.payload(), "SASLInitialResponse");

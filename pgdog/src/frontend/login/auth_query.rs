@@ -78,10 +78,7 @@ fn failed(target: &ServerTarget, why: &str) -> Refusal {
     );
     Refusal(
         "08006",
-        format!(
-            "could not look up the user: auth_query on {} failed (see pgdog's log)",
-            target.addr()
-        ),
+        "could not look up the user: auth_query failed (see pgdog's log)".into(),
     )
 }
 

@@ -59,13 +59,17 @@ impl Secret {
 /// The index of the secret a cleartext password matches (constant-time comparisons; a SCRAM
 /// verifier is derived again with its own salt).
 pub fn check_cleartext(secrets: &[Secret], user: &str, given: &[u8]) -> Option<usize> {
-    let text = std::str::from_utf8(given).ok();
+    let text = std::str::from_utf8(given).ok().filter(|t| !t.is_empty());
     secrets.iter().position(|s| match (s, text) {
-        (Secret::Plain(p), _) => constant_time_eq(p.as_bytes(), given),
+        (Secret::Plain(p), Some(t)) if !p.is_empty() => {
+            constant_time_eq(p.as_bytes(), t.as_bytes())
+        }
         (Secret::Md5(stored), Some(t)) => {
             constant_time_eq(md5_stored(user, t).as_bytes(), stored.as_bytes())
         }
-        (Secret::Scram(v), Some(t)) => ScramVerifier::from_password(t, &v.salt, v.iterations) == *v,
+        (Secret::Scram(v), Some(t)) => {
+            ScramVerifier::from_password(t, &v.salt, v.iterations).same_as(v)
+        }
         _ => false,
     })
 }
@@ -73,7 +77,7 @@ pub fn check_cleartext(secrets: &[Secret], user: &str, given: &[u8]) -> Option<u
 /// The index of the secret an MD5 response matches.
 pub fn check_md5(secrets: &[Secret], user: &str, salt: [u8; 4], response: &[u8]) -> Option<usize> {
     secrets.iter().position(|s| match s {
-        Secret::Plain(p) => md5_verify(user, p, salt, response),
+        Secret::Plain(p) => !p.is_empty() && md5_verify(user, p, salt, response),
         Secret::Md5(stored) => md5_verify_stored(stored, salt, response),
         Secret::Scram(_) => false,
     })
@@ -81,21 +85,22 @@ pub fn check_md5(secrets: &[Secret], user: &str, salt: [u8; 4], response: &[u8])
 
 /// A SCRAM exchange over every secret SCRAM can check, with the index of the secret each
 /// verifier stands for. Plain passwords get verifiers with the salt and iterations of the
-/// first SCRAM verifier (or one salt of this process): the client's proof, made with the salt
-/// offered, can then match any of them. MD5 hashes cannot take part.
-pub fn scram_exchange(secrets: &[Secret]) -> (ScramServer, Vec<usize>) {
+/// first SCRAM verifier (else the user's salt, [`user_salt`]): the client's proof, made with
+/// the salt offered, can then match any of them. MD5 hashes and empty passwords cannot take
+/// part. Without any verifier (an unknown user) no PBKDF2 runs and the user's salt is offered.
+pub fn scram_exchange(secrets: &[Secret], user: &str) -> (ScramServer, Vec<usize>) {
     let first = secrets.iter().find_map(|s| match s {
         Secret::Scram(v) => Some((v.salt.clone(), v.iterations)),
         _ => None,
     });
-    let (salt, iterations) = first.unwrap_or_else(|| (PROCESS_SALT.to_vec(), DEFAULT_ITERATIONS));
+    let (salt, iterations) = first.unwrap_or_else(|| (user_salt(user), DEFAULT_ITERATIONS));
     let mut verifiers = Vec::new();
     let mut indexes = Vec::new();
     for (i, s) in secrets.iter().enumerate() {
         let v = match s {
             Secret::Scram(v) => v.clone(),
-            Secret::Plain(p) => derived(p, &salt, iterations),
-            Secret::Md5(_) => continue,
+            Secret::Plain(p) if !p.is_empty() => derived(p, &salt, iterations),
+            Secret::Plain(_) | Secret::Md5(_) => continue,
         };
         verifiers.push(v);
         indexes.push(i);
@@ -108,12 +113,24 @@ pub fn scram_exchange(secrets: &[Secret]) -> (ScramServer, Vec<usize>) {
         verifiers.swap(0, pos);
         indexes.swap(0, pos);
     }
+    if verifiers.is_empty() {
+        return (ScramServer::mock(salt), indexes);
+    }
     (ScramServer::any_of(verifiers), indexes)
 }
 
-/// The salt of the verifiers derived from plain passwords (random per process; they are never
-/// stored).
-static PROCESS_SALT: LazyLock<[u8; 16]> = LazyLock::new(rand::random);
+/// A user's salt for verifiers derived from plain passwords and for unknown users alike:
+/// HMAC(a key of this process, user name), the same at every attempt, so the salt offered
+/// tells neither whether the user exists nor that it has a plain password.
+pub fn user_salt(user: &str) -> Vec<u8> {
+    use hmac::{Hmac, Mac};
+    static KEY: LazyLock<[u8; 32]> = LazyLock::new(rand::random);
+    let Ok(mut mac) = Hmac::<sha2::Sha256>::new_from_slice(KEY.as_slice()) else {
+        return KEY[..16].to_vec();
+    };
+    mac.update(user.as_bytes());
+    mac.finalize().into_bytes()[..16].to_vec()
+}
 
 /// A plain password's verifier for `salt` and `iterations`, derived once (PBKDF2 is slow).
 fn derived(password: &str, salt: &[u8], iterations: u32) -> ScramVerifier {
@@ -134,8 +151,11 @@ fn derived(password: &str, salt: &[u8], iterations: u32) -> ScramVerifier {
     v
 }
 
+/// Equality in constant time, also of the lengths (both sides are hashed first).
 pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    use sha2::{Digest, Sha256};
+    use subtle::ConstantTimeEq;
+    Sha256::digest(a).ct_eq(&Sha256::digest(b)).into()
 }
 
 #[cfg(test)]
@@ -186,7 +206,7 @@ mod tests {
         }
         // SCRAM: the verifier and the plain password (derived with the verifier's salt).
         for (pw, index) in [("old", Some(0)), ("new", Some(1)), ("md5pw", None)] {
-            let (mut server, indexes) = scram_exchange(&secrets);
+            let (mut server, indexes) = scram_exchange(&secrets, user);
             let ok = exchange(&mut server, pw);
             assert_eq!(
                 ok.then(|| indexes[server.matched().unwrap()]),
@@ -195,5 +215,28 @@ mod tests {
             );
         }
         assert!(!format!("{secrets:?}").contains("old"));
+    }
+
+    #[test]
+    fn unknown_and_plain_users_offer_a_salt_of_their_own_every_time() {
+        let first = |secrets: &[Secret], user: &str| {
+            let (mut server, _) = scram_exchange(secrets, user);
+            let reply = server.client_first(b"n,,n=,r=abcdefghijklmnop").unwrap();
+            let text = String::from_utf8(reply).unwrap();
+            text.split(',').nth(1).unwrap().to_string()
+        };
+        let plain = [Secret::Plain("pw".into())];
+        // The same salt at each attempt, per user, whether it exists (plain password) or not.
+        assert_eq!(first(&[], "ghost"), first(&[], "ghost"));
+        assert_eq!(first(&plain, "app"), first(&[], "app"));
+        assert_ne!(first(&[], "ghost"), first(&[], "app"));
+        // No proof passes an unknown user's exchange; empty passwords never match.
+        let (mut server, _) = scram_exchange(&[], "ghost");
+        assert!(!exchange(&mut server, ""));
+        let empty = [Secret::Plain(String::new())];
+        assert_eq!(check_cleartext(&empty, "app", b""), None);
+        let salt = [1, 2, 3, 4];
+        let response = crate::auth::md5_hash("app", "", salt);
+        assert_eq!(check_md5(&empty, "app", salt, response.as_bytes()), None);
     }
 }

@@ -209,6 +209,11 @@ impl ShardedSession {
         }
     }
 
+    /// The registry generation its pools were looked up at (a later one makes it look again).
+    pub fn set_generation(&mut self, generation: u64) {
+        self.generation = generation;
+    }
+
     /// Reads more from the client, unless an idle timeout, KILL or the shutdown comes first.
     async fn wait_for_client(&mut self) -> Result<(), SessionError> {
         use super::session::timeouts::{expiry, idle_error, next_deadline, stopped};
