@@ -158,37 +158,55 @@ fn import_pgbouncers_own_example() {
     let dir = std::env::temp_dir().join(format!("pgdog-import-example-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
+    // PgBouncer's source next to the workspace when it is there (../shared/vendor), else the
+    // same example as Debian's pgbouncer package ships it (provision.sh installs it).
     let vendor = topology::install::workspace_root().join("../shared/vendor");
-    let tarball = std::fs::read_dir(&vendor)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| {
+    let tarball = std::fs::read_dir(&vendor).ok().and_then(|entries| {
+        entries.filter_map(|e| e.ok().map(|e| e.path())).find(|p| {
             p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("pgbouncer-")
+                .is_some_and(|n| n.to_string_lossy().starts_with("pgbouncer-"))
         })
-        .expect("PgBouncer's source in ../shared/vendor");
-    run_ok(
-        Command::new("tar")
-            .arg("xzf")
-            .arg(&tarball)
-            .arg("-C")
-            .arg(&dir)
-            .args([
-                "--strip-components=1",
-                "--wildcards",
-                "*/etc/pgbouncer.ini",
-                "*/etc/userlist.txt",
-            ]),
-        "extracting PgBouncer's example configuration",
-    );
-    let ini = dir.join("etc/pgbouncer.ini");
-    let out = import_and_check(&ini, &dir.join("etc/userlist.txt"), &dir.join("out"));
+    });
+    let (ini, userlist) = match tarball {
+        Some(tarball) => {
+            run_ok(
+                Command::new("tar")
+                    .arg("xzf")
+                    .arg(&tarball)
+                    .arg("-C")
+                    .arg(&dir)
+                    .args([
+                        "--strip-components=1",
+                        "--wildcards",
+                        "*/etc/pgbouncer.ini",
+                        "*/etc/userlist.txt",
+                    ]),
+                "extracting PgBouncer's example configuration",
+            );
+            (dir.join("etc/pgbouncer.ini"), dir.join("etc/userlist.txt"))
+        }
+        // Images without /usr/share/doc still have the package's configuration files.
+        None => ["/usr/share/doc/pgbouncer/examples", "/etc/pgbouncer"]
+            .map(Path::new)
+            .into_iter()
+            .map(|d| (d.join("pgbouncer.ini"), d.join("userlist.txt")))
+            .find(|(ini, _)| ini.is_file())
+            .unwrap_or_default(),
+    };
+    assert!(ini.is_file() && userlist.is_file(), "PgBouncer's example configuration: neither ../shared/vendor nor Debian's pgbouncer package");
+    let out = import_and_check(&ini, &userlist, &dir.join("out"));
     // What pgdog has no use for is listed with its line, never dropped silently.
     for key in ["logfile", "pidfile"] {
         let at = format!("pgbouncer.ini:{}: {key} =", line_of(&ini, key));
         assert!(out.contains(&at), "{at} missing from:\n{out}");
+    }
+    // Its users have no database to log in to (the example lists none): said, not dropped.
+    let users = std::fs::read_to_string(&userlist).unwrap();
+    for user in users.lines().filter_map(|l| l.split('"').nth(1)) {
+        assert!(
+            out.contains(&format!("user \"{user}\"")),
+            "{user} missing from:\n{out}"
+        );
     }
     let config = std::fs::read_to_string(dir.join("out/pgdog.toml")).unwrap();
     assert!(
