@@ -279,26 +279,24 @@ async fn import_a_config_using_every_mapped_key_and_serve_it() {
     )
     .unwrap();
     let out = import_and_check(&ini, &userlist, &dir.join("out"));
-    for key in [
-        "reserve_pool_size",
-        "logfile",
-        "app = host",
-        "ignore_startup_parameters",
-    ] {
+    for key in ["reserve_pool_size", "logfile", "ignore_startup_parameters"] {
         let at = format!("pgbouncer.ini:{}:", line_of(&ini, key));
         assert!(out.contains(&at), "{key}: {at} missing from:\n{out}");
     }
     assert!(out.contains("extra.ini:3: stats_users"), "{out}");
+    let users_toml = std::fs::read_to_string(dir.join("out/users.toml")).unwrap();
     assert!(
-        out.contains("app.max_db_connections") && out.contains("app.max_user_connections"),
-        "{out}"
+        users_toml.contains("max_user_connections = 5"),
+        "{users_toml}"
     );
+
     let config = std::fs::read_to_string(dir.join("out/pgdog.toml")).unwrap();
     for expected in [
         "checkout_timeout = 120000",
         "prepared_statements_limit = 100",
         "tcp_keepalive_idle = 30000",
         "admin_password = \"admin-pw\"",
+        "max_db_connections = 10",
     ] {
         assert!(config.contains(expected), "{expected}:\n{config}");
     }

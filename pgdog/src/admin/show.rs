@@ -418,7 +418,7 @@ pub fn databases() -> Reply {
                 s(0),
                 s(g.server_lifetime / 1000),
                 s(mode_name(d.pooler_mode.unwrap_or(g.pooler_mode))),
-                s(0),
+                s(registry.settings.max_db_connections(&d.name)),
                 s(current),
                 s(u8::from(crate::backend::pause::is_paused(&d.name))),
                 s(0),
@@ -453,12 +453,38 @@ pub fn databases() -> Reply {
 pub fn users() -> Reply {
     let registry = Registry::current();
     let default_mode = registry.settings.config.general.pooler_mode;
+    // Server connections per user, every database together (what max_user_connections caps).
+    let mut open: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for ((user, _), shard) in registry.shard_entries() {
+        let n: usize = shard
+            .hosts()
+            .iter()
+            .map(|h| h.pool.counts())
+            .map(|(i, o)| i + o)
+            .sum();
+        *open.entry(user).or_default() += n;
+    }
     let row = |u: &crate::config::User| {
         let mode = mode_name(u.pooler_mode.unwrap_or(default_mode));
-        vec![s(&u.name), s(mode), s(&u.database)]
+        vec![
+            s(&u.name),
+            s(mode),
+            s(&u.database),
+            s(registry.settings.max_user_connections(&u.name)),
+            s(open.get(&u.name).copied().unwrap_or(0)),
+        ]
     };
     let rows = registry.settings.users.users.iter().map(row).collect();
-    reply(&["name", "pool_mode", "database"], rows)
+    reply(
+        &[
+            "name",
+            "pool_mode",
+            "database",
+            "max_user_connections",
+            "current_connections",
+        ],
+        rows,
+    )
 }
 
 pub fn prepared_statements() -> Reply {

@@ -2,6 +2,7 @@
 //! pools that hand them to client sessions per (user, database). Must not interpret client
 //! traffic: the frontend decides what to send; a server connection only carries it.
 pub mod builtins;
+pub mod caps;
 pub mod host;
 pub mod pause;
 pub mod pool;

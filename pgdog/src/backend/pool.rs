@@ -1,6 +1,7 @@
 //! A pool of server connections for one (user, database): checkout with a timeout, idle and
 //! lifetime limits, a minimum kept warm, broken connections dropped and replaced. Counts (idle,
 //! checked out, clients waiting) are shown by the admin database's SHOW POOLS.
+use super::caps::{self, Cap};
 use super::host::HostState;
 use super::server::{Server, ServerError, ServerTarget};
 use crate::config::PoolerMode;
@@ -19,6 +20,8 @@ pub enum PoolError {
     Server(#[from] ServerError),
     #[error("pool for {0} was shut down")]
     Closed(String),
+    #[error("timed out after {0} ms waiting for a server connection: {1} reached (connections of other pools hold it until they close)")]
+    Cap(u64, String),
 }
 
 impl PoolError {
@@ -27,6 +30,7 @@ impl PoolError {
             PoolError::Timeout(..) => "53300".into(),
             PoolError::Server(e) => e.code(),
             PoolError::Closed(_) => "57P01".into(),
+            PoolError::Cap(..) => "53300".into(),
         }
     }
 }
@@ -41,6 +45,9 @@ pub struct PoolSettings {
     pub idle_timeout: Duration,
     pub server_lifetime: Duration,
     pub connect_timeout: Duration,
+    /// The caps a new server connection of this pool takes a slot of (its database's
+    /// `max_db_connections`, its user's `max_user_connections`).
+    pub caps: Vec<Arc<Cap>>,
 }
 
 struct Inner {
@@ -55,6 +62,8 @@ struct Inner {
     checked_out: AtomicUsize,
     /// Clients waiting for a connection in `get`.
     waiting: AtomicUsize,
+    /// Woken when a connection comes back to a pool under a cap (see `get`).
+    returned: tokio::sync::Notify,
     closed: AtomicBool,
     /// ParameterStatus values of the first connection, sent to clients at login.
     params: Mutex<Option<Vec<(String, String)>>>,
@@ -148,6 +157,12 @@ impl Drop for PooledServer {
             state.active.remove(&server.id);
             if reusable && state.reconnect_before.is_none_or(|t| server.created >= t) {
                 state.idle.push(server);
+                drop(state);
+                // A checkout waiting for a cap's slot takes this one instead (pools without
+                // caps skip it: nobody waits there).
+                if !inner.settings.caps.is_empty() {
+                    inner.returned.notify_one();
+                }
                 return;
             }
             drop(state);
@@ -226,6 +241,7 @@ impl Pool {
                 permits,
                 checked_out: AtomicUsize::new(0),
                 waiting: AtomicUsize::new(0),
+                returned: tokio::sync::Notify::new(),
                 closed: AtomicBool::new(false),
                 params: Mutex::new(None),
             }),
@@ -307,13 +323,28 @@ impl Pool {
                     return Ok(self.wrap(server, permit, self.inner.state.lock()));
                 }
                 None => {
-                    let server = Server::connect(&self.inner.target, s.connect_timeout)
+                    // A new connection: a slot of each cap first (within checkout_timeout,
+                    // counted from here: no clock read on the checkout path), unless a
+                    // connection of this pool comes back meanwhile.
+                    let deadline = tokio::time::Instant::now() + s.checkout_timeout;
+                    let slots = {
+                        // Counted as waiting (SHOW POOLS cl_waiting) while the cap is full.
+                        let _waiting = Waiting::new(&self.inner.waiting);
+                        tokio::select! {
+                            slots = caps::take(&s.caps, deadline) => slots.map_err(|cap| {
+                                PoolError::Cap(s.checkout_timeout.as_millis() as u64, cap)
+                            })?,
+                            _ = self.inner.returned.notified(), if !s.caps.is_empty() => continue,
+                        }
+                    };
+                    let mut server = Server::connect(&self.inner.target, s.connect_timeout)
                         .await
                         .inspect_err(|e| {
                             if e.is_unavailable() {
                                 self.inner.host.mark_down(&format!("connect failed: {e}"));
                             }
                         })?;
+                    server.cap_slots = slots;
                     self.remember_params(&server);
                     let state = self.inner.state.lock();
                     return Ok(self.wrap(Box::new(server), permit, state));
@@ -471,8 +502,13 @@ impl Pool {
             let Ok(_permit) = self.inner.permits.clone().try_acquire_owned() else {
                 break;
             };
+            // Warm connections never wait for a cap's slot.
+            let Some(slots) = caps::try_take(&s.caps) else {
+                break;
+            };
             match Server::connect(&self.inner.target, s.connect_timeout).await {
-                Ok(server) => {
+                Ok(mut server) => {
+                    server.cap_slots = slots;
                     self.remember_params(&server);
                     self.inner.state.lock().idle.push(Box::new(server));
                 }

@@ -149,6 +149,8 @@ pub struct Server {
     pub healthy: bool,
     /// Whose unnamed prepared statement this connection holds, as far as pgdog knows.
     pub unnamed: Unnamed,
+    /// Its slots under `max_db_connections` / `max_user_connections` (freed when it closes).
+    pub cap_slots: super::caps::Slots,
 }
 
 /// The unnamed prepared statement of a server connection: the sessions track it so that a
@@ -245,6 +247,7 @@ impl Server {
             last_used: Instant::now(),
             healthy: true,
             unnamed: Unnamed::Empty,
+            cap_slots: Vec::new(),
         };
         let mut params: Vec<(&str, &str)> = vec![
             ("user", &target.user),

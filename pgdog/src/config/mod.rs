@@ -253,6 +253,11 @@ pub struct General {
     pub auth_hba_file: Option<PathBuf>,
     /// PEM bundle of the CAs whose client certificates pgdog accepts (the `cert` method).
     pub tls_client_ca: Option<PathBuf>,
+    /// Server connections to each server of a database, every user's pools together (0: no
+    /// cap). A new connection waits for a free slot within `checkout_timeout`.
+    pub max_db_connections: usize,
+    /// Server connections of each user, every database together (0: no cap).
+    pub max_user_connections: usize,
 }
 
 /// The name of the fallback database: any database name clients ask for that is not
@@ -323,6 +328,8 @@ impl Default for General {
             auth_query_timeout: 5_000,
             auth_hba_file: None,
             tls_client_ca: None,
+            max_db_connections: 0,
+            max_user_connections: 0,
         }
     }
 }
@@ -352,6 +359,8 @@ pub struct Database {
     pub auth_user: Option<String>,
     /// This database's `auth_query` (overrides `[general]`).
     pub auth_query: Option<String>,
+    /// This database's `max_db_connections` (overrides `[general]`).
+    pub max_db_connections: Option<usize>,
 }
 
 fn default_host() -> String {
@@ -402,6 +411,8 @@ pub struct User {
     pub passwords: Vec<String>,
     pub pool_size: Option<usize>,
     pub pooler_mode: Option<PoolerMode>,
+    /// This user's `max_user_connections` (overrides `[general]`).
+    pub max_user_connections: Option<usize>,
 }
 
 /// `users.toml`
@@ -608,6 +619,27 @@ impl Settings {
                 .any(|d| d.user.is_some() || d.password.is_some())
         });
         u.password.is_none() && hashed && !own_login
+    }
+
+    /// The `max_db_connections` of a database (its entries', else `[general]`'s; 0: none).
+    pub fn max_db_connections(&self, database: &str) -> usize {
+        let name = if self.served_by_fallback(database) {
+            FALLBACK_DATABASE
+        } else {
+            database
+        };
+        let own = self.config.databases.iter().filter(|d| d.name == name);
+        own.filter_map(|d| d.max_db_connections)
+            .next()
+            .unwrap_or(self.config.general.max_db_connections)
+    }
+
+    /// The `max_user_connections` of a user (its users.toml entries', else `[general]`'s).
+    pub fn max_user_connections(&self, user: &str) -> usize {
+        let own = self.users.users.iter().filter(|u| u.name == user);
+        own.filter_map(|u| u.max_user_connections)
+            .next()
+            .unwrap_or(self.config.general.max_user_connections)
     }
 
     /// Number of shards of a database, the fallback's for a database it serves.

@@ -281,6 +281,8 @@ const GENERAL: &[(&str, Map)] = &[
     ("default_pool_size", Map::Int("default_pool_size")),
     ("min_pool_size", Map::Int("min_pool_size")),
     ("max_client_conn", Map::Int("max_client_connections")),
+    ("max_db_connections", Map::Int("max_db_connections")),
+    ("max_user_connections", Map::Int("max_user_connections")),
     ("server_reset_query", Map::Same("server_reset_query")),
     ("server_lifetime", Map::Seconds("server_lifetime")),
     ("server_idle_timeout", Map::Seconds("idle_timeout")),
@@ -475,27 +477,30 @@ impl Importer {
                 };
                 let int = || value.parse::<i64>().ok().map(Value::Integer);
                 match key.as_str() {
-                    "host" if value.starts_with('/') => self.note(&entry, "Unix sockets are not supported: use a TCP host"),
-                    "host" if value.contains(',') => match split_list(&value).into_iter().next() {
-                        Some(first) => {
-                            self.note(&entry, &format!("several hosts: {first} only (declare the others as replicas)"));
-                            db.insert("host".into(), Value::String(first));
+                    "host" if value.starts_with('/') => {
+                        self.note(&entry, "Unix sockets are not supported: use a TCP host")
+                    }
+                    "host" if value.contains(',') => {
+                        match split_list(&value).into_iter().next() {
+                            Some(first) => {
+                                self.note(&entry, &format!("several hosts: {first} only (declare the others as replicas)"));
+                                db.insert("host".into(), Value::String(first));
+                            }
+                            None => self.note(&entry, "no host; not carried"),
                         }
-                        None => self.note(&entry, "no host; not carried"),
-                    },
+                    }
                     "host" => drop(db.insert("host".into(), Value::String(value))),
                     "dbname" => drop(db.insert("database_name".into(), Value::String(value))),
                     "user" | "password" | "auth_user" | "auth_query" => {
                         db.insert(key.clone(), Value::String(value));
                     }
-                    "port" | "pool_size" => match int() {
+                    "port" | "pool_size" | "max_db_connections" => match int() {
                         Some(v) => drop(db.insert(key.clone(), v)),
                         None => self.note(&entry, "not a number"),
                     },
                     "pool_mode" if matches!(value.as_str(), "session" | "transaction") => {
                         db.insert("pooler_mode".into(), Value::String(value));
                     }
-                    "max_db_connections" => self.note(&entry, "pgdog has no cap across the pools of a database yet (pool_size caps each user's pool)"),
                     _ => self.note(&entry, "no pgdog equivalent; not carried"),
                 }
             }
@@ -513,11 +518,15 @@ impl Importer {
         user_settings: &[Setting],
     ) -> Vec<Table> {
         let mut modes = BTreeMap::new();
+        let mut caps = BTreeMap::new();
         for s in user_settings {
             for (key, value) in conninfo(&s.value) {
                 match key.as_str() {
                     "pool_mode" if matches!(value.as_str(), "session" | "transaction") => {
                         modes.insert(s.key.clone(), value);
+                    }
+                    "max_user_connections" if value.parse::<i64>().is_ok() => {
+                        caps.insert(s.key.clone(), value.parse::<i64>().unwrap_or(0));
                     }
                     _ => {
                         let entry = Setting {
@@ -551,6 +560,9 @@ impl Importer {
                 }
                 if let Some(mode) = modes.get(user) {
                     entry.insert("pooler_mode".into(), Value::String(mode.clone()));
+                }
+                if let Some(cap) = caps.get(user) {
+                    entry.insert("max_user_connections".into(), Value::Integer(*cap));
                 }
                 out.push(entry);
             }

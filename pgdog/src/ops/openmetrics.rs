@@ -73,6 +73,7 @@ pub fn render() -> String {
     server_metrics(&mut out);
     traffic_metrics(&mut out);
     cache_metrics(&mut out);
+    cap_metrics(&mut out);
     reshard_metrics(&mut out);
     out.text.push_str("# EOF\n");
     out.text
@@ -244,6 +245,24 @@ fn traffic_metrics(out: &mut Out) {
     );
     for (class, n) in stats::errors() {
         out.sample("errors_total", &[("class", &class)], n);
+    }
+}
+
+/// `max_db_connections` / `max_user_connections`: each cap's limit and the server connections
+/// holding its slots.
+fn cap_metrics(out: &mut Out) {
+    let caps = Registry::current().caps.list();
+    out.family("cap_limit", "gauge", "Server connections a cap allows.");
+    for c in &caps {
+        out.sample("cap_limit", &[("cap", &c.name)], c.limit);
+    }
+    out.family(
+        "cap_in_use",
+        "gauge",
+        "Server connections holding a slot of the cap.",
+    );
+    for c in &caps {
+        out.sample("cap_in_use", &[("cap", &c.name)], c.in_use());
     }
 }
 

@@ -6,6 +6,7 @@
 //! built here), so both stay free of each other; the health checker that walks it lives here too.
 pub mod health;
 
+use crate::backend::caps::CapTable;
 use crate::backend::host::{self, HostState};
 use crate::backend::pool::{Pool, PoolSettings};
 use crate::backend::server::{PassThrough, ServerTarget};
@@ -48,6 +49,8 @@ pub struct Registry {
     shards: HashMap<(String, String), Vec<Shard>>,
     /// Shards of users found by `auth_query`, made at their first login ([`Registry::discover`]).
     discovered: RwLock<HashMap<(String, String), Discovered>>,
+    /// `max_db_connections` / `max_user_connections`, carried over reloads.
+    pub caps: CapTable,
     /// Routers of sharded databases (more than one shard, or declared shardable).
     routers: HashMap<String, Arc<Router>>,
 }
@@ -80,6 +83,7 @@ static GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::
 /// A server's pool for one user: reused from `previous` when nothing about it changed.
 fn host_pool(
     settings: &Settings,
+    caps: &CapTable,
     user: &User,
     pass_through: Option<&PassThrough>,
     db: &Database,
@@ -111,6 +115,22 @@ fn host_pool(
         idle_timeout: Duration::from_millis(g.idle_timeout),
         server_lifetime: Duration::from_millis(g.server_lifetime),
         connect_timeout: Duration::from_millis(g.connect_timeout),
+        caps: [
+            caps.get(
+                format!(
+                    "max_db_connections of database \"{}\" on {}:{}",
+                    db.name, db.host, db.port
+                ),
+                settings.max_db_connections(&db.name),
+            ),
+            caps.get(
+                format!("max_user_connections of user \"{}\"", user.name),
+                settings.max_user_connections(&user.name),
+            ),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
     };
     let state = host::host_state(&db.host, db.port, db.database_name(), db.role);
     let reused = previous
@@ -137,6 +157,7 @@ fn read_policy(settings: &Settings) -> ReadPolicy {
 /// A user's shards of its database, reusing `old` pools whose settings did not change.
 fn user_shards(
     settings: &Settings,
+    caps: &CapTable,
     user: &User,
     pass_through: Option<&PassThrough>,
     old: &[&Pool],
@@ -148,7 +169,7 @@ fn user_shards(
                 .database_hosts(&user.database, index)
                 .iter()
                 .map(|db| {
-                    let (pool, state) = host_pool(settings, user, pass_through, db, old);
+                    let (pool, state) = host_pool(settings, caps, user, pass_through, db, old);
                     Host { pool, state }
                 })
                 .collect();
@@ -168,6 +189,7 @@ impl Registry {
     /// Builds pools for every user entry, reusing `previous` pools with identical settings.
     pub fn build(settings: Settings, previous: Option<&Registry>) -> Registry {
         host::set_ban_timeout(settings.config.general.ban_timeout);
+        let caps = CapTable::carried(previous.map(|p| &p.caps));
         let mut shards = HashMap::new();
         // Users of the fallback database get pools per database at login (`discover`).
         let users = settings.users.users.iter();
@@ -179,7 +201,7 @@ impl Registry {
                 .and_then(|p| p.shards.get(&key))
                 .map(|v| pools_of(v).collect())
                 .unwrap_or_default();
-            shards.insert(key, user_shards(&settings, user, None, &old));
+            shards.insert(key, user_shards(&settings, &caps, user, None, &old));
         }
         let mut routers = HashMap::new();
         for db in &settings.config.databases {
@@ -210,6 +232,7 @@ impl Registry {
             settings,
             shards,
             discovered: RwLock::new(HashMap::new()),
+            caps,
             routers,
         }
     }
@@ -332,12 +355,13 @@ impl Registry {
             passwords: Vec::new(),
             pool_size: None,
             pooler_mode: None,
+            max_user_connections: None,
         };
         let pass_through = match credential {
             Credential::PassThrough(p) => Some(p),
             _ => None,
         };
-        user_shards(&self.settings, &entry, pass_through, old)
+        user_shards(&self.settings, &self.caps, &entry, pass_through, old)
     }
 
     /// Discovered users of `old` whose database is still discoverable (and who are not in
@@ -401,6 +425,7 @@ impl Registry {
                 settings: Settings::default(),
                 shards: HashMap::new(),
                 discovered: RwLock::new(HashMap::new()),
+                caps: CapTable::default(),
                 routers: HashMap::new(),
             })
         })
