@@ -11,15 +11,6 @@ use topology::{Proxy, Topology};
 const AUTH_USER: &str = "pgdog_auth";
 const AUTH_PASSWORD: &str = "auth-pw";
 
-/// Puts `lines` at the top of the server's pg_hba.conf and reloads it; `applied` tells when
-/// the server uses them.
-async fn hba_first(topo: &Topology, lines: &str) {
-    let path = topo.primary().data_dir().join("pg_hba.conf");
-    let old = std::fs::read_to_string(&path).unwrap();
-    std::fs::write(&path, format!("{lines}\n{old}")).unwrap();
-    assert_eq!(topo.primary().psql("SELECT pg_reload_conf()").unwrap(), "t");
-}
-
 /// The server's roles: the look-up user (a superuser: it reads pg_authid), and `roles`
 /// (name, password, password_encryption).
 fn create_roles(topo: &Topology, roles: &[(&str, &str, &str)]) {
@@ -52,48 +43,23 @@ async fn whoami(proxy: &Proxy, user: &str, password: &str) -> Result<String, Str
     Ok(one(&client, "SELECT current_user").await)
 }
 
-/// The SQLSTATE and message of a refused login.
-async fn refusal(proxy: &Proxy, user: &str, password: &str) -> (String, String) {
-    match connect_as(proxy, user, password, DB).await {
-        Ok(_) => panic!("{user}/{password} logged in\n{}", proxy.log()),
-        Err(e) => {
-            let db = e.as_db_error().unwrap_or_else(|| panic!("{e:?}"));
-            (db.code().code().to_string(), db.message().to_string())
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scram_roles_of_the_server_log_in_by_pass_through() {
     let topo = Topology::single().unwrap();
     create_roles(&topo, &[("alice", "alice-pw", "scram-sha-256")]);
-    hba_first(
-        &topo,
-        &format!("host all alice 127.0.0.1/32 scram-sha-256\nhost all {AUTH_USER} 127.0.0.1/32 scram-sha-256"),
-    )
-    .await;
+    let rules = format!(
+        "host all alice 127.0.0.1/32 scram-sha-256\nhost all {AUTH_USER} 127.0.0.1/32 scram-sha-256"
+    );
+    server_hba_first(&topo, &rules);
     // The server checks alice's password itself (once it has read the new rules).
-    let direct = topo
-        .primary()
-        .url("postgres")
-        .replace("postgres@", "alice:wrong@");
-    eventually(
-        "the server to require alice's password",
-        Duration::from_secs(10),
-        || async {
-            tokio_postgres::connect(&direct, tokio_postgres::NoTls)
-                .await
-                .is_err()
-        },
-    )
-    .await;
+    until_server_checks_password(&topo, "alice").await;
 
     let proxy = proxy(&topo, "");
     assert_eq!(whoami(&proxy, "alice", "alice-pw").await.unwrap(), "alice");
     // Wrong password and unknown user: one answer.
-    let wrong = refusal(&proxy, "alice", "nope").await;
+    let wrong = login_refusal(&proxy, "alice", "nope", DB).await;
     assert_eq!(wrong.0, "28P01");
-    let unknown = refusal(&proxy, "nobody", "alice-pw").await;
+    let unknown = login_refusal(&proxy, "nobody", "alice-pw", DB).await;
     assert_eq!(
         unknown,
         (wrong.0.clone(), wrong.1.replace("alice", "nobody"))
@@ -102,7 +68,7 @@ async fn scram_roles_of_the_server_log_in_by_pass_through() {
     topo.primary()
         .psql("CREATE ROLE bob LOGIN PASSWORD 'bob-pw'")
         .unwrap();
-    hba_first(&topo, "host all bob 127.0.0.1/32 scram-sha-256").await;
+    server_hba_first(&topo, "host all bob 127.0.0.1/32 scram-sha-256");
     assert_eq!(whoami(&proxy, "bob", "bob-pw").await.unwrap(), "bob");
     // Its pool shows like any other, and pgdog's files hold no password of theirs.
     let files = std::fs::read_to_string(proxy.dir.join("users.toml")).unwrap()
@@ -124,13 +90,13 @@ async fn scram_roles_of_the_server_log_in_by_pass_through() {
 async fn md5_roles_log_in_and_pools_show() {
     let topo = Topology::single().unwrap();
     create_roles(&topo, &[("carol", "carol-pw", "md5")]);
-    hba_first(&topo, "host all carol 127.0.0.1/32 md5").await;
+    server_hba_first(&topo, "host all carol 127.0.0.1/32 md5");
     let proxy = proxy(
         &topo,
         &format!("auth_type = \"md5\"\nadmin_password = \"{ADMIN_PASSWORD}\""),
     );
     assert_eq!(whoami(&proxy, "carol", "carol-pw").await.unwrap(), "carol");
-    assert_eq!(refusal(&proxy, "carol", "wrong").await.0, "28P01");
+    assert_eq!(login_refusal(&proxy, "carol", "wrong", DB).await.0, "28P01");
     let admin = admin(&proxy).await;
     let pools = admin.simple_query("SHOW POOLS").await.unwrap();
     let users: Vec<String> = pools
@@ -147,7 +113,7 @@ async fn md5_roles_log_in_and_pools_show() {
 async fn a_changed_password_takes_effect_after_the_cache_ttl() {
     let topo = Topology::single().unwrap();
     create_roles(&topo, &[("dave", "pw-1", "scram-sha-256")]);
-    hba_first(&topo, "host all dave 127.0.0.1/32 scram-sha-256").await;
+    server_hba_first(&topo, "host all dave 127.0.0.1/32 scram-sha-256");
     let proxy = proxy(&topo, "auth_query_cache_ttl = 5000");
     assert_eq!(whoami(&proxy, "dave", "pw-1").await.unwrap(), "dave");
     let before = connect_as(&proxy, "dave", "pw-1", DB).await.unwrap();
@@ -155,7 +121,7 @@ async fn a_changed_password_takes_effect_after_the_cache_ttl() {
         .psql("ALTER ROLE dave PASSWORD 'pw-2'")
         .unwrap();
     // Within the TTL the cached secret answers: the new password is not known yet.
-    assert_eq!(refusal(&proxy, "dave", "pw-2").await.0, "28P01");
+    assert_eq!(login_refusal(&proxy, "dave", "pw-2", DB).await.0, "28P01");
     eventually(
         "the new password to log in",
         Duration::from_secs(20),
@@ -178,7 +144,7 @@ async fn a_changed_password_takes_effect_after_the_cache_ttl() {
     .await;
     let c = connect_as(&proxy, "dave", "pw-2", DB).await.unwrap();
     assert_eq!(one(&c, "SELECT current_user").await, "dave");
-    assert_eq!(refusal(&proxy, "dave", "pw-1").await.0, "28P01");
+    assert_eq!(login_refusal(&proxy, "dave", "pw-1", DB).await.0, "28P01");
     // A client that logged in before the change moved to the new pool and goes on.
     for _ in 0..3 {
         assert_eq!(one(&before, "SELECT current_user").await, "dave");
@@ -192,7 +158,7 @@ async fn a_server_that_is_down_fails_the_look_up_with_08006() {
     let proxy = proxy(&topo, "auth_query_timeout = 2000");
     topo.primary().stop().unwrap();
     let started = std::time::Instant::now();
-    let (code, message) = refusal(&proxy, "erin", "erin-pw").await;
+    let (code, message) = login_refusal(&proxy, "erin", "erin-pw", DB).await;
     assert_eq!(code, "08006", "{message}");
     assert!(
         started.elapsed() < Duration::from_secs(10),

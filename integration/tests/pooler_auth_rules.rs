@@ -7,17 +7,6 @@ use common::*;
 use std::path::Path;
 use topology::{Proxy, Topology};
 
-/// The SQLSTATE and message of a refused login.
-async fn refusal(proxy: &Proxy, user: &str, password: &str) -> (String, String) {
-    match connect_as(proxy, user, password, DB).await {
-        Ok(_) => panic!("{user}/{password} logged in\n{}", proxy.log()),
-        Err(e) => {
-            let db = e.as_db_error().unwrap_or_else(|| panic!("{e:?}"));
-            (db.code().code().to_string(), db.message().to_string())
-        }
-    }
-}
-
 async fn logs_in(proxy: &Proxy, user: &str, password: &str) -> bool {
     match connect_as(proxy, user, password, DB).await {
         Ok(c) => one(&c, "SELECT 'in'").await == "in",
@@ -64,7 +53,7 @@ async fn rotation_any_of_the_passwords_logs_in() {
         }
         for pw in bad {
             assert_eq!(
-                refusal(&proxy, USER, pw).await.0,
+                login_refusal(&proxy, USER, pw, DB).await.0,
                 "28P01",
                 "{auth_type}: {pw}"
             );
@@ -127,7 +116,10 @@ async fn hba_rules_choose_the_method_and_refuse_as_postgres() {
         "app must not get md5"
     );
     assert!(logs_in(&proxy, "trusted", "anything").await);
-    assert_eq!(refusal(&proxy, "md5user", "wrong").await.0, "28P01");
+    assert_eq!(
+        login_refusal(&proxy, "md5user", "wrong", DB).await.0,
+        "28P01"
+    );
 
     // A reject line and no line: 28000 and the very words of Postgres, checked against it.
     topo.primary().psql("CREATE DATABASE app").unwrap();
@@ -159,13 +151,13 @@ async fn hba_rules_choose_the_method_and_refuse_as_postgres() {
     )
     .await;
     let postgres_says = postgres_says.into_inner().unwrap();
-    let (code, message) = refusal(&proxy, "rejected", PASSWORD).await;
+    let (code, message) = login_refusal(&proxy, "rejected", PASSWORD, DB).await;
     assert_eq!(
         (code.as_str(), message.as_str()),
         ("28000", postgres_says.as_str())
     );
     assert_eq!(
-        refusal(&proxy, "stranger", PASSWORD).await,
+        login_refusal(&proxy, "stranger", PASSWORD, DB).await,
         (
             "28000".to_string(),
             "no pg_hba.conf entry for host \"127.0.0.1\", user \"stranger\", database \"app\", no encryption".to_string()

@@ -6,7 +6,6 @@ mod common;
 use common::*;
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 use topology::{Proxy, Topology};
 
 async fn value(
@@ -61,28 +60,8 @@ async fn a_users_toml_scram_secret_logs_in_to_the_server_by_pass_through() {
         .primary()
         .psql("SELECT rolpassword FROM pg_authid WHERE rolname = 'alice'")
         .unwrap();
-    let hba = topo.primary().data_dir().join("pg_hba.conf");
-    let old = std::fs::read_to_string(&hba).unwrap();
-    std::fs::write(
-        &hba,
-        format!("host all alice 127.0.0.1/32 scram-sha-256\n{old}"),
-    )
-    .unwrap();
-    topo.primary().psql("SELECT pg_reload_conf()").unwrap();
-    let direct = topo
-        .primary()
-        .url("postgres")
-        .replace("postgres@", "alice:wrong@");
-    eventually(
-        "the server to require alice's password",
-        Duration::from_secs(10),
-        || async {
-            tokio_postgres::connect(&direct, tokio_postgres::NoTls)
-                .await
-                .is_err()
-        },
-    )
-    .await;
+    server_hba_first(&topo, "host all alice 127.0.0.1/32 scram-sha-256");
+    until_server_checks_password(&topo, "alice").await;
     // No server user or password on the database, only the verifier in users.toml.
     let config = format!(
         "\n[[databases]]\nname = \"{DB}\"\nport = {}\ndatabase_name = \"postgres\"\n",

@@ -386,3 +386,46 @@ pub fn python_client(name: &str, args: &[&str]) -> (bool, String) {
     );
     (out.status.success(), text)
 }
+
+/// The SQLSTATE and message of a login through pgdog that must be refused.
+pub async fn login_refusal(
+    proxy: &Proxy,
+    user: &str,
+    password: &str,
+    db: &str,
+) -> (String, String) {
+    match connect_as(proxy, user, password, db).await {
+        Ok(_) => panic!("{user}/{password} logged in\n{}", proxy.log()),
+        Err(e) => {
+            let db = e.as_db_error().unwrap_or_else(|| panic!("{e:?}"));
+            (db.code().code().to_string(), db.message().to_string())
+        }
+    }
+}
+
+/// Puts `lines` at the top of the primary's pg_hba.conf and reloads it.
+pub fn server_hba_first(topo: &Topology, lines: &str) {
+    let path = topo.primary().data_dir().join("pg_hba.conf");
+    let old = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("{lines}\n{old}")).unwrap();
+    assert_eq!(topo.primary().psql("SELECT pg_reload_conf()").unwrap(), "t");
+}
+
+/// Waits until the primary refuses `user` with a wrong password (it has read rules that
+/// check the password).
+pub async fn until_server_checks_password(topo: &Topology, user: &str) {
+    let direct = topo
+        .primary()
+        .url("postgres")
+        .replace("postgres@", &format!("{user}:wrong@"));
+    eventually(
+        &format!("the server to require {user}'s password"),
+        std::time::Duration::from_secs(10),
+        || async {
+            tokio_postgres::connect(&direct, tokio_postgres::NoTls)
+                .await
+                .is_err()
+        },
+    )
+    .await;
+}

@@ -94,22 +94,6 @@ pub fn common_name(der: &[u8]) -> Option<String> {
     name.as_str().ok().map(str::to_string)
 }
 
-/// Reads a PEM bundle of CA certificates.
-fn read_roots(path: &std::path::Path) -> Result<rustls::RootCertStore, String> {
-    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut std::io::BufReader::new(f)) {
-        let cert = cert.map_err(|e| format!("{}: {e}", path.display()))?;
-        roots
-            .add(cert)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-    }
-    if roots.is_empty() {
-        return Err(format!("{}: no certificate", path.display()));
-    }
-    Ok(roots)
-}
-
 /// Loads the TLS acceptor from PEM files. With `client_ca`, clients may present a certificate
 /// signed by one of its CAs (checked, and used by the `cert` method); clients without one
 /// still connect.
@@ -136,7 +120,7 @@ pub fn tls_acceptor(
         .map_err(|e| e.to_string())?;
     let builder = match client_ca {
         Some(path) => {
-            let roots = std::sync::Arc::new(read_roots(path)?);
+            let roots = std::sync::Arc::new(super::tls_client::roots(path)?);
             let verifier =
                 rustls::server::WebPkiClientVerifier::builder_with_provider(roots, provider)
                     .allow_unauthenticated()

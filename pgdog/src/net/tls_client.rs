@@ -67,7 +67,9 @@ impl Relaxed {
     }
 }
 
-fn roots(ca: &Path) -> Result<rustls::RootCertStore, String> {
+/// Reads a PEM bundle of CA certificates (servers' for `server_tls_ca`, clients' for
+/// `tls_client_ca`).
+pub(crate) fn roots(ca: &Path) -> Result<rustls::RootCertStore, String> {
     let f = std::fs::File::open(ca).map_err(|e| format!("{}: {e}", ca.display()))?;
     let mut store = rustls::RootCertStore::empty();
     for cert in rustls_pemfile::certs(&mut std::io::BufReader::new(f)) {
