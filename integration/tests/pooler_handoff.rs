@@ -793,3 +793,36 @@ async fn a_bad_describe_or_close_subtype_is_an_error_as_postgres() {
         }
     }
 }
+
+/// Found by the protocol fuzzer: an extended COPY FROM STDIN swallows the Sync sent after its
+/// Execute; a simple query sent after the CopyDone, before any other Sync, leaves the server's
+/// transaction state broken (its next statement fails with XX000). The client gets what
+/// Postgres gives it; the next client on the one server connection gets a sound one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_after_an_unsynced_extended_copy_hands_nothing_on() {
+    let (topo, proxy) = pool_of_one("transaction").await;
+    let batch = [
+        raw::run_unnamed("COPY handoff_rows FROM STDIN", &[]),
+        raw::sync(),
+        raw::copy_data(b"7\n"),
+        raw::copy_done(),
+        raw::query("SELECT 'queried'"),
+        raw::sync(),
+    ]
+    .concat();
+    let mut directly = direct(&topo).await;
+    let want = exchange(&mut directly, &batch, 2).await;
+    drop(directly);
+    let mut a = through_pgdog(&proxy).await;
+    assert_eq!(
+        exchange(&mut a, &batch, 2).await,
+        want,
+        "the client's own answers"
+    );
+    let mut b = through_pgdog(&proxy).await;
+    let next = exchange(&mut b, &raw::query("SELECT 'sound'"), 1).await;
+    assert_eq!(
+        next, "T D(sound) C(SELECT 1) Z(I)",
+        "the next client on the server"
+    );
+}

@@ -190,6 +190,9 @@ pub struct Session {
     /// Extended-protocol messages reached the server since the last Sync: it may be inside an
     /// implicit transaction, so it cannot go to another client as it is.
     unsynced: bool,
+    /// A simple query went out while an Execute's answer was pending: if that Execute is a
+    /// COPY FROM STDIN that swallows its Sync, the query lands in an unsynced batch.
+    query_behind_execute: bool,
     /// The client's unnamed prepared statement (see `unnamed`).
     unnamed: Option<ClientUnnamed>,
     /// The client's unnamed statement is a DEALLOCATE pgdog answers (see `deallocate`).
@@ -232,6 +235,7 @@ impl Session {
             reset_due: false,
             reset_done: false,
             unsynced: false,
+            query_behind_execute: false,
             replan: Default::default(),
             functions_changed: false,
             unnamed: None,
@@ -434,6 +438,16 @@ impl Session {
         }
         // A simple query drops the unnamed statement and ends an implicit transaction.
         self.unnamed_closed();
+        if self.unsynced {
+            // Behind an extended batch that no Sync ended, a simple query can leave the
+            // server's transaction state broken for whoever runs the next statement on it
+            // (XX000 "StartTransactionCommand: unexpected state"): this client goes on with
+            // it, then it is closed instead of going back.
+            self.discard_after_use();
+        }
+        if self.expected.iter().any(|e| matches!(e, Expect::Execute)) {
+            self.query_behind_execute = true;
+        }
         self.unsynced = false;
         if target_all_forwarded {
             // DEALLOCATE ALL reaches the server (SQL-level statements): it drops pgdog's too.
@@ -776,6 +790,18 @@ impl Session {
         if extended && !self.expected.iter().any(|e| matches!(e, Expect::Ready)) {
             self.unsynced = true;
         }
+        if extended && self.query_behind_execute {
+            // A simple query already sent lands in the batch whose Sync the COPY swallowed
+            // (see `query`): the server is not handed on after this client.
+            self.discard_after_use();
+        }
+    }
+
+    /// The server serves this client on, then is closed instead of going back to the pool.
+    fn discard_after_use(&mut self) {
+        if let Some(s) = self.server.as_mut() {
+            s.discard();
+        }
     }
 
     fn pop_if(&mut self, f: impl Fn(&Expect) -> bool) {
@@ -860,6 +886,9 @@ impl Session {
     /// ReadyForQuery: one Sync/Query answered.
     fn ready(&mut self, status: TxStatus) {
         self.pop_if(|e| matches!(e, Expect::Ready));
+        if !self.expected.iter().any(|e| matches!(e, Expect::Execute)) {
+            self.query_behind_execute = false;
+        }
         self.retry = ReadRetry::No;
         if self.may_begin && !self.expected.iter().any(|e| matches!(e, Expect::Ready)) {
             self.may_begin = false;
