@@ -7,6 +7,8 @@ use super::server::{Server, ServerError, ServerTarget};
 use crate::config::PoolerMode;
 use crate::net::TxStatus;
 use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -76,10 +78,30 @@ struct State {
     // Boxed on purpose (see above): memcpy of servers was 3% of the checkout path's user time.
     #[allow(clippy::vec_box)]
     idle: Vec<Box<Server>>,
-    /// Checked-out connections (SHOW SERVERS), by id (no hashing on the checkout path).
-    active: std::collections::BTreeMap<u64, ServerRow>,
+    /// Checked-out connections (SHOW SERVERS), by id: a hash table whose hash is the id (a
+    /// BTreeMap shifted its leaf on every insert and remove: 2% of the hot path's user time).
+    active: HashMap<u64, ServerRow, BuildHasherDefault<IdHasher>>,
     /// RECONNECT: connections made before this instant are closed when they come back.
     reconnect_before: Option<Instant>,
+}
+
+/// The hash of a server id: one multiplication (ids are unique and sequential; the constant
+/// spreads them over the high bits the table probes by).
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
 }
 
 /// Closes a connection in the background (Terminate, then the socket).
@@ -406,6 +428,7 @@ impl Pool {
     pub fn servers(&self) -> Vec<ServerRow> {
         let state = self.inner.state.lock();
         let mut rows: Vec<ServerRow> = state.active.values().cloned().collect();
+        rows.sort_unstable_by_key(|r| r.id);
         rows.extend(state.idle.iter().map(|s| ServerRow::of(s, false)));
         rows
     }

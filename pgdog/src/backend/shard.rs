@@ -73,6 +73,8 @@ struct Inner {
     index: usize,
     hosts: Vec<Host>,
     policy: ReadPolicy,
+    /// A server is not the configured primary (read per statement: kept, not searched).
+    splits_reads: bool,
     next: AtomicUsize,
 }
 
@@ -84,12 +86,14 @@ pub struct Shard {
 
 impl Shard {
     pub fn new(database: &str, index: usize, hosts: Vec<Host>, policy: ReadPolicy) -> Shard {
+        let splits_reads = hosts.iter().any(|h| h.state.configured != Role::Primary);
         Shard {
             inner: Arc::new(Inner {
                 database: database.to_string(),
                 index,
                 hosts,
                 policy,
+                splits_reads,
                 next: AtomicUsize::new(0),
             }),
         }
@@ -124,10 +128,7 @@ impl Shard {
     /// Whether reads can go anywhere but the primary: only then is a statement's read or
     /// write nature worth finding out.
     pub fn splits_reads(&self) -> bool {
-        self.inner
-            .hosts
-            .iter()
-            .any(|h| h.state.configured != Role::Primary)
+        self.inner.splits_reads
     }
 
     /// Transaction or session pooling (the same for every server of the shard).

@@ -410,7 +410,8 @@ impl Session {
                 return Ok(());
             }
         }
-        if self.answer_set_role(sql) {
+        // ("reset" contains "set".)
+        if mentions.has(Word::Set) && self.answer_set_role(sql) {
             return Ok(());
         }
         self.may_begin |= mentions.may_begin();
