@@ -470,3 +470,105 @@ async fn read_your_writes_unsharded_and_sharded() {
         reads_follow_writes(&proxy, &primaries, key).await;
     }
 }
+
+/// Values of SHOW BANS as (port, reason, manual).
+async fn bans(admin: &tokio_postgres::Client) -> Vec<(String, String, String)> {
+    simple_rows(admin, "SHOW BANS")
+        .await
+        .iter()
+        .map(|r| {
+            let v = |c: &str| r.get(c).unwrap_or("NULL").to_string();
+            (v("port"), v("reason"), v("manual"))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_ban_keeps_traffic_off_a_server_until_unban() {
+    let topo = Topology::start(Kind::Replicas(1)).unwrap();
+    let (primary, replica) = (topo.primary(), replicas(&topo)[0]);
+    let mut config = format!("{GENERAL}admin_password = \"{ADMIN_PASSWORD}\"\n");
+    config.push_str(&entry(primary, "primary", 0));
+    config.push_str(&entry(replica, "replica", 0));
+    let proxy = start_with(&config, &users(""));
+    let client = connect(&proxy).await;
+    let admin = admin(&proxy).await;
+    let read = "SELECT inet_server_port()";
+    assert_eq!(port_of(&client, read).await, replica.port);
+    assert!(bans(&admin).await.is_empty());
+
+    let server = format!("127.0.0.1:{}", replica.port);
+    exec(&admin, &format!("BAN {server} {DB}")).await;
+    assert_eq!(
+        bans(&admin).await,
+        vec![(
+            replica.port.to_string(),
+            "BAN (admin)".into(),
+            "true".into()
+        )]
+    );
+    assert_eq!(port_of(&client, read).await, primary.port);
+    // A health check that passes does not lift it (HEALTHCHECK runs one now).
+    let checked = simple_rows(&admin, &format!("HEALTHCHECK {server}")).await;
+    assert_eq!(checked.len(), 1);
+    let row = &checked[0];
+    assert_eq!(
+        (row.get("ok"), row.get("in_recovery"), row.get("banned")),
+        (Some("true"), Some("true"), Some("true"))
+    );
+    assert_eq!(port_of(&client, read).await, primary.port);
+    exec(&admin, &format!("UNBAN {server}")).await;
+    assert!(bans(&admin).await.is_empty());
+    assert_eq!(port_of(&client, read).await, replica.port);
+
+    // HEALTHCHECK of every server; a stopped server fails it and is banned until it is back.
+    assert_eq!(simple_rows(&admin, "HEALTHCHECK").await.len(), 2);
+    replica.stop().unwrap();
+    let checked = simple_rows(&admin, &format!("HEALTHCHECK {server}")).await;
+    assert_eq!(checked[0].get("ok"), Some("false"));
+    assert!(checked[0].get("error").is_some_and(|e| !e.is_empty()));
+    assert_eq!(bans(&admin).await.len(), 1);
+    assert_eq!(bans(&admin).await[0].2, "false");
+
+    // An unknown server: 22023 naming the known ones.
+    let err = admin.simple_query("BAN 127.0.0.1:1").await.unwrap_err();
+    assert_sqlstate(&err, "22023");
+    assert!(
+        err_text(&err).contains(&primary.port.to_string()),
+        "{}",
+        err_text(&err)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_show_of_one_setting() {
+    let topo = Topology::single().unwrap();
+    let config = config(
+        &topo,
+        &format!("admin_password = \"{ADMIN_PASSWORD}\"\nhealthcheck_interval = 700"),
+        2,
+    );
+    let proxy = start_with(&config, &users(""));
+    let admin = admin(&proxy).await;
+    let show = |key: &'static str| {
+        let admin = &admin;
+        async move {
+            let rows = simple_rows(admin, &format!("SHOW {key}")).await;
+            assert_eq!(rows[0].columns()[0].name(), key.to_ascii_lowercase());
+            rows[0].get(0).map(String::from)
+        }
+    };
+    assert_eq!(show("healthcheck_interval").await.as_deref(), Some("700"));
+    assert_eq!(show("DEFAULT_POOL_SIZE").await.as_deref(), Some("10"));
+    assert_eq!(show("pooler_mode").await.as_deref(), Some("transaction"));
+    assert_eq!(show("admin_password").await.as_deref(), Some("****"));
+    assert_eq!(show("tls_certificate").await, None);
+    assert!(show("resharding.copy_parallel").await.is_some());
+    exec(&admin, "SET healthcheck_interval = 900").await;
+    assert_eq!(show("healthcheck_interval").await.as_deref(), Some("900"));
+    let err = admin
+        .simple_query("SHOW no_such_setting")
+        .await
+        .unwrap_err();
+    assert_sqlstate(&err, "42601");
+}

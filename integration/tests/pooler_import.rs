@@ -212,11 +212,11 @@ async fn import_a_config_using_every_mapped_key_and_serve_it() {
         &ini,
         format!(
             "[databases]\n\
-             app = host=127.0.0.1 port={port} dbname=postgres user=postgres pool_size=3 pool_mode=transaction max_db_connections=10\n\
+             app = host=127.0.0.1 port={port} dbname=postgres user=postgres pool_size=3 pool_mode=transaction max_db_connections=10 min_pool_size=1 reserve_pool=2 server_lifetime=1800\n\
              lookup = host=127.0.0.1 port={port} dbname=postgres auth_user=postgres\n\
              * = host=127.0.0.1 port={port}\n\
              [users]\n\
-             app = pool_mode=session max_user_connections=5\n\
+             app = pool_mode=session max_user_connections=5 pool_size=2\n\
              [pgbouncer]\n\
              listen_addr = 127.0.0.1\n\
              listen_port = {}\n\
@@ -258,14 +258,14 @@ async fn import_a_config_using_every_mapped_key_and_serve_it() {
     )
     .unwrap();
     let out = import_and_check(&ini, &userlist, &dir.join("out"));
-    for key in ["reserve_pool_size", "logfile", "ignore_startup_parameters"] {
+    for key in ["logfile", "ignore_startup_parameters"] {
         let at = format!("pgbouncer.ini:{}:", line_of(&ini, key));
         assert!(out.contains(&at), "{key}: {at} missing from:\n{out}");
     }
     assert!(out.contains("extra.ini:3: stats_users"), "{out}");
     let users_toml = std::fs::read_to_string(dir.join("out/users.toml")).unwrap();
     assert!(
-        users_toml.contains("max_user_connections = 5"),
+        users_toml.contains("max_user_connections = 5") && users_toml.contains("pool_size = 2"),
         "{users_toml}"
     );
 
@@ -276,6 +276,10 @@ async fn import_a_config_using_every_mapped_key_and_serve_it() {
         "tcp_keepalive_idle = 30000",
         "admin_password = \"admin-pw\"",
         "max_db_connections = 10",
+        "reserve_pool_size = 5",
+        "reserve_pool_size = 2",
+        "min_pool_size = 1",
+        "server_lifetime = 1800000",
     ] {
         assert!(config.contains(expected), "{expected}:\n{config}");
     }

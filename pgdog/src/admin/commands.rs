@@ -2,6 +2,7 @@
 //! commands (SHOW ..., PAUSE, RESUME, RELOAD, SHUTDOWN, KILL, RECONNECT, SET), handing anything
 //! else to the registered extensions, and building the replies. Case-insensitive; a trailing
 //! `;` is optional.
+use super::servers::{self, ServerRef};
 use super::{show, AdminError, Reply};
 use crate::registry::Registry;
 
@@ -9,8 +10,9 @@ use crate::registry::Registry;
 pub const COMMANDS: &str =
     "SHOW CLIENTS, SHOW SERVERS, SHOW POOLS, SHOW STATS, SHOW STATS_TOTALS, \
 SHOW STATS_AVERAGES, SHOW CONFIG, SHOW LISTS, SHOW DATABASES, SHOW USERS, SHOW VERSION, \
-SHOW PREPARED_STATEMENTS, SHOW QUERY_CACHE, SHOW PAUSED, PAUSE [db], RESUME [db], RELOAD, \
-SHUTDOWN, KILL db, RECONNECT [db], SET key = value, and RESHARD, SHOW RESHARD, CUTOVER, STOP, \
+SHOW PREPARED_STATEMENTS, SHOW QUERY_CACHE, SHOW PAUSED, SHOW BANS, SHOW <setting>, PAUSE [db], \
+RESUME [db], RELOAD, SHUTDOWN, KILL db, RECONNECT [db], SET key = value, BAN host:port [db], \
+UNBAN host:port [db], HEALTHCHECK [host:port [db]], and RESHARD, SHOW RESHARD, CUTOVER, STOP, \
 ABORT RESHARD";
 
 /// A built-in command.
@@ -25,6 +27,11 @@ pub enum Command {
     Kill(String),
     Reconnect(Option<String>),
     Set(String, String),
+    /// `SHOW <key>` of a setting (lower case).
+    ShowSetting(String),
+    Ban(ServerRef),
+    Unban(ServerRef),
+    Healthcheck(Option<ServerRef>),
 }
 
 /// The SHOW listings.
@@ -43,6 +50,7 @@ const SHOWS: &[&str] = &[
     "PREPARED_STATEMENTS",
     "QUERY_CACHE",
     "PAUSED",
+    "BANS",
 ];
 
 /// Splits a Query's text at `;` outside quotes; statements trimmed, empty ones dropped.
@@ -96,6 +104,20 @@ fn parse_set(statement: &str) -> Option<Command> {
         .then(|| Command::Set(key.to_string(), value.to_string()))
 }
 
+/// `host:port [database]`.
+fn server_ref(tokens: &[&str]) -> Option<ServerRef> {
+    let (addr, database) = match tokens {
+        [addr] => (addr, None),
+        [addr, db] => (addr, Some(name(db))),
+        _ => return None,
+    };
+    let (host, port) = addr.rsplit_once(':')?;
+    (!host.is_empty() && port.parse::<u16>().is_ok()).then(|| ServerRef {
+        addr: addr.to_string(),
+        database,
+    })
+}
+
 /// The built-in command a statement is, if any.
 pub fn parse(statement: &str) -> Option<Command> {
     let statement = statement.trim().trim_end_matches(';').trim();
@@ -106,7 +128,18 @@ pub fn parse(statement: &str) -> Option<Command> {
     let upper: Vec<String> = tokens.iter().map(|t| t.to_ascii_uppercase()).collect();
     let words: Vec<&str> = upper.iter().map(String::as_str).collect();
     Some(match words.as_slice() {
-        ["SHOW", what] => Command::Show(SHOWS.iter().find(|s| *s == what)?),
+        ["SHOW", what] => match SHOWS.iter().find(|s| *s == what) {
+            Some(listing) => Command::Show(listing),
+            None if super::settings::is_setting(tokens[1]) => {
+                Command::ShowSetting(tokens[1].to_ascii_lowercase())
+            }
+            // (Extensions' SHOWs: SHOW RESHARD.)
+            None => return None,
+        },
+        ["BAN", ..] => Command::Ban(server_ref(&tokens[1..])?),
+        ["UNBAN", ..] => Command::Unban(server_ref(&tokens[1..])?),
+        ["HEALTHCHECK"] => Command::Healthcheck(None),
+        ["HEALTHCHECK", ..] => Command::Healthcheck(Some(server_ref(&tokens[1..])?)),
         ["PAUSE"] => Command::Pause(None),
         ["PAUSE", _] => Command::Pause(Some(name(tokens[1]))),
         ["RESUME"] => Command::Resume(None),
@@ -151,6 +184,7 @@ fn show(what: &str) -> Reply {
         "PREPARED_STATEMENTS" => show::prepared_statements(),
         "QUERY_CACHE" => show::query_cache(),
         "PAUSED" => show_paused(),
+        "BANS" => servers::show_bans(),
         _ => rows(
             &["version"],
             vec![vec![Some(format!("pgdog {}", env!("CARGO_PKG_VERSION")))]],
@@ -218,6 +252,15 @@ async fn run_command(command: Command) -> Result<Reply, AdminError> {
             super::settings::set(&key, &value)?;
             Ok(Reply::Tag("SET".into()))
         }
+        Command::ShowSetting(key) => {
+            super::settings::show_one(&key).ok_or_else(|| AdminError::UnknownCommand {
+                statement: format!("SHOW {key}"),
+                commands: COMMANDS.into(),
+            })
+        }
+        Command::Ban(r) => servers::ban(&r),
+        Command::Unban(r) => servers::unban(&r),
+        Command::Healthcheck(r) => servers::healthcheck(r.as_ref()).await,
     }
 }
 
@@ -260,7 +303,26 @@ mod tests {
             parse("SHOW stats_totals;"),
             Some(Command::Show("STATS_TOTALS"))
         );
+        assert_eq!(
+            parse("show Default_Pool_Size"),
+            Some(Command::ShowSetting("default_pool_size".into()))
+        );
+        let server = |db: Option<&str>| ServerRef {
+            addr: "127.0.0.1:5432".into(),
+            database: db.map(String::from),
+        };
+        assert_eq!(
+            parse("BAN 127.0.0.1:5432"),
+            Some(Command::Ban(server(None)))
+        );
+        assert_eq!(
+            parse("unban 127.0.0.1:5432 \"App\";"),
+            Some(Command::Unban(server(Some("App"))))
+        );
+        assert_eq!(parse("HEALTHCHECK"), Some(Command::Healthcheck(None)));
         assert_eq!(parse("show nothing"), None);
+        assert_eq!(parse("BAN nowhere"), None);
+        assert_eq!(parse("BAN"), None);
         assert_eq!(
             parse("set query_timeout = 5000"),
             Some(Command::Set("query_timeout".into(), "5000".into()))

@@ -121,3 +121,40 @@ pub fn set(key: &str, value: &str) -> Result<(), AdminError> {
     tracing::info!("SET {key} = {value}");
     Ok(())
 }
+
+/// Whether `key` names a `[general]` setting (or `resharding.<key>`), set or not.
+pub fn is_setting(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    match key.strip_prefix("resharding.") {
+        Some(k) => section_table(&crate::config::Resharding::default()).contains_key(k),
+        None => {
+            section_table(&crate::config::General::default()).contains_key(&key)
+                || crate::config::GENERAL_OPTIONAL_KEYS.contains(&key.as_str())
+        }
+    }
+}
+
+/// `SHOW <key>` of a `[general]` key (or `resharding.<key>`): one column named after it, as
+/// Postgres' SHOW; NULL for an option that is not set, `****` for the admin password.
+pub fn show_one(key: &str) -> Option<super::Reply> {
+    let key = key.to_ascii_lowercase();
+    let registry = Registry::current();
+    let config = &registry.settings.config;
+    let (table, name) = match key.strip_prefix("resharding.") {
+        Some(k) => (section_table(&config.resharding), k),
+        None => (section_table(&config.general), key.as_str()),
+    };
+    if !is_setting(&key) {
+        return None;
+    }
+    let value = table.get(name).map(|v| match v {
+        _ if name == "admin_password" => "****".to_string(),
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    });
+    Some(super::Reply::Rows {
+        columns: vec![key.clone()],
+        rows: vec![vec![value]],
+        tag: "SHOW".into(),
+    })
+}

@@ -185,6 +185,8 @@ pub fn pools() -> Reply {
             let pool = &host.pool;
             let (idle, active) = pool.counts();
             let t = pool.target();
+            let c = pool.settings();
+            let startup = |name: &str| c.startup.iter().find(|(k, _)| k == name).map(|(_, v)| v);
             rows.push(vec![
                 s(database),
                 s(user),
@@ -206,10 +208,19 @@ pub fn pools() -> Reply {
                 s(host.state.role().name()),
                 s(&t.host),
                 s(t.port),
-                s(pool.settings().size),
+                s(c.size),
                 s(crate::backend::pause::is_paused(database)),
                 s(host.state.is_banned()),
                 host.state.status().lag_bytes.map(|l| l.to_string()),
+                // The values in force (most specific setting first, see `pool_config`).
+                s(c.min),
+                s(c.reserve),
+                s(pool.reserve_in_use()),
+                s(c.server_lifetime.as_millis()),
+                s(c.idle_timeout.as_millis()),
+                s(startup("statement_timeout").map_or("0", |v| v.as_str())),
+                s(&t.user),
+                s(c.read_only),
             ]);
         }
     }
@@ -239,6 +250,14 @@ pub fn pools() -> Reply {
             "paused",
             "banned",
             "replica_lag_bytes",
+            "min_pool_size",
+            "reserve_pool_size",
+            "reserve_in_use",
+            "server_lifetime",
+            "idle_timeout",
+            "statement_timeout",
+            "server_user",
+            "read_only",
         ],
         rows,
     )
@@ -414,9 +433,9 @@ pub fn databases() -> Reply {
                 s(d.database_name()),
                 d.user.clone(),
                 s(d.pool_size.unwrap_or(g.default_pool_size)),
-                s(g.min_pool_size),
-                s(0),
-                s(g.server_lifetime / 1000),
+                s(d.min_pool_size.unwrap_or(g.min_pool_size)),
+                s(d.reserve_pool_size.unwrap_or(g.reserve_pool_size)),
+                s(d.server_lifetime.unwrap_or(g.server_lifetime) / 1000),
                 s(mode_name(d.pooler_mode.unwrap_or(g.pooler_mode))),
                 s(registry.settings.max_db_connections(&d.name)),
                 s(current),

@@ -37,6 +37,8 @@ pub struct HostStatus {
     /// No new traffic before this instant (and, after it, until a health check passes).
     pub banned_until: Option<Instant>,
     pub ban_reason: Option<String>,
+    /// Banned by the admin's BAN: until UNBAN, whatever the health checks see.
+    pub manual_ban: bool,
     /// Why the last check failed.
     pub last_error: Option<String>,
 }
@@ -100,7 +102,26 @@ impl HostState {
     /// Whether new traffic must avoid this server: inside its ban, or after it until a health
     /// check passes.
     pub fn is_banned(&self) -> bool {
-        self.status.lock().banned_until.is_some()
+        let s = self.status.lock();
+        s.banned_until.is_some() || s.manual_ban
+    }
+
+    /// The admin's BAN: no new traffic until UNBAN (health checks do not lift it).
+    pub fn ban_until_unbanned(&self) {
+        tracing::warn!("banning {} ({}) until UNBAN", self.addr(), self.database);
+        let mut s = self.status.lock();
+        s.manual_ban = true;
+        s.ban_reason = Some("BAN (admin)".into());
+    }
+
+    /// The admin's UNBAN: any ban is lifted now (a failing server is banned again by the next
+    /// health check or failed connect).
+    pub fn unban(&self) {
+        tracing::info!("unbanning {} ({}): UNBAN", self.addr(), self.database);
+        let mut s = self.status.lock();
+        s.manual_ban = false;
+        s.banned_until = None;
+        s.ban_reason = None;
     }
 
     /// Keeps new traffic away for `ban_timeout`; logged when the ban starts.
@@ -154,7 +175,9 @@ impl HostState {
         if s.banned_until.is_some_and(|t| Instant::now() >= t) {
             tracing::info!("unbanning {} ({})", self.addr(), self.database);
             s.banned_until = None;
-            s.ban_reason = None;
+            if !s.manual_ban {
+                s.ban_reason = None;
+            }
         }
     }
 

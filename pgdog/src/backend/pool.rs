@@ -12,7 +12,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{AcquireError, OwnedSemaphorePermit, Semaphore};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PoolError {
@@ -42,11 +42,19 @@ impl PoolError {
 pub struct PoolSettings {
     pub size: usize,
     pub min: usize,
+    /// Connections beyond `size` for clients that waited `reserve_timeout` (PgBouncer's
+    /// `reserve_pool_size`).
+    pub reserve: usize,
+    pub reserve_timeout: Duration,
     pub mode: PoolerMode,
     pub checkout_timeout: Duration,
     pub idle_timeout: Duration,
     pub server_lifetime: Duration,
     pub connect_timeout: Duration,
+    /// Startup parameters of its server connections (`statement_timeout`, read-only).
+    pub startup: Vec<(String, String)>,
+    /// Statements that would turn the read-only default off are refused.
+    pub read_only: bool,
     /// The caps a new server connection of this pool takes a slot of (its database's
     /// `max_db_connections`, its user's `max_user_connections`).
     pub caps: Vec<Arc<Cap>>,
@@ -61,6 +69,8 @@ struct Inner {
     /// one per return.
     state: Mutex<State>,
     permits: Arc<Semaphore>,
+    /// The reserve: taken by clients that waited `reserve_timeout` for `permits`.
+    reserve: Arc<Semaphore>,
     checked_out: AtomicUsize,
     /// Clients waiting for a connection in `get`.
     waiting: AtomicUsize,
@@ -254,6 +264,7 @@ impl PooledServer {
 impl Pool {
     pub fn new(target: ServerTarget, settings: PoolSettings, host: Arc<HostState>) -> Pool {
         let permits = Arc::new(Semaphore::new(settings.size));
+        let reserve = Arc::new(Semaphore::new(settings.reserve));
         Pool {
             inner: Arc::new(Inner {
                 target,
@@ -261,6 +272,7 @@ impl Pool {
                 settings,
                 state: Mutex::new(State::default()),
                 permits,
+                reserve,
                 checked_out: AtomicUsize::new(0),
                 waiting: AtomicUsize::new(0),
                 returned: tokio::sync::Notify::new(),
@@ -324,11 +336,7 @@ impl Pool {
         }
         let permit = {
             let _waiting = Waiting::new(&self.inner.waiting);
-            tokio::time::timeout(
-                s.checkout_timeout,
-                self.inner.permits.clone().acquire_owned(),
-            )
-            .await
+            self.permit().await
         }
         .map_err(|_| {
             PoolError::Timeout(s.checkout_timeout.as_millis() as u64, s.size, self.name())
@@ -359,13 +367,11 @@ impl Pool {
                             _ = self.inner.returned.notified(), if !s.caps.is_empty() => continue,
                         }
                     };
-                    let mut server = Server::connect(&self.inner.target, s.connect_timeout)
-                        .await
-                        .inspect_err(|e| {
-                            if e.is_unavailable() {
-                                self.inner.host.mark_down(&format!("connect failed: {e}"));
-                            }
-                        })?;
+                    let mut server = self.connect().await.inspect_err(|e| {
+                        if e.is_unavailable() {
+                            self.inner.host.mark_down(&format!("connect failed: {e}"));
+                        }
+                    })?;
                     server.cap_slots = slots;
                     self.remember_params(&server);
                     let state = self.inner.state.lock();
@@ -373,6 +379,48 @@ impl Pool {
                 }
             }
         }
+    }
+
+    /// A place in the pool within `checkout_timeout`: one of its `size`, or after waiting
+    /// `reserve_timeout`, whichever of those and the reserve comes first (the client keeps its
+    /// place in the pool's queue meanwhile).
+    async fn permit(
+        &self,
+    ) -> Result<Result<OwnedSemaphorePermit, AcquireError>, tokio::time::error::Elapsed> {
+        let s = &self.inner.settings;
+        let pool = self.inner.permits.clone().acquire_owned();
+        if s.reserve == 0 || s.reserve_timeout >= s.checkout_timeout {
+            return tokio::time::timeout(s.checkout_timeout, pool).await;
+        }
+        let deadline = tokio::time::Instant::now() + s.checkout_timeout;
+        tokio::pin!(pool);
+        if let Ok(permit) = tokio::time::timeout(s.reserve_timeout, &mut pool).await {
+            return Ok(permit);
+        }
+        let reserve = self.inner.reserve.clone().acquire_owned();
+        tokio::time::timeout_at(deadline, async {
+            tokio::select! {
+                permit = &mut pool => permit,
+                permit = reserve => permit,
+            }
+        })
+        .await
+    }
+
+    /// Reserve connections in use.
+    pub fn reserve_in_use(&self) -> usize {
+        self.inner.settings.reserve - self.inner.reserve.available_permits()
+    }
+
+    /// Opens a server connection with the pool's startup parameters.
+    async fn connect(&self) -> Result<Server, ServerError> {
+        let s = &self.inner.settings;
+        let startup: Vec<(&str, &str)> = s
+            .startup
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        Server::connect_with_params(&self.inner.target, &startup, s.connect_timeout).await
     }
 
     /// A checked-out connection, entered in the pool's active list (under the pool's lock).
@@ -529,7 +577,7 @@ impl Pool {
             let Some(slots) = caps::try_take(&s.caps) else {
                 break;
             };
-            match Server::connect(&self.inner.target, s.connect_timeout).await {
+            match self.connect().await {
                 Ok(mut server) => {
                     server.cap_slots = slots;
                     self.remember_params(&server);

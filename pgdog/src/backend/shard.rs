@@ -131,6 +131,11 @@ impl Shard {
         self.inner.splits_reads
     }
 
+    /// Whether its pools are read-only (`read_only`: statements turning that off are refused).
+    pub fn read_only(&self) -> bool {
+        self.inner.hosts.iter().any(|h| h.pool.settings().read_only)
+    }
+
     /// Transaction or session pooling (the same for every server of the shard).
     pub fn mode(&self) -> PoolerMode {
         self.inner

@@ -5,10 +5,12 @@
 use serde::{Deserialize, Serialize};
 
 pub mod hba;
+mod overrides;
 pub mod pgbouncer;
 mod resharding;
 mod sharding;
 mod validate;
+pub use overrides::PoolConfig;
 pub use resharding::{CopyFormat as ReshardCopyFormat, Peer, Resharding};
 pub use sharding::{
     DataType, Mapping, MappingValue, OmnishardedTables, PrimaryKey, ShardedSchema, ShardedTable,
@@ -139,6 +141,8 @@ pub struct General {
     pub port: u16,
     pub default_pool_size: usize,
     pub min_pool_size: usize,
+    /// Transaction or session pooling (`pool_mode`, PgBouncer's name, is accepted too).
+    #[serde(alias = "pool_mode")]
     pub pooler_mode: PoolerMode,
     pub auth_type: AuthType,
     /// Milliseconds a client waits for a server connection before getting an error.
@@ -258,7 +262,31 @@ pub struct General {
     pub max_db_connections: usize,
     /// Server connections of each user, every database together (0: no cap).
     pub max_user_connections: usize,
+    /// Extra server connections a pool may open for clients that waited `reserve_pool_timeout`
+    /// (0: none).
+    pub reserve_pool_size: usize,
+    /// Milliseconds a client waits before its pool may use its reserve.
+    pub reserve_pool_timeout: u64,
+    /// Milliseconds, sent to the servers as the `statement_timeout` startup parameter (0: not
+    /// sent, the server's own setting applies).
+    pub statement_timeout: u64,
+    /// Server sessions start with `default_transaction_read_only = on`, and pgdog refuses
+    /// statements that would turn it off (25006).
+    pub read_only: bool,
 }
+
+/// `[general]` keys that are unset by default (absent from a serialized `General`).
+pub const GENERAL_OPTIONAL_KEYS: &[&str] = &[
+    "server_tls_ca",
+    "tls_certificate",
+    "tls_private_key",
+    "instance_id",
+    "admin_password",
+    "openmetrics_port",
+    "auth_user",
+    "auth_hba_file",
+    "tls_client_ca",
+];
 
 /// The name of the fallback database: any database name clients ask for that is not
 /// configured is served by the `*` entries' servers (PgBouncer's `* = host=...`).
@@ -330,6 +358,10 @@ impl Default for General {
             tls_client_ca: None,
             max_db_connections: 0,
             max_user_connections: 0,
+            reserve_pool_size: 0,
+            reserve_pool_timeout: 5_000,
+            statement_timeout: 0,
+            read_only: false,
         }
     }
 }
@@ -345,16 +377,28 @@ pub struct Database {
     pub port: u16,
     /// The database name on the server (defaults to `name`).
     pub database_name: Option<String>,
-    /// Server-side user (defaults to the client's user name).
+    /// Server-side user (defaults to the client's user name); `server_user` is accepted too.
+    #[serde(alias = "server_user")]
     pub user: Option<String>,
-    /// Server-side password (defaults to the client's plain password from users.toml).
+    /// Server-side password (defaults to the client's plain password from users.toml);
+    /// `server_password` is accepted too.
+    #[serde(alias = "server_password")]
     pub password: Option<String>,
     #[serde(default)]
     pub role: Role,
     #[serde(default)]
     pub shard: usize,
+    /// Pool settings of this database's pools (each overrides `[general]`; a users.toml
+    /// entry overrides these, see `Settings::pool_config`).
     pub pool_size: Option<usize>,
+    #[serde(alias = "pool_mode")]
     pub pooler_mode: Option<PoolerMode>,
+    pub min_pool_size: Option<usize>,
+    pub reserve_pool_size: Option<usize>,
+    pub server_lifetime: Option<u64>,
+    pub idle_timeout: Option<u64>,
+    pub statement_timeout: Option<u64>,
+    pub read_only: Option<bool>,
     /// This database's `auth_user` (overrides `[general]`).
     pub auth_user: Option<String>,
     /// This database's `auth_query` (overrides `[general]`).
@@ -396,7 +440,7 @@ pub struct Config {
 }
 
 /// `[[users]]` in `users.toml`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct User {
     pub name: String,
@@ -409,8 +453,21 @@ pub struct User {
     /// MD5 hashes (`md5` + md5(password || user)).
     #[serde(default)]
     pub passwords: Vec<String>,
+    /// Pool settings of this user's pools (override the database's and `[general]`'s; an
+    /// entry with `database = "*"` gives them for every database of the user).
     pub pool_size: Option<usize>,
+    #[serde(alias = "pool_mode")]
     pub pooler_mode: Option<PoolerMode>,
+    pub min_pool_size: Option<usize>,
+    pub reserve_pool_size: Option<usize>,
+    pub server_lifetime: Option<u64>,
+    pub idle_timeout: Option<u64>,
+    pub statement_timeout: Option<u64>,
+    pub read_only: Option<bool>,
+    /// Log in to the servers as this role (with `server_password`, else that role's plain
+    /// password from users.toml).
+    pub server_user: Option<String>,
+    pub server_password: Option<String>,
     /// This user's `max_user_connections` (overrides `[general]`).
     pub max_user_connections: Option<usize>,
 }
@@ -613,11 +670,16 @@ impl Settings {
             || u.passwords
                 .iter()
                 .any(|p| p.starts_with("SCRAM-SHA-256$") || crate::auth::md5::is_md5_stored(p));
-        let own_login = (0..self.shards_served(&u.database)).any(|i| {
-            self.database_hosts(&u.database, i)
-                .iter()
-                .any(|d| d.user.is_some() || d.password.is_some())
-        });
+        let server_user = [Some(u), self.user_wide(u)]
+            .into_iter()
+            .flatten()
+            .any(|u| u.server_user.is_some());
+        let own_login = server_user
+            || (0..self.shards_served(&u.database)).any(|i| {
+                self.database_hosts(&u.database, i)
+                    .iter()
+                    .any(|d| d.user.is_some() || d.password.is_some())
+            });
         u.password.is_none() && hashed && !own_login
     }
 
@@ -723,18 +785,7 @@ mod tests {
         // Every [general] key (options unset by default included).
         let general = toml::Value::try_from(General::default()).unwrap();
         let mut keys: Vec<String> = general.as_table().unwrap().keys().cloned().collect();
-        keys.extend(
-            [
-                "tls_certificate",
-                "tls_private_key",
-                "admin_password",
-                "openmetrics_port",
-                "auth_user",
-                "auth_hba_file",
-                "tls_client_ca",
-            ]
-            .map(String::from),
-        );
+        keys.extend(GENERAL_OPTIONAL_KEYS.iter().map(|k| k.to_string()));
         for key in &keys {
             assert!(
                 text.contains(&format!("{key} =")),

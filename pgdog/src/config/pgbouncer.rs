@@ -283,6 +283,8 @@ const GENERAL: &[(&str, Map)] = &[
     ("max_client_conn", Map::Int("max_client_connections")),
     ("max_db_connections", Map::Int("max_db_connections")),
     ("max_user_connections", Map::Int("max_user_connections")),
+    ("reserve_pool_size", Map::Int("reserve_pool_size")),
+    ("reserve_pool_timeout", Map::Seconds("reserve_pool_timeout")),
     ("server_reset_query", Map::Same("server_reset_query")),
     ("server_lifetime", Map::Seconds("server_lifetime")),
     ("server_idle_timeout", Map::Seconds("idle_timeout")),
@@ -494,9 +496,24 @@ impl Importer {
                     "user" | "password" | "auth_user" | "auth_query" => {
                         db.insert(key.clone(), Value::String(value));
                     }
-                    "port" | "pool_size" | "max_db_connections" => match int() {
-                        Some(v) => drop(db.insert(key.clone(), v)),
+                    "port" | "pool_size" | "max_db_connections" | "min_pool_size"
+                    | "reserve_pool_size" | "reserve_pool" => match int() {
+                        Some(v) => {
+                            // (`reserve_pool` is PgBouncer's older name.)
+                            let name = if key == "reserve_pool" {
+                                "reserve_pool_size"
+                            } else {
+                                key.as_str()
+                            };
+                            db.insert(name.into(), v);
+                        }
                         None => self.note(&entry, "not a number"),
+                    },
+                    "server_lifetime" => match value.parse::<i64>() {
+                        Ok(secs) if secs > 0 => {
+                            db.insert(key.clone(), Value::Integer(secs * 1000));
+                        }
+                        _ => self.note(&entry, "not a number of seconds; not carried"),
                     },
                     "pool_mode" if matches!(value.as_str(), "session" | "transaction") => {
                         db.insert("pooler_mode".into(), Value::String(value));
@@ -517,17 +534,22 @@ impl Importer {
         databases: &[Table],
         user_settings: &[Setting],
     ) -> Vec<Table> {
-        let mut modes = BTreeMap::new();
-        let mut caps = BTreeMap::new();
+        // user -> its settings, put in each of its entries.
+        let mut carried: BTreeMap<String, Vec<(String, Value)>> = BTreeMap::new();
         for s in user_settings {
             for (key, value) in conninfo(&s.value) {
-                match key.as_str() {
+                let setting = match key.as_str() {
                     "pool_mode" if matches!(value.as_str(), "session" | "transaction") => {
-                        modes.insert(s.key.clone(), value);
+                        Some(("pooler_mode".to_string(), Value::String(value.clone())))
                     }
-                    "max_user_connections" if value.parse::<i64>().is_ok() => {
-                        caps.insert(s.key.clone(), value.parse::<i64>().unwrap_or(0));
-                    }
+                    "max_user_connections" | "pool_size" | "reserve_pool_size" => value
+                        .parse::<i64>()
+                        .ok()
+                        .map(|v| (key.clone(), Value::Integer(v))),
+                    _ => None,
+                };
+                match setting {
+                    Some(kv) => carried.entry(s.key.clone()).or_default().push(kv),
                     _ => {
                         let entry = Setting {
                             key: format!("{}.{key}", s.key),
@@ -558,11 +580,8 @@ impl Importer {
                 } else {
                     entry.insert("password".into(), Value::String(secret.clone()));
                 }
-                if let Some(mode) = modes.get(user) {
-                    entry.insert("pooler_mode".into(), Value::String(mode.clone()));
-                }
-                if let Some(cap) = caps.get(user) {
-                    entry.insert("max_user_connections".into(), Value::Integer(*cap));
+                for (key, value) in carried.get(user).into_iter().flatten() {
+                    entry.insert(key.clone(), value.clone());
                 }
                 out.push(entry);
             }

@@ -178,6 +178,17 @@ impl Settings {
     fn check_users(&self) -> Result<(), String> {
         let g = &self.config.general;
         for (i, u) in self.users.users.iter().enumerate() {
+            let user_wide = u.database == super::FALLBACK_DATABASE
+                && !self.has_database(super::FALLBACK_DATABASE)
+                && self
+                    .users
+                    .users
+                    .iter()
+                    .any(|o| o.name == u.name && o.database != u.database);
+            if user_wide {
+                // Only the user's settings for each of its databases: it logs nobody in.
+                continue;
+            }
             if !self.config.databases.iter().any(|d| d.name == u.database) {
                 return Err(format!(
                     "users[{i}] ({}): database `{}` is not in {}",

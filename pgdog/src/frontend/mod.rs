@@ -10,6 +10,7 @@ pub mod login;
 pub mod mentions;
 pub mod params;
 pub mod prepared;
+pub mod read_only;
 pub mod session;
 pub mod sharded;
 pub mod statements;

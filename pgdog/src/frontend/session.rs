@@ -29,6 +29,7 @@ use super::aborted::Aborted;
 use super::client::{Client, ServeClient};
 use super::mentions::{Mentions, Word};
 use super::prepared::{self, Prepared};
+use super::read_only;
 use super::statements::{self, Classified, SetChange};
 use crate::backend::{PooledServer, ServerError, Shard};
 use crate::config::PoolerMode;
@@ -135,6 +136,8 @@ pub struct Session {
     /// The database's servers (primary, replicas) and their pools.
     pub shard: Shard,
     pub query_parser: bool,
+    /// Its pools are read-only (`read_only`).
+    read_only: bool,
     server: Option<PooledServer>,
     /// Client messages waiting to be written to the server in one go (a pipeline of Bind,
     /// Execute, Sync written message by message would wake the server once per message).
@@ -204,11 +207,13 @@ impl Session {
     /// A session for `client` on one shard's servers (its pooling mode is the shard's).
     pub fn new(mut client: Client, shard: Shard, query_parser: bool) -> Session {
         client.mode = shard.mode();
+        let read_only = shard.read_only();
         Session {
             info: client.meter.client().clone(),
             client,
             shard,
             query_parser,
+            read_only,
             server: None,
             server_out: BytesMut::with_capacity(1024),
             registry_generation: Registry::generation(),
@@ -254,6 +259,13 @@ impl ServeClient for Session {
     }
 
     async fn serve(&mut self) -> Result<(), SessionError> {
+        if self.read_only && self.client.params.names().any(|n| n.contains("read_only")) {
+            // Synced to each server, a startup value would turn read-only transactions off.
+            return Err(SessionError::Terminated(
+                read_only::CODE,
+                read_only::MESSAGE.into(),
+            ));
+        }
         loop {
             // Everything already buffered from the client first.
             while let Some(m) = self.client.next_buffered()? {
@@ -412,6 +424,10 @@ impl Session {
         }
         // ("reset" contains "set".)
         if mentions.has(Word::Set) && self.answer_set_role(sql) {
+            return Ok(());
+        }
+        if self.read_only && read_only::turns_off(sql) {
+            self.refuse_read_write().await;
             return Ok(());
         }
         self.may_begin |= mentions.may_begin();
@@ -614,6 +630,7 @@ impl Session {
                 Some(shard) => {
                     if !shard.same(&self.shard) {
                         self.shard = shard.clone();
+                        self.read_only = shard.read_only();
                         self.client.mode = shard.mode();
                     }
                 }

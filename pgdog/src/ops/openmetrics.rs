@@ -124,6 +124,8 @@ struct HostRow {
     idle: usize,
     active: usize,
     waiting: usize,
+    size: usize,
+    reserve_in_use: usize,
     banned: bool,
     lag: Option<u64>,
 }
@@ -158,6 +160,8 @@ fn server_metrics(out: &mut Out) {
                 idle,
                 active,
                 waiting: host.pool.waiting(),
+                size: host.pool.settings().size,
+                reserve_in_use: host.pool.reserve_in_use(),
                 banned: host.state.is_banned(),
                 lag: host.state.status().lag_bytes,
             });
@@ -182,6 +186,22 @@ fn server_metrics(out: &mut Out) {
     );
     for r in &rows {
         out.sample("pool_waiting_clients", &r.labels(), r.waiting);
+    }
+    out.family(
+        "pool_size",
+        "gauge",
+        "The pool's size (pool_size in force).",
+    );
+    for r in &rows {
+        out.sample("pool_size", &r.labels(), r.size);
+    }
+    out.family(
+        "pool_reserve_in_use",
+        "gauge",
+        "Reserve connections (reserve_pool_size) in use.",
+    );
+    for r in &rows {
+        out.sample("pool_reserve_in_use", &r.labels(), r.reserve_in_use);
     }
     out.family("host_banned", "gauge", "1 when the server is banned.");
     for r in &rows {

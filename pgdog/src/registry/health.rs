@@ -158,6 +158,34 @@ async fn read_builtins(server: &mut Server, epoch: u64, catalog: &Catalog, targe
     }
 }
 
+/// The admin's HEALTHCHECK: the servers `wanted` accepts, checked now on new connections and
+/// recorded as a round records them (lag waits for the next round); for each, whether it is in
+/// recovery, or why the check failed.
+pub async fn check_now(
+    wanted: impl Fn(&HostState) -> bool,
+) -> Vec<(Arc<HostState>, Result<bool, String>)> {
+    let registry = Registry::current();
+    let timeout = Duration::from_millis(registry.settings.config.general.healthcheck_timeout);
+    let mut seen = std::collections::HashSet::new();
+    let servers: Vec<_> = shard_servers(&registry)
+        .into_iter()
+        .flatten()
+        .filter(|(state, _)| wanted(state) && seen.insert(Arc::as_ptr(state) as usize))
+        .collect();
+    let checks = servers.iter().map(|(state, target)| async move {
+        let (conn, outcome) = check_one(target, None, timeout, &state.builtins).await;
+        if let Some(conn) = conn {
+            conn.terminate().await;
+        }
+        match &outcome {
+            Ok((in_recovery, lsn)) => state.check_passed(*in_recovery, *lsn),
+            Err(e) => state.check_failed(e),
+        }
+        (state.clone(), outcome.map(|(in_recovery, _)| in_recovery))
+    });
+    futures_util::future::join_all(checks).await
+}
+
 /// One check on the kept connection (or a new one); the connection to keep, and the outcome.
 async fn check_one(
     target: &ServerTarget,

@@ -90,31 +90,32 @@ fn host_pool(
     previous: &[&Pool],
 ) -> (Pool, Arc<HostState>) {
     let g = &settings.config.general;
-    let password = db.password.clone().or_else(|| user.password.clone());
+    let c = settings.pool_config(user, db);
+    // A server user without a password of its own logs in with the client's.
+    let password = c.server_password.clone().or_else(|| user.password.clone());
     let target = ServerTarget {
         host: db.host.clone(),
         port: db.port,
         database: db.database_name().to_string(),
-        user: db.user.clone().unwrap_or_else(|| user.name.clone()),
+        user: c.server_user.clone().unwrap_or_else(|| user.name.clone()),
         // The client's own secret only when pgdog logs in as the client.
         pass_through: pass_through
-            .filter(|_| db.user.is_none() && password.is_none())
+            .filter(|_| c.server_user.is_none() && password.is_none())
             .cloned(),
         password,
     };
-    let size = user
-        .pool_size
-        .or(db.pool_size)
-        .unwrap_or(g.default_pool_size)
-        .max(1);
     let pool_settings = PoolSettings {
-        size,
-        min: g.min_pool_size.min(size),
-        mode: user.pooler_mode.or(db.pooler_mode).unwrap_or(g.pooler_mode),
+        size: c.size,
+        min: c.min,
+        reserve: c.reserve,
+        reserve_timeout: Duration::from_millis(g.reserve_pool_timeout),
+        mode: c.mode,
         checkout_timeout: Duration::from_millis(g.checkout_timeout),
-        idle_timeout: Duration::from_millis(g.idle_timeout),
-        server_lifetime: Duration::from_millis(g.server_lifetime),
+        idle_timeout: Duration::from_millis(c.idle_timeout),
+        server_lifetime: Duration::from_millis(c.server_lifetime),
         connect_timeout: Duration::from_millis(g.connect_timeout),
+        startup: c.startup_parameters(),
+        read_only: c.read_only,
         caps: [
             caps.get(
                 format!(
@@ -351,11 +352,7 @@ impl Registry {
                 Credential::Password(p) => Some(p.clone()),
                 _ => None,
             },
-            password_hash: None,
-            passwords: Vec::new(),
-            pool_size: None,
-            pooler_mode: None,
-            max_user_connections: None,
+            ..Default::default()
         };
         let pass_through = match credential {
             Credential::PassThrough(p) => Some(p),

@@ -8,6 +8,7 @@ use super::{Expect, Session, SessionError};
 use crate::config::PoolerMode;
 use crate::frontend::mentions::Mentions;
 use crate::frontend::prepared::{self, Prepared};
+use crate::frontend::read_only;
 use crate::frontend::statements;
 use crate::net::message::{self, read_parse, read_parse_text, read_target};
 use crate::net::tag::{frontend, target};
@@ -22,6 +23,11 @@ impl Session {
             let mentions = Mentions::of(&text);
             if mentions.ddl_word() && statements::may_change_catalog(&text) {
                 self.functions_changed |= super::catalog_changes(&text);
+            }
+            if self.read_only && read_only::turns_off(&text) {
+                let error = message::error(read_only::CODE, read_only::MESSAGE);
+                self.fail_in_order(error).await;
+                return Ok(());
             }
             utf8 = matches!(text, std::borrow::Cow::Borrowed(_));
             deallocate = self.client.mode == PoolerMode::Transaction

@@ -1,7 +1,8 @@
 //! Read or write: which server of the database a session's next transaction goes to (see
-//! `router::read_write` for what counts as a read).
-use super::Session;
+//! `router::read_write` for what counts as a read), and what a read-only pool refuses.
+use super::{Expect, Session};
 use crate::config::PoolerMode;
+use crate::frontend::read_only;
 use crate::net::message::{self, read_parse, read_target};
 use crate::net::tag::{frontend, target};
 use crate::net::{Message, ProtocolError};
@@ -94,5 +95,22 @@ impl Session {
             }
         }
         self.release_if_idle();
+    }
+
+    /// A simple query that would turn a read-only pool's transactions read-write: refused
+    /// (25006). In a transaction the server fails it too, so the transaction is aborted as
+    /// Postgres would abort it.
+    pub(super) async fn refuse_read_write(&mut self) {
+        let error = message::error(read_only::CODE, read_only::MESSAGE);
+        if self.server.is_none() {
+            self.send(&error);
+            self.ready_now();
+            return;
+        }
+        self.expected.push_back(Expect::Replace(error));
+        self.expected.push_back(Expect::Ready);
+        // A syntax error: what the server answers is replaced by the error above.
+        self.send_to_server(&message::query("pgdog read_only refused"))
+            .await;
     }
 }
