@@ -10,7 +10,7 @@ use crate::registry::Registry;
 pub const COMMANDS: &str =
     "SHOW CLIENTS, SHOW SERVERS, SHOW POOLS, SHOW STATS, SHOW STATS_TOTALS, \
 SHOW STATS_AVERAGES, SHOW CONFIG, SHOW LISTS, SHOW DATABASES, SHOW USERS, SHOW VERSION, \
-SHOW PREPARED_STATEMENTS, SHOW QUERY_CACHE, SHOW PAUSED, SHOW BANS, SHOW <setting>, PAUSE [db], \
+SHOW PREPARED_STATEMENTS, SHOW QUERY_CACHE, SHOW PAUSED, SHOW BANS, SHOW LISTENERS, SHOW <setting>, PAUSE [db], \
 RESUME [db], RELOAD, SHUTDOWN, KILL db, RECONNECT [db], SET key = value, BAN host:port [db], \
 UNBAN host:port [db], HEALTHCHECK [host:port [db]], and RESHARD, SHOW RESHARD, CUTOVER, STOP, \
 ABORT RESHARD";
@@ -51,6 +51,7 @@ const SHOWS: &[&str] = &[
     "QUERY_CACHE",
     "PAUSED",
     "BANS",
+    "LISTENERS",
 ];
 
 /// Splits a Query's text at `;` outside quotes; statements trimmed, empty ones dropped.
@@ -185,6 +186,7 @@ fn show(what: &str) -> Reply {
         "QUERY_CACHE" => show::query_cache(),
         "PAUSED" => show_paused(),
         "BANS" => servers::show_bans(),
+        "LISTENERS" => servers::show_listeners(),
         _ => rows(
             &["version"],
             vec![vec![Some(format!("pgdog {}", env!("CARGO_PKG_VERSION")))]],

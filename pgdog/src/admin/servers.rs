@@ -1,7 +1,7 @@
 //! Admin commands on servers: `BAN host:port [database]` keeps new traffic away from a server
 //! until `UNBAN host:port [database]` (health checks do not lift it; UNBAN also lifts the
 //! automatic bans), `HEALTHCHECK [host:port [database]]` checks servers now and shows what it
-//! saw, `SHOW BANS` lists the banned servers.
+//! saw, `SHOW BANS` lists the banned servers, `SHOW LISTENERS` the listener connections.
 use super::{AdminError, Reply};
 use crate::backend::host::HostState;
 use crate::registry::Registry;
@@ -165,6 +165,31 @@ pub fn show_bans() -> Reply {
             "manual",
             "remaining_ms",
         ],
+        data,
+        "SHOW",
+    )
+}
+
+/// `SHOW LISTENERS`: each listener connection (transaction-mode LISTEN): its server database,
+/// the channels it listens on, the clients listening, notifications delivered to them, and
+/// clients disconnected because they did not read theirs.
+pub fn show_listeners() -> Reply {
+    use std::sync::atomic::Ordering::Relaxed;
+    let data = crate::backend::listener::all()
+        .iter()
+        .map(|l| {
+            let (channels, clients) = l.counts();
+            vec![
+                Some(l.name.clone()),
+                Some(channels.to_string()),
+                Some(clients.to_string()),
+                Some(l.delivered.load(Relaxed).to_string()),
+                Some(l.overflowed.load(Relaxed).to_string()),
+            ]
+        })
+        .collect();
+    rows(
+        &["listener", "channels", "clients", "delivered", "overflowed"],
         data,
         "SHOW",
     )

@@ -7,6 +7,7 @@
 //! database's PAUSE makes it wait there), then picks up a reloaded configuration.
 mod deallocate;
 mod extended;
+mod listening;
 mod lost;
 mod replan;
 mod routing;
@@ -200,6 +201,8 @@ pub struct Session {
     unnamed: Option<ClientUnnamed>,
     /// The client's unnamed statement is a DEALLOCATE pgdog answers (see `deallocate`).
     dealloc: deallocate::Deallocs,
+    /// Its LISTENs, run by the database's listener (transaction mode, see `listening`).
+    listening: Option<listening::Listening>,
 }
 
 impl Session {
@@ -245,6 +248,7 @@ impl Session {
             functions_changed: false,
             unnamed: None,
             dealloc: Default::default(),
+            listening: None,
         }
     }
 }
@@ -293,6 +297,7 @@ impl ServeClient for Session {
             match self.server.as_mut() {
                 None => tokio::select! {
                     r = self.client.read() => r?,
+                    n = listening::next(&mut self.listening) => self.notified(n)?,
                     _ = stop => return Err(stopped()),
                     _ = timer, if deadline.is_some() => self.timed_out(deadline).await?,
                 },
@@ -426,6 +431,10 @@ impl Session {
         if mentions.has(Word::Set) && self.answer_set_role(sql) {
             return Ok(());
         }
+        // ("unlisten" contains "listen".)
+        if mentions.has(Word::Listen) && self.answer_listen(sql) {
+            return Ok(());
+        }
         if self.read_only && read_only::turns_off(sql) {
             self.refuse_read_write().await;
             return Ok(());
@@ -513,6 +522,10 @@ impl Session {
         }
         self.pending.extend(c.changes);
         self.pending_discard_all |= c.discard_all;
+        if c.discard_all {
+            // DISCARD ALL includes UNLISTEN *.
+            self.listening = None;
+        }
     }
 
     /// Client-side DEALLOCATE of protocol-level statements; false when it is not ours.

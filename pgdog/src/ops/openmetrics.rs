@@ -71,6 +71,7 @@ pub fn render() -> String {
     };
     client_metrics(&mut out);
     server_metrics(&mut out);
+    listener_metrics(&mut out);
     traffic_metrics(&mut out);
     cache_metrics(&mut out);
     cap_metrics(&mut out);
@@ -139,6 +140,50 @@ impl HostRow {
             ("role", self.role),
             ("host", self.host.as_str()),
         ]
+    }
+}
+
+/// Transaction-mode LISTEN: per listener connection.
+fn listener_metrics(out: &mut Out) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let all = crate::backend::listener::all();
+    type Get = fn(&crate::backend::listener::Listener) -> u64;
+    let families: [(&str, &str, &str, Get); 4] = [
+        (
+            "listener_channels",
+            "gauge",
+            "Channels a listener connection listens on.",
+            |l| l.counts().0 as u64,
+        ),
+        (
+            "listener_clients",
+            "gauge",
+            "Client subscriptions of a listener connection.",
+            |l| l.counts().1 as u64,
+        ),
+        (
+            "notifications_delivered",
+            "counter",
+            "Notifications handed to listening clients.",
+            |l| l.delivered.load(Relaxed),
+        ),
+        (
+            "notification_overflows",
+            "counter",
+            "Clients disconnected because their notification queue was full.",
+            |l| l.overflowed.load(Relaxed),
+        ),
+    ];
+    for (name, kind, help, get) in families {
+        out.family(name, kind, help);
+        let sample = if kind == "counter" {
+            format!("{name}_total")
+        } else {
+            name.to_string()
+        };
+        for l in &all {
+            out.sample(&sample, &[("listener", l.name.as_str())], get(l));
+        }
     }
 }
 

@@ -1,0 +1,274 @@
+//! LISTEN without a server per listener (transaction mode): one listener connection per
+//! server database runs the LISTENs of every client (`LISTEN "x"` while at least one client
+//! listens on `x`, `UNLISTEN "x"` after the last one leaves) and hands each notification to the
+//! clients listening on its channel. A client's queue holds up to `QUEUE` notifications; one
+//! that does not read them is disconnected (53200) rather than losing any. A lost listener
+//! connection is made again and its LISTENs run again (notifications sent meanwhile are lost,
+//! and logged).
+use super::server::{Server, ServerTarget};
+use crate::net::quote::ident;
+use crate::net::tag::backend;
+use crate::net::Message;
+use parking_lot::Mutex;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Notifications one client may have waiting.
+pub const QUEUE: usize = 10_000;
+
+/// What a listening client holds: its id and the end notifications arrive at.
+pub struct Subscriber {
+    pub id: u64,
+    rx: mpsc::Receiver<Message>,
+    tx: Queue,
+}
+
+/// A client's queue, and how it learns that the queue overflowed.
+#[derive(Clone)]
+struct Queue {
+    tx: mpsc::Sender<Message>,
+    overflow: Arc<tokio::sync::Notify>,
+}
+
+impl Subscriber {
+    /// The next notification; None once the queue overflowed (the session ends, 53200).
+    /// A notification already waiting, if any.
+    pub fn try_next(&mut self) -> Option<Message> {
+        self.rx.try_recv().ok()
+    }
+
+    pub async fn next(&mut self) -> Option<Message> {
+        tokio::select! {
+            m = self.rx.recv() => m,
+            _ = self.tx.overflow.notified() => None,
+        }
+    }
+}
+
+/// One server database's listener connection and its clients.
+pub struct Listener {
+    /// `host:port/database`.
+    pub name: String,
+    /// channel -> (client id, its queue).
+    channels: Mutex<HashMap<String, HashMap<u64, Queue>>>,
+    /// Channels to bring in line on the server (LISTEN or UNLISTEN).
+    sync: mpsc::UnboundedSender<String>,
+    pub delivered: AtomicU64,
+    /// Clients disconnected because their queue was full.
+    pub overflowed: AtomicU64,
+}
+
+static LISTENERS: LazyLock<Mutex<HashMap<String, Arc<Listener>>>> = LazyLock::new(Default::default);
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A new client end.
+pub fn subscriber() -> Subscriber {
+    let (tx, rx) = mpsc::channel(QUEUE);
+    Subscriber {
+        id: NEXT_ID.fetch_add(1, Relaxed),
+        rx,
+        tx: Queue {
+            tx,
+            overflow: Arc::new(tokio::sync::Notify::new()),
+        },
+    }
+}
+
+/// The listener of `target`'s server database, started on first use.
+pub fn listener(target: &ServerTarget) -> Arc<Listener> {
+    let name = format!("{}/{}", target.addr(), target.database);
+    let mut all = LISTENERS.lock();
+    if let Some(l) = all.get(&name) {
+        return l.clone();
+    }
+    let (sync, commands) = mpsc::unbounded_channel();
+    let l = Arc::new(Listener {
+        name: name.clone(),
+        channels: Mutex::new(HashMap::new()),
+        sync,
+        delivered: AtomicU64::new(0),
+        overflowed: AtomicU64::new(0),
+    });
+    tokio::spawn(run(l.clone(), target.clone(), commands));
+    all.insert(name, l.clone());
+    l
+}
+
+/// Every listener, by name.
+pub fn all() -> Vec<Arc<Listener>> {
+    let mut v: Vec<_> = LISTENERS.lock().values().cloned().collect();
+    v.sort_by(|a, b| a.name.cmp(&b.name));
+    v
+}
+
+impl Listener {
+    pub fn listen(&self, s: &Subscriber, channel: &str) {
+        let mut channels = self.channels.lock();
+        let first = !channels.contains_key(channel);
+        channels
+            .entry(channel.to_string())
+            .or_default()
+            .insert(s.id, s.tx.clone());
+        if first {
+            let _ = self.sync.send(channel.to_string());
+        }
+    }
+
+    pub fn unlisten(&self, id: u64, channel: &str) {
+        let mut channels = self.channels.lock();
+        let Some(clients) = channels.get_mut(channel) else {
+            return;
+        };
+        clients.remove(&id);
+        if clients.is_empty() {
+            channels.remove(channel);
+            let _ = self.sync.send(channel.to_string());
+        }
+    }
+
+    /// (channels listened on, client subscriptions).
+    pub fn counts(&self) -> (usize, usize) {
+        let channels = self.channels.lock();
+        (channels.len(), channels.values().map(HashMap::len).sum())
+    }
+
+    /// A NotificationResponse from the server, to each client listening on its channel.
+    fn dispatch(&self, m: &Message) {
+        let mut r = m.reader();
+        let channel = match (r.i32(), r.cstr()) {
+            (Ok(_), Ok(c)) => c.to_string(),
+            _ => {
+                tracing::warn!("listener {}: malformed NotificationResponse", self.name);
+                return;
+            }
+        };
+        let mut channels = self.channels.lock();
+        let Some(clients) = channels.get_mut(&channel) else {
+            return;
+        };
+        clients.retain(|id, q| match q.tx.try_send(m.clone()) {
+            Ok(()) => {
+                self.delivered.fetch_add(1, Relaxed);
+                true
+            }
+            // The client left; its session unlistens too.
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                // Its session ends (53200): nothing is lost silently.
+                q.overflow.notify_one();
+                tracing::warn!(
+                    "listener {}: client {id} has {QUEUE} notifications waiting: disconnecting it",
+                    self.name
+                );
+                self.overflowed.fetch_add(1, Relaxed);
+                false
+            }
+        });
+        if clients.is_empty() {
+            channels.remove(&channel);
+            let _ = self.sync.send(channel);
+        }
+    }
+
+    fn wanted(&self, channel: &str) -> bool {
+        self.channels.lock().contains_key(channel)
+    }
+}
+
+/// Runs `sql` on the listener connection, handing on notifications that arrive meanwhile.
+async fn execute(l: &Listener, server: &mut Server, sql: &str) -> Result<(), String> {
+    server
+        .write(&crate::net::message::query(sql))
+        .await
+        .map_err(|e| e.to_string())?;
+    loop {
+        let m = server.read().await.map_err(|e| e.to_string())?;
+        match m.tag() {
+            backend::NOTIFICATION_RESPONSE => l.dispatch(&m),
+            backend::ERROR_RESPONSE => {
+                let why = crate::net::message::read_error(&m)
+                    .map_or_else(|_| "an error".into(), |f| f.message);
+                tracing::warn!("listener {}: {sql}: {why}", l.name);
+            }
+            backend::READY_FOR_QUERY => return Ok(()),
+            _ => {}
+        }
+    }
+}
+
+/// Brings `channel` in line on the server: LISTEN while a client wants it, else UNLISTEN.
+async fn sync(
+    l: &Listener,
+    server: &mut Server,
+    listening: &mut HashSet<String>,
+    channel: String,
+) -> Result<(), String> {
+    let wanted = l.wanted(&channel);
+    if wanted == listening.contains(&channel) {
+        return Ok(());
+    }
+    let verb = if wanted { "LISTEN" } else { "UNLISTEN" };
+    execute(l, server, &format!("{verb} {}", ident(&channel))).await?;
+    if wanted {
+        listening.insert(channel);
+    } else {
+        listening.remove(&channel);
+    }
+    Ok(())
+}
+
+/// One listener connection's life: serves channel changes and notifications until it fails.
+async fn serve(
+    l: &Listener,
+    server: &mut Server,
+    commands: &mut mpsc::UnboundedReceiver<String>,
+) -> Result<(), String> {
+    let mut listening = HashSet::new();
+    let current: Vec<String> = l.channels.lock().keys().cloned().collect();
+    for channel in current {
+        sync(l, server, &mut listening, channel).await?;
+    }
+    loop {
+        tokio::select! {
+            channel = commands.recv() => match channel {
+                Some(c) => sync(l, server, &mut listening, c).await?,
+                None => return Ok(()),
+            },
+            filled = server.fill() => {
+                filled.map_err(|e| e.to_string())?;
+                while let Some(m) = server.try_read().map_err(|e| e.to_string())? {
+                    if m.tag() == backend::NOTIFICATION_RESPONSE {
+                        l.dispatch(&m);
+                    }
+                }
+            }
+        }
+    }
+}
+
+async fn run(
+    l: Arc<Listener>,
+    target: ServerTarget,
+    mut commands: mpsc::UnboundedReceiver<String>,
+) {
+    let params = [("application_name", "pgdog_listener")];
+    loop {
+        let timeout = Duration::from_millis(crate::config::active().connect_timeout);
+        match Server::connect_with_params(&target, &params, timeout).await {
+            Ok(mut server) => {
+                match serve(&l, &mut server, &mut commands).await {
+                    Ok(()) => return,
+                    Err(e) => tracing::warn!(
+                        "listener {}: connection lost ({e}); notifications sent until it is back are lost",
+                        l.name
+                    ),
+                }
+            }
+            Err(e) => tracing::warn!("listener {}: {e}", l.name),
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}

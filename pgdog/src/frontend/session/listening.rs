@@ -1,0 +1,128 @@
+//! A transaction-mode client's LISTENs (see `backend::listener`): pgdog answers LISTEN and
+//! UNLISTEN between transactions, the database's listener connection runs them, and the
+//! notifications reach the client while it is between transactions, as Postgres delivers
+//! them. The client holds no server connection while it waits.
+use super::{Session, SessionError};
+use crate::backend::listener::{self, Listener, Subscriber};
+use crate::backend::Shard;
+use crate::config::{PoolerMode, Role};
+use crate::frontend::listen::{self, Command};
+use crate::net::{message, Message, TxStatus};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// The channels a client listens on, through its database's listener.
+pub(crate) struct Listening {
+    listener: Arc<Listener>,
+    subscriber: Subscriber,
+    channels: HashSet<String>,
+}
+
+impl Listening {
+    /// Through the listener of the shard's primary (its first server when none is named).
+    fn new(shard: &Shard) -> Option<Listening> {
+        let hosts = shard.hosts();
+        let host = hosts
+            .iter()
+            .find(|h| h.state.configured == Role::Primary)
+            .or(hosts.first())?;
+        Some(Listening {
+            listener: listener::listener(host.pool.target()),
+            subscriber: listener::subscriber(),
+            channels: HashSet::new(),
+        })
+    }
+
+    fn apply(&mut self, command: Command) {
+        let id = self.subscriber.id;
+        match command {
+            Command::Listen(c) => {
+                self.listener.listen(&self.subscriber, &c);
+                self.channels.insert(c);
+            }
+            Command::Unlisten(c) => {
+                self.listener.unlisten(id, &c);
+                self.channels.remove(&c);
+            }
+            Command::UnlistenAll => {
+                for c in self.channels.drain() {
+                    self.listener.unlisten(id, &c);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        for c in &self.channels {
+            self.listener.unlisten(self.subscriber.id, c);
+        }
+    }
+}
+
+/// The next notification for the client (never, while it listens on nothing); None when its
+/// queue overflowed.
+pub(crate) async fn next(listening: &mut Option<Listening>) -> Option<Message> {
+    match listening {
+        Some(l) => l.subscriber.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+impl Session {
+    /// LISTEN / UNLISTEN between transactions in transaction mode: answered here; false for
+    /// anything else (which reaches the server as before).
+    pub(super) fn answer_listen(&mut self, sql: &str) -> bool {
+        let between = self.server.is_none()
+            && self.status == TxStatus::Idle
+            && self.expected.is_empty()
+            && self.client.mode == PoolerMode::Transaction;
+        if !between {
+            return false;
+        }
+        let Some(command) = listen::parse(sql) else {
+            return false;
+        };
+        // What Postgres would refuse (`LISTEN select`: a reserved word) is its to answer.
+        if crate::router::cache::QueryCache::global().get(sql).is_err() {
+            return false;
+        }
+        if self.listening.is_none() {
+            self.listening = Listening::new(&self.shard);
+        }
+        let Some(listening) = self.listening.as_mut() else {
+            return false;
+        };
+        let tag = match command {
+            Command::Listen(_) => "LISTEN",
+            _ => "UNLISTEN",
+        };
+        listening.apply(command);
+        self.send(&message::command_complete(tag));
+        self.ready_now();
+        true
+    }
+
+    /// A notification for the client (and any others waiting), or the end of the session
+    /// when it let its queue overflow.
+    pub(super) fn notified(&mut self, m: Option<Message>) -> Result<(), SessionError> {
+        let Some(m) = m else {
+            self.listening = None;
+            return Err(SessionError::Terminated(
+                "53200",
+                format!(
+                    "out of memory for notifications: {} were waiting for this client",
+                    listener::QUEUE
+                ),
+            ));
+        };
+        self.client.out.extend_from_slice(m.bytes());
+        if let Some(l) = self.listening.as_mut() {
+            while let Some(m) = l.subscriber.try_next() {
+                self.client.out.extend_from_slice(m.bytes());
+            }
+        }
+        Ok(())
+    }
+}
