@@ -520,6 +520,17 @@ async fn admin_ban_keeps_traffic_off_a_server_until_unban() {
     exec(&admin, &format!("UNBAN {server}")).await;
     assert!(bans(&admin).await.is_empty());
     assert_eq!(port_of(&client, read).await, replica.port);
+    // A banned primary: writes fail fast naming the BAN, until UNBAN.
+    let primary_server = format!("127.0.0.1:{}", primary.port);
+    exec(&admin, &format!("BAN {primary_server}")).await;
+    let err = client
+        .simple_query("CREATE TABLE banned_write (x int)")
+        .await
+        .unwrap_err();
+    assert_sqlstate(&err, "08006");
+    assert!(err_text(&err).contains("BAN"), "{}", err_text(&err));
+    exec(&admin, &format!("UNBAN {primary_server}")).await;
+    exec(&client, "CREATE TABLE banned_write (x int)").await;
 
     // HEALTHCHECK of every server; a stopped server fails it and is banned until it is back.
     assert_eq!(simple_rows(&admin, "HEALTHCHECK").await.len(), 2);

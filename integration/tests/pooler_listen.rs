@@ -89,13 +89,20 @@ async fn fifty_listeners_share_one_connection_and_get_every_notification() {
         }
     }
 
+    // A client pinned to its server (a session advisory lock) still gets them.
+    exec(&listeners[2].0, "SELECT pg_advisory_lock(7)").await;
+    exec(&notifier, "NOTIFY jobs, 'pinned'").await;
+    assert_eq!(next(&mut listeners[2].1).await, pair("jobs", "pinned"));
+
     // UNLISTEN: the first client gets `ctl` but nothing of `jobs` sent before it.
     let (first, rx) = &mut listeners[0];
+    assert_eq!(next(rx).await, pair("jobs", "pinned"));
     exec(first, "UNLISTEN jobs; ").await;
     exec(first, "LISTEN \"Ctl\"").await;
     exec(&notifier, "NOTIFY jobs, 'after'").await;
     exec(&notifier, "NOTIFY \"Ctl\", 'stop'").await;
     assert_eq!(next(rx).await, pair("Ctl", "stop"));
+    assert_eq!(next(&mut listeners[1].1).await, pair("jobs", "pinned"));
     assert_eq!(next(&mut listeners[1].1).await, pair("jobs", "after"));
 
     // The listener connection is lost: made again, its LISTENs run again.

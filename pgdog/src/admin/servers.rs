@@ -142,7 +142,7 @@ pub fn show_bans() -> Reply {
             let s = h.status();
             let remaining = s
                 .banned_until
-                .filter(|_| !s.manual_ban)
+                .filter(|_| !h.manually_banned())
                 .map(|t| t.saturating_duration_since(now).as_millis().to_string());
             vec![
                 Some(db),
@@ -150,7 +150,7 @@ pub fn show_bans() -> Reply {
                 Some(h.port.to_string()),
                 Some(h.role().name().to_string()),
                 s.ban_reason.clone(),
-                Some(s.manual_ban.to_string()),
+                Some(h.manually_banned().to_string()),
                 remaining,
             ]
         })

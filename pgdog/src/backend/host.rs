@@ -37,8 +37,6 @@ pub struct HostStatus {
     /// No new traffic before this instant (and, after it, until a health check passes).
     pub banned_until: Option<Instant>,
     pub ban_reason: Option<String>,
-    /// Banned by the admin's BAN: until UNBAN, whatever the health checks see.
-    pub manual_ban: bool,
     /// Why the last check failed.
     pub last_error: Option<String>,
 }
@@ -51,6 +49,9 @@ pub struct HostState {
     pub database: String,
     pub configured: Role,
     status: Mutex<HostStatus>,
+    /// Banned by the admin's BAN: until UNBAN, whatever the health checks see (read on every
+    /// write checkout: no lock).
+    manual_ban: std::sync::atomic::AtomicBool,
     /// Its built-in functions (read by the health check).
     pub builtins: super::builtins::Catalog,
 }
@@ -102,24 +103,27 @@ impl HostState {
     /// Whether new traffic must avoid this server: inside its ban, or after it until a health
     /// check passes.
     pub fn is_banned(&self) -> bool {
-        let s = self.status.lock();
-        s.banned_until.is_some() || s.manual_ban
+        self.manually_banned() || self.status.lock().banned_until.is_some()
+    }
+
+    /// Banned by the admin's BAN.
+    pub fn manually_banned(&self) -> bool {
+        self.manual_ban.load(Ordering::Relaxed)
     }
 
     /// The admin's BAN: no new traffic until UNBAN (health checks do not lift it).
     pub fn ban_until_unbanned(&self) {
         tracing::warn!("banning {} ({}) until UNBAN", self.addr(), self.database);
-        let mut s = self.status.lock();
-        s.manual_ban = true;
-        s.ban_reason = Some("BAN (admin)".into());
+        self.manual_ban.store(true, Ordering::Relaxed);
+        self.status.lock().ban_reason = Some("BAN (admin)".into());
     }
 
     /// The admin's UNBAN: any ban is lifted now (a failing server is banned again by the next
     /// health check or failed connect).
     pub fn unban(&self) {
         tracing::info!("unbanning {} ({}): UNBAN", self.addr(), self.database);
+        self.manual_ban.store(false, Ordering::Relaxed);
         let mut s = self.status.lock();
-        s.manual_ban = false;
         s.banned_until = None;
         s.ban_reason = None;
     }
@@ -175,7 +179,7 @@ impl HostState {
         if s.banned_until.is_some_and(|t| Instant::now() >= t) {
             tracing::info!("unbanning {} ({})", self.addr(), self.database);
             s.banned_until = None;
-            if !s.manual_ban {
+            if !self.manually_banned() {
                 s.ban_reason = None;
             }
         }
@@ -220,6 +224,7 @@ pub fn host_state(host: &str, port: u16, database: &str, role: Role) -> Arc<Host
                 database: database.to_string(),
                 configured: role,
                 status: Mutex::new(HostStatus::default()),
+                manual_ban: Default::default(),
                 builtins: Default::default(),
             })
         })

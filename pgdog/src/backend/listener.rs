@@ -31,6 +31,8 @@ pub struct Subscriber {
 struct Queue {
     tx: mpsc::Sender<Message>,
     overflow: Arc<tokio::sync::Notify>,
+    /// Set at the first overflow (the client is counted once).
+    overflowed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Subscriber {
@@ -54,12 +56,16 @@ pub struct Listener {
     pub name: String,
     /// channel -> (client id, its queue).
     channels: Mutex<HashMap<String, HashMap<u64, Queue>>>,
-    /// Channels to bring in line on the server (LISTEN or UNLISTEN).
-    sync: mpsc::UnboundedSender<String>,
+    /// Channels to bring in line on the server (LISTEN or UNLISTEN), with who waits for it.
+    sync: mpsc::UnboundedSender<(String, Option<Ack>)>,
     pub delivered: AtomicU64,
     /// Clients disconnected because their queue was full.
     pub overflowed: AtomicU64,
 }
+
+/// Told once the server listens on a channel (a client's LISTEN is answered then, so that a
+/// NOTIFY sent after it reaches the client, as with Postgres), or why it could not.
+pub type Ack = tokio::sync::oneshot::Sender<Result<(), String>>;
 
 static LISTENERS: LazyLock<Mutex<HashMap<String, Arc<Listener>>>> = LazyLock::new(Default::default);
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -73,6 +79,7 @@ pub fn subscriber() -> Subscriber {
         tx: Queue {
             tx,
             overflow: Arc::new(tokio::sync::Notify::new()),
+            overflowed: Default::default(),
         },
     }
 }
@@ -105,16 +112,20 @@ pub fn all() -> Vec<Arc<Listener>> {
 }
 
 impl Listener {
-    pub fn listen(&self, s: &Subscriber, channel: &str) {
-        let mut channels = self.channels.lock();
-        let first = !channels.contains_key(channel);
-        channels
+    /// Adds the client to `channel`; the receiver is told once the server listens on it.
+    pub fn listen(
+        &self,
+        s: &Subscriber,
+        channel: &str,
+    ) -> tokio::sync::oneshot::Receiver<Result<(), String>> {
+        self.channels
+            .lock()
             .entry(channel.to_string())
             .or_default()
             .insert(s.id, s.tx.clone());
-        if first {
-            let _ = self.sync.send(channel.to_string());
-        }
+        let (ack, done) = tokio::sync::oneshot::channel();
+        let _ = self.sync.send((channel.to_string(), Some(ack)));
+        done
     }
 
     pub fn unlisten(&self, id: u64, channel: &str) {
@@ -125,7 +136,7 @@ impl Listener {
         clients.remove(&id);
         if clients.is_empty() {
             channels.remove(channel);
-            let _ = self.sync.send(channel.to_string());
+            let _ = self.sync.send((channel.to_string(), None));
         }
     }
 
@@ -158,18 +169,20 @@ impl Listener {
             Err(mpsc::error::TrySendError::Closed(_)) => false,
             Err(mpsc::error::TrySendError::Full(_)) => {
                 // Its session ends (53200): nothing is lost silently.
-                q.overflow.notify_one();
-                tracing::warn!(
-                    "listener {}: client {id} has {QUEUE} notifications waiting: disconnecting it",
-                    self.name
-                );
-                self.overflowed.fetch_add(1, Relaxed);
+                if !q.overflowed.swap(true, Relaxed) {
+                    q.overflow.notify_one();
+                    tracing::warn!(
+                        "listener {}: client {id} has {QUEUE} notifications waiting: disconnecting it",
+                        self.name
+                    );
+                    self.overflowed.fetch_add(1, Relaxed);
+                }
                 false
             }
         });
         if clients.is_empty() {
             channels.remove(&channel);
-            let _ = self.sync.send(channel);
+            let _ = self.sync.send((channel, None));
         }
     }
 
@@ -178,22 +191,37 @@ impl Listener {
     }
 }
 
+/// Why a statement on the listener connection failed.
+enum Failed {
+    /// The connection is lost: made again.
+    Connection(String),
+    /// The server refused the statement (an ErrorResponse): the connection goes on.
+    Statement(String),
+}
+
 /// Runs `sql` on the listener connection, handing on notifications that arrive meanwhile.
-async fn execute(l: &Listener, server: &mut Server, sql: &str) -> Result<(), String> {
+async fn execute(l: &Listener, server: &mut Server, sql: &str) -> Result<(), Failed> {
+    let lost = |e: crate::backend::ServerError| Failed::Connection(e.to_string());
     server
         .write(&crate::net::message::query(sql))
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(lost)?;
+    let mut refused = None;
     loop {
-        let m = server.read().await.map_err(|e| e.to_string())?;
+        let m = server.read().await.map_err(lost)?;
         match m.tag() {
             backend::NOTIFICATION_RESPONSE => l.dispatch(&m),
             backend::ERROR_RESPONSE => {
-                let why = crate::net::message::read_error(&m)
-                    .map_or_else(|_| "an error".into(), |f| f.message);
+                let why = crate::net::message::read_error(&m).map_or_else(
+                    |_| "an error".into(),
+                    |f| format!("{} ({})", f.message, f.code),
+                );
                 tracing::warn!("listener {}: {sql}: {why}", l.name);
+                refused = Some(why);
             }
-            backend::READY_FOR_QUERY => return Ok(()),
+            backend::READY_FOR_QUERY => {
+                return refused.map_or(Ok(()), |why| Err(Failed::Statement(why)))
+            }
             _ => {}
         }
     }
@@ -205,7 +233,7 @@ async fn sync(
     server: &mut Server,
     listening: &mut HashSet<String>,
     channel: String,
-) -> Result<(), String> {
+) -> Result<(), Failed> {
     let wanted = l.wanted(&channel);
     if wanted == listening.contains(&channel) {
         return Ok(());
@@ -224,17 +252,33 @@ async fn sync(
 async fn serve(
     l: &Listener,
     server: &mut Server,
-    commands: &mut mpsc::UnboundedReceiver<String>,
+    commands: &mut mpsc::UnboundedReceiver<(String, Option<Ack>)>,
 ) -> Result<(), String> {
     let mut listening = HashSet::new();
     let current: Vec<String> = l.channels.lock().keys().cloned().collect();
     for channel in current {
-        sync(l, server, &mut listening, channel).await?;
+        match sync(l, server, &mut listening, channel).await {
+            Err(Failed::Connection(e)) => return Err(e),
+            _ => continue,
+        }
     }
     loop {
         tokio::select! {
-            channel = commands.recv() => match channel {
-                Some(c) => sync(l, server, &mut listening, c).await?,
+            command = commands.recv() => match command {
+                Some((channel, ack)) => {
+                    let done = sync(l, server, &mut listening, channel).await;
+                    let (told, lost) = match done {
+                        Ok(()) => (Ok(()), None),
+                        Err(Failed::Statement(why)) => (Err(why), None),
+                        Err(Failed::Connection(e)) => (Err(e.clone()), Some(e)),
+                    };
+                    if let Some(ack) = ack {
+                        let _ = ack.send(told);
+                    }
+                    if let Some(e) = lost {
+                        return Err(e);
+                    }
+                }
                 None => return Ok(()),
             },
             filled = server.fill() => {
@@ -252,7 +296,7 @@ async fn serve(
 async fn run(
     l: Arc<Listener>,
     target: ServerTarget,
-    mut commands: mpsc::UnboundedReceiver<String>,
+    mut commands: mpsc::UnboundedReceiver<(String, Option<Ack>)>,
 ) {
     let params = [("application_name", "pgdog_listener")];
     loop {

@@ -147,13 +147,29 @@ impl Shard {
 
     /// The pool of the primary, for writes.
     pub fn primary(&self) -> Result<&Pool, ShardError> {
+        let host = self.primary_host()?;
+        if host.state.manually_banned() {
+            // The admin's BAN: writes fail fast until UNBAN (automatic bans never stop them).
+            return Err(ShardError::NoPrimary {
+                database: self.inner.database.clone(),
+                shard: self.inner.index,
+                why: format!(
+                    "{} is banned by the admin (BAN; UNBAN lets writes through)",
+                    host.state.addr()
+                ),
+            });
+        }
+        Ok(&host.pool)
+    }
+
+    fn primary_host(&self) -> Result<&Host, ShardError> {
         let hosts = &self.inner.hosts;
         if hosts.len() == 1 {
-            return Ok(&hosts[0].pool);
+            return Ok(&hosts[0]);
         }
         let fixed = hosts.iter().find(|h| h.state.configured == Role::Primary);
         if let Some(h) = fixed {
-            return Ok(&h.pool);
+            return Ok(h);
         }
         // An `auto` server is the primary while its last health check saw it accept writes and
         // no connection to it has failed since; bans (which keep reads away) do not matter
@@ -163,7 +179,7 @@ impl Shard {
             .filter(|h| h.state.role() == Observed::Primary)
             .collect();
         match claiming.as_slice() {
-            [one] => Ok(&one.pool),
+            [one] => Ok(one),
             [] => Err(ShardError::NoPrimary {
                 database: self.inner.database.clone(),
                 shard: self.inner.index,

@@ -265,7 +265,8 @@ pub struct General {
     /// Extra server connections a pool may open for clients that waited `reserve_pool_timeout`
     /// (0: none).
     pub reserve_pool_size: usize,
-    /// Milliseconds a client waits before its pool may use its reserve.
+    /// Milliseconds a client waits before its pool may use its reserve (below
+    /// `checkout_timeout`; PgBouncer's 5 s default is under its 120 s query_wait_timeout).
     pub reserve_pool_timeout: u64,
     /// Milliseconds, sent to the servers as the `statement_timeout` startup parameter (0: not
     /// sent, the server's own setting applies).
@@ -359,7 +360,7 @@ impl Default for General {
             max_db_connections: 0,
             max_user_connections: 0,
             reserve_pool_size: 0,
-            reserve_pool_timeout: 5_000,
+            reserve_pool_timeout: 1_000,
             statement_timeout: 0,
             read_only: false,
         }

@@ -19,8 +19,11 @@ pub struct PoolConfig {
     pub read_only: bool,
     /// The role pgdog logs in to the servers as, when not the client's own.
     pub server_user: Option<String>,
-    /// Its password, when one is known (else the client's, or what the client proves).
+    /// Its password, when one is known.
     pub server_password: Option<String>,
+    /// Without `server_password`, the client's own plain password may log in (false for a
+    /// users.toml `server_user`: another role's password is never the client's).
+    pub client_password: bool,
 }
 
 impl PoolConfig {
@@ -68,15 +71,15 @@ impl Settings {
         let size = pick!(pool_size, g.default_pool_size).max(1);
         // A server user comes with the password given beside it at the same level.
         let users = [Some(user), wide].into_iter().flatten();
-        let (server_user, server_password) = match users
+        let (server_user, server_password, client_password) = match users
             .filter_map(|u| Some((u.server_user.clone()?, u.server_password.clone())))
             .next()
         {
             Some((name, password)) => {
                 let password = password.or_else(|| self.plain_password(&name));
-                (Some(name), password)
+                (Some(name), password, false)
             }
-            None => (db.user.clone(), db.password.clone()),
+            None => (db.user.clone(), db.password.clone(), true),
         };
         PoolConfig {
             size,
@@ -89,6 +92,7 @@ impl Settings {
             read_only: pick!(read_only, g.read_only),
             server_user,
             server_password,
+            client_password,
         }
     }
 

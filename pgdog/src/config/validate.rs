@@ -35,6 +35,23 @@ impl Settings {
         if g.tls_certificate.is_some() != g.tls_private_key.is_some() {
             return Err("general.tls_certificate and general.tls_private_key go together".into());
         }
+        let reserve = g.reserve_pool_size > 0
+            || self
+                .config
+                .databases
+                .iter()
+                .any(|d| d.reserve_pool_size > Some(0))
+            || self
+                .users
+                .users
+                .iter()
+                .any(|u| u.reserve_pool_size > Some(0));
+        if reserve && g.reserve_pool_timeout >= g.checkout_timeout {
+            return Err(format!(
+                "general.reserve_pool_timeout ({} ms) must be below checkout_timeout ({} ms): clients give up before the reserve_pool_size reserve could serve them",
+                g.reserve_pool_timeout, g.checkout_timeout
+            ));
+        }
         if g.admin_password.as_deref() == Some("") {
             return Err("general.admin_password is empty: the admin database always requires a password (set one, or remove the key to disable the admin database)".into());
         }

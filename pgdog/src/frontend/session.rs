@@ -306,6 +306,12 @@ impl ServeClient for Session {
                         _ = stop => return Err(stopped()),
                         _ = timer, if deadline.is_some() => self.timed_out(deadline).await?,
                         r = self.client.read() => r?,
+                        // A pinned client between transactions gets its LISTENs' notifications.
+                        n = listening::next(&mut self.listening),
+                            if self.expected.is_empty() && self.status == TxStatus::Idle =>
+                        {
+                            self.notified(n)?
+                        }
                         r = server.fill() => match r {
                             Ok(()) => {
                                 self.server_messages().await?;
@@ -432,7 +438,7 @@ impl Session {
             return Ok(());
         }
         // ("unlisten" contains "listen".)
-        if mentions.has(Word::Listen) && self.answer_listen(sql) {
+        if mentions.has(Word::Listen) && self.answer_listen(sql).await {
             return Ok(());
         }
         if self.read_only && read_only::turns_off(sql) {

@@ -91,8 +91,11 @@ fn host_pool(
 ) -> (Pool, Arc<HostState>) {
     let g = &settings.config.general;
     let c = settings.pool_config(user, db);
-    // A server user without a password of its own logs in with the client's.
-    let password = c.server_password.clone().or_else(|| user.password.clone());
+    // Without a server password, the client's own (a [[databases]] user's too, as before).
+    let password = c
+        .server_password
+        .clone()
+        .or_else(|| c.client_password.then(|| user.password.clone()).flatten());
     let target = ServerTarget {
         host: db.host.clone(),
         port: db.port,

@@ -10,6 +10,9 @@ use crate::frontend::listen::{self, Command};
 use crate::net::{message, Message, TxStatus};
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::Duration;
+
+type Waiting = tokio::sync::oneshot::Receiver<Result<(), String>>;
 
 /// The channels a client listens on, through its database's listener.
 pub(crate) struct Listening {
@@ -33,12 +36,14 @@ impl Listening {
         })
     }
 
-    fn apply(&mut self, command: Command) {
+    /// Applies the command; a LISTEN returns what tells when the server listens.
+    fn apply(&mut self, command: Command) -> Option<(String, Waiting)> {
         let id = self.subscriber.id;
         match command {
             Command::Listen(c) => {
-                self.listener.listen(&self.subscriber, &c);
-                self.channels.insert(c);
+                let waiting = self.listener.listen(&self.subscriber, &c);
+                self.channels.insert(c.clone());
+                return Some((c, waiting));
             }
             Command::Unlisten(c) => {
                 self.listener.unlisten(id, &c);
@@ -50,6 +55,14 @@ impl Listening {
                 }
             }
         }
+        None
+    }
+
+    /// Whether a notification is for a channel the client still listens on (one queued
+    /// before its UNLISTEN is not sent, as with Postgres).
+    fn wants(&self, m: &Message) -> bool {
+        let mut r = m.reader();
+        r.i32().is_ok() && r.cstr().is_ok_and(|c| self.channels.contains(c))
     }
 }
 
@@ -71,12 +84,13 @@ pub(crate) async fn next(listening: &mut Option<Listening>) -> Option<Message> {
 }
 
 impl Session {
-    /// LISTEN / UNLISTEN between transactions in transaction mode: answered here; false for
-    /// anything else (which reaches the server as before).
-    pub(super) fn answer_listen(&mut self, sql: &str) -> bool {
-        let between = self.server.is_none()
-            && self.status == TxStatus::Idle
+    /// LISTEN / UNLISTEN between transactions in transaction mode (also of a client pinned to
+    /// its server): answered here once the server listens; false for anything else (which
+    /// reaches the server as before).
+    pub(super) async fn answer_listen(&mut self, sql: &str) -> bool {
+        let between = self.status == TxStatus::Idle
             && self.expected.is_empty()
+            && !self.unsynced
             && self.client.mode == PoolerMode::Transaction;
         if !between {
             return false;
@@ -98,7 +112,23 @@ impl Session {
             Command::Listen(_) => "LISTEN",
             _ => "UNLISTEN",
         };
-        listening.apply(command);
+        if let Some((channel, waiting)) = listening.apply(command) {
+            // A NOTIFY sent after the client's LISTEN returns must reach it, as with Postgres.
+            let ms = crate::config::active().connect_timeout.max(1000) * 2;
+            let failed = match tokio::time::timeout(Duration::from_millis(ms), waiting).await {
+                Ok(Ok(Ok(()))) => None,
+                Ok(Ok(Err(why))) => Some(why),
+                Ok(Err(_)) => Some("the listener connection ended".to_string()),
+                Err(_) => Some(format!("no listener connection within {ms} ms")),
+            };
+            if let Some(why) = failed {
+                listening.apply(Command::Unlisten(channel));
+                let m = format!("LISTEN through pgdog failed: {why}");
+                self.send(&message::error("08006", &m));
+                self.ready_now();
+                return true;
+            }
+        }
         self.send(&message::command_complete(tag));
         self.ready_now();
         true
@@ -117,11 +147,15 @@ impl Session {
                 ),
             ));
         };
-        self.client.out.extend_from_slice(m.bytes());
-        if let Some(l) = self.listening.as_mut() {
-            while let Some(m) = l.subscriber.try_next() {
+        let Some(l) = self.listening.as_mut() else {
+            return Ok(());
+        };
+        let mut next = Some(m);
+        while let Some(m) = next {
+            if l.wants(&m) {
                 self.client.out.extend_from_slice(m.bytes());
             }
+            next = l.subscriber.try_next();
         }
         Ok(())
     }
