@@ -6,6 +6,7 @@
 //! Before it checks out a server the session passes its database's pause gate (the admin
 //! database's PAUSE makes it wait there), then picks up a reloaded configuration.
 mod deallocate;
+mod expect;
 mod extended;
 mod listening;
 mod lost;
@@ -17,9 +18,10 @@ mod unnamed;
 
 use crate::net::tag::{backend, frontend};
 use crate::net::TxStatus;
+use expect::Expect;
 use lost::{ReadRetry, ServerFatal};
 use timeouts::{expiry, stopped};
-use unnamed::{ClientUnnamed, UnnamedParse};
+use unnamed::ClientUnnamed;
 
 /// Whether `server_reset_query` is set (query_parser off: run before a server goes back).
 fn reset_query_set() -> bool {
@@ -42,52 +44,6 @@ use crate::stats::clients::ClientInfo;
 use bytes::BytesMut;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-
-/// A response the session waits for from the server, in order.
-#[derive(Debug)]
-enum Expect {
-    /// ParseComplete; `prepared`: the global statement and the client's name for it (forgotten
-    /// on this server and by the client if the Parse fails, known valid once it succeeds);
-    /// None for the unnamed statement (or any Parse in session mode).
-    Parse {
-        prepared: Option<(Prepared, Box<str>)>,
-    },
-    /// ParseComplete of a Parse pgdog injected: not shown to the client (None: the client's
-    /// unnamed statement parsed again).
-    HiddenParse {
-        prepared: Option<Prepared>,
-    },
-    /// ParseComplete pgdog answers itself (the server has the statement): the client's name
-    /// is forgotten if an error makes the server skip the batch first.
-    LocalParse {
-        name: Box<str>,
-    },
-    /// ParseComplete of the client's Parse of the unnamed statement (see `unnamed`).
-    ParseUnnamed(UnnamedParse),
-    /// CloseComplete of a Close pgdog injected: not shown to the client.
-    HiddenClose,
-    /// CloseComplete of the client's Close of the unnamed statement.
-    CloseUnnamed,
-    /// An ErrorResponse pgdog provoked: the client gets this one instead.
-    Replace(Message),
-    /// BindComplete; the global statement bound, when it is one of pgdog's (see `replan`).
-    Bind(Option<Prepared>),
-    /// Describe: ends with RowDescription or NoData; the global statement described, when
-    /// it is one of pgdog's (see `replan`).
-    Describe(Option<Prepared>),
-    /// Execute: ends with CommandComplete, EmptyQueryResponse or PortalSuspended.
-    Execute,
-    Close,
-    /// Sync, Query or FunctionCall: ends with ReadyForQuery.
-    Ready,
-    /// ReadyForQuery of a batch pgdog runs again: not shown to the client.
-    HiddenReady,
-    /// A message pgdog answers itself, sent when everything before it has been answered.
-    Synthetic(Message),
-    /// Where the client's CopyDone or CopyFail reached the server: a COPY FROM STDIN starting
-    /// before it ignores the Syncs up to here (see `copy_started`); otherwise nothing answers.
-    CopyEnd,
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
