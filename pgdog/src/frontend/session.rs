@@ -253,7 +253,9 @@ impl ServeClient for Session {
             match self.server.as_mut() {
                 None => tokio::select! {
                     r = self.client.read() => r?,
-                    n = listening::next(&mut self.listening) => self.notified(n)?,
+                    n = listening::next(&mut self.listening), if self.listening.is_some() => {
+                        self.notified(n)?
+                    }
                     _ = stop => return Err(stopped()),
                     _ = timer, if deadline.is_some() => self.timed_out(deadline).await?,
                 },
@@ -264,7 +266,9 @@ impl ServeClient for Session {
                         r = self.client.read() => r?,
                         // A pinned client between transactions gets its LISTENs' notifications.
                         n = listening::next(&mut self.listening),
-                            if self.expected.is_empty() && self.status == TxStatus::Idle =>
+                            if self.listening.is_some()
+                                && self.expected.is_empty()
+                                && self.status == TxStatus::Idle =>
                         {
                             self.notified(n)?
                         }
