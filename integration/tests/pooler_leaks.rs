@@ -65,7 +65,8 @@ async fn no_session_state_reaches_the_next_client() {
         "CREATE TEMP TABLE leak_t (v int)",
         "SELECT 1 AS v INTO TEMP leak_into",
         "CREATE FUNCTION pg_temp.leak_fn() RETURNS int LANGUAGE sql AS 'SELECT 1'",
-        "LISTEN leak_channel",
+        // (A plain LISTEN is pgdog's and never reaches a server: `pooler_listen.rs`.)
+        "BEGIN; LISTEN leak_channel; COMMIT",
         "SELECT pg_advisory_lock(4242)",
         "BEGIN; DECLARE leak_cur CURSOR WITH HOLD FOR SELECT 1; COMMIT",
         "PREPARE leak_stmt AS SELECT 1",

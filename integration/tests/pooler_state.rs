@@ -494,7 +494,9 @@ async fn session_state_never_reaches_other_clients() {
         &[
             "CREATE TEMP TABLE a_tmp (x int); INSERT INTO a_tmp VALUES (1)",
             "SELECT pg_advisory_lock(42)",
-            "LISTEN a_chan",
+            // (Inside a transaction block LISTEN is the server's; a plain one is pgdog's and
+            // leaves nothing on any server: `pooler_listen.rs`.)
+            "BEGIN; LISTEN a_chan; COMMIT",
             "PREPARE a_stmt AS SELECT 'prepared'",
             "DECLARE a_cur CURSOR WITH HOLD FOR SELECT generate_series(1, 10)",
         ],
