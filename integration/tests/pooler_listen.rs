@@ -5,7 +5,6 @@
 //! connection: 50 of them on a pool of 2 leave the pool free for queries.
 mod common;
 use common::*;
-use futures_util::StreamExt;
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_postgres::{AsyncMessage, Client, Notification};
@@ -13,14 +12,10 @@ use topology::{Proxy, Topology};
 
 /// A client whose notifications arrive on the receiver.
 async fn listening_client(proxy: &Proxy) -> (Client, UnboundedReceiver<Notification>) {
-    let (client, mut connection) =
-        tokio_postgres::connect(&proxy.conninfo(USER, PASSWORD, DB), tokio_postgres::NoTls)
-            .await
-            .unwrap();
+    let (client, mut messages) = connect_with_messages(proxy).await;
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     tokio::spawn(async move {
-        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
-        while let Some(Ok(m)) = messages.next().await {
+        while let Some(m) = messages.recv().await {
             if let AsyncMessage::Notification(n) = m {
                 let _ = tx.send(n);
             }

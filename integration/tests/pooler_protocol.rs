@@ -4,7 +4,7 @@
 mod common;
 use common::raw::{self, Conn};
 use common::*;
-use futures_util::{SinkExt, StreamExt, TryStreamExt};
+use futures_util::{SinkExt, TryStreamExt};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -242,29 +242,6 @@ async fn copy_in_and_out_100k_rows() {
     let err = sink.finish().await.unwrap_err();
     assert_eq!(sqlstate(&err).as_deref(), Some("22P02"), "{err}");
     assert_eq!(one(&client, "SELECT count(*) FROM copy_t").await, "100000");
-}
-
-/// A client whose notices and notifications arrive on a channel.
-async fn connect_with_messages(
-    proxy: &topology::Proxy,
-) -> (
-    tokio_postgres::Client,
-    tokio::sync::mpsc::UnboundedReceiver<AsyncMessage>,
-) {
-    let (client, mut connection) =
-        tokio_postgres::connect(&proxy.conninfo(USER, PASSWORD, DB), tokio_postgres::NoTls)
-            .await
-            .unwrap();
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
-        while let Some(Ok(m)) = messages.next().await {
-            if tx.send(m).is_err() {
-                break;
-            }
-        }
-    });
-    (client, rx)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -429,3 +429,26 @@ pub async fn until_server_checks_password(topo: &Topology, user: &str) {
     )
     .await;
 }
+
+/// A client whose notices and notifications arrive on a channel.
+pub async fn connect_with_messages(
+    proxy: &topology::Proxy,
+) -> (
+    tokio_postgres::Client,
+    tokio::sync::mpsc::UnboundedReceiver<tokio_postgres::AsyncMessage>,
+) {
+    let (client, mut connection) =
+        tokio_postgres::connect(&proxy.conninfo(USER, PASSWORD, DB), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(Ok(m)) = futures_util::StreamExt::next(&mut messages).await {
+            if tx.send(m).is_err() {
+                break;
+            }
+        }
+    });
+    (client, rx)
+}

@@ -224,29 +224,27 @@ fn server_metrics(out: &mut Out) {
             out.sample("server_connections", &l, n);
         }
     }
-    out.family(
-        "pool_waiting_clients",
-        "gauge",
-        "Clients waiting for a connection of the pool.",
-    );
-    for r in &rows {
-        out.sample("pool_waiting_clients", &r.labels(), r.waiting);
-    }
-    out.family(
-        "pool_size",
-        "gauge",
-        "The pool's size (pool_size in force).",
-    );
-    for r in &rows {
-        out.sample("pool_size", &r.labels(), r.size);
-    }
-    out.family(
-        "pool_reserve_in_use",
-        "gauge",
-        "Reserve connections (reserve_pool_size) in use.",
-    );
-    for r in &rows {
-        out.sample("pool_reserve_in_use", &r.labels(), r.reserve_in_use);
+    type Gauge = (&'static str, &'static str, fn(&HostRow) -> usize);
+    let gauges: [Gauge; 3] = [
+        (
+            "pool_waiting_clients",
+            "Clients waiting for a connection of the pool.",
+            |r| r.waiting,
+        ),
+        ("pool_size", "The pool's size (pool_size in force).", |r| {
+            r.size
+        }),
+        (
+            "pool_reserve_in_use",
+            "Reserve connections (reserve_pool_size) in use.",
+            |r| r.reserve_in_use,
+        ),
+    ];
+    for (name, help, get) in gauges {
+        out.family(name, "gauge", help);
+        for r in &rows {
+            out.sample(name, &r.labels(), get(r));
+        }
     }
     out.family("host_banned", "gauge", "1 when the server is banned.");
     for r in &rows {
