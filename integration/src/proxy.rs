@@ -22,7 +22,8 @@ pub struct Proxy {
     pub dir: PathBuf,
     child: Child,
     install: Install,
-    _lease: PortLease,
+    /// The port's lease (None: a second pgdog on another one's port, see `start_alongside`).
+    _lease: Option<PortLease>,
 }
 
 impl Proxy {
@@ -58,36 +59,13 @@ impl Proxy {
         std::fs::write(dir.join("pgdog.toml"), config_text)
             .context(|| "writing pgdog.toml".into())?;
         std::fs::write(dir.join("users.toml"), users).context(|| "writing users.toml".into())?;
-        let log =
-            std::fs::File::create(dir.join("pgdog.log")).context(|| "creating pgdog.log".into())?;
-        let log2 = log.try_clone().context(|| "cloning log".into())?;
-        let bin = binary();
-        if !bin.is_file() {
-            return Err(Error::InstallNotFound(format!(
-                "{} (run `cargo build -p pgdog`)",
-                bin.display()
-            )));
-        }
-        let child = Command::new(&bin)
-            .arg("--config")
-            .arg(dir.join("pgdog.toml"))
-            .arg("--users")
-            .arg(dir.join("users.toml"))
-            .env(
-                "RUST_LOG",
-                std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
-            )
-            .envs(env.iter().copied())
-            .stdout(Stdio::from(log))
-            .stderr(Stdio::from(log2))
-            .spawn()
-            .context(|| format!("starting {}", bin.display()))?;
+        let child = spawn(&dir, env)?;
         let mut proxy = Proxy {
             port,
             dir,
             child,
             install: Install::locate()?,
-            _lease: lease,
+            _lease: Some(lease),
         };
         let up = wait_until(
             "pgdog to accept connections",
@@ -105,6 +83,46 @@ impl Proxy {
             },
         );
         up.map(|_| proxy)
+    }
+
+    /// A second pgdog with this one's configuration files on the same port (`so_reuseport`),
+    /// in a folder and with a log of its own; returns once its handover socket is served.
+    pub fn start_alongside(&self, name: &str) -> Result<Proxy> {
+        let dir = self.dir.with_file_name(format!(
+            "{}-{name}",
+            self.dir.file_name().unwrap_or_default().to_string_lossy()
+        ));
+        std::fs::create_dir_all(&dir).context(|| format!("creating {}", dir.display()))?;
+        for file in ["pgdog.toml", "users.toml"] {
+            std::fs::copy(self.dir.join(file), dir.join(file))
+                .context(|| format!("copying {file}"))?;
+        }
+        let child = spawn(&dir, &[])?;
+        let socket =
+            std::env::temp_dir().join(format!("pgdog-{}.{}.handover", self.port, child.id()));
+        let mut proxy = Proxy {
+            port: self.port,
+            dir,
+            child,
+            install: Install::locate()?,
+            _lease: None,
+        };
+        wait_until(
+            "the second pgdog's handover socket",
+            Duration::from_secs(30),
+            Duration::from_millis(10),
+            || {
+                if let Ok(Some(status)) = proxy.child.try_wait() {
+                    return Err(Error::Command {
+                        command: "pgdog".into(),
+                        status: status.to_string(),
+                        stderr: proxy.log(),
+                    });
+                }
+                Ok(socket.exists())
+            },
+        )
+        .map(|_| proxy)
     }
 
     /// A libpq URL for `user`:`password` on database `db`.
@@ -203,4 +221,32 @@ impl Drop for Proxy {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Starts the pgdog binary on `dir`'s pgdog.toml and users.toml, logging to `dir`/pgdog.log.
+fn spawn(dir: &std::path::Path, env: &[(&str, &str)]) -> Result<Child> {
+    let log =
+        std::fs::File::create(dir.join("pgdog.log")).context(|| "creating pgdog.log".into())?;
+    let log2 = log.try_clone().context(|| "cloning log".into())?;
+    let bin = binary();
+    if !bin.is_file() {
+        return Err(Error::InstallNotFound(format!(
+            "{} (run `cargo build -p pgdog`)",
+            bin.display()
+        )));
+    }
+    Command::new(&bin)
+        .arg("--config")
+        .arg(dir.join("pgdog.toml"))
+        .arg("--users")
+        .arg(dir.join("users.toml"))
+        .env(
+            "RUST_LOG",
+            std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+        )
+        .envs(env.iter().copied())
+        .stdout(Stdio::from(log))
+        .stderr(Stdio::from(log2))
+        .spawn()
+        .context(|| format!("starting {}", bin.display()))
 }

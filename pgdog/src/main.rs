@@ -52,7 +52,8 @@ fn run(config: &std::path::Path, users: &std::path::Path) -> ExitCode {
             "{}:{}",
             settings.config.general.host, settings.config.general.port
         );
-        let listener = match tokio::net::TcpListener::bind(&addr).await {
+        let reuseport = settings.config.general.so_reuseport;
+        let listener = match pgdog::frontend::listener::bind(&addr, reuseport).await {
             Ok(l) => l,
             Err(e) => {
                 eprintln!("pgdog: listening on {addr}: {e}");
@@ -60,7 +61,12 @@ fn run(config: &std::path::Path, users: &std::path::Path) -> ExitCode {
             }
         };
         let check_timeout = settings.config.general.healthcheck_timeout;
+        let port = settings.config.general.port;
         Registry::install(Registry::build(settings, None));
+        if let Err(e) = pgdog::ops::handover::start(port) {
+            eprintln!("pgdog: handover socket: {e}");
+            return ExitCode::FAILURE;
+        }
         // `auto` servers get their roles from the first round of health checks.
         let first_checks = pgdog::registry::health::spawn();
         let _ = tokio::time::timeout(
@@ -85,11 +91,9 @@ fn run(config: &std::path::Path, users: &std::path::Path) -> ExitCode {
             std::time::Duration::from_millis(period),
         ));
         tokio::spawn(pgdog::ops::shutdown::on_signals());
-        tokio::select! {
-            _ = pgdog::frontend::listener::listen(listener) => {}
-            _ = pgdog::ops::shutdown::requested() => {}
-        }
-        // The listener is closed: new clients are refused while the others finish.
+        // Until the shutdown starts; then the listening socket is handed over (so_reuseport),
+        // or closed: new clients are refused while the others finish.
+        pgdog::frontend::listener::listen(listener).await;
         pgdog::ops::shutdown::drain().await;
         ExitCode::SUCCESS
     })

@@ -16,6 +16,7 @@ pub use sharding::{
     DataType, Mapping, MappingValue, OmnishardedTables, PrimaryKey, ShardedSchema, ShardedTable,
 };
 use std::path::{Path, PathBuf};
+pub use validate::MAX_PEER_ID;
 
 /// What went wrong reading the configuration; the message names the file, key and line.
 #[derive(Debug, thiserror::Error)]
@@ -274,6 +275,27 @@ pub struct General {
     /// Server sessions start with `default_transaction_read_only = on`, and pgdog refuses
     /// statements that would turn it off (25006).
     pub read_only: bool,
+    /// Listen with SO_REUSEPORT: a second pgdog started with the same configuration shares the
+    /// port, and a SIGTERM to the first hands its listening socket and its idle clients over
+    /// to it (see `crate::ops::handover`).
+    pub so_reuseport: bool,
+    /// Folder of the handover sockets of the pgdogs sharing a port (unset: the system's
+    /// temporary folder).
+    pub handover_dir: Option<PathBuf>,
+    /// This pgdog's number among `[[peers]]` (1 to 32767; 0: none). Its clients' cancel keys
+    /// carry it, so a peer that gets one of their CancelRequests forwards it here.
+    pub peer_id: u16,
+}
+
+/// `[[peers]]`: another pgdog behind the same address (a load balancer, or `so_reuseport`),
+/// as PgBouncer's `[peers]`: a CancelRequest for one of its clients is forwarded to it.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CancelPeer {
+    pub peer_id: u16,
+    #[serde(default = "default_host")]
+    pub host: String,
+    pub port: u16,
 }
 
 /// `[general]` keys that are unset by default (absent from a serialized `General`).
@@ -287,6 +309,7 @@ pub const GENERAL_OPTIONAL_KEYS: &[&str] = &[
     "auth_user",
     "auth_hba_file",
     "tls_client_ca",
+    "handover_dir",
 ];
 
 /// The name of the fallback database: any database name clients ask for that is not
@@ -363,6 +386,9 @@ impl Default for General {
             reserve_pool_timeout: 1_000,
             statement_timeout: 0,
             read_only: false,
+            so_reuseport: false,
+            handover_dir: None,
+            peer_id: 0,
         }
     }
 }
@@ -438,6 +464,8 @@ pub struct Config {
     pub sharded_schemas: Vec<ShardedSchema>,
     #[serde(default)]
     pub resharding: Resharding,
+    #[serde(default)]
+    pub peers: Vec<CancelPeer>,
 }
 
 /// `[[users]]` in `users.toml`.

@@ -2,6 +2,9 @@
 //! tables and schemas, `[resharding]`, users. Each names the key (and index) at fault.
 use super::*;
 
+/// Cancel keys carry the peer id in bits 16 to 30 of their (positive) process id.
+pub const MAX_PEER_ID: u16 = 32_767;
+
 impl Settings {
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |path: &Path| {
@@ -52,6 +55,7 @@ impl Settings {
                 g.reserve_pool_timeout, g.checkout_timeout
             ));
         }
+        self.check_peers()?;
         if g.admin_password.as_deref() == Some("") {
             return Err("general.admin_password is empty: the admin database always requires a password (set one, or remove the key to disable the admin database)".into());
         }
@@ -192,6 +196,36 @@ impl Settings {
     }
 
     /// users.toml: known databases, passwords the auth type can use.
+    /// `peer_id` and `[[peers]]`: ids from 1 to 32767 (they are carried in cancel keys), each
+    /// once; this pgdog's own entry may be listed (every peer can share one list).
+    fn check_peers(&self) -> Result<(), String> {
+        let own = self.config.general.peer_id;
+        if own > MAX_PEER_ID {
+            return Err(format!(
+                "general.peer_id = {own}: at most {MAX_PEER_ID} (0: no peers)"
+            ));
+        }
+        if own == 0 && !self.config.peers.is_empty() {
+            return Err("[[peers]] needs general.peer_id (this pgdog's own number)".into());
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (i, p) in self.config.peers.iter().enumerate() {
+            if p.peer_id == 0 || p.peer_id > MAX_PEER_ID {
+                return Err(format!(
+                    "peers[{i}].peer_id = {}: from 1 to {MAX_PEER_ID}",
+                    p.peer_id
+                ));
+            }
+            if !seen.insert(p.peer_id) {
+                return Err(format!(
+                    "peers[{i}].peer_id = {} is listed twice",
+                    p.peer_id
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn check_users(&self) -> Result<(), String> {
         let g = &self.config.general;
         for (i, u) in self.users.users.iter().enumerate() {

@@ -152,6 +152,8 @@ impl Client {
     /// writes what is still waiting for it.
     pub async fn end(&mut self, result: &Result<(), SessionError>) {
         match result {
+            // The socket is the other pgdog's now: not a byte more from here.
+            Err(SessionError::HandedOver) => return,
             Ok(())
             | Err(SessionError::ClientLeft | SessionError::Client(ProtocolError::Closed)) => {}
             Err(SessionError::Client(e)) => {

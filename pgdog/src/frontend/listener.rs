@@ -1,9 +1,45 @@
-//! Accepts client connections and starts a task per client.
+//! Accepts client connections and starts a task per client. With `so_reuseport` the port is
+//! shared with the other pgdogs started on it, and at shutdown the listening socket goes to
+//! the one taking over (`ops::handover`) with the connections waiting in its queue.
 use crate::registry::Registry;
+use std::os::fd::OwnedFd;
 use tokio::net::TcpListener;
 
-/// Binds `host:port` and serves clients until the process ends.
+/// Binds `addr` (`host:port`), with SO_REUSEPORT when asked.
+pub async fn bind(addr: &str, reuseport: bool) -> std::io::Result<TcpListener> {
+    let mut last = None;
+    for resolved in tokio::net::lookup_host(addr).await? {
+        let socket = if resolved.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        socket.set_reuseaddr(true)?;
+        socket.set_reuseport(reuseport)?;
+        match socket.bind(resolved) {
+            Ok(()) => return socket.listen(libc::SOMAXCONN as u32),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no address")))
+}
+
+/// Serves clients from `listener` until the shutdown starts; then hands it over to the pgdog
+/// taking over, if any (`so_reuseport`), and stops accepting.
 pub async fn listen(listener: TcpListener) {
+    tokio::select! {
+        _ = accept(&listener) => {}
+        _ = crate::ops::shutdown::requested() => {}
+    }
+    // `keep-listening-socket`: closed instead of handed over, for benchmarks/restart.sh to
+    // measure what the handover saves (the connections in this socket's queue are reset).
+    fail::fail_point!("keep-listening-socket", |_| ());
+    if crate::config::active().so_reuseport {
+        crate::ops::handover::pass_listener(&listener).await;
+    }
+}
+
+async fn accept(listener: &TcpListener) {
     loop {
         match listener.accept().await {
             Ok((socket, _)) => {
@@ -16,6 +52,19 @@ pub async fn listen(listener: TcpListener) {
             }
         }
     }
+}
+
+/// Accepts clients on a listening socket another pgdog handed over.
+pub fn adopt(fd: OwnedFd) -> Result<(), String> {
+    if crate::ops::shutdown::is_shutting_down() {
+        return Err("this pgdog is shutting down too".into());
+    }
+    let std = std::net::TcpListener::from(fd);
+    std.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let listener = TcpListener::from_std(std).map_err(|e| e.to_string())?;
+    tracing::info!("accepting on a listening socket handed over by another pgdog");
+    tokio::spawn(listen(listener));
+    Ok(())
 }
 
 /// The TLS acceptor for the current configuration (built once per configuration).

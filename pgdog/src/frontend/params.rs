@@ -12,7 +12,7 @@ pub use crate::net::quote::literal as quote;
 /// Each parameter is kept as the statement that sets it, which is also what a server's
 /// `settings` record: startup values through `set_config` (raw text, exactly as in a startup
 /// packet: `search_path=a,b` is two schemas), SET values as the client wrote them.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Params {
     /// name -> statement, from the startup packet and `options`.
     startup: HashMap<String, String>,

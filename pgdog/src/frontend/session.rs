@@ -8,6 +8,7 @@
 mod deallocate;
 mod expect;
 mod extended;
+mod handover;
 mod listening;
 mod lost;
 mod replan;
@@ -62,6 +63,9 @@ pub enum SessionError {
     /// The client sent Terminate: a clean end.
     #[error("the client left")]
     ClientLeft,
+    /// The client and its session went to another pgdog (a restart): nothing is sent.
+    #[error("handed over to another pgdog")]
+    HandedOver,
 }
 
 /// A statement whose text is not UTF-8 (another client_encoding) was read through a lossy
@@ -256,7 +260,7 @@ impl ServeClient for Session {
                     n = listening::next(&mut self.listening), if self.listening.is_some() => {
                         self.notified(n)?
                     }
-                    _ = stop => return Err(stopped()),
+                    _ = stop => return Err(self.stop_between_transactions().await),
                     _ = timer, if deadline.is_some() => self.timed_out(deadline).await?,
                 },
                 Some(server) => {

@@ -1,5 +1,7 @@
 //! Operating a running proxy: the HTTP endpoint (`/metrics` in OpenMetrics text, `/health` for
-//! load balancers) and graceful shutdown (SIGTERM, SIGINT, the admin database's SHUTDOWN).
+//! load balancers), graceful shutdown (SIGTERM, SIGINT, the admin database's SHUTDOWN) and the
+//! handover to another pgdog on the same port (zero-downtime restart).
+pub mod handover;
 pub mod http;
 pub mod openmetrics;
 pub mod sequences;

@@ -1,7 +1,9 @@
 //! Graceful shutdown. SIGTERM and the admin database's SHUTDOWN: stop accepting clients, let
 //! transactions in flight finish for up to `shutdown_timeout`, end every client between
 //! transactions with FATAL 57P01, then the rest, close the servers and exit 0. SIGINT: the same
-//! without the wait. A second signal exits at once (status 1).
+//! without the wait. A second signal exits at once (status 1). With `so_reuseport`, the
+//! listening socket and the clients between transactions go to another pgdog of the port
+//! (`ops::handover`) instead.
 use crate::registry::Registry;
 use crate::stats::clients;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -90,6 +92,10 @@ pub async fn drain() {
     } else {
         Duration::ZERO
     };
+    if registry.settings.config.general.so_reuseport {
+        // Clients between transactions go to the pgdog taking over, if there is one.
+        crate::ops::handover::choose_successor().await;
+    }
     clients::drain_all();
     if !clients_gone(wait).await {
         let n = clients::kill(None);
@@ -99,5 +105,6 @@ pub async fn drain() {
     for pool in registry.pools() {
         pool.shutdown();
     }
+    crate::ops::handover::remove_own();
     tracing::info!("shutdown complete");
 }

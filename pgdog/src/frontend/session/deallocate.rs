@@ -28,6 +28,14 @@ pub(super) struct Deallocs {
 }
 
 impl Deallocs {
+    /// No statement or portal of the client is a DEALLOCATE or DISCARD ALL.
+    pub(super) fn is_empty(&self) -> bool {
+        self.unnamed.is_none()
+            && self.named.is_empty()
+            && self.portal.is_none()
+            && self.discards.is_empty()
+    }
+
     /// A simple query or a Close dropped the unnamed statement (and portal).
     pub(super) fn unnamed_closed(&mut self) {
         self.unnamed = None;

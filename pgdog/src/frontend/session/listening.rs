@@ -58,6 +58,21 @@ impl Listening {
         None
     }
 
+    /// The channels, for a client handed over to another pgdog.
+    pub(super) fn channels(&self) -> Vec<String> {
+        self.channels.iter().cloned().collect()
+    }
+
+    /// Listens on `channels` again (a client handed over by another pgdog).
+    pub(super) fn resume(shard: &Shard, channels: Vec<String>) -> Option<Listening> {
+        let mut listening = Listening::new(shard)?;
+        for c in channels {
+            // Not waited for: the client is not waiting for an answer.
+            let _ = listening.apply(Command::Listen(c));
+        }
+        Some(listening)
+    }
+
     /// Whether a notification is for a channel the client still listens on (one queued
     /// before its UNLISTEN is not sent, as with Postgres).
     fn wants(&self, m: &Message) -> bool {

@@ -31,6 +31,21 @@ pub(super) struct UnnamedParse {
     previous: Option<ClientUnnamed>,
 }
 
+impl ClientUnnamed {
+    /// The client's Parse, for a client handed over to another pgdog.
+    pub(super) fn parse_bytes(&self) -> Vec<u8> {
+        self.parse.bytes().to_vec()
+    }
+
+    /// The unnamed statement of a client handed over by another pgdog.
+    pub(super) fn from_parse_bytes(parse: Vec<u8>) -> ClientUnnamed {
+        ClientUnnamed {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            parse: Message::from_bytes(parse.into()),
+        }
+    }
+}
+
 impl Session {
     /// The client parses the unnamed statement (on the attached server).
     pub(super) fn unnamed_parsed(&mut self, parse: &Message) -> UnnamedParse {
