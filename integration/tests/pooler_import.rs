@@ -217,7 +217,13 @@ async fn import_a_config_using_every_mapped_key_and_serve_it() {
              * = host=127.0.0.1 port={port}\n\
              [users]\n\
              app = pool_mode=session max_user_connections=5 pool_size=2\n\
+             [peers]\n\
+             1 = host=127.0.0.1 port={}\n\
+             2 = host=127.0.0.1 port=7432\n\
+             3 = host=/var/run/pgbouncer-3\n\
              [pgbouncer]\n\
+             so_reuseport = 1\n\
+             peer_id = 1\n\
              listen_addr = 127.0.0.1\n\
              listen_port = {}\n\
              auth_type = md5\n\
@@ -242,6 +248,7 @@ async fn import_a_config_using_every_mapped_key_and_serve_it() {
              reserve_pool_size = 5\n\
              logfile = /var/log/pgbouncer.log\n\
              %include extra.ini\n",
+            lease.port,
             lease.port
         ),
     )
@@ -258,7 +265,7 @@ async fn import_a_config_using_every_mapped_key_and_serve_it() {
     )
     .unwrap();
     let out = import_and_check(&ini, &userlist, &dir.join("out"));
-    for key in ["logfile", "ignore_startup_parameters"] {
+    for key in ["logfile", "ignore_startup_parameters", "3 = host"] {
         let at = format!("pgbouncer.ini:{}:", line_of(&ini, key));
         assert!(out.contains(&at), "{key}: {at} missing from:\n{out}");
     }
@@ -280,6 +287,9 @@ async fn import_a_config_using_every_mapped_key_and_serve_it() {
         "reserve_pool_size = 2",
         "min_pool_size = 1",
         "server_lifetime = 1800000",
+        "so_reuseport = true",
+        "peer_id = 1",
+        "[[peers]]\nhost = \"127.0.0.1\"\npeer_id = 2\nport = 7432",
     ] {
         assert!(config.contains(expected), "{expected}:\n{config}");
     }

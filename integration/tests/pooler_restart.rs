@@ -284,3 +284,64 @@ async fn peers_forward_cancels_to_the_pgdog_of_the_key() {
     assert_eq!(error.sqlstate().as_deref(), Some("57014"));
     drop(two_proxy);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_moved_client_of_a_sharded_database_keeps_its_session() {
+    let topo = Topology::shards(2).expect("topology");
+    let mut config = format!("{RESTART}\n");
+    for (i, node) in topo.nodes().iter().enumerate() {
+        config.push_str(&database(
+            node.port,
+            &format!("shard = {i}\npool_size = 2\n"),
+        ));
+    }
+    config.push_str(
+        "\n[[sharded_tables]]\ndatabase = \"app\"\nname = \"moved_t\"\ncolumn = \"id\"\n",
+    );
+    let mut first = start_with(&config, &users(""));
+    let client = connect(&first).await;
+    exec(
+        &client,
+        "CREATE TABLE moved_t (id bigint PRIMARY KEY, v text)",
+    )
+    .await;
+    let insert = client
+        .prepare("INSERT INTO moved_t VALUES ($1, $2)")
+        .await
+        .unwrap();
+    for id in 0..20i64 {
+        client.execute(&insert, &[&id, &"before"]).await.unwrap();
+    }
+    exec(&client, "SET pgdog.shard = 1").await;
+    let on_shard_1 = one(&client, "SELECT count(*) FROM moved_t").await;
+    let second = tokio::task::block_in_place(|| first.start_alongside("next")).unwrap();
+    first.signal(libc::SIGTERM);
+    tokio::task::block_in_place(|| first.wait_exit(Duration::from_secs(20)))
+        .expect("the first pgdog exits");
+    assert!(
+        second.log().contains("accepting on a listening socket"),
+        "{}",
+        second.log()
+    );
+    // The same connection, served by the second pgdog: its prepared statement and its
+    // `SET pgdog.shard` came along.
+    assert_eq!(
+        one(&client, "SELECT count(*) FROM moved_t").await,
+        on_shard_1
+    );
+    exec(&client, "RESET pgdog.shard").await;
+    for id in 20..30i64 {
+        client.execute(&insert, &[&id, &"after"]).await.unwrap();
+    }
+    assert_eq!(one(&client, "SELECT count(*) FROM moved_t").await, "30");
+    let on_shards: Vec<i64> = {
+        let mut counts = Vec::new();
+        for node in topo.nodes() {
+            let n = node.psql("SELECT count(*) FROM moved_t").unwrap();
+            counts.push(n.parse().unwrap());
+        }
+        counts
+    };
+    assert_eq!(on_shards.iter().sum::<i64>(), 30);
+    assert!(on_shards.iter().all(|&n| n > 0), "{on_shards:?}");
+}

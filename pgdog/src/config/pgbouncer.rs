@@ -58,6 +58,7 @@ pub fn import(ini: &Path, userlist: Option<&Path>) -> Result<Imported, String> {
     }
     let databases = out.databases(sections.remove("databases").unwrap_or_default());
     let user_settings = sections.remove("users").unwrap_or_default();
+    let peers = out.peers(sections.remove("peers").unwrap_or_default());
     for (name, settings) in &sections {
         for s in settings {
             out.note(s, &format!("section [{name}] has no pgdog equivalent"));
@@ -98,6 +99,12 @@ pub fn import(ini: &Path, userlist: Option<&Path>) -> Result<Imported, String> {
         "databases".into(),
         Value::Array(databases.into_iter().map(Value::Table).collect()),
     );
+    if !peers.is_empty() {
+        config.insert(
+            "peers".into(),
+            Value::Array(peers.into_iter().map(Value::Table).collect()),
+        );
+    }
     let mut users_file = Table::new();
     users_file.insert(
         "users".into(),
@@ -278,6 +285,7 @@ enum Map {
 
 const GENERAL: &[(&str, Map)] = &[
     ("listen_port", Map::Int("port")),
+    ("peer_id", Map::Int("peer_id")),
     ("default_pool_size", Map::Int("default_pool_size")),
     ("min_pool_size", Map::Int("min_pool_size")),
     ("max_client_conn", Map::Int("max_client_connections")),
@@ -328,6 +336,39 @@ impl Importer {
 
     fn set(&mut self, key: &str, value: Value) {
         self.general.insert(key.into(), value);
+    }
+
+    /// `[peers]` `N = host=... port=...` → `[[peers]]` `peer_id`, `host`, `port` (a Unix
+    /// socket folder as host is not carried: pgdog reaches its peers over TCP).
+    fn peers(&mut self, entries: Vec<Setting>) -> Vec<Table> {
+        let mut out = Vec::new();
+        for s in entries {
+            let Ok(id) = s.key.parse::<i64>() else {
+                self.note(&s, "a peer's name must be its peer_id (a number)");
+                continue;
+            };
+            let fields = conninfo(&s.value);
+            let get = |k: &str| {
+                fields
+                    .iter()
+                    .find(|(key, _)| key == k)
+                    .map(|(_, v)| v.clone())
+            };
+            let host = get("host").unwrap_or_else(|| "127.0.0.1".into());
+            if host.starts_with('/') {
+                self.note(&s, "a Unix socket folder: pgdog reaches its peers over TCP (host and port); not carried");
+                continue;
+            }
+            let port = get("port")
+                .and_then(|p| p.parse::<i64>().ok())
+                .unwrap_or(6432);
+            let mut t = Table::new();
+            t.insert("peer_id".into(), Value::Integer(id));
+            t.insert("host".into(), Value::String(host));
+            t.insert("port".into(), Value::Integer(port));
+            out.push(t);
+        }
+        out
     }
 
     fn general_setting(&mut self, s: &Setting) {
@@ -397,7 +438,7 @@ impl Importer {
                 };
                 self.set("server_tls", Value::String(mode.into()));
             }
-            "tcp_keepalive" => self.set("tcp_keepalive", Value::Boolean(matches!(s.value.as_str(), "1" | "on" | "true" | "yes"))),
+            "tcp_keepalive" | "so_reuseport" => self.set(&s.key, Value::Boolean(matches!(s.value.as_str(), "1" | "on" | "true" | "yes"))),
             "max_prepared_statements" => match s.value.parse::<i64>() {
                 Ok(n) if n > 0 => self.set("prepared_statements_limit", Value::Integer(n)),
                 _ => self.note(s, "pgdog always supports prepared statements in transaction mode (prepared_statements_limit keeps its default)"),

@@ -3,12 +3,14 @@
 //! that is between transactions, holds no server, uses a plain TCP socket with nothing
 //! unread or unsent and is in transaction mode moves (the rest finish, or end with 57P01 as in
 //! any shutdown). What moves: who the client is, its session parameters (startup and SET),
-//! its cancel key, its prepared statements (named and unnamed), `SET pgdog.role`, its last
-//! write's WAL position (read_your_writes) and its LISTEN channels.
+//! its cancel key, its prepared statements, `SET pgdog.role`, its last writes' WAL positions
+//! (read_your_writes); on one server also its unnamed statement and its LISTEN channels; on
+//! a sharded database its `SET pgdog.shard` / `pgdog.sharding_key` and schemas.
 use super::cancel;
 use super::client::{Client, ServeClient};
 use super::params::Params;
-use super::session::Session;
+use super::session::{Session, SessionError};
+use super::sharded::ShardedSession;
 use crate::net::stream::Stream;
 use crate::net::MessageReader;
 use crate::registry::Registry;
@@ -25,14 +27,86 @@ pub(crate) struct HandedSession {
     pub params: Params,
     pub pid: i32,
     pub secret: [u8; 4],
-    /// Named prepared statements: client name, query, parameter types.
-    pub statements: Vec<(String, String, Vec<i32>)>,
-    /// The client's Parse of its unnamed statement, as sent.
-    pub unnamed: Option<Vec<u8>>,
+    pub statements: Vec<HandedStatement>,
     /// `SET pgdog.role`: "primary" or "replica".
     pub role_hint: Option<String>,
-    pub write_lsn: Option<u64>,
+    /// read_your_writes: per shard (one entry on one server).
+    pub write_lsns: Vec<Option<u64>>,
+    /// One server: the client's Parse of its unnamed statement, as sent.
+    pub unnamed: Option<Vec<u8>>,
+    /// One server: its LISTEN channels.
     pub channels: Vec<String>,
+    /// A sharded database's session: `SET pgdog.shard`, `pgdog.sharding_key`, schemas.
+    pub sharded: Option<HandedRouting>,
+}
+
+/// A prepared statement: the client's name, its text and parameter types; on a sharded
+/// database also the types the servers inferred and the generated-id parameters added.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct HandedStatement {
+    pub name: String,
+    pub query: String,
+    pub param_types: Vec<i32>,
+    #[serde(default)]
+    pub inferred: Vec<i32>,
+    #[serde(default)]
+    pub generated: usize,
+}
+
+/// A sharded session's manual routing.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct HandedRouting {
+    pub shard: Option<usize>,
+    pub sharding_key: Option<String>,
+    pub search_path: Vec<String>,
+}
+
+/// `SET pgdog.role`'s value as text, and back.
+pub(crate) fn role_name(hint: crate::router::read_write::RoleHint) -> String {
+    match hint {
+        crate::router::read_write::RoleHint::Primary => "primary".into(),
+        crate::router::read_write::RoleHint::Replica => "replica".into(),
+    }
+}
+
+/// The shutdown asked a session to end between transactions: the client and `state` go to
+/// the pgdog taking over when there is one and the session can move (`state` is Ok), else the
+/// session ends with 57P01 as in any shutdown. What the session returns.
+pub(crate) async fn pass(
+    client: &Client,
+    state: impl FnOnce() -> Result<HandedSession, &'static str>,
+) -> SessionError {
+    use super::session::timeouts::stopped;
+    use std::os::fd::AsRawFd;
+    if client.meter.client().is_killed() || crate::ops::handover::successor().is_none() {
+        return stopped();
+    }
+    let stays = |why: &str| {
+        tracing::info!(
+            "client {}@{} not handed over: {why}",
+            client.user,
+            client.database
+        );
+        stopped()
+    };
+    let Stream::Plain(tcp) = &client.stream else {
+        return stays("a TLS connection");
+    };
+    if !client.reader.is_empty() || !client.out.is_empty() {
+        return stays("bytes in flight");
+    }
+    let state = match state() {
+        Ok(state) => state,
+        Err(why) => return stays(why),
+    };
+    let bytes = match serde_json::to_vec(&state) {
+        Ok(b) => b,
+        Err(e) => return stays(&format!("session state: {e}")),
+    };
+    match crate::ops::handover::pass_session(&bytes, tcp.as_raw_fd()).await {
+        Ok(()) => SessionError::HandedOver,
+        Err(e) => stays(&e.to_string()),
+    }
 }
 
 /// Takes a client handed over by another pgdog: its session is served from now on here.
@@ -43,12 +117,17 @@ pub fn resume(payload: &[u8], fd: OwnedFd) -> Result<(), String> {
     let state: HandedSession =
         serde_json::from_slice(payload).map_err(|e| format!("session state: {e}"))?;
     let registry = Registry::current();
-    if registry.router(&state.database).is_some() {
-        return Err(format!("database \"{}\" is sharded here", state.database));
+    let router = registry.router(&state.database);
+    if router.is_some() != state.sharded.is_some() {
+        return Err(format!(
+            "database \"{}\" is {}sharded here",
+            state.database,
+            if router.is_some() { "" } else { "not " }
+        ));
     }
-    let shard = registry
+    let shards = registry
         .shards(&state.user, &state.database)
-        .and_then(|s| s.first().cloned())
+        .filter(|s| !s.is_empty())
         .ok_or_else(|| {
             format!(
                 "no pool for user \"{}\" and database \"{}\"",
@@ -80,12 +159,23 @@ pub fn resume(payload: &[u8], fd: OwnedFd) -> Result<(), String> {
         registration,
         meter,
     );
-    let mut session = Box::new(Session::new(client, shard, general.query_parser));
-    session.restore(state);
-    tokio::spawn(async move {
-        // The client's entry in the clients table lives as long as its session.
-        let _guard = guard;
-        session.run().await;
-    });
+    // The client's entry in the clients table lives as long as its session.
+    if let Some(router) = router {
+        let two_phase = general.two_phase_commit;
+        let mut session = Box::new(ShardedSession::new(client, shards, router, two_phase));
+        session.restore(state);
+        tokio::spawn(async move {
+            let _guard = guard;
+            Box::pin(session.run()).await;
+        });
+    } else {
+        let shard = shards[0].clone();
+        let mut session = Box::new(Session::new(client, shard, general.query_parser));
+        session.restore(state);
+        tokio::spawn(async move {
+            let _guard = guard;
+            session.run().await;
+        });
+    }
     Ok(())
 }

@@ -78,8 +78,20 @@ async fn serve(listener: UnixListener) {
     }
 }
 
+/// Whether the process at the other end runs as this pgdog's OS user (the sockets live in a
+/// shared folder: another user's process must neither get clients nor give them).
+fn same_user(conn: &UnixStream) -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let own = unsafe { libc::geteuid() };
+    conn.peer_cred().is_ok_and(|c| c.uid() == own)
+}
+
 /// Reads one message, acts on it and answers.
 async fn answer(mut conn: UnixStream) {
+    if !same_user(&conn) {
+        tracing::warn!("handover socket: a process of another OS user connected; ignored");
+        return;
+    }
     let (message, fd) = match receive(&conn).await {
         Ok(m) => m,
         Err(e) => {
@@ -154,6 +166,12 @@ async fn receive(conn: &UnixStream) -> io::Result<(Vec<u8>, Option<OwnedFd>)> {
 /// Sends one message (with `fd`) to the handover socket at `path`; Ok when it was taken.
 async fn send(path: &Path, kind: u8, payload: &[u8], fd: Option<RawFd>) -> io::Result<()> {
     let mut conn = UnixStream::connect(path).await?;
+    if !same_user(&conn) {
+        return Err(io::Error::new(
+            ErrorKind::PermissionDenied,
+            format!("{} belongs to another OS user", path.display()),
+        ));
+    }
     let message = [&[kind], payload].concat();
     let fds: Vec<RawFd> = fd.into_iter().collect();
     let sent = loop {

@@ -10,6 +10,7 @@
 mod copy;
 mod describe;
 mod exec;
+mod handover;
 mod ids;
 mod insert_select;
 mod key_update;
@@ -221,17 +222,22 @@ impl ShardedSession {
         let deadline = next_deadline(None, !idle, self.client.meter.last_message());
         let client = self.client.meter.client();
         let timer = expiry(deadline);
-        tokio::select! {
+        let stop = tokio::select! {
             r = self.client.reader.fill(&mut self.client.stream) => {
                 r?;
                 self.client.meter.arrived();
-                Ok(())
+                return Ok(());
             }
-            _ = client.stop_requested(idle) => Err(stopped()),
+            _ = client.stop_requested(idle) => idle,
             _ = timer, if deadline.is_some() => {
-                Err(idle_error(deadline.map_or(super::session::timeouts::Clock::Idle, |d| d.1)))
+                return Err(idle_error(deadline.map_or(super::session::timeouts::Clock::Idle, |d| d.1)));
             }
+        };
+        if stop {
+            // Between transactions: the client may move to the pgdog taking over.
+            return Err(self.stop_between_transactions().await);
         }
+        Err(stopped())
     }
 
     async fn flush(&mut self) -> Result<(), ProtocolError> {

@@ -1,0 +1,88 @@
+//! A sharded session moving to another pgdog at a restart (`frontend::handover`): whether it
+//! can move now, the state it takes along, and the state it arrives with.
+use super::{ShardedSession, Statement};
+use crate::config::PoolerMode;
+use crate::frontend::handover::{self, HandedRouting, HandedSession, HandedStatement};
+use crate::frontend::session::SessionError;
+use crate::net::TxStatus;
+use crate::router::read_write::RoleHint;
+use crate::router::route::Overrides;
+
+impl ShardedSession {
+    /// The shutdown asked the session to end between transactions: it moves to the pgdog
+    /// taking over when there is one and it can, else it ends with 57P01.
+    pub(super) async fn stop_between_transactions(&mut self) -> SessionError {
+        handover::pass(&self.client, || self.movable_state()).await
+    }
+
+    /// The state to hand over, when nothing of the session is on a server or half-done;
+    /// else why it cannot move.
+    fn movable_state(&self) -> Result<HandedSession, &'static str> {
+        if self.client.mode != PoolerMode::Transaction {
+            return Err("session pooling");
+        }
+        if let Some(why) = self.pinned {
+            return Err(why);
+        }
+        let between = self.servers.iter().all(|s| s.is_none())
+            && self.tx.is_none()
+            && self.status == TxStatus::Idle
+            && !self.skip_until_sync
+            && self.captured.is_none()
+            && self.reconfigured.is_none()
+            && !self.out_of_step;
+        if !between {
+            return Err("in the middle of a request");
+        }
+        let login = self.client.meter.client().login();
+        Ok(HandedSession {
+            user: self.client.user.clone(),
+            database: self.client.database.clone(),
+            application_name: login.application_name,
+            params: self.client.params.clone(),
+            pid: self.client.cancel.pid,
+            secret: self.client.cancel.secret,
+            statements: self
+                .statements
+                .iter()
+                .map(|(name, s)| HandedStatement {
+                    name: name.clone(),
+                    query: s.sql.to_string(),
+                    param_types: s.param_types.clone(),
+                    inferred: s.inferred.clone(),
+                    generated: s.generated,
+                })
+                .collect(),
+            role_hint: self.role_hint.map(handover::role_name),
+            write_lsns: self.write_lsns.clone(),
+            unnamed: None,
+            channels: Vec::new(),
+            sharded: Some(HandedRouting {
+                shard: self.overrides.shard,
+                sharding_key: self.overrides.sharding_key.clone(),
+                search_path: self.overrides.search_path.clone(),
+            }),
+        })
+    }
+
+    /// Takes up the state a client brought from another pgdog.
+    pub(crate) fn restore(&mut self, state: HandedSession) {
+        for s in state.statements {
+            let statement = Statement {
+                sql: s.query.into(),
+                param_types: s.param_types,
+                inferred: s.inferred,
+                generated: s.generated,
+            };
+            self.statements.insert(s.name, statement);
+        }
+        self.role_hint = state.role_hint.as_deref().and_then(RoleHint::parse);
+        self.write_lsns = state.write_lsns;
+        let routing = state.sharded.unwrap_or_default();
+        self.overrides = Overrides {
+            shard: routing.shard,
+            sharding_key: routing.sharding_key,
+            search_path: routing.search_path,
+        };
+    }
+}
