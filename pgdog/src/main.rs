@@ -53,20 +53,22 @@ fn run(config: &std::path::Path, users: &std::path::Path) -> ExitCode {
             settings.config.general.host, settings.config.general.port
         );
         let reuseport = settings.config.general.so_reuseport;
-        let listener = match pgdog::frontend::listener::bind(&addr, reuseport).await {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("pgdog: listening on {addr}: {e}");
-                return ExitCode::FAILURE;
+        // Without so_reuseport the port is taken first (a second pgdog fails at once). With it,
+        // once the first health checks are done: the kernel hands this pgdog connections as
+        // soon as it listens, and the handover socket says it is ready to take over.
+        let mut listener = None;
+        if !reuseport {
+            match pgdog::frontend::listener::bind(&addr, false).await {
+                Ok(l) => listener = Some(l),
+                Err(e) => {
+                    eprintln!("pgdog: listening on {addr}: {e}");
+                    return ExitCode::FAILURE;
+                }
             }
-        };
+        }
         let check_timeout = settings.config.general.healthcheck_timeout;
         let port = settings.config.general.port;
         Registry::install(Registry::build(settings, None));
-        if let Err(e) = pgdog::ops::handover::start(port) {
-            eprintln!("pgdog: handover socket: {e}");
-            return ExitCode::FAILURE;
-        }
         // `auto` servers get their roles from the first round of health checks.
         let first_checks = pgdog::registry::health::spawn();
         let _ = tokio::time::timeout(
@@ -74,6 +76,20 @@ fn run(config: &std::path::Path, users: &std::path::Path) -> ExitCode {
             first_checks,
         )
         .await;
+        let listener = match listener {
+            Some(l) => l,
+            None => match pgdog::frontend::listener::bind(&addr, true).await {
+                Ok(l) => l,
+                Err(e) => {
+                    eprintln!("pgdog: listening on {addr}: {e}");
+                    return ExitCode::FAILURE;
+                }
+            },
+        };
+        if let Err(e) = pgdog::ops::handover::start(port) {
+            eprintln!("pgdog: handover socket: {e}");
+            return ExitCode::FAILURE;
+        }
         tracing::info!("pgdog listening on {addr}");
         tokio::spawn(maintenance());
         tokio::spawn(two_phase_upkeep());

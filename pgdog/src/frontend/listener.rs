@@ -31,8 +31,18 @@ pub async fn listen(listener: TcpListener) {
         _ = accept(&listener) => {}
         _ = crate::ops::shutdown::requested() => {}
     }
-    // `keep-listening-socket`: closed instead of handed over, for benchmarks/restart.sh to
-    // measure what the handover saves (the connections in this socket's queue are reset).
+    // Test hooks of benchmarks/restart.sh, which measures what the handover saves:
+    // `listener-linger=return(MS)` keeps the socket MS ms without accepting (connections wait
+    // in its queue, as in the short moment before any listener closes), and
+    // `keep-listening-socket` closes it instead of handing it over (they are reset).
+    let linger = (|| {
+        fail::fail_point!("listener-linger", |ms| ms
+            .and_then(|ms| ms.parse::<u64>().ok()));
+        None
+    })();
+    if let Some(ms) = linger {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
     fail::fail_point!("keep-listening-socket", |_| ());
     if crate::config::active().so_reuseport {
         crate::ops::handover::pass_listener(&listener).await;
