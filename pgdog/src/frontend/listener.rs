@@ -35,11 +35,7 @@ pub async fn listen(listener: TcpListener) {
     // `listener-linger=return(MS)` keeps the socket MS ms without accepting (connections wait
     // in its queue, as in the short moment before any listener closes), and
     // `keep-listening-socket` closes it instead of handing it over (they are reset).
-    let linger = (|| {
-        fail::fail_point!("listener-linger", |ms| ms
-            .and_then(|ms| ms.parse::<u64>().ok()));
-        None
-    })();
+    let linger = linger_ms();
     if let Some(ms) = linger {
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
@@ -47,6 +43,12 @@ pub async fn listen(listener: TcpListener) {
     if crate::config::active().so_reuseport {
         crate::ops::handover::pass_listener(&listener).await;
     }
+}
+
+/// The failpoint `listener-linger=return(MS)`: MS (see `listen`).
+fn linger_ms() -> Option<u64> {
+    fail::fail_point!("listener-linger", |ms| ms.and_then(|ms| ms.parse().ok()));
+    None
 }
 
 async fn accept(listener: &TcpListener) {
