@@ -144,3 +144,65 @@ async fn listen_inside_a_transaction_still_reaches_the_server() {
     let err = c.simple_query("LISTEN select").await.unwrap_err();
     assert_sqlstate(&err, "42601");
 }
+
+/// LISTEN / UNLISTEN prepared with the extended protocol (JDBC prepares every statement;
+/// tokio-postgres' `execute` too) are the listener's as well: on a pool of 1 the listening
+/// client holds no server, and gets its notifications.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_listen_is_the_listeners_too() {
+    let topo = Topology::single().unwrap();
+    let proxy = start_with(
+        &config(&topo, "min_pool_size = 0\ncheckout_timeout = 2000", 1),
+        &users(""),
+    );
+    let (client, mut rx) = listening_client(&proxy).await;
+    // An unnamed statement (Parse/Describe/Sync, then Bind/Execute/Sync) ...
+    client.execute("LISTEN ext_a", &[]).await.unwrap();
+    // ... and a named one, run twice.
+    let listen_b = client.prepare("LISTEN ext_b").await.unwrap();
+    client.execute(&listen_b, &[]).await.unwrap();
+    client.execute(&listen_b, &[]).await.unwrap();
+    // The pool's one connection is free for everyone else.
+    let other = connect(&proxy).await;
+    assert_eq!(one(&other, "SELECT 1").await, "1");
+    exec(&other, "NOTIFY ext_a, 'one'").await;
+    exec(&other, "NOTIFY ext_b, 'two'").await;
+    assert_eq!(next(&mut rx).await, pair("ext_a", "one"));
+    assert_eq!(next(&mut rx).await, pair("ext_b", "two"));
+    client.execute("UNLISTEN ext_a", &[]).await.unwrap();
+    exec(&other, "NOTIFY ext_a, 'gone'; NOTIFY ext_b, 'three'").await;
+    assert_eq!(next(&mut rx).await, pair("ext_b", "three"));
+    // Both still share the pool's one connection.
+    assert_eq!(one(&other, "SELECT 2").await, "2");
+    assert_eq!(one(&client, "SELECT 3").await, "3");
+}
+
+/// A prepared LISTEN run in a batch that also has statements on a server would be part of
+/// their implicit transaction in Postgres: refused (0A000), and the session goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_listen_in_a_batch_with_server_statements_is_refused() {
+    use common::raw::{self, Conn};
+    let topo = Topology::single().unwrap();
+    let proxy = start_with(&config(&topo, "auth_type = \"plain\"", 2), &users(""));
+    let mut conn = Conn::login(proxy.port, USER, DB, Some(PASSWORD)).await;
+    conn.send(&[raw::parse("l", "LISTEN mixed"), raw::sync()].concat())
+        .await;
+    let answer = conn.until_ready().await;
+    assert!(answer.iter().all(|m| m.tag != b'E'), "{answer:?}");
+    let batch = [
+        raw::parse("", "SELECT 1"),
+        raw::bind("", &[]),
+        raw::execute(),
+        raw::bind("l", &[]),
+        raw::execute(),
+        raw::sync(),
+    ]
+    .concat();
+    conn.send(&batch).await;
+    let answer = conn.until_ready().await;
+    let error = answer.iter().find(|m| m.tag == b'E').expect("an error");
+    assert_eq!(error.sqlstate().as_deref(), Some("0A000"), "{answer:?}");
+    conn.send(&raw::query("SELECT 5")).await;
+    let answer = conn.until_ready().await;
+    assert!(answer.iter().any(|m| m.tag == b'D'), "{answer:?}");
+}

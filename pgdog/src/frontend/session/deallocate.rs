@@ -1,10 +1,13 @@
-//! DEALLOCATE sent as an extended-protocol statement in transaction mode (psycopg with
-//! `prepare_threshold = 0` prepares its DEALLOCATE ALL under a name of its own): it drops the
-//! client's own statements, never pgdog's shared ones on the server (the next client given
-//! that server would get 26000). So pgdog answers the Parse, Bind, Describe, Execute and Close
-//! of such a statement (named or unnamed) and of its portal itself, in order with the
-//! server's answers, and forgets the client's statements at Execute.
+//! Extended-protocol statements pgdog answers itself in transaction mode, in order with the
+//! server's answers: their Parse, Bind, Describe, Execute and Close, and those of their portal.
+//! - DEALLOCATE (psycopg with `prepare_threshold = 0` prepares its DEALLOCATE ALL under a name
+//!   of its own): it drops the client's own statements, never pgdog's shared ones on the
+//!   server (the next client given that server would get 26000); done at Execute.
+//! - LISTEN / UNLISTEN prepared between transactions (JDBC prepares every statement): run by
+//!   the database's listener at Execute, as a simple-protocol LISTEN is (`listening`), so the
+//!   client holds no server for it.
 use super::{Session, SessionError};
+use crate::frontend::listen::{self, Command};
 use crate::frontend::mentions::{Mentions, Word};
 use crate::frontend::statements;
 use crate::net::message::{self, read_bind_names, read_target};
@@ -12,14 +15,22 @@ use crate::net::tag::{frontend, target};
 use crate::net::Message;
 use std::collections::HashMap;
 
-/// The client's DEALLOCATE statements: what each drops (None: ALL).
+/// A statement pgdog answers.
+#[derive(Debug, Clone)]
+enum Answered {
+    /// DEALLOCATE of this statement (None: ALL).
+    Deallocate(Option<String>),
+    Listen(Command),
+}
+
+/// The client's statements pgdog answers.
 #[derive(Debug, Default)]
 pub(super) struct Deallocs {
     /// The unnamed statement is one.
-    unnamed: Option<Option<String>>,
-    named: HashMap<String, Option<String>>,
+    unnamed: Option<Answered>,
+    named: HashMap<String, Answered>,
     /// The unnamed portal is bound to one.
-    portal: Option<Option<String>>,
+    portal: Option<Answered>,
     /// Statements (by name, "" unnamed) that are a DISCARD ALL: it takes effect when their
     /// portal runs, not at Parse (psycopg prepares it in a batch of its own).
     discards: std::collections::HashSet<String>,
@@ -64,19 +75,13 @@ impl Deallocs {
 }
 
 impl Session {
-    /// A Parse of `name` with `text`: when it is a DEALLOCATE pgdog answers, its ParseComplete
-    /// is queued and true returned.
+    /// A Parse of `name` with `text`: when it is a DEALLOCATE or a LISTEN pgdog answers, its
+    /// ParseComplete is queued and true returned.
     pub(super) fn parse_deallocate(&mut self, name: &str, text: &str, mentions: Mentions) -> bool {
-        // DEALLOCATE ALL of a session pinned by SQL PREPARE, and of a name that is not one of
-        // the client's protocol-level statements, reach the server.
-        let sql_prepare = self.pinned == Some("SQL-level PREPARE");
-        let dropped = mentions
-            .has(Word::Deallocate)
-            .then(|| statements::deallocate(text));
-        let target = dropped.flatten().filter(|t| match t {
-            None => !sql_prepare,
-            Some(dropped) => self.statements.contains_key(dropped),
-        });
+        let target = self
+            .deallocate_target(text, mentions)
+            .map(Answered::Deallocate)
+            .or_else(|| self.listen_target(text, mentions).map(Answered::Listen));
         let Some(target) = target else {
             if name.is_empty() {
                 self.dealloc.unnamed = None;
@@ -96,8 +101,33 @@ impl Session {
         true
     }
 
-    /// Answers a Bind, Describe, Execute or Close of a DEALLOCATE statement (or its portal);
-    /// false when `m` is not one of those (it goes its usual way).
+    /// What a DEALLOCATE pgdog answers drops (None: ALL).
+    fn deallocate_target(&self, text: &str, mentions: Mentions) -> Option<Option<String>> {
+        // DEALLOCATE ALL of a session pinned by SQL PREPARE, and of a name that is not one of
+        // the client's protocol-level statements, reach the server.
+        let sql_prepare = self.pinned == Some("SQL-level PREPARE");
+        let dropped = mentions
+            .has(Word::Deallocate)
+            .then(|| statements::deallocate(text));
+        dropped.flatten().filter(|t| match t {
+            None => !sql_prepare,
+            Some(dropped) => self.statements.contains_key(dropped),
+        })
+    }
+
+    /// A LISTEN / UNLISTEN prepared between transactions, which the listener runs.
+    fn listen_target(&self, text: &str, mentions: Mentions) -> Option<Command> {
+        if !mentions.has(Word::Listen) || !self.between_transactions() {
+            return None;
+        }
+        let command = listen::parse(text)?;
+        // What Postgres would refuse (`LISTEN select`: a reserved word) is its to answer.
+        crate::router::cache::QueryCache::global().get(text).ok()?;
+        Some(command)
+    }
+
+    /// Answers a Bind, Describe, Execute or Close of a statement pgdog answers (or of its
+    /// portal); false when `m` is not one of those (it goes its usual way).
     pub(super) async fn answer_deallocate(&mut self, m: &Message) -> Result<bool, SessionError> {
         match m.tag() {
             frontend::BIND => {
@@ -136,8 +166,11 @@ impl Session {
                 if !m.reader().cstr()?.is_empty() {
                     return Ok(false);
                 }
-                let target = self.dealloc.portal.take().flatten();
-                self.execute_deallocate(target).await;
+                match self.dealloc.portal.take() {
+                    Some(Answered::Deallocate(target)) => self.execute_deallocate(target).await,
+                    Some(Answered::Listen(command)) => self.execute_listen(command).await,
+                    None => {}
+                }
             }
             frontend::CLOSE => {
                 let (kind, name) = read_target(m)?;
@@ -176,6 +209,24 @@ impl Session {
         } else {
             self.send(&error);
             self.skip_until_sync = true;
+        }
+    }
+
+    /// The client's prepared LISTEN / UNLISTEN runs. Alone in its batch (nothing of it on a
+    /// server) it is the listener's; in a batch with statements on a server Postgres would
+    /// run it in their implicit transaction, which pgdog cannot follow: refused.
+    async fn execute_listen(&mut self, command: Command) {
+        if self.server.is_some() || !self.expected.is_empty() {
+            let error = message::error(
+                "0A000",
+                "pgdog: in transaction mode a prepared LISTEN or UNLISTEN must be alone in its batch (send a Sync before it)",
+            );
+            self.fail_in_order(error).await;
+            return;
+        }
+        match self.run_listen(command).await {
+            Ok(tag) => self.synthetic(message::command_complete(tag)),
+            Err(error) => self.fail_in_order(error).await,
         }
     }
 }

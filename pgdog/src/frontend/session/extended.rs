@@ -309,7 +309,7 @@ impl Session {
 
     /// Answers the client's extended-protocol message with `error`, in order with what the
     /// server still owes it; the rest up to Sync is skipped, as after a server's error.
-    async fn fail_in_order(&mut self, error: Message) {
+    pub(super) async fn fail_in_order(&mut self, error: Message) {
         if self.server.is_some() {
             self.note_unsynced(frontend::PARSE);
             self.fail_on_server(error).await;

@@ -99,15 +99,20 @@ pub(crate) async fn next(listening: &mut Option<Listening>) -> Option<Message> {
 }
 
 impl Session {
+    /// Between transactions in transaction mode, nothing on the way to or from a server (a
+    /// pinned client too): where pgdog answers LISTEN and UNLISTEN.
+    pub(super) fn between_transactions(&self) -> bool {
+        self.status == TxStatus::Idle
+            && self.expected.is_empty()
+            && !self.unsynced
+            && self.client.mode == PoolerMode::Transaction
+    }
+
     /// LISTEN / UNLISTEN between transactions in transaction mode (also of a client pinned to
     /// its server): answered here once the server listens; false for anything else (which
     /// reaches the server as before).
     pub(super) async fn answer_listen(&mut self, sql: &str) -> bool {
-        let between = self.status == TxStatus::Idle
-            && self.expected.is_empty()
-            && !self.unsynced
-            && self.client.mode == PoolerMode::Transaction;
-        if !between {
+        if !self.between_transactions() {
             return false;
         }
         let Some(command) = listen::parse(sql) else {
@@ -117,11 +122,23 @@ impl Session {
         if crate::router::cache::QueryCache::global().get(sql).is_err() {
             return false;
         }
+        match self.run_listen(command).await {
+            Ok(tag) => self.send(&message::command_complete(tag)),
+            Err(error) => self.send(&error),
+        }
+        self.ready_now();
+        true
+    }
+
+    /// Runs a LISTEN / UNLISTEN through the database's listener; a LISTEN returns once the
+    /// server listens. Its command tag, or the error for the client (08006).
+    pub(super) async fn run_listen(&mut self, command: Command) -> Result<&'static str, Message> {
         if self.listening.is_none() {
             self.listening = Listening::new(&self.shard);
         }
         let Some(listening) = self.listening.as_mut() else {
-            return false;
+            let m = "LISTEN through pgdog failed: the database has no server";
+            return Err(message::error("08006", m));
         };
         let tag = match command {
             Command::Listen(_) => "LISTEN",
@@ -139,14 +156,10 @@ impl Session {
             if let Some(why) = failed {
                 listening.apply(Command::Unlisten(channel));
                 let m = format!("LISTEN through pgdog failed: {why}");
-                self.send(&message::error("08006", &m));
-                self.ready_now();
-                return true;
+                return Err(message::error("08006", &m));
             }
         }
-        self.send(&message::command_complete(tag));
-        self.ready_now();
-        true
+        Ok(tag)
     }
 
     /// A notification for the client (and any others waiting), or the end of the session
