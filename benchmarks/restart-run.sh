@@ -60,7 +60,7 @@ restart_pgdog() {
   for i in $(seq 1 "$RESTARTS"); do
     new=$(pgdog_instance "$bin" "$WORK/$name.toml" "$i" "$@")
     PIDS+=("$new")
-    until [ -S "$WORK/pgdog-$port.$new.handover" ]; do kill -0 "$new" || exit 1; sleep 0.05; done
+    until [ -S "$WORK/pgdog-127.0.0.1-$port.$new.handover" ]; do kill -0 "$new" || exit 1; sleep 0.05; done
     sleep "$OVERLAP"
     stop_old "$name" "$old" TERM
     wait_gone "$old"

@@ -98,8 +98,11 @@ impl Proxy {
                 .context(|| format!("copying {file}"))?;
         }
         let child = spawn(&dir, &[])?;
-        let socket =
-            std::env::temp_dir().join(format!("pgdog-{}.{}.handover", self.port, child.id()));
+        let socket = std::env::temp_dir().join(format!(
+            "pgdog-127.0.0.1-{}.{}.handover",
+            self.port,
+            child.id()
+        ));
         let mut proxy = Proxy {
             port: self.port,
             dir,

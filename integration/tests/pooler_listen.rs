@@ -156,9 +156,9 @@ async fn prepared_listen_is_the_listeners_too() {
         &users(""),
     );
     let (client, mut rx) = listening_client(&proxy).await;
-    // An unnamed statement (Parse/Describe/Sync, then Bind/Execute/Sync) ...
+    // A statement tokio-postgres prepares (named sN: Parse/Describe/Sync, then Bind/Execute/Sync)
     client.execute("LISTEN ext_a", &[]).await.unwrap();
-    // ... and a named one, run twice.
+    // ... and a named one prepared first, run twice.
     let listen_b = client.prepare("LISTEN ext_b").await.unwrap();
     client.execute(&listen_b, &[]).await.unwrap();
     client.execute(&listen_b, &[]).await.unwrap();
@@ -200,9 +200,52 @@ async fn prepared_listen_in_a_batch_with_server_statements_is_refused() {
     .concat();
     conn.send(&batch).await;
     let answer = conn.until_ready().await;
+    // In order: the SELECT's answers, the LISTEN's BindComplete, the error, one ReadyForQuery.
+    let tags: String = answer.iter().map(|m| m.tag as char).collect();
+    assert_eq!(tags, "12DC2EZ", "{answer:?}");
     let error = answer.iter().find(|m| m.tag == b'E').expect("an error");
     assert_eq!(error.sqlstate().as_deref(), Some("0A000"), "{answer:?}");
     conn.send(&raw::query("SELECT 5")).await;
     let answer = conn.until_ready().await;
     assert!(answer.iter().any(|m| m.tag == b'D'), "{answer:?}");
+}
+
+/// The unnamed statement (JDBC's usual way): Parse "", Bind, Describe, Execute, Sync of a
+/// LISTEN, answered by pgdog in order; the client holds no server afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unnamed_prepared_listen_is_answered_in_order() {
+    use common::raw::{self, Conn};
+    let topo = Topology::single().unwrap();
+    let general = "auth_type = \"plain\"\nmin_pool_size = 0\ncheckout_timeout = 2000";
+    let proxy = start_with(&config(&topo, general, 1), &users(""));
+    let mut conn = Conn::login(proxy.port, USER, DB, Some(PASSWORD)).await;
+    let batch = [
+        raw::parse("", "LISTEN unnamed_chan"),
+        raw::bind("", &[]),
+        raw::describe_portal(),
+        raw::execute(),
+        raw::sync(),
+    ]
+    .concat();
+    conn.send(&batch).await;
+    let answer = conn.until_ready().await;
+    let tags: String = answer.iter().map(|m| m.tag as char).collect();
+    assert_eq!(tags, "12nCZ", "{answer:?}");
+    assert_eq!(answer[3].text(), "LISTEN");
+    // The pool's one connection is free: another client gets it and notifies.
+    let other = connect(&proxy).await;
+    exec(&other, "NOTIFY unnamed_chan, 'hi'").await;
+    // Delivered while the client is idle, as Postgres does.
+    let notification = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match conn.recv().await {
+                Some(m) if m.tag == b'A' => return Some(m),
+                Some(_) => continue,
+                None => return None,
+            }
+        }
+    })
+    .await
+    .expect("a notification within 10 s");
+    assert!(notification.is_some(), "the connection closed");
 }

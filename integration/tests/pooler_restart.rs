@@ -140,6 +140,9 @@ async fn a_moved_client_keeps_its_session() {
         &["SET application_name = 'moved'", "LISTEN moved_chan"],
     )
     .await;
+    // A LISTEN prepared with the extended protocol too: pgdog answers it, and that statement
+    // moves with the client.
+    client.execute("LISTEN moved_ext", &[]).await.unwrap();
     let statement = client.prepare("SELECT $1::int + 1").await.unwrap();
     let second = tokio::task::block_in_place(|| first.start_alongside("next")).unwrap();
     first.signal(libc::SIGTERM);
@@ -163,6 +166,19 @@ async fn a_moved_client_keeps_its_session() {
     .await
     .expect("the notification");
     assert_eq!(got, "after");
+    exec(&other, "NOTIFY moved_ext, 'prepared'").await;
+    let got = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match messages.recv().await {
+                Some(AsyncMessage::Notification(n)) => return n.payload().to_string(),
+                Some(_) => continue,
+                None => return String::new(),
+            }
+        }
+    })
+    .await
+    .expect("the notification of the prepared LISTEN");
+    assert_eq!(got, "prepared");
     // Its cancel key moved too.
     let token = client.cancel_token();
     let sleeping = tokio::spawn(async move { client.simple_query("SELECT pg_sleep(30)").await });

@@ -67,7 +67,6 @@ fn run(config: &std::path::Path, users: &std::path::Path) -> ExitCode {
             }
         }
         let check_timeout = settings.config.general.healthcheck_timeout;
-        let port = settings.config.general.port;
         Registry::install(Registry::build(settings, None));
         // `auto` servers get their roles from the first round of health checks.
         let first_checks = pgdog::registry::health::spawn();
@@ -76,20 +75,22 @@ fn run(config: &std::path::Path, users: &std::path::Path) -> ExitCode {
             first_checks,
         )
         .await;
+        // The handover socket first: when it cannot be made, no client waits on the port.
+        if let Err(e) = pgdog::ops::handover::start() {
+            eprintln!("pgdog: handover socket: {e}");
+            return ExitCode::FAILURE;
+        }
         let listener = match listener {
             Some(l) => l,
             None => match pgdog::frontend::listener::bind(&addr, true).await {
                 Ok(l) => l,
                 Err(e) => {
                     eprintln!("pgdog: listening on {addr}: {e}");
+                    pgdog::ops::handover::remove_own();
                     return ExitCode::FAILURE;
                 }
             },
         };
-        if let Err(e) = pgdog::ops::handover::start(port) {
-            eprintln!("pgdog: handover socket: {e}");
-            return ExitCode::FAILURE;
-        }
         tracing::info!("pgdog listening on {addr}");
         tokio::spawn(maintenance());
         tokio::spawn(two_phase_upkeep());
@@ -110,6 +111,8 @@ fn run(config: &std::path::Path, users: &std::path::Path) -> ExitCode {
         // Until the shutdown starts; then the listening socket is handed over (so_reuseport),
         // or closed: new clients are refused while the others finish.
         pgdog::frontend::listener::listen(listener).await;
+        // Listening sockets other pgdogs handed over go on to the successor too.
+        pgdog::frontend::listener::adopted_done().await;
         pgdog::ops::shutdown::drain().await;
         ExitCode::SUCCESS
     })

@@ -262,6 +262,7 @@ async fn serve(
             _ => continue,
         }
     }
+    dispatch_buffered(l, server)?;
     loop {
         tokio::select! {
             command = commands.recv() => match command {
@@ -281,16 +282,22 @@ async fn serve(
                 }
                 None => return Ok(()),
             },
-            filled = server.fill() => {
-                filled.map_err(|e| e.to_string())?;
-                while let Some(m) = server.try_read().map_err(|e| e.to_string())? {
-                    if m.tag() == backend::NOTIFICATION_RESPONSE {
-                        l.dispatch(&m);
-                    }
-                }
-            }
+            filled = server.fill() => filled.map_err(|e| e.to_string())?,
+        }
+        // Also what arrived behind a LISTEN's or UNLISTEN's ReadyForQuery (read with it, it
+        // waits in the buffer: `fill` only wakes for more bytes).
+        dispatch_buffered(l, server)?;
+    }
+}
+
+/// Hands on the notifications already read from the listener connection.
+fn dispatch_buffered(l: &Listener, server: &mut Server) -> Result<(), String> {
+    while let Some(m) = server.try_read().map_err(|e| e.to_string())? {
+        if m.tag() == backend::NOTIFICATION_RESPONSE {
+            l.dispatch(&m);
         }
     }
+    Ok(())
 }
 
 async fn run(

@@ -93,14 +93,16 @@ pub async fn cancel(pid: i32, secret: &[u8]) {
     let Ok(secret) = <[u8; 4]>::try_from(secret) else {
         return;
     };
+    // A client here first (one handed over keeps the key another pgdog issued).
+    if cancel_here(pid, secret).await {
+        return;
+    }
     if let Some(peer) = peer_of(pid) {
         let request = crate::net::message::cancel_request(pid, &secret);
         send_cancel(&format!("{}:{}", peer.host, peer.port), &request).await;
         return;
     }
-    if !cancel_here(pid, secret).await {
-        crate::ops::handover::forward_cancel(pid, secret).await;
-    }
+    crate::ops::handover::forward_cancel(pid, secret).await;
 }
 
 /// Cancels the query of this pgdog's client with key (pid, secret), if it is attached to a

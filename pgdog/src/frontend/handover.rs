@@ -18,9 +18,15 @@ use crate::stats;
 use serde::{Deserialize, Serialize};
 use std::os::fd::OwnedFd;
 
+/// The layout of [`HandedSession`]: a pgdog takes only its own (a rollback to an older
+/// version ends the moving clients with 57P01 instead of misreading their state).
+pub(crate) const STATE_VERSION: u32 = 1;
+
 /// What a client's session carries to the next pgdog.
 #[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct HandedSession {
+    pub version: u32,
     pub user: String,
     pub database: String,
     pub application_name: String,
@@ -36,6 +42,8 @@ pub(crate) struct HandedSession {
     pub unnamed: Option<Vec<u8>>,
     /// One server: its LISTEN channels.
     pub channels: Vec<String>,
+    /// One server: its prepared DEALLOCATE / LISTEN statements pgdog answers.
+    pub answered: serde_json::Value,
     /// A sharded database's session: `SET pgdog.shard`, `pgdog.sharding_key`, schemas.
     pub sharded: Option<HandedRouting>,
 }
@@ -43,6 +51,7 @@ pub(crate) struct HandedSession {
 /// A prepared statement: the client's name, its text and parameter types; on a sharded
 /// database also the types the servers inferred and the generated-id parameters added.
 #[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct HandedStatement {
     pub name: String,
     pub query: String,
@@ -55,6 +64,7 @@ pub(crate) struct HandedStatement {
 
 /// A sharded session's manual routing.
 #[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct HandedRouting {
     pub shard: Option<usize>,
     pub sharding_key: Option<String>,
@@ -103,9 +113,19 @@ pub(crate) async fn pass(
         Ok(b) => b,
         Err(e) => return stays(&format!("session state: {e}")),
     };
+    use crate::ops::handover::Sent;
     match crate::ops::handover::pass_session(&bytes, tcp.as_raw_fd()).await {
-        Ok(()) => SessionError::HandedOver,
-        Err(e) => stays(&e.to_string()),
+        Sent::Taken => SessionError::HandedOver,
+        Sent::Refused(why) => stays(&why),
+        Sent::Unknown(why) => {
+            // The other pgdog may be serving the socket already: not a byte more from here.
+            tracing::warn!(
+                "client {}@{}: handover unconfirmed ({why}); closing without a word",
+                client.user,
+                client.database
+            );
+            SessionError::HandedOver
+        }
     }
 }
 
@@ -116,7 +136,17 @@ pub fn resume(payload: &[u8], fd: OwnedFd) -> Result<(), String> {
     }
     let state: HandedSession =
         serde_json::from_slice(payload).map_err(|e| format!("session state: {e}"))?;
+    if state.version != STATE_VERSION {
+        return Err(format!(
+            "session state version {} (this pgdog reads {STATE_VERSION})",
+            state.version
+        ));
+    }
     let registry = Registry::current();
+    let general = &registry.settings.config.general;
+    if stats::clients::count() >= general.max_client_connections {
+        return Err("max_client_connections reached".into());
+    }
     let router = registry.router(&state.database);
     if router.is_some() != state.sharded.is_some() {
         return Err(format!(
@@ -134,6 +164,9 @@ pub fn resume(payload: &[u8], fd: OwnedFd) -> Result<(), String> {
                 state.user, state.database
             )
         })?;
+    if shards[0].mode() != crate::config::PoolerMode::Transaction {
+        return Err("the pool is in session mode here".into());
+    }
     let tcp = std::net::TcpStream::from(fd);
     tcp.set_nonblocking(true).map_err(|e| e.to_string())?;
     let tcp = tokio::net::TcpStream::from_std(tcp).map_err(|e| e.to_string())?;
@@ -148,7 +181,6 @@ pub fn resume(payload: &[u8], fd: OwnedFd) -> Result<(), String> {
         pid: state.pid,
     });
     let meter = stats::Meter::new(guard.0.clone(), &state.user, &state.database);
-    let general = &registry.settings.config.general;
     let reader = MessageReader::for_client(general.max_message_size);
     let client = Client::new(
         Stream::Plain(tcp),

@@ -4,7 +4,7 @@
 //! a name Postgres would truncate) goes to the server as before, which pins the client to it.
 
 /// A LISTEN or UNLISTEN pgdog answers.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Command {
     Listen(String),
     Unlisten(String),

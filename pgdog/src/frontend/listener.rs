@@ -66,17 +66,36 @@ async fn accept(listener: &TcpListener) {
     }
 }
 
-/// Accepts clients on a listening socket another pgdog handed over.
+/// The tasks serving listening sockets other pgdogs handed over.
+static ADOPTED: parking_lot::Mutex<Vec<tokio::task::JoinHandle<()>>> =
+    parking_lot::Mutex::new(Vec::new());
+
+/// Accepts clients on a listening socket another pgdog handed over (one bound to this
+/// pgdog's own address).
 pub fn adopt(fd: OwnedFd) -> Result<(), String> {
     if crate::ops::shutdown::is_shutting_down() {
         return Err("this pgdog is shutting down too".into());
     }
     let std = std::net::TcpListener::from(fd);
+    let port = crate::config::active().port;
+    match std.local_addr() {
+        Ok(addr) if addr.port() == port => {}
+        other => return Err(format!("not a socket of port {port}: {other:?}")),
+    }
     std.set_nonblocking(true).map_err(|e| e.to_string())?;
     let listener = TcpListener::from_std(std).map_err(|e| e.to_string())?;
     tracing::info!("accepting on a listening socket handed over by another pgdog");
-    tokio::spawn(listen(listener));
+    ADOPTED.lock().push(tokio::spawn(listen(listener)));
     Ok(())
+}
+
+/// Waits until the listening sockets handed over by other pgdogs were passed on (or closed)
+/// at shutdown.
+pub async fn adopted_done() {
+    let handles = std::mem::take(&mut *ADOPTED.lock());
+    for h in handles {
+        let _ = h.await;
+    }
 }
 
 /// The TLS acceptor for the current configuration (built once per configuration).

@@ -1,5 +1,5 @@
 //! Zero-downtime restart (`so_reuseport = true`). Every pgdog on a port binds it with
-//! SO_REUSEPORT and keeps a handover socket, `pgdog-<port>.<pid>.handover` in `handover_dir`
+//! SO_REUSEPORT and keeps a handover socket, `pgdog-<host>-<port>.<pid>.handover` in `handover_dir`
 //! (mode 0600: only the same OS user reaches it). A second pgdog started with the same
 //! configuration shares the port at once. On SIGTERM the first one picks the newest live
 //! pgdog of the port as its successor and sends it, each as a file descriptor over its handover
@@ -34,19 +34,20 @@ static OWN: OnceLock<PathBuf> = OnceLock::new();
 /// The pgdog that takes over at shutdown (chosen once, when the shutdown starts).
 static SUCCESSOR: OnceLock<Option<PathBuf>> = OnceLock::new();
 
-/// The folder and the name prefix of the handover sockets of `port`.
-fn location(port: u16) -> (PathBuf, String) {
+/// The folder and the name prefix of the handover sockets of the pgdogs listening on the same
+/// address (host and port) as this one.
+fn location() -> (PathBuf, String) {
     let g = crate::config::active();
     let dir = g.handover_dir.clone().unwrap_or_else(std::env::temp_dir);
-    (dir, format!("pgdog-{port}."))
+    (dir, format!("pgdog-{}-{}.", g.host, g.port))
 }
 
 /// Binds this pgdog's handover socket and serves it (nothing without `so_reuseport`).
-pub fn start(port: u16) -> io::Result<()> {
+pub fn start() -> io::Result<()> {
     if !crate::config::active().so_reuseport {
         return Ok(());
     }
-    let (dir, prefix) = location(port);
+    let (dir, prefix) = location();
     let path = dir.join(format!("{prefix}{}.handover", std::process::id()));
     let _ = std::fs::remove_file(&path);
     let listener = UnixListener::bind(&path)?;
@@ -92,10 +93,14 @@ async fn answer(mut conn: UnixStream) {
         tracing::warn!("handover socket: a process of another OS user connected; ignored");
         return;
     }
-    let (message, fd) = match receive(&conn).await {
-        Ok(m) => m,
-        Err(e) => {
+    let (message, fd) = match tokio::time::timeout(HANDOVER, receive(&conn)).await {
+        Ok(Ok(m)) => m,
+        Ok(Err(e)) => {
             tracing::warn!("handover socket: reading a message: {e}");
+            return;
+        }
+        Err(_) => {
+            tracing::warn!("handover socket: no complete message within {HANDOVER:?}");
             return;
         }
     };
@@ -103,6 +108,8 @@ async fn answer(mut conn: UnixStream) {
         return;
     };
     let outcome = match (kind, fd) {
+        // A pgdog shutting down takes nothing over.
+        (PING, _) if crate::ops::shutdown::is_shutting_down() => Err("shutting down".into()),
         (PING, _) => Ok(()),
         (CANCEL, _) => {
             if let (Ok(pid), Some(secret)) = (
@@ -145,6 +152,9 @@ async fn receive(conn: &UnixStream) -> io::Result<(Vec<u8>, Option<OwnedFd>)> {
                 for raw in fds.iter().take(nfds) {
                     // SAFETY: the kernel just installed this descriptor for us; we own it.
                     let owned = unsafe { OwnedFd::from_raw_fd(*raw) };
+                    // Not inherited by the programs pgdog runs (pg_dump).
+                    // SAFETY: fcntl on a descriptor we own.
+                    unsafe { libc::fcntl(owned.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
                     if fd.is_none() {
                         fd = Some(owned);
                     }
@@ -163,9 +173,72 @@ async fn receive(conn: &UnixStream) -> io::Result<(Vec<u8>, Option<OwnedFd>)> {
     }
 }
 
-/// Sends one message (with `fd`) to the handover socket at `path`; Ok when it was taken.
-async fn send(path: &Path, kind: u8, payload: &[u8], fd: Option<RawFd>) -> io::Result<()> {
-    let mut conn = UnixStream::connect(path).await?;
+/// How a message to another pgdog went.
+#[derive(Debug)]
+pub enum Sent {
+    /// Taken (`K`).
+    Taken,
+    /// Refused (`E`), or never delivered: the sender still owns what it sent.
+    Refused(String),
+    /// The descriptor went out but the answer did not come back: the receiver may be using it.
+    Unknown(String),
+}
+
+/// Handover messages in flight at once: a burst of thousands of idle clients would overflow
+/// the receiver's accept queue (a full Unix socket queue refuses at once).
+static IN_FLIGHT: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(32);
+
+/// Sends one message (with `fd`) to the handover socket at `path` within `limit`.
+async fn send(
+    path: &Path,
+    kind: u8,
+    payload: &[u8],
+    fd: Option<RawFd>,
+    limit: std::time::Duration,
+) -> Sent {
+    let Ok(_permit) = IN_FLIGHT.acquire().await else {
+        return Sent::Refused("closed".into());
+    };
+    let mut delivered = false;
+    let exchange = exchange(path, kind, payload, fd, &mut delivered);
+    let outcome = tokio::time::timeout(limit, exchange).await;
+    let failed = |why: String| {
+        if delivered && fd.is_some() {
+            Sent::Unknown(why)
+        } else {
+            Sent::Refused(why)
+        }
+    };
+    match outcome {
+        Ok(Ok(reply)) => match reply.split_first() {
+            Some((b'K', _)) => Sent::Taken,
+            Some((b'E', why)) => Sent::Refused(String::from_utf8_lossy(why).into_owned()),
+            _ => failed("no answer".into()),
+        },
+        Ok(Err(e)) => failed(e.to_string()),
+        Err(_) => failed(format!("no answer within {} ms", limit.as_millis())),
+    }
+}
+
+/// Connects (retrying a full accept queue for a while), sends, reads the answer.
+async fn exchange(
+    path: &Path,
+    kind: u8,
+    payload: &[u8],
+    fd: Option<RawFd>,
+    delivered: &mut bool,
+) -> io::Result<Vec<u8>> {
+    let mut pause = std::time::Duration::from_millis(2);
+    let mut conn = loop {
+        match UnixStream::connect(path).await {
+            Ok(c) => break c,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(std::time::Duration::from_millis(100));
+            }
+            Err(e) => return Err(e),
+        }
+    };
     if !same_user(&conn) {
         return Err(io::Error::new(
             ErrorKind::PermissionDenied,
@@ -182,25 +255,26 @@ async fn send(path: &Path, kind: u8, payload: &[u8], fd: Option<RawFd>) -> io::R
             Err(e) => return Err(e),
         }
     };
+    *delivered = true;
     conn.write_all(&message[sent..]).await?;
     conn.shutdown().await?;
     let mut reply = Vec::new();
     conn.read_to_end(&mut reply).await?;
-    match reply.split_first() {
-        Some((b'K', _)) => Ok(()),
-        Some((_, why)) => Err(io::Error::other(String::from_utf8_lossy(why).into_owned())),
-        None => Err(io::Error::other("no answer")),
-    }
+    Ok(reply)
 }
 
-/// The other pgdogs' handover sockets on this port, newest first. Sockets nobody serves any
-/// more (a pgdog killed with SIGKILL) are removed on the way.
+/// Short exchanges (PING, CANCEL).
+const QUICK: std::time::Duration = std::time::Duration::from_millis(1_000);
+/// Exchanges that hand something over (the receiver makes a session).
+const HANDOVER: std::time::Duration = std::time::Duration::from_millis(5_000);
+
+/// The other pgdogs' handover sockets on this address, newest first. Sockets nobody serves
+/// any more (a pgdog killed with SIGKILL) are removed on the way.
 async fn others() -> Vec<PathBuf> {
     let Some(own) = OWN.get() else {
         return Vec::new();
     };
-    let port = crate::config::active().port;
-    let (dir, prefix) = location(port);
+    let (dir, prefix) = location();
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return Vec::new();
     };
@@ -218,13 +292,17 @@ async fn others() -> Vec<PathBuf> {
     found.sort_by_key(|f| std::cmp::Reverse(f.0));
     let mut live = Vec::new();
     for (_, path) in found {
-        match send(&path, PING, &[], None).await {
-            Ok(()) => live.push(path),
-            Err(e) if matches!(e.kind(), ErrorKind::ConnectionRefused | ErrorKind::NotFound) => {
-                let _ = std::fs::remove_file(&path);
-            }
-            Err(e) => tracing::debug!("handover socket {}: {e}", path.display()),
+        if !path.exists() {
+            continue;
         }
+        if let Err(e) = std::os::unix::net::UnixStream::connect(&path) {
+            if matches!(e.kind(), ErrorKind::ConnectionRefused | ErrorKind::NotFound) {
+                // Nobody serves it any more (a pgdog killed with SIGKILL).
+                let _ = std::fs::remove_file(&path);
+                continue;
+            }
+        }
+        live.push(path);
     }
     live
 }
@@ -234,14 +312,26 @@ pub async fn forward_cancel(pid: i32, secret: [u8; 4]) {
     let mut payload = pid.to_be_bytes().to_vec();
     payload.extend_from_slice(&secret);
     for path in others().await {
-        let _ = send(&path, CANCEL, &payload, None).await;
+        let _ = send(&path, CANCEL, &payload, None, QUICK).await;
     }
 }
 
-/// Chooses the successor (the newest other live pgdog of the port), once, at shutdown.
+/// Chooses the successor (the newest other pgdog of the address that is not shutting down
+/// itself), once, at shutdown.
 pub async fn choose_successor() -> Option<&'static Path> {
     if SUCCESSOR.get().is_none() {
-        let newest = others().await.into_iter().next();
+        let mut newest = None;
+        for path in others().await {
+            match send(&path, PING, &[], None, QUICK).await {
+                Sent::Taken => {
+                    newest = Some(path);
+                    break;
+                }
+                Sent::Refused(why) | Sent::Unknown(why) => {
+                    tracing::debug!("handover socket {}: {why}", path.display())
+                }
+            }
+        }
         if let Some(path) = &newest {
             tracing::info!("shutdown: handing over to {}", path.display());
         }
@@ -261,17 +351,19 @@ pub async fn pass_listener(listener: &impl AsRawFd) -> bool {
     let Some(path) = choose_successor().await else {
         return false;
     };
-    match send(path, LISTENER, &[], Some(listener.as_raw_fd())).await {
-        Ok(()) => true,
-        Err(e) => {
-            tracing::warn!("handing the listening socket over: {e}");
+    match send(path, LISTENER, &[], Some(listener.as_raw_fd()), HANDOVER).await {
+        Sent::Taken => true,
+        Sent::Refused(why) | Sent::Unknown(why) => {
+            tracing::warn!("handing the listening socket over: {why}");
             false
         }
     }
 }
 
 /// Hands a client's connection and session state over to the successor.
-pub async fn pass_session(state: &[u8], socket: RawFd) -> io::Result<()> {
-    let path = successor().ok_or_else(|| io::Error::other("no successor"))?;
-    send(path, SESSION, state, Some(socket)).await
+pub async fn pass_session(state: &[u8], socket: RawFd) -> Sent {
+    match successor() {
+        Some(path) => send(path, SESSION, state, Some(socket), HANDOVER).await,
+        None => Sent::Refused("no successor".into()),
+    }
 }

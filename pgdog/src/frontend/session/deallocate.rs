@@ -16,15 +16,15 @@ use crate::net::Message;
 use std::collections::HashMap;
 
 /// A statement pgdog answers.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 enum Answered {
     /// DEALLOCATE of this statement (None: ALL).
     Deallocate(Option<String>),
     Listen(Command),
 }
 
-/// The client's statements pgdog answers.
-#[derive(Debug, Default)]
+/// The client's statements pgdog answers (carried when the client moves to another pgdog).
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct Deallocs {
     /// The unnamed statement is one.
     unnamed: Option<Answered>,
@@ -39,14 +39,6 @@ pub(super) struct Deallocs {
 }
 
 impl Deallocs {
-    /// No statement or portal of the client is a DEALLOCATE or DISCARD ALL.
-    pub(super) fn is_empty(&self) -> bool {
-        self.unnamed.is_none()
-            && self.named.is_empty()
-            && self.portal.is_none()
-            && self.discards.is_empty()
-    }
-
     /// A simple query or a Close dropped the unnamed statement (and portal).
     pub(super) fn unnamed_closed(&mut self) {
         self.unnamed = None;
@@ -117,7 +109,8 @@ impl Session {
 
     /// A LISTEN / UNLISTEN prepared between transactions, which the listener runs.
     fn listen_target(&self, text: &str, mentions: Mentions) -> Option<Command> {
-        if !mentions.has(Word::Listen) || !self.between_transactions() {
+        // A pinned client's LISTEN reaches its server, as in a simple query.
+        if !mentions.has(Word::Listen) || !self.between_transactions() || self.server.is_some() {
             return None;
         }
         let command = listen::parse(text)?;
@@ -213,13 +206,15 @@ impl Session {
     }
 
     /// The client's prepared LISTEN / UNLISTEN runs. Alone in its batch (nothing of it on a
-    /// server) it is the listener's; in a batch with statements on a server Postgres would
-    /// run it in their implicit transaction, which pgdog cannot follow: refused.
+    /// server) it is the listener's. In a batch with statements on a server, or inside a
+    /// transaction block, Postgres would run it in their transaction, which pgdog cannot
+    /// follow for a statement the server does not have: refused.
     async fn execute_listen(&mut self, command: Command) {
-        if self.server.is_some() || !self.expected.is_empty() {
+        let alone = self.server.is_none() && self.expected.is_empty() && !self.unsynced;
+        if !alone || self.status != crate::net::TxStatus::Idle {
             let error = message::error(
                 "0A000",
-                "pgdog: in transaction mode a prepared LISTEN or UNLISTEN must be alone in its batch (send a Sync before it)",
+                "pgdog: in transaction mode a LISTEN or UNLISTEN prepared between transactions runs alone in its batch, outside a transaction block (send a Sync before it, or use the simple protocol)",
             );
             self.fail_in_order(error).await;
             return;

@@ -37,11 +37,9 @@ impl Session {
         if !between {
             return Err("in the middle of a request");
         }
-        if !self.dealloc.is_empty() {
-            return Err("a prepared DEALLOCATE or DISCARD ALL");
-        }
         let login = self.info.login();
         Ok(HandedSession {
+            version: handover::STATE_VERSION,
             user: self.client.user.clone(),
             database: self.client.database.clone(),
             application_name: login.application_name,
@@ -67,6 +65,7 @@ impl Session {
                 .as_ref()
                 .map(Listening::channels)
                 .unwrap_or_default(),
+            answered: serde_json::to_value(&self.dealloc).map_err(|_| "its prepared statements")?,
             sharded: None,
         })
     }
@@ -78,6 +77,7 @@ impl Session {
             self.statements.insert(s.name, p);
         }
         self.unnamed = state.unnamed.map(ClientUnnamed::from_parse_bytes);
+        self.dealloc = serde_json::from_value(state.answered).unwrap_or_default();
         self.role_hint = state.role_hint.as_deref().and_then(RoleHint::parse);
         self.write_lsn = state.write_lsns.first().copied().flatten();
         if !state.channels.is_empty() {

@@ -36,6 +36,7 @@ impl ShardedSession {
         }
         let login = self.client.meter.client().login();
         Ok(HandedSession {
+            version: handover::STATE_VERSION,
             user: self.client.user.clone(),
             database: self.client.database.clone(),
             application_name: login.application_name,
@@ -57,6 +58,7 @@ impl ShardedSession {
             write_lsns: self.write_lsns.clone(),
             unnamed: None,
             channels: Vec::new(),
+            answered: serde_json::Value::Null,
             sharded: Some(HandedRouting {
                 shard: self.overrides.shard,
                 sharding_key: self.overrides.sharding_key.clone(),
