@@ -361,3 +361,28 @@ async fn a_moved_client_of_a_sharded_database_keeps_its_session() {
     assert_eq!(on_shards.iter().sum::<i64>(), 30);
     assert!(on_shards.iter().all(|&n| n > 0), "{on_shards:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hundreds_of_idle_clients_move_at_once() {
+    // Plain passwords: 300 SCRAM logins take seconds in a debug build.
+    let general = format!("{RESTART}\nmax_client_connections = 1000\nauth_type = \"plain\"");
+    let (_topo, mut first) = pgdog(&general, 4);
+    let mut clients = Vec::new();
+    for i in 0..300 {
+        let c = connect(&first).await;
+        exec(&c, &format!("SET application_name = 'idle{i}'")).await;
+        clients.push(c);
+    }
+    let _second = tokio::task::block_in_place(|| first.start_alongside("next")).unwrap();
+    let started = std::time::Instant::now();
+    first.signal(libc::SIGTERM);
+    tokio::task::block_in_place(|| first.wait_exit(Duration::from_secs(30)))
+        .expect("the first pgdog exits");
+    report(
+        "restart_300_idle_clients_moved_ms",
+        started.elapsed().as_millis(),
+    );
+    for (i, c) in clients.iter().enumerate() {
+        assert_eq!(one(c, "SHOW application_name").await, format!("idle{i}"));
+    }
+}
