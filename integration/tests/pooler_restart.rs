@@ -154,31 +154,9 @@ async fn a_moved_client_keeps_its_session() {
     assert_eq!(row.get::<_, i32>(0), 42);
     let other = connect(&second).await;
     exec(&other, "NOTIFY moved_chan, 'after'").await;
-    let got = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            match messages.recv().await {
-                Some(AsyncMessage::Notification(n)) => return n.payload().to_string(),
-                Some(_) => continue,
-                None => return String::new(),
-            }
-        }
-    })
-    .await
-    .expect("the notification");
-    assert_eq!(got, "after");
+    assert_eq!(next_payload(&mut messages).await, "after");
     exec(&other, "NOTIFY moved_ext, 'prepared'").await;
-    let got = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            match messages.recv().await {
-                Some(AsyncMessage::Notification(n)) => return n.payload().to_string(),
-                Some(_) => continue,
-                None => return String::new(),
-            }
-        }
-    })
-    .await
-    .expect("the notification of the prepared LISTEN");
-    assert_eq!(got, "prepared");
+    assert_eq!(next_payload(&mut messages).await, "prepared");
     // Its cancel key moved too.
     let token = client.cancel_token();
     let sleeping = tokio::spawn(async move { client.simple_query("SELECT pg_sleep(30)").await });
@@ -189,6 +167,22 @@ async fn a_moved_client_keeps_its_session() {
         .unwrap()
         .unwrap_err();
     assert_sqlstate(&err, "57014");
+}
+
+/// The payload of the next notification among a client's messages, within 10 s.
+async fn next_payload(messages: &mut tokio::sync::mpsc::UnboundedReceiver<AsyncMessage>) -> String {
+    let next = async {
+        loop {
+            match messages.recv().await {
+                Some(AsyncMessage::Notification(n)) => return n.payload().to_string(),
+                Some(_) => continue,
+                None => return String::new(),
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), next)
+        .await
+        .expect("a notification within 10 s")
 }
 
 /// Sends the cancel once `pg_sleep` runs on the server.
