@@ -60,29 +60,36 @@ impl Proxy {
             .context(|| "writing pgdog.toml".into())?;
         std::fs::write(dir.join("users.toml"), users).context(|| "writing users.toml".into())?;
         let child = spawn(&dir, env)?;
-        let mut proxy = Proxy {
+        let proxy = Proxy {
             port,
             dir,
             child,
             install: Install::locate()?,
             _lease: Some(lease),
         };
-        let up = wait_until(
-            "pgdog to accept connections",
+        proxy.wait_up("pgdog to accept connections", |_| {
+            TcpStream::connect(("127.0.0.1", port)).is_ok()
+        })
+    }
+
+    /// Waits up to 30 s for `ready`, failing with pgdog's log as soon as it exits.
+    fn wait_up(mut self, what: &str, ready: impl Fn(&Proxy) -> bool) -> Result<Proxy> {
+        wait_until(
+            what,
             Duration::from_secs(30),
             Duration::from_millis(10),
             || {
-                if let Ok(Some(status)) = proxy.child.try_wait() {
+                if let Ok(Some(status)) = self.child.try_wait() {
                     return Err(Error::Command {
                         command: "pgdog".into(),
                         status: status.to_string(),
-                        stderr: proxy.log(),
+                        stderr: self.log(),
                     });
                 }
-                Ok(TcpStream::connect(("127.0.0.1", port)).is_ok())
+                Ok(ready(&self))
             },
-        );
-        up.map(|_| proxy)
+        )
+        .map(|_| self)
     }
 
     /// A second pgdog with this one's configuration files on the same port (`so_reuseport`),
@@ -103,29 +110,14 @@ impl Proxy {
             self.port,
             child.id()
         ));
-        let mut proxy = Proxy {
+        let proxy = Proxy {
             port: self.port,
             dir,
             child,
             install: Install::locate()?,
             _lease: None,
         };
-        wait_until(
-            "the second pgdog's handover socket",
-            Duration::from_secs(30),
-            Duration::from_millis(10),
-            || {
-                if let Ok(Some(status)) = proxy.child.try_wait() {
-                    return Err(Error::Command {
-                        command: "pgdog".into(),
-                        status: status.to_string(),
-                        stderr: proxy.log(),
-                    });
-                }
-                Ok(socket.exists())
-            },
-        )
-        .map(|_| proxy)
+        proxy.wait_up("the second pgdog's handover socket", |_| socket.exists())
     }
 
     /// A libpq URL for `user`:`password` on database `db`.

@@ -79,6 +79,17 @@ pub(crate) fn role_name(hint: crate::router::read_write::RoleHint) -> String {
     }
 }
 
+/// Why a session in `mode`, pinned for `pinned`, cannot move (its state is on its server).
+pub(crate) fn stays_on_server(
+    mode: crate::config::PoolerMode,
+    pinned: Option<&'static str>,
+) -> Result<(), &'static str> {
+    if mode != crate::config::PoolerMode::Transaction {
+        return Err("session pooling");
+    }
+    pinned.map_or(Ok(()), Err)
+}
+
 /// The shutdown asked a session to end between transactions: the client and `state` go to
 /// the pgdog taking over when there is one and the session can move (`state` is Ok), else the
 /// session ends with 57P01 as in any shutdown. What the session returns.

@@ -3,7 +3,6 @@
 use super::listening::Listening;
 use super::unnamed::ClientUnnamed;
 use super::{Session, SessionError};
-use crate::config::PoolerMode;
 use crate::frontend::handover::{self, HandedSession, HandedStatement};
 use crate::frontend::prepared;
 use crate::net::TxStatus;
@@ -19,12 +18,7 @@ impl Session {
     /// The state to hand over, when nothing of the session is on a server or half-done;
     /// else why it cannot move.
     fn movable_state(&self) -> Result<HandedSession, &'static str> {
-        if self.client.mode != PoolerMode::Transaction {
-            return Err("session pooling");
-        }
-        if let Some(why) = self.pinned {
-            return Err(why);
-        }
+        handover::stays_on_server(self.client.mode, self.pinned)?;
         let between = self.server.is_none()
             && self.expected.is_empty()
             && self.status == TxStatus::Idle

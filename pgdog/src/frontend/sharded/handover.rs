@@ -1,7 +1,6 @@
 //! A sharded session moving to another pgdog at a restart (`frontend::handover`): whether it
 //! can move now, the state it takes along, and the state it arrives with.
 use super::{ShardedSession, Statement};
-use crate::config::PoolerMode;
 use crate::frontend::handover::{self, HandedRouting, HandedSession, HandedStatement};
 use crate::frontend::session::SessionError;
 use crate::net::TxStatus;
@@ -18,12 +17,7 @@ impl ShardedSession {
     /// The state to hand over, when nothing of the session is on a server or half-done;
     /// else why it cannot move.
     fn movable_state(&self) -> Result<HandedSession, &'static str> {
-        if self.client.mode != PoolerMode::Transaction {
-            return Err("session pooling");
-        }
-        if let Some(why) = self.pinned {
-            return Err(why);
-        }
+        handover::stays_on_server(self.client.mode, self.pinned)?;
         let between = self.servers.iter().all(|s| s.is_none())
             && self.tx.is_none()
             && self.status == TxStatus::Idle
