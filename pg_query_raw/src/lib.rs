@@ -8,6 +8,7 @@
 //!   `pg_query::parse`;
 //! - [`deparse`]: a `pg_query::protobuf` tree back to SQL, building the C tree directly;
 //! - [`fingerprint`], [`normalize`], [`scan`], [`split`]: the same results as `pg_query`'s;
+//!   [`tokens`]: the scanner's tokens without the Protobuf result;
 //! - [`router`]: a lean view with only what query routing needs, built without the full tree.
 //!
 //! The converters are generated at build time from libpg_query's mapping tables, so they cover
@@ -24,7 +25,7 @@ mod utility;
 
 pub use error::{Error, Result};
 pub use pg_query::protobuf;
-pub use utility::{fingerprint, normalize, scan, split};
+pub use utility::{fingerprint, normalize, scan, split, token, tokens, Token};
 
 use bindings as c;
 use context::{cstr, take_error, with_raw_parse, Context};

@@ -73,6 +73,70 @@ pub fn scan(sql: &str) -> Result<protobuf::ScanResult> {
     }
 }
 
+/// A token of Postgres' scanner: its byte range in the text and its grammar token number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Token {
+    pub start: usize,
+    pub end: usize,
+    pub token: i32,
+}
+
+/// Grammar token numbers of the literal tokens (PostgreSQL 18's grammar).
+pub mod token {
+    use crate::bindings as c;
+    pub const ICONST: i32 = c::PgQueryToken_PG_QUERY_TOKEN_ICONST as i32;
+    pub const FCONST: i32 = c::PgQueryToken_PG_QUERY_TOKEN_FCONST as i32;
+    pub const SCONST: i32 = c::PgQueryToken_PG_QUERY_TOKEN_SCONST as i32;
+    pub const USCONST: i32 = c::PgQueryToken_PG_QUERY_TOKEN_USCONST as i32;
+    pub const BCONST: i32 = c::PgQueryToken_PG_QUERY_TOKEN_BCONST as i32;
+    pub const XCONST: i32 = c::PgQueryToken_PG_QUERY_TOKEN_XCONST as i32;
+    pub const PARAM: i32 = c::PgQueryToken_PG_QUERY_TOKEN_PARAM as i32;
+
+    /// A literal (number, string, bit string) or a `$n` parameter.
+    pub fn is_literal_or_param(t: i32) -> bool {
+        matches!(
+            t,
+            ICONST | FCONST | SCONST | USCONST | BCONST | XCONST | PARAM
+        )
+    }
+}
+
+/// The tokens of `sql` for which `keep` holds, in order, from Postgres' own scanner (the same
+/// tokens [`scan`] reports, without building the Protobuf result).
+pub fn tokens(sql: &str, keep: impl Fn(i32) -> bool) -> Result<Vec<Token>> {
+    let input = c_string(sql)?;
+    // SAFETY: as in `scan`; offsets are checked against `sql` before they are handed out.
+    unsafe {
+        let r = c::pg_query_scan_tokens(input.as_ptr());
+        let out = if r.error.is_null() {
+            let all = if r.tokens.is_null() || r.n_tokens <= 0 {
+                &[][..]
+            } else {
+                std::slice::from_raw_parts(r.tokens, r.n_tokens as usize)
+            };
+            all.iter()
+                .filter(|t| keep(t.token as i32))
+                .map(|t| {
+                    let (start, end) = (t.start as usize, t.end as usize);
+                    if start <= end && end <= sql.len() {
+                        Ok(Token {
+                            start,
+                            end,
+                            token: t.token as i32,
+                        })
+                    } else {
+                        Err(Error::Other(format!("scan: bad range {start}..{end}")))
+                    }
+                })
+                .collect()
+        } else {
+            Err(copy_error(r.error))
+        };
+        c::pg_query_free_scan_tokens_result(r);
+        out
+    }
+}
+
 /// The statements of `sql`, split with the parser, equal to `pg_query::split_with_parser`.
 pub fn split(sql: &str) -> Result<Vec<&str>> {
     let input = c_string(sql)?;

@@ -195,5 +195,18 @@ fn fingerprint_normalize_scan_match_pg_query() {
             "scan {}",
             ctx()
         );
+        // `tokens` reports the same tokens, filtered.
+        let literal = pg_query_raw::token::is_literal_or_param;
+        let want: Option<Vec<(usize, usize, i32)>> = t.as_ref().ok().map(|r| {
+            r.tokens
+                .iter()
+                .filter(|k| literal(k.token))
+                .map(|k| (k.start as usize, k.end as usize, k.token))
+                .collect()
+        });
+        let got = pg_query_raw::tokens(&sql, literal)
+            .ok()
+            .map(|v| v.iter().map(|k| (k.start, k.end, k.token)).collect());
+        assert_eq!(got, want, "tokens {}", ctx());
     }
 }

@@ -18,6 +18,9 @@
 //! the order listed. `SHARDING_DIFF_MODES=simple,libpq` limits the read modes when
 //! investigating one protocol path.
 //!
+//! The shape family (`shapes.rs`) runs query templates many times each with fresh literals in
+//! every slot, simple protocol only: pgdog serves them from its shape cache.
+//!
 //! Every mismatch is collected; the test fails at the end listing all of them with both results.
 //! Queries marked `bug(...)` reproduce pgdog bugs found by this suite (their checks stay active):
 //!
@@ -43,6 +46,7 @@ mod load;
 mod more;
 mod queries;
 mod run;
+mod shapes;
 #[path = "../sharding_common/mod.rs"]
 mod sharding_common;
 
@@ -51,6 +55,7 @@ use load::*;
 use more::*;
 use queries::*;
 use run::*;
+use shapes::*;
 
 use sharding_common::*;
 use std::collections::HashMap;
@@ -141,6 +146,10 @@ async fn suite(reference: &Topology, shards: &Topology, proxy: &Proxy) -> Report
         differential(q, &mut dog, &mut pg, false, &mut report).await;
     }
     eprintln!("{} reads: {:.1}s", reads.len(), t1.elapsed().as_secs_f64());
+    let pools = pools(&d, &more);
+    for q in &shape_reads(&pools) {
+        differential(q, &mut dog, &mut pg, false, &mut report).await;
+    }
 
     for (sql, header) in [
         ("COPY users TO STDOUT", false),
@@ -177,7 +186,7 @@ async fn suite(reference: &Topology, shards: &Topology, proxy: &Proxy) -> Report
 
     let t2 = Instant::now();
     let writes = writes(&v);
-    for q in &writes {
+    for q in writes.iter().chain(&shape_writes(&pools)) {
         differential(q, &mut dog, &mut pg, true, &mut report).await;
     }
     let after = after(&v);
@@ -199,6 +208,7 @@ async fn suite(reference: &Topology, shards: &Topology, proxy: &Proxy) -> Report
         after.len(),
         t2.elapsed().as_secs_f64()
     );
+    check_shape_cache(proxy, &mut report).await;
     report
 }
 
@@ -210,7 +220,11 @@ fn sharding_differential() {
         let sh = Topology::shards(SHARDS).expect("shards");
         (r.join().expect("reference thread"), sh)
     });
-    let proxy = start_proxy(&shards, "", &tables());
+    let proxy = start_proxy(
+        &shards,
+        &format!("admin_password = \"{ADMIN_PASSWORD}\""),
+        &tables(),
+    );
     eprintln!("servers and pgdog up: {:.1}s", t0.elapsed().as_secs_f64());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

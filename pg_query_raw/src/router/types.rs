@@ -312,6 +312,100 @@ impl Statement {
     }
 }
 
+/// A walk over a statement that may change it: `statement` is called on each statement (the
+/// outer one, subqueries, INSERT ... SELECT, sublinks) before its parts, `expr` on each
+/// expression after its children.
+pub trait VisitMut {
+    fn statement(&mut self, _st: &mut Statement) {}
+    fn expr(&mut self, _e: &mut Expr) {}
+}
+
+impl Statement {
+    /// Walks every statement and expression of this statement (see [`VisitMut`]).
+    pub fn walk_mut(&mut self, v: &mut impl VisitMut) {
+        v.statement(self);
+        let Statement {
+            targets,
+            where_clause,
+            join_conditions,
+            group_by,
+            having,
+            order_by,
+            limit,
+            offset,
+            distinct,
+            values,
+            insert_select,
+            update_set,
+            returning,
+            subqueries,
+            ..
+        } = self;
+        let distinct_on = match distinct {
+            Distinct::On(list) => &mut list[..],
+            Distinct::None | Distinct::All => &mut [],
+        };
+        let exprs = targets
+            .iter_mut()
+            .chain(update_set.iter_mut())
+            .chain(returning.iter_mut())
+            .map(|t| &mut t.expr)
+            .chain(where_clause.iter_mut())
+            .chain(join_conditions.iter_mut())
+            .chain(group_by.iter_mut())
+            .chain(having.iter_mut())
+            .chain(order_by.iter_mut().map(|k| &mut k.expr))
+            .chain(limit.iter_mut())
+            .chain(offset.iter_mut())
+            .chain(distinct_on.iter_mut())
+            .chain(values.iter_mut().flatten());
+        for e in exprs {
+            e.walk_mut(v);
+        }
+        for st in insert_select.iter_mut().map(|b| &mut **b).chain(subqueries) {
+            st.walk_mut(v);
+        }
+    }
+}
+
+impl Expr {
+    /// Walks this expression, the expressions inside it and a sublink's statement.
+    pub fn walk_mut(&mut self, v: &mut impl VisitMut) {
+        match self {
+            Expr::Cast { expr, .. } | Expr::Not(expr) | Expr::IsNull { expr, .. } => {
+                expr.walk_mut(v)
+            }
+            Expr::Op { left, right, .. } => {
+                for e in left.iter_mut().chain(right.iter_mut()) {
+                    e.walk_mut(v);
+                }
+            }
+            Expr::In { expr, list, .. } => {
+                expr.walk_mut(v);
+                list.iter_mut().for_each(|e| e.walk_mut(v));
+            }
+            Expr::Between {
+                expr, low, high, ..
+            } => {
+                for e in [expr, low, high] {
+                    e.walk_mut(v);
+                }
+            }
+            Expr::And(list) | Expr::Or(list) | Expr::Row(list) | Expr::Array(list) => {
+                list.iter_mut().for_each(|e| e.walk_mut(v))
+            }
+            Expr::Func(func) => func.args.iter_mut().for_each(|e| e.walk_mut(v)),
+            Expr::SubLink(st) => st.walk_mut(v),
+            Expr::Column { .. }
+            | Expr::Star { .. }
+            | Expr::Param(_)
+            | Expr::Const(_)
+            | Expr::Other(_) => {}
+        }
+        v.expr(self);
+    }
+}
+
 impl Expr {
     /// Every function call in this expression (outside subqueries).
     pub fn functions<'a>(&'a self, out: &mut Vec<&'a Func>) {

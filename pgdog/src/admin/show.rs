@@ -524,13 +524,29 @@ pub fn prepared_statements() -> Reply {
 pub fn query_cache() -> Reply {
     let cache = crate::router::QueryCache::global();
     let (hits, misses) = cache.stats();
+    let shapes = crate::router::ShapeCache::global().stats();
     reply(
-        &["entries", "capacity", "hits", "misses"],
+        &[
+            "entries",
+            "capacity",
+            "hits",
+            "misses",
+            "shape_entries",
+            "shape_hits",
+            "shape_misses",
+            "shape_not_cacheable",
+            "shape_mismatches",
+        ],
         vec![vec![
             s(cache.len()),
             s(cache.capacity()),
             s(hits),
             s(misses),
+            s(shapes.entries),
+            s(shapes.hits),
+            s(shapes.misses),
+            s(shapes.not_cacheable),
+            s(shapes.mismatches),
         ]],
     )
 }

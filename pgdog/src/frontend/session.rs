@@ -301,10 +301,10 @@ impl ServeClient for Session {
 
 impl Session {
     /// What `sql` means for the pooler (see `statements::classify`), calls judged against the
-    /// server's own catalog of built-in functions.
-    fn classify(&self, sql: &str, mentions: Mentions) -> Classified {
+    /// server's own catalog of built-in functions; `simple`: a Query message's text.
+    fn classify(&self, sql: &str, mentions: Mentions, simple: bool) -> Classified {
         let builtins = mentions.paren().then(|| self.shard.builtins()).flatten();
-        statements::classify_mentioning(sql, mentions, builtins.as_deref())
+        statements::classify_mentioning(sql, mentions, builtins.as_deref(), simple)
     }
 
     /// Writes what is waiting for the client.
@@ -415,7 +415,7 @@ impl Session {
         }
         let read = self.wants_read(sql);
         let classified = if self.query_parser {
-            self.classify(sql, mentions)
+            self.classify(sql, mentions, true)
         } else {
             Classified::default()
         };

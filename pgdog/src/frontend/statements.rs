@@ -6,7 +6,7 @@
 //! its server connection until it disconnects, so that state never reaches another client.
 use super::mentions::Mentions;
 use crate::backend::builtins::Builtins;
-use crate::router::{Parsed, QueryCache};
+use crate::router::{Parsed, QueryCache, ShapeCache};
 use pg_query_raw::router::{self, Const, Expr, StatementKind};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -134,20 +134,27 @@ pub fn may_change_catalog(sql: &str) -> bool {
 /// Classifies the statements of `sql`. SQL that does not parse is left to the server (which
 /// reports the error) and classifies as nothing.
 pub fn classify(sql: &str, builtins: Option<&Builtins>) -> Classified {
-    classify_mentioning(sql, Mentions::of(sql), builtins)
+    classify_mentioning(sql, Mentions::of(sql), builtins, false)
 }
 
-/// The same, with what the text mentions already found.
+/// The same, with what the text mentions already found; `simple`: a simple-protocol query,
+/// parsed through the shape cache (its literals differ from call to call).
 pub fn classify_mentioning(
     sql: &str,
     mentions: Mentions,
     builtins: Option<&Builtins>,
+    simple: bool,
 ) -> Classified {
     let calls = mentions.paren() && PIN_UNKNOWN_FUNCTIONS.load(Ordering::Relaxed);
     if !mentions.session_word() && !calls {
         return Classified::default();
     }
-    let Ok(parsed) = QueryCache::global().get(sql) else {
+    let parsed = if simple {
+        ShapeCache::global().get(sql)
+    } else {
+        QueryCache::global().get(sql)
+    };
+    let Ok(parsed) = parsed else {
         return Classified::default();
     };
     let mut out = classify_parsed(sql, &parsed.statements);

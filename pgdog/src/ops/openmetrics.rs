@@ -344,6 +344,26 @@ fn cache_metrics(out: &mut Out) {
     out.sample("query_cache_hits_total", &[], hits);
     out.family("query_cache_misses", "counter", "Parse cache misses.");
     out.sample("query_cache_misses_total", &[], misses);
+    let shapes = crate::router::ShapeCache::global().stats();
+    out.family(
+        "query_shape_cache_entries",
+        "gauge",
+        "Simple-protocol query shapes cached.",
+    );
+    out.sample("query_shape_cache_entries", &[], shapes.entries);
+    for (name, help, value) in [
+        ("hits", "Shape cache hits (parse skipped).", shapes.hits),
+        ("misses", "Shape cache misses (parsed).", shapes.misses),
+        (
+            "not_cacheable",
+            "Simple-protocol texts parsed every time: a literal form or a shape the cache cannot serve exactly.",
+            shapes.not_cacheable,
+        ),
+    ] {
+        let family = format!("query_shape_cache_{name}");
+        out.family(&family, "counter", help);
+        out.sample(&format!("{family}_total"), &[], value);
+    }
 }
 
 /// `(name, value)` label pairs borrowed from owned values.

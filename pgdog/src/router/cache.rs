@@ -18,21 +18,36 @@ pub struct Parsed {
     pub shard_comment: Option<usize>,
     /// `/* pgdog_sharding_key: V */` in the text.
     pub key_comment: Option<String>,
-    /// Every function the text calls (names lower case, without schema), made on first need.
-    calls: OnceLock<Vec<String>>,
+    /// Every function the text calls (names lower case, without schema), made on first need;
+    /// shared by the texts of one shape (`shapes`), which call the same functions.
+    calls: Arc<OnceLock<Vec<String>>>,
 }
 
 impl Parsed {
     pub fn new(sql: &str) -> Result<Parsed, RouterError> {
         let statements = pg_query_raw::router::parse(sql).map_err(RouterError::Syntax)?;
+        Ok(Parsed::with_calls(sql, statements, Arc::default()))
+    }
+
+    /// `sql` as `statements` (its parse), with the function list of its shape.
+    pub(super) fn with_calls(
+        sql: &str,
+        statements: Vec<Statement>,
+        calls: Arc<OnceLock<Vec<String>>>,
+    ) -> Parsed {
         let plans = statements.iter().map(|_| OnceLock::new()).collect();
-        Ok(Parsed {
+        Parsed {
             statements,
             plans,
             shard_comment: comment_value(sql, "pgdog_shard").and_then(|v| v.parse().ok()),
             key_comment: comment_value(sql, "pgdog_sharding_key"),
-            calls: OnceLock::new(),
-        })
+            calls,
+        }
+    }
+
+    /// The function list, to share with the other texts of this one's shape.
+    pub(super) fn shared_calls(&self) -> Arc<OnceLock<Vec<String>>> {
+        self.calls.clone()
     }
 
     /// The functions `sql` (this entry's text) calls anywhere: targets, WHERE, FROM, VALUES,
@@ -82,7 +97,7 @@ impl Parsed {
 /// (`block_in_place`): other clients' tasks move to another worker meanwhile.
 const LARGE_SQL: usize = 64 * 1024;
 
-fn parse_off_the_workers(sql: &str) -> Result<Parsed, RouterError> {
+pub(super) fn parse_off_the_workers(sql: &str) -> Result<Parsed, RouterError> {
     let multi_thread = tokio::runtime::Handle::try_current()
         .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
     if sql.len() >= LARGE_SQL && multi_thread {

@@ -1,6 +1,6 @@
-//! Query routing: parses each statement (pg_query_raw fast path, cached per query text), finds
-//! its sharding keys and decides which shards it goes to; splits multi-row INSERTs and COPY rows
-//! by shard. One placement function (`sharding`) serves SQL, COPY and replication alike.
+//! Query routing: parses each statement (pg_query_raw fast path, cached per query text, and per
+//! shape for the simple protocol), finds its sharding keys and decides which shards it goes to;
+//! splits multi-row INSERTs and COPY rows by shard. One placement function (`sharding`) serves SQL, COPY and replication alike.
 pub mod cache;
 pub mod copy;
 pub mod explain;
@@ -13,12 +13,14 @@ pub mod route;
 pub mod schema;
 pub mod schemas;
 mod setop;
+pub mod shapes;
 mod subquery;
 
 pub use cache::{Parsed, QueryCache};
 pub use keys::Params;
 pub use route::{Route, Router};
 pub use schema::Schema;
+pub use shapes::ShapeCache;
 
 /// Why a statement cannot be routed; converted into an ErrorResponse with `code()`.
 #[derive(Debug, thiserror::Error)]

@@ -168,7 +168,10 @@ impl Session {
                 let mentions = Mentions::of(&text);
                 self.may_begin |= mentions.may_begin();
                 if self.query_parser {
-                    self.note(super::not_utf8(self.classify(&text, mentions), &text));
+                    self.note(super::not_utf8(
+                        self.classify(&text, mentions, false),
+                        &text,
+                    ));
                     self.uncertain |= !self.pending.is_empty();
                 }
                 let expect = if name.is_empty() {
@@ -275,7 +278,7 @@ impl Session {
         if !self.query_parser {
             return;
         }
-        let mut classified = self.classify(query, mentions);
+        let mut classified = self.classify(query, mentions, false);
         // A DISCARD ALL takes effect when it runs (see `Deallocs::executes_discard`).
         self.dealloc
             .parsed(name, std::mem::take(&mut classified.discard_all));

@@ -28,7 +28,7 @@ use crate::net::TxStatus;
 use crate::net::{Message, ProtocolError};
 use crate::router::read_write::{self, RoleHint};
 use crate::router::route::Overrides;
-use crate::router::{Parsed, QueryCache, Route, Router, RouterError};
+use crate::router::{Parsed, QueryCache, Route, Router, RouterError, ShapeCache};
 use pg_query_raw::router::StatementKind;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -346,7 +346,7 @@ impl ShardedSession {
     // ---- simple query ----
 
     async fn simple_query(&mut self, sql: &str) -> Result<(), SessionError> {
-        let parsed = match QueryCache::global().get(sql) {
+        let parsed = match ShapeCache::global().get(sql) {
             Ok(p) => p,
             Err(e) => {
                 self.fail(e.into());

@@ -1,0 +1,334 @@
+//! Simple-protocol statements parsed once per shape. Apps that send their values as literals
+//! make every text different, so the text-keyed [`QueryCache`] misses every time; this cache
+//! keys a statement by its text with the literals taken out, found by Postgres' own scanner
+//! (`pg_query_raw::tokens`, a fraction of a parse).
+//!
+//! On a miss the text is parsed as before; its shape (each literal replaced by `$n`) is parsed
+//! too, the literals put back in place of the parameters, and the result compared with the real
+//! parse. Only when the two are equal is the shape kept. A later text of that shape gets the
+//! shape's statements with its own literals put in: the very tree parsing it would give,
+//! because the grammar's derivation depends on token kinds only and the shape fixes them. A
+//! literal whose value changes the tree (`-5` folded into one constant, `int '5'`, type
+//! modifiers, any position where the grammar wants a literal and refuses `$n`) makes the
+//! comparison fail or the shape not parse: that shape is marked not cacheable and its texts are
+//! parsed every time. Only the plain literal forms are taken out (digits, decimal numbers,
+//! `'...'` strings without backslashes); a text with any other literal (E'', U&'', $$...$$, bit
+//! strings, hex or underscored numbers) or a `$n` goes to the text cache as before.
+//!
+//! Everything the session reads from the text itself (what it sends, comments such as
+//! `pgdog_shard`, merge plans, rewrites) still comes from the real text: a hit only replaces
+//! the parse. Debug builds (the test suites) check every hit against a real parse.
+use super::cache::{parse_off_the_workers, Parsed, QueryCache};
+use super::RouterError;
+use lru::LruCache;
+use parking_lot::Mutex;
+use pg_query_raw::router::{Const, Expr, Statement, VisitMut};
+use pg_query_raw::token;
+use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock};
+
+/// A literal of the text: its byte range and the constant the parser makes of it.
+#[derive(Debug, Clone, PartialEq)]
+struct Literal {
+    start: usize,
+    end: usize,
+    value: Const,
+}
+
+/// The literals of `sql`, in order; `None` when a token cannot be taken out exactly (another
+/// literal form, a `$n`) or the text does not scan (the parse reports the error).
+fn literals(sql: &str) -> Option<Vec<Literal>> {
+    let tokens = pg_query_raw::tokens(sql, token::is_literal_or_param).ok()?;
+    tokens
+        .iter()
+        .map(|t| {
+            let raw = sql.get(t.start..t.end)?;
+            let value = match t.token {
+                token::ICONST => integer(raw)?,
+                token::FCONST => numeric(raw)?,
+                token::SCONST => Const::String(string(raw)?),
+                _ => return None,
+            };
+            Some(Literal {
+                start: t.start,
+                end: t.end,
+                value,
+            })
+        })
+        .collect()
+}
+
+/// A decimal integer the scanner made an ICONST (it fits in 32 bits).
+fn integer(raw: &str) -> Option<Const> {
+    if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    raw.parse().ok().map(Const::Integer)
+}
+
+/// A decimal number (`1.5`, `.5`, `1e10`, an integer too large for 32 bits): the parser keeps
+/// its text as written.
+fn numeric(raw: &str) -> Option<Const> {
+    let plain = raw
+        .bytes()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'));
+    (plain
+        && raw
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_digit() || b == b'.'))
+    .then(|| Const::Numeric(raw.to_string()))
+}
+
+/// The value of `'...'` (quotes doubled inside, no backslash, no continuation over lines).
+fn string(raw: &str) -> Option<String> {
+    let inner = raw.strip_prefix('\'')?.strip_suffix('\'')?;
+    if inner.contains('\\') {
+        return None;
+    }
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        if c == '\'' && chars.next() != Some('\'') {
+            return None;
+        }
+        out.push(c);
+    }
+    Some(out)
+}
+
+/// A byte no query text holds (the protocol ends it there), marking a literal in a key.
+const MARK: char = '\0';
+
+/// The cache key of `sql`: its text with each literal replaced by a mark and its kind.
+fn key(sql: &str, lits: &[Literal]) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut at = 0;
+    for l in lits {
+        out.push_str(&sql[at..l.start]);
+        out.push(MARK);
+        out.push(match l.value {
+            Const::Integer(_) => 'i',
+            Const::Numeric(_) => 'n',
+            _ => 's',
+        });
+        at = l.end;
+    }
+    out.push_str(&sql[at..]);
+    out
+}
+
+/// One shape: its statements with `$k` for the k-th literal, and where each `$k` is in the
+/// shape's text (to move statement locations to a text's own offsets).
+#[derive(Debug)]
+struct Shape {
+    statements: Vec<Statement>,
+    placeholders: Vec<(usize, usize)>,
+    /// The functions the shape calls: the same for all its texts.
+    calls: Arc<OnceLock<Vec<String>>>,
+}
+
+impl Shape {
+    /// The shape of `sql` when it serves every text of its key exactly (see the module doc),
+    /// checked against `real`, the parse of `sql`.
+    fn build(sql: &str, lits: &[Literal], real: &Parsed) -> Option<Shape> {
+        let mut text = String::with_capacity(sql.len() + 4 * lits.len());
+        let mut placeholders = Vec::with_capacity(lits.len());
+        let mut at = 0;
+        for (k, l) in lits.iter().enumerate() {
+            text.push_str(&sql[at..l.start]);
+            let start = text.len();
+            // Spaced, so a literal next to a name never reads as part of it.
+            text.push_str(&format!(" ${} ", k + 1));
+            placeholders.push((start, text.len()));
+            at = l.end;
+        }
+        text.push_str(&sql[at..]);
+        let statements = pg_query_raw::router::parse(&text).ok()?;
+        let shape = Shape {
+            statements,
+            placeholders,
+            calls: real.shared_calls(),
+        };
+        (shape.instance(sql, lits)? == real.statements).then_some(shape)
+    }
+
+    /// The statements of `sql` (a text of this shape whose literals are `lits`).
+    fn instance(&self, sql: &str, lits: &[Literal]) -> Option<Vec<Statement>> {
+        if lits.len() != self.placeholders.len() {
+            return None;
+        }
+        let mut statements = self.statements.clone();
+        let mut fill = Fill { lits, ok: true };
+        for st in &mut statements {
+            st.walk_mut(&mut fill);
+            let end = self.offset_in(st.location + st.len, lits);
+            st.location = self.offset_in(st.location, lits);
+            st.len = end.checked_sub(st.location)?;
+        }
+        (fill.ok
+            && statements
+                .iter()
+                .all(|st| sql.get(st.location..st.location + st.len).is_some()))
+        .then_some(statements)
+    }
+
+    /// Offset `at` of the shape's text in a text whose literals are `lits`.
+    fn offset_in(&self, at: usize, lits: &[Literal]) -> usize {
+        let mut moved = at as isize;
+        for (&(start, end), l) in self.placeholders.iter().zip(lits) {
+            if end > at {
+                break;
+            }
+            moved += (l.end - l.start) as isize - (end - start) as isize;
+        }
+        moved.max(0) as usize
+    }
+}
+
+/// Puts the literals in place of `$k` (the real text has no parameters: `max_param` 0).
+struct Fill<'a> {
+    lits: &'a [Literal],
+    ok: bool,
+}
+
+impl VisitMut for Fill<'_> {
+    fn statement(&mut self, st: &mut Statement) {
+        st.max_param = 0;
+    }
+
+    fn expr(&mut self, e: &mut Expr) {
+        if let Expr::Param(k) = e {
+            match (*k as usize).checked_sub(1).and_then(|i| self.lits.get(i)) {
+                Some(l) => *e = Expr::Const(l.value.clone()),
+                None => self.ok = false,
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Entry {
+    Shape(Arc<Shape>),
+    /// Parsed every time (see the module doc).
+    NotCacheable,
+}
+
+/// The process-wide cache of simple-protocol shapes, with its counters.
+pub struct ShapeCache {
+    lru: Mutex<LruCache<Box<str>, Entry>>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    not_cacheable: AtomicU64,
+    mismatches: AtomicU64,
+}
+
+/// Counters of the shape cache (SHOW QUERY_CACHE, metrics).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShapeStats {
+    pub entries: usize,
+    pub hits: u64,
+    pub misses: u64,
+    /// Texts parsed every time: a literal the cache does not take out, or a shape it cannot
+    /// serve exactly.
+    pub not_cacheable: u64,
+    /// Hits whose statements differed from a real parse (checked in debug builds only).
+    pub mismatches: u64,
+}
+
+impl ShapeCache {
+    pub fn new(capacity: usize) -> ShapeCache {
+        ShapeCache {
+            lru: Mutex::new(LruCache::new(
+                NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN),
+            )),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            not_cacheable: AtomicU64::new(0),
+            mismatches: AtomicU64::new(0),
+        }
+    }
+
+    pub fn global() -> &'static ShapeCache {
+        static CACHE: OnceLock<ShapeCache> = OnceLock::new();
+        CACHE.get_or_init(|| ShapeCache::new(4096))
+    }
+
+    /// The parsed form of a simple-protocol text: from its shape when cached, else parsed (and
+    /// its shape kept). A text without literals, or not cacheable, goes to the text cache.
+    pub fn get(&self, sql: &str) -> Result<Arc<Parsed>, RouterError> {
+        let lits = match literals(sql) {
+            Some(lits) if !lits.is_empty() => lits,
+            Some(_) => return QueryCache::global().get(sql),
+            None => {
+                self.not_cacheable.fetch_add(1, Relaxed);
+                return QueryCache::global().get(sql);
+            }
+        };
+        let key = key(sql, &lits);
+        let entry = self.lru.lock().get(key.as_str()).cloned();
+        match entry {
+            Some(Entry::Shape(shape)) => {
+                if let Some(statements) = shape.instance(sql, &lits) {
+                    self.hits.fetch_add(1, Relaxed);
+                    let parsed = Parsed::with_calls(sql, statements, shape.calls.clone());
+                    return self.checked(sql, parsed).map(Arc::new);
+                }
+            }
+            Some(Entry::NotCacheable) => {
+                self.not_cacheable.fetch_add(1, Relaxed);
+                return QueryCache::global().get(sql);
+            }
+            None => {}
+        }
+        self.misses.fetch_add(1, Relaxed);
+        let real = parse_off_the_workers(sql)?;
+        let entry = match Shape::build(sql, &lits, &real) {
+            Some(shape) => Entry::Shape(Arc::new(shape)),
+            None => {
+                self.not_cacheable.fetch_add(1, Relaxed);
+                Entry::NotCacheable
+            }
+        };
+        self.lru.lock().put(key.into_boxed_str(), entry);
+        Ok(Arc::new(real))
+    }
+
+    /// Debug builds: a hit is compared with a real parse of its text, which wins if they
+    /// differ (counted and logged: the cache would have been wrong).
+    fn checked(&self, sql: &str, hit: Parsed) -> Result<Parsed, RouterError> {
+        if !cfg!(debug_assertions) {
+            return Ok(hit);
+        }
+        let real = Parsed::new(sql)?;
+        if real.statements == hit.statements {
+            return Ok(hit);
+        }
+        self.mismatches.fetch_add(1, Relaxed);
+        tracing::error!("shape cache: a hit differs from the parse of {sql:?}");
+        Ok(real)
+    }
+
+    /// Sets the number of shapes kept (`query_cache_limit`), dropping the least recent.
+    pub fn resize(&self, capacity: usize) {
+        let cap = NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN);
+        let mut lru = self.lru.lock();
+        if lru.cap() != cap {
+            lru.resize(cap);
+        }
+    }
+
+    pub fn stats(&self) -> ShapeStats {
+        ShapeStats {
+            entries: self.lru.lock().len(),
+            hits: self.hits.load(Relaxed),
+            misses: self.misses.load(Relaxed),
+            not_cacheable: self.not_cacheable.load(Relaxed),
+            mismatches: self.mismatches.load(Relaxed),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,185 @@
+use super::*;
+
+fn values(sql: &str) -> Option<Vec<Const>> {
+    literals(sql).map(|l| l.into_iter().map(|l| l.value).collect())
+}
+
+#[test]
+fn literals_taken_out() {
+    assert_eq!(
+        values("SELECT 'a''b', 12, 1.5, .5e3, 2147483648 FROM t WHERE x = '' -- 7\n"),
+        Some(vec![
+            Const::String("a'b".into()),
+            Const::Integer(12),
+            Const::Numeric("1.5".into()),
+            Const::Numeric(".5e3".into()),
+            Const::Numeric("2147483648".into()),
+            Const::String(String::new()),
+        ])
+    );
+    let sql = "SELECT x FROM t WHERE y = 'abc' AND z = 42";
+    let lits = literals(sql).unwrap();
+    assert_eq!(&sql[lits[0].start..lits[0].end], "'abc'");
+    assert_eq!(&sql[lits[1].start..lits[1].end], "42");
+    assert_eq!(values("SELECT 1 /* 2 */"), Some(vec![Const::Integer(1)]));
+    assert_eq!(values("SELECT now()"), Some(vec![]));
+}
+
+#[test]
+fn other_literal_forms_are_left_alone() {
+    for sql in [
+        "SELECT E'a'",
+        "SELECT 'a\\b'",
+        "SELECT $1",
+        "SELECT 0x10",
+        "SELECT 1_000",
+        "SELECT B'01'",
+        "SELECT X'1F'",
+        "SELECT $$a$$",
+        "SELECT U&'a'",
+        "SELECT 'a'\n'b'",
+        "SELECT 'unterminated",
+    ] {
+        assert_eq!(values(sql), None, "{sql}");
+    }
+}
+
+/// Every text through one cache: each answer equals the text's own parse.
+fn check_all(cache: &ShapeCache, texts: &[String]) {
+    for sql in texts {
+        let got = cache.get(sql).unwrap();
+        let real = Parsed::new(sql).unwrap();
+        assert_eq!(got.statements, real.statements, "{sql}");
+        assert_eq!(got.shard_comment, real.shard_comment, "{sql}");
+        assert_eq!(got.key_comment, real.key_comment, "{sql}");
+    }
+    assert_eq!(cache.stats().mismatches, 0);
+}
+
+#[test]
+fn one_shape_serves_its_texts() {
+    let cache = ShapeCache::new(16);
+    let texts: Vec<String> = (0..20)
+        .map(|i| {
+            format!(
+                "SELECT abalance FROM pgbench_accounts WHERE aid = {}",
+                i * 7919
+            )
+        })
+        .collect();
+    check_all(&cache, &texts);
+    let s = cache.stats();
+    assert_eq!(
+        (s.entries, s.misses, s.hits, s.not_cacheable),
+        (1, 1, 19, 0)
+    );
+}
+
+#[test]
+fn statement_locations_follow_the_literals() {
+    let cache = ShapeCache::new(16);
+    let texts: Vec<String> = ["1", "123456", "'x'", "'a longer string'"]
+        .iter()
+        .flat_map(|v| {
+            [
+                format!("SELECT {v}; SELECT * FROM t WHERE id = {v};  UPDATE t SET a = {v}"),
+                format!("/* pgdog_shard: 1 */ SELECT {v}; SELECT 2"),
+            ]
+        })
+        .collect();
+    check_all(&cache, &texts);
+    let got = cache.get("SELECT 'abc'; SELECT 7").unwrap();
+    let second = &got.statements[1];
+    assert_eq!(
+        &"SELECT 'abc'; SELECT 7"[second.location..second.location + second.len],
+        "SELECT 7"
+    );
+}
+
+#[test]
+fn kinds_and_lengths_are_part_of_the_key() {
+    let cache = ShapeCache::new(64);
+    let texts: Vec<String> = [
+        "SELECT * FROM t WHERE id = 5",
+        "SELECT * FROM t WHERE id = '5'",
+        "SELECT * FROM t WHERE id = 5.0",
+        "SELECT * FROM t WHERE id = 5000000000",
+        "SELECT * FROM t WHERE id IN (1, 2)",
+        "SELECT * FROM t WHERE id IN (1, 2, 3)",
+        "SELECT * FROM t WHERE id = 6",
+        "SELECT * FROM t WHERE id = 'six'",
+        "SELECT * FROM t WHERE id IN (4, 5, 6)",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    check_all(&cache, &texts);
+    let s = cache.stats();
+    // 5.0 and 5000000000 are both numeric literals: one shape.
+    assert_eq!((s.misses, s.hits), (5, 4));
+}
+
+#[test]
+fn value_dependent_shapes_are_parsed_every_time() {
+    let cache = ShapeCache::new(64);
+    // Folded into one constant, literals the grammar wants as literals.
+    let texts: Vec<String> = ["-5", "-7"]
+        .iter()
+        .map(|v| format!("SELECT * FROM t WHERE id = {v}"))
+        .chain(
+            [
+                "SELECT 1::float(3)",
+                "SELECT 1::float(30)",
+                "COMMIT PREPARED 'a'",
+                "COMMIT PREPARED 'b'",
+                "SET work_mem = '64MB'",
+                "SET work_mem = '4MB'",
+            ]
+            .iter()
+            .map(|s| s.to_string()),
+        )
+        .collect();
+    check_all(&cache, &texts);
+    assert_eq!(cache.stats().hits, 0);
+    assert_eq!(cache.stats().not_cacheable, 8);
+    // Typed literals take a parameter too (`int $1`): the same tree, served from their shape.
+    let texts = ["int '5'", "int '6'", "interval '1' day", "interval '2' day"]
+        .map(|v| format!("SELECT * FROM t WHERE id = {v}"));
+    check_all(&cache, &texts);
+    assert_eq!(cache.stats().hits, 2);
+}
+
+#[test]
+fn order_by_limit_and_subqueries() {
+    let cache = ShapeCache::new(64);
+    let mut texts = Vec::new();
+    for (a, b, c) in [(1, 10, "x"), (2, 0, "y"), (1, 3, "it''s")] {
+        texts.push(format!(
+            "SELECT id, count(*) FROM t WHERE v = '{c}' GROUP BY {a} ORDER BY {a} DESC LIMIT {b} OFFSET {b}"
+        ));
+        texts.push(format!(
+            "SELECT * FROM t WHERE id IN (SELECT id FROM u WHERE w = {b}) AND EXISTS (SELECT 1 FROM v WHERE v.k = '{c}')"
+        ));
+        texts.push(format!(
+            "INSERT INTO t (id, v) SELECT id, '{c}' FROM u WHERE id = {b} RETURNING {a}"
+        ));
+        texts.push(format!(
+            "WITH w AS (SELECT {a} AS k) SELECT * FROM t JOIN w ON t.id = w.k WHERE t.v = ANY(ARRAY[{a}, {b}])"
+        ));
+        texts.push(format!(
+            "INSERT INTO t (id, v) VALUES ({a}, '{c}'), ({b}, '{c}') ON CONFLICT (id) DO UPDATE SET v = '{c}'"
+        ));
+    }
+    check_all(&cache, &texts);
+    assert!(cache.stats().hits >= 10, "{:?}", cache.stats());
+}
+
+#[test]
+fn errors_are_the_parsers() {
+    let cache = ShapeCache::new(16);
+    cache.get("SELECT * FROM t WHERE id = 1").unwrap();
+    let e = cache.get("SELECT * FROM t WHERE id = 1 AND").unwrap_err();
+    assert_eq!(e.code(), "42601");
+    let e = cache.get("SELEC 1").unwrap_err();
+    assert_eq!(e.code(), "42601");
+}
