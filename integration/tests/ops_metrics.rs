@@ -407,6 +407,27 @@ async fn admin_show_commands_have_pgbouncer_columns_and_live_values() {
     a.simple_query("SET query_cache_limit = 100").await.unwrap();
     let cache = table(&a, "SHOW QUERY_CACHE").await;
     assert_eq!(cache[0]["capacity"], "100");
+    // A simple query that calls a function is parsed (through the shape cache), twice with
+    // other literals: a new shape, then a hit.
+    let shapes = |c: &[HashMap<String, String>], k: &str| c[0][k].parse::<u64>().unwrap();
+    let before = table(&a, "SHOW QUERY_CACHE").await;
+    for v in [1, 2] {
+        one(&app, &format!("SELECT abs({v}) + {v}")).await;
+    }
+    let cache = table(&a, "SHOW QUERY_CACHE").await;
+    for (k, more) in [("shape_entries", 1), ("shape_misses", 1), ("shape_hits", 1)] {
+        assert_eq!(
+            shapes(&cache, k),
+            shapes(&before, k) + more,
+            "{k}: {cache:?}"
+        );
+    }
+    assert_eq!(cache[0]["shape_mismatches"], "0", "{cache:?}");
+    a.simple_query("SET query_shape_cache_limit = 0")
+        .await
+        .unwrap();
+    let cache = table(&a, "SHOW QUERY_CACHE").await;
+    assert_eq!(cache[0]["shape_entries"], "0", "{cache:?}");
 
     set_changes_settings(&a, &app).await;
     let err = a.simple_query("SHOW NOTHING").await.unwrap_err();

@@ -89,7 +89,17 @@ struct Op {
 struct Case {
     label: &'static str,
     stmts: Vec<&'static str>,
+    /// The statements with numbers in place of their `$n` (as a simple-protocol client sends
+    /// them).
+    literal: Vec<String>,
     trees: Vec<pg_query::protobuf::ParseResult>,
+}
+
+/// `sql` with `$n` replaced by the number `7000n` (highest first, so `$1` never eats `$10`).
+fn with_literals(sql: &str) -> String {
+    (1..=9).rev().fold(sql.to_string(), |s, n| {
+        s.replace(&format!("${n}"), &format!("7000{n}"))
+    })
 }
 
 /// The three workloads, each statement checked to parse the same as pg_query first.
@@ -111,9 +121,11 @@ fn cases() -> Vec<Case> {
                 pg_query::parse(s, 0).unwrap().protobuf
             );
         }
+        let literal = stmts.iter().map(|s| with_literals(s)).collect();
         Case {
             label,
             stmts,
+            literal,
             trees,
         }
     })
@@ -163,6 +175,17 @@ fn ops() -> Vec<Op> {
         on_stmts("pg_query_raw::router::parse (fast path)", |s| {
             pg_query_raw::router::parse(s).unwrap()
         }),
+        on_stmts("pg_query_raw::tokens (scanner: the literals)", |s| {
+            pg_query_raw::tokens(s, pg_query_raw::token::is_literal_or_param).unwrap()
+        }),
+        Op {
+            name: "pgdog shape cache hit (scan, key, literals put in)",
+            run: Box::new(|c| {
+                c.literal.iter().for_each(|s| {
+                    black_box(pgdog::router::ShapeCache::global().get(s).unwrap());
+                })
+            }),
+        },
         on_trees("pg_query::deparse", |t| {
             pg_query::deparse(t, Default::default()).unwrap()
         }),
@@ -215,7 +238,9 @@ fn main() {
     let baseline_for = |name: &str| match name {
         n if n.starts_with("pg_query_raw::parse")
             || n.starts_with("pg_query_raw::router")
-            || n.starts_with("C raw") =>
+            || n.starts_with("C raw")
+            || n.starts_with("pg_query_raw::tokens")
+            || n.starts_with("pgdog shape") =>
         {
             Some(idx("pg_query::parse"))
         }
@@ -246,7 +271,12 @@ fn main() {
         "# Parser benchmark\n\nµs per statement (median of {rounds} interleaved batches; (b) is the mean over its {} statements); \
          in brackets the speed-up over the matching pg_query call (parse, deparse or fingerprint) measured in the same run. \
          Release build, one thread.\n\nCommand: `bash benchmarks/parser.sh`\n\n{}\nTargets: router fast path ≥ 6x and full tree ≥ 4x faster than \
-         `pg_query::parse` on (a), (b) and (c); deparse ≥ 2.5x faster than `pg_query::deparse` on (c).\n",
+         `pg_query::parse` on (a), (b) and (c); deparse ≥ 2.5x faster than `pg_query::deparse` on (c).\n\n\
+         The scanner row is what pgdog's shape cache runs on every simple-protocol query (its \
+         literals found by Postgres' own scanner); the shape cache row is a whole hit (scan, key, \
+         LRU, the shape's statements with the literals put in), on the statements with numbers in \
+         place of their `$n` (`BEGIN` and `END` have none: text cache hits): what replaces the \
+         router's parse for a text whose shape was seen before.\n",
         TPCB.len(),
         table(&header, &rows)
     );

@@ -1,12 +1,14 @@
 //! Parsing and routing cost per query, in-process: pgbench-style statements by key with random
 //! keys as Bind parameters, through pgdog's query cache and router exactly as a sharded session
-//! routes each Execute. Prints a Markdown table (µs per query, cache hit ratio).
+//! routes each Execute; and the same point SELECT in the simple protocol (the key a literal, so
+//! every text differs) through the shape cache and with it off. Prints Markdown tables (µs per
+//! query, cache hit ratios).
 //!
 //! `router-bench PGDOG_TOML USERS_TOML [QUERIES]`: the configuration written by
 //! benchmarks/router-run.sh (database "bench", 2 shards); QUERIES per statement (200,000).
 use pgdog::config::Settings;
 use pgdog::router::route::Overrides;
-use pgdog::router::{Params, QueryCache, Router, Schema};
+use pgdog::router::{Params, QueryCache, Router, Schema, ShapeCache};
 use std::path::Path;
 use std::time::Instant;
 
@@ -64,11 +66,57 @@ fn main() {
             hits[0], hits[1]
         );
     }
+    simple(&router, &overrides, n);
     let (h, m) = cache.stats();
     println!();
     println!(
         "Query cache: {h} hits, {m} misses ({:.4}% hit ratio) over {} queries.",
         100.0 * h as f64 / (h + m).max(1) as f64,
         h + m
+    );
+}
+
+/// The point SELECT as a simple-protocol text with its aid as a literal: through the shape cache,
+/// then with it off (`query_shape_cache_limit = 0`: every text parsed, as before it existed).
+fn simple(router: &Router, overrides: &Overrides, n: u64) {
+    println!();
+    println!("| simple protocol, point SELECT `... WHERE aid = <literal>` | µs per query (text made, parsed or shape hit, routed) | shards hit |");
+    println!("|---|---|---|");
+    let shapes = ShapeCache::global();
+    for (name, limit) in [
+        ("shape cache (default)", 4096),
+        ("shape cache off (before)", 0),
+    ] {
+        shapes.resize(limit);
+        let mut seed: u64 = 0x2545F4914F6CDD1D;
+        let mut hits = [0u64; 2];
+        let start = Instant::now();
+        for _ in 0..n {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let sql = format!(
+                "SELECT abalance FROM pgbench_accounts WHERE aid = {}",
+                seed % 200_000 + 1
+            );
+            let parsed = shapes.get(&sql).expect("parse");
+            let route = router
+                .route(&parsed, 0, &sql, None, overrides)
+                .expect("route");
+            for s in route.shards() {
+                hits[s] += 1;
+            }
+        }
+        let us = start.elapsed().as_secs_f64() * 1e6 / n as f64;
+        println!(
+            "| {name} | {us:.3} | shard 0: {}, shard 1: {} |",
+            hits[0], hits[1]
+        );
+    }
+    let s = shapes.stats();
+    println!();
+    println!(
+        "Shape cache: {} hits, {} misses, {} not cacheable.",
+        s.hits, s.misses, s.not_cacheable
     );
 }

@@ -35,6 +35,7 @@ pub const CHANGEABLE: &[&str] = &[
     "max_client_connections",
     "prepared_statements_limit",
     "query_cache_limit",
+    "query_shape_cache_limit",
     "shutdown_timeout",
     "unknown_functions",
     "server_reset_query",

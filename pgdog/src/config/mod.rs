@@ -240,6 +240,8 @@ pub struct General {
     pub prepared_statements_limit: usize,
     /// Parsed query texts kept for routing (LRU).
     pub query_cache_limit: usize,
+    /// Simple-protocol query shapes kept (LRU; 0: simple queries go through the text cache).
+    pub query_shape_cache_limit: usize,
     /// Milliseconds SIGTERM / SHUTDOWN waits for transactions in flight before closing clients.
     pub shutdown_timeout: u64,
     /// A user of users.toml as whom pgdog runs `auth_query` to find the secret of a client
@@ -373,6 +375,7 @@ impl Default for General {
             max_client_connections: 10_000,
             prepared_statements_limit: 10_000,
             query_cache_limit: 4_096,
+            query_shape_cache_limit: 4_096,
             shutdown_timeout: 60_000,
             auth_user: None,
             auth_query: DEFAULT_AUTH_QUERY.into(),

@@ -391,7 +391,7 @@ impl Registry {
         let g = &registry.settings.config.general;
         crate::config::set_active(g);
         crate::router::QueryCache::global().resize(g.query_cache_limit);
-        crate::router::ShapeCache::global().resize(g.query_cache_limit);
+        crate::router::ShapeCache::global().resize(g.query_shape_cache_limit);
         crate::frontend::prepared::set_limit(g.prepared_statements_limit);
         crate::frontend::statements::set_pin_unknown_functions(
             g.unknown_functions == crate::config::UnknownFunctions::Pin,

@@ -17,7 +17,8 @@
 //!
 //! Everything the session reads from the text itself (what it sends, comments such as
 //! `pgdog_shard`, merge plans, rewrites) still comes from the real text: a hit only replaces
-//! the parse. Debug builds (the test suites) check every hit against a real parse.
+//! the parse. Debug builds (the test suites) check every hit against a real parse. Bounded by
+//! `query_shape_cache_limit` (0: off, every text goes to the text cache).
 use super::cache::{parse_off_the_workers, Parsed, QueryCache};
 use super::RouterError;
 use lru::LruCache;
@@ -217,7 +218,8 @@ enum Entry {
 
 /// The process-wide cache of simple-protocol shapes, with its counters.
 pub struct ShapeCache {
-    lru: Mutex<LruCache<Box<str>, Entry>>,
+    /// None: off (`query_shape_cache_limit = 0`).
+    lru: Mutex<Option<LruCache<Box<str>, Entry>>>,
     hits: AtomicU64,
     misses: AtomicU64,
     not_cacheable: AtomicU64,
@@ -240,9 +242,7 @@ pub struct ShapeStats {
 impl ShapeCache {
     pub fn new(capacity: usize) -> ShapeCache {
         ShapeCache {
-            lru: Mutex::new(LruCache::new(
-                NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN),
-            )),
+            lru: Mutex::new(NonZeroUsize::new(capacity).map(LruCache::new)),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             not_cacheable: AtomicU64::new(0),
@@ -256,8 +256,12 @@ impl ShapeCache {
     }
 
     /// The parsed form of a simple-protocol text: from its shape when cached, else parsed (and
-    /// its shape kept). A text without literals, or not cacheable, goes to the text cache.
+    /// its shape kept). A text without literals, or not cacheable, goes to the text cache (as
+    /// every text does when this cache is off).
     pub fn get(&self, sql: &str) -> Result<Arc<Parsed>, RouterError> {
+        if self.lru.lock().is_none() {
+            return QueryCache::global().get(sql);
+        }
         let lits = match literals(sql) {
             Some(lits) if !lits.is_empty() => lits,
             Some(_) => return QueryCache::global().get(sql),
@@ -267,7 +271,11 @@ impl ShapeCache {
             }
         };
         let key = key(sql, &lits);
-        let entry = self.lru.lock().get(key.as_str()).cloned();
+        let entry = self
+            .lru
+            .lock()
+            .as_mut()
+            .and_then(|lru| lru.get(key.as_str()).cloned());
         match entry {
             Some(Entry::Shape(shape)) => {
                 if let Some(statements) = shape.instance(sql, &lits) {
@@ -291,7 +299,9 @@ impl ShapeCache {
                 Entry::NotCacheable
             }
         };
-        self.lru.lock().put(key.into_boxed_str(), entry);
+        if let Some(lru) = self.lru.lock().as_mut() {
+            lru.put(key.into_boxed_str(), entry);
+        }
         Ok(Arc::new(real))
     }
 
@@ -310,18 +320,21 @@ impl ShapeCache {
         Ok(real)
     }
 
-    /// Sets the number of shapes kept (`query_cache_limit`), dropping the least recent.
+    /// Sets the number of shapes kept (`query_shape_cache_limit`), dropping the least recent;
+    /// 0 turns the cache off.
     pub fn resize(&self, capacity: usize) {
-        let cap = NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN);
         let mut lru = self.lru.lock();
-        if lru.cap() != cap {
-            lru.resize(cap);
+        match (NonZeroUsize::new(capacity), lru.as_mut()) {
+            (None, _) => *lru = None,
+            (Some(cap), Some(l)) if l.cap() != cap => l.resize(cap),
+            (Some(_), Some(_)) => {}
+            (Some(cap), None) => *lru = Some(LruCache::new(cap)),
         }
     }
 
     pub fn stats(&self) -> ShapeStats {
         ShapeStats {
-            entries: self.lru.lock().len(),
+            entries: self.lru.lock().as_ref().map_or(0, |l| l.len()),
             hits: self.hits.load(Relaxed),
             misses: self.misses.load(Relaxed),
             not_cacheable: self.not_cacheable.load(Relaxed),

@@ -183,3 +183,15 @@ fn errors_are_the_parsers() {
     let e = cache.get("SELEC 1").unwrap_err();
     assert_eq!(e.code(), "42601");
 }
+
+#[test]
+fn off_goes_to_the_text_cache() {
+    let cache = ShapeCache::new(0);
+    check_all(&cache, &["SELECT 1".to_string(), "SELECT 2".to_string()]);
+    assert_eq!(cache.stats(), ShapeStats::default());
+    cache.resize(4);
+    check_all(&cache, &["SELECT 1".to_string(), "SELECT 2".to_string()]);
+    assert_eq!((cache.stats().misses, cache.stats().hits), (1, 1));
+    cache.resize(0);
+    assert_eq!(cache.stats().entries, 0);
+}
