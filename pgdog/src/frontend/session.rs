@@ -413,7 +413,7 @@ impl Session {
         if mentions.ddl_word() && statements::may_change_catalog(sql) {
             self.functions_changed |= catalog_changes(sql);
         }
-        let read = self.wants_read(sql);
+        let read = self.wants_read(sql, true);
         let classified = if self.query_parser {
             self.classify(sql, mentions, true)
         } else {

@@ -66,6 +66,17 @@ pub fn unknown_call(
     sql: &str,
     builtins: Option<&Builtins>,
 ) -> Option<&'static str> {
+    (0..parsed.statements.len())
+        .find_map(|i| unknown_call_in(parsed, i, parsed.statement_text(i, sql), builtins))
+}
+
+/// The same for statement `i` of `parsed`, whose text is `sql`.
+pub fn unknown_call_in(
+    parsed: &Parsed,
+    i: usize,
+    sql: &str,
+    builtins: Option<&Builtins>,
+) -> Option<&'static str> {
     if !PIN_UNKNOWN_FUNCTIONS.load(Ordering::Relaxed) || !sql.contains('(') {
         return None;
     }
@@ -86,7 +97,7 @@ pub fn unknown_call(
             || (builtins.is_some_and(|b| b.contains(name))
                 && !SESSION_STATE_BUILTINS.contains(&name))
     };
-    (!parsed.calls(sql).iter().all(known)).then_some(
+    (!parsed.calls(i, sql).iter().all(known)).then_some(
         "a function call pgdog cannot prove leaves no session state (unknown_functions = \"pin\")",
     )
 }

@@ -18,23 +18,23 @@ pub struct Parsed {
     pub shard_comment: Option<usize>,
     /// `/* pgdog_sharding_key: V */` in the text.
     pub key_comment: Option<String>,
-    /// Every function the text calls (names lower case, without schema), made on first need;
-    /// shared by the texts of one shape (`shapes`), which call the same functions.
-    calls: Arc<OnceLock<Vec<String>>>,
+    /// Per statement, every function it calls (names lower case, without schema), made on
+    /// first need; shared by the texts of one shape (`shapes`), which call the same functions.
+    calls: Calls,
 }
+
+/// The function lists of a text's statements (see `Parsed::calls`).
+pub(super) type Calls = Arc<Vec<OnceLock<Vec<String>>>>;
 
 impl Parsed {
     pub fn new(sql: &str) -> Result<Parsed, RouterError> {
         let statements = pg_query_raw::router::parse(sql).map_err(RouterError::Syntax)?;
-        Ok(Parsed::with_calls(sql, statements, Arc::default()))
+        let calls = Arc::new(statements.iter().map(|_| OnceLock::new()).collect());
+        Ok(Parsed::with_calls(sql, statements, calls))
     }
 
-    /// `sql` as `statements` (its parse), with the function list of its shape.
-    pub(super) fn with_calls(
-        sql: &str,
-        statements: Vec<Statement>,
-        calls: Arc<OnceLock<Vec<String>>>,
-    ) -> Parsed {
+    /// `sql` as `statements` (its parse), with the function lists of its shape.
+    pub(super) fn with_calls(sql: &str, statements: Vec<Statement>, calls: Calls) -> Parsed {
         let plans = statements.iter().map(|_| OnceLock::new()).collect();
         Parsed {
             statements,
@@ -45,30 +45,40 @@ impl Parsed {
         }
     }
 
-    /// The function list, to share with the other texts of this one's shape.
-    pub(super) fn shared_calls(&self) -> Arc<OnceLock<Vec<String>>> {
+    /// The function lists, to share with the other texts of this one's shape.
+    pub(super) fn shared_calls(&self) -> Calls {
         self.calls.clone()
     }
 
-    /// The functions `sql` (this entry's text) calls anywhere: targets, WHERE, FROM, VALUES,
-    /// CALL, nested queries (libpg_query's own walk over the whole tree); lower case, with
-    /// their schema when the call names one (`pg_catalog.now`).
-    pub fn calls(&self, sql: &str) -> &[String] {
-        self.calls.get_or_init(|| {
+    /// The functions statement `i` (whose text is `sql`) calls anywhere: targets, WHERE,
+    /// FROM, VALUES, CALL, nested queries (libpg_query's own walk over the whole tree); lower
+    /// case, with their schema when the call names one (`pg_catalog.now`).
+    pub fn calls(&self, i: usize, sql: &str) -> &[String] {
+        let (Some(cell), Some(st)) = (self.calls.get(i), self.statements.get(i)) else {
+            return &[];
+        };
+        cell.get_or_init(|| {
             let mut names: Vec<String> = pg_query_raw::parse(sql)
                 .map(|r| r.call_functions())
                 .unwrap_or_default();
             // libpg_query's walk skips INSERT ... VALUES rows.
-            for st in &self.statements {
-                let mut funcs = Vec::new();
-                st.values
-                    .iter()
-                    .flatten()
-                    .for_each(|e| e.functions(&mut funcs));
-                names.extend(funcs.iter().map(|f| f.name.clone()));
-            }
+            let mut funcs = Vec::new();
+            st.values
+                .iter()
+                .flatten()
+                .for_each(|e| e.functions(&mut funcs));
+            names.extend(funcs.iter().map(|f| f.name.clone()));
             names.iter().map(|f| f.to_ascii_lowercase()).collect()
         })
+    }
+
+    /// The text of statement `i` within `sql` (the text this was parsed from); all of `sql`
+    /// when its range does not fit.
+    pub fn statement_text<'a>(&self, i: usize, sql: &'a str) -> &'a str {
+        self.statements
+            .get(i)
+            .and_then(|st| sql.get(st.location..st.location + st.len))
+            .unwrap_or(sql)
     }
 
     /// The cross-shard plan of statement `i` (whose text is `sql`).

@@ -7,19 +7,23 @@
 //! too, the literals put back in place of the parameters, and the result compared with the real
 //! parse. Only when the two are equal is the shape kept. A later text of that shape gets the
 //! shape's statements with its own literals put in: the very tree parsing it would give,
-//! because the grammar's derivation depends on token kinds only and the shape fixes them. A
-//! literal whose value changes the tree (`-5` folded into one constant, `int '5'`, type
-//! modifiers, any position where the grammar wants a literal and refuses `$n`) makes the
-//! comparison fail or the shape not parse: that shape is marked not cacheable and its texts are
-//! parsed every time. Only the plain literal forms are taken out (digits, decimal numbers,
-//! `'...'` strings without backslashes); a text with any other literal (E'', U&'', $$...$$, bit
-//! strings, hex or underscored numbers) or a `$n` goes to the text cache as before.
+//! because the grammar's derivation depends on token kinds only and the shape fixes them. When
+//! the first text repeats a value, a second text with distinct values is checked too, so a
+//! literal can never stand in another's place. A literal whose value changes the tree (`-5`
+//! folded into one constant, `float(3)`, `varchar(10)`, `SET x = 'v'`, any position where the
+//! grammar wants a literal and refuses `$n`) makes the comparison fail or the shape not parse:
+//! that shape is marked not cacheable and its texts are parsed every time. (Typed literals such
+//! as `int '5'` or `interval '1' day` take `$n` with the same tree: they are served.) Only the
+//! plain literal forms are taken out (digits, decimal numbers, `'...'` strings without
+//! backslashes); a text with any other literal (E'', U&'', $$...$$, bit strings, hex or
+//! underscored numbers) or a `$n` goes to the text cache as before.
 //!
 //! Everything the session reads from the text itself (what it sends, comments such as
 //! `pgdog_shard`, merge plans, rewrites) still comes from the real text: a hit only replaces
-//! the parse. Debug builds (the test suites) check every hit against a real parse. Bounded by
+//! the parse. The last text of each shape keeps its parse (and the merge plans made for it), so
+//! a text repeated as it is reuses them. Debug builds (the test suites) check every hit against a real parse. Bounded by
 //! `query_shape_cache_limit` (0: off, every text goes to the text cache).
-use super::cache::{parse_off_the_workers, Parsed, QueryCache};
+use super::cache::{parse_off_the_workers, Calls, Parsed, QueryCache};
 use super::RouterError;
 use lru::LruCache;
 use parking_lot::Mutex;
@@ -41,9 +45,15 @@ struct Literal {
 /// literal form, a `$n`) or the text does not scan (the parse reports the error).
 fn literals(sql: &str) -> Option<Vec<Literal>> {
     let tokens = pg_query_raw::tokens(sql, token::is_literal_or_param).ok()?;
+    let mut after = 0;
     tokens
         .iter()
         .map(|t| {
+            // In order, apart: the key and the shape are cut at these ranges.
+            if t.start < after {
+                return None;
+            }
+            after = t.end;
             let raw = sql.get(t.start..t.end)?;
             let value = match t.token {
                 token::ICONST => integer(raw)?,
@@ -127,32 +137,47 @@ struct Shape {
     statements: Vec<Statement>,
     placeholders: Vec<(usize, usize)>,
     /// The functions the shape calls: the same for all its texts.
-    calls: Arc<OnceLock<Vec<String>>>,
+    calls: Calls,
+    /// The last text served and its parse (with the merge plans made for it).
+    last: Mutex<Option<(Box<str>, Arc<Parsed>)>>,
 }
 
 impl Shape {
     /// The shape of `sql` when it serves every text of its key exactly (see the module doc),
     /// checked against `real`, the parse of `sql`.
-    fn build(sql: &str, lits: &[Literal], real: &Parsed) -> Option<Shape> {
-        let mut text = String::with_capacity(sql.len() + 4 * lits.len());
+    fn build(sql: &str, lits: &[Literal], real: &Arc<Parsed>) -> Option<Shape> {
         let mut placeholders = Vec::with_capacity(lits.len());
-        let mut at = 0;
-        for (k, l) in lits.iter().enumerate() {
-            text.push_str(&sql[at..l.start]);
+        let text = replaced(sql, lits, |k, _, text| {
             let start = text.len();
             // Spaced, so a literal next to a name never reads as part of it.
             text.push_str(&format!(" ${} ", k + 1));
             placeholders.push((start, text.len()));
-            at = l.end;
-        }
-        text.push_str(&sql[at..]);
-        let statements = pg_query_raw::router::parse(&text).ok()?;
+        });
+        let statements = parse_off_the_workers(&text).ok()?.statements;
         let shape = Shape {
             statements,
             placeholders,
             calls: real.shared_calls(),
+            last: Mutex::new(Some((sql.into(), real.clone()))),
         };
-        (shape.instance(sql, lits)? == real.statements).then_some(shape)
+        if shape.instance(sql, lits)? != real.statements {
+            return None;
+        }
+        // Repeated values cannot show which literal went where: check distinct ones too.
+        let mut values: Vec<&Const> = lits.iter().map(|l| &l.value).collect();
+        values.sort_by_key(|v| format!("{v:?}"));
+        values.dedup();
+        if values.len() < lits.len() {
+            let other = replaced(sql, lits, |k, l, text| {
+                text.push_str(&distinct(k, &l.value))
+            });
+            let other_lits = literals(&other)?;
+            let other_real = parse_off_the_workers(&other).ok()?;
+            if shape.instance(&other, &other_lits)? != other_real.statements {
+                return None;
+            }
+        }
+        Some(shape)
     }
 
     /// The statements of `sql` (a text of this shape whose literals are `lits`).
@@ -162,11 +187,19 @@ impl Shape {
         }
         let mut statements = self.statements.clone();
         let mut fill = Fill { lits, ok: true };
+        // Statement offsets only grow: one pass over the placeholders for all of them.
+        let mut offsets = Offsets {
+            placeholders: &self.placeholders,
+            lits,
+            next: 0,
+            moved: 0,
+        };
         for st in &mut statements {
             st.walk_mut(&mut fill);
-            let end = self.offset_in(st.location + st.len, lits);
-            st.location = self.offset_in(st.location, lits);
-            st.len = end.checked_sub(st.location)?;
+            let start = offsets.of(st.location)?;
+            let end = offsets.of(st.location + st.len)?;
+            st.location = start;
+            st.len = end.checked_sub(start)?;
         }
         (fill.ok
             && statements
@@ -174,17 +207,57 @@ impl Shape {
                 .all(|st| sql.get(st.location..st.location + st.len).is_some()))
         .then_some(statements)
     }
+}
 
-    /// Offset `at` of the shape's text in a text whose literals are `lits`.
-    fn offset_in(&self, at: usize, lits: &[Literal]) -> usize {
-        let mut moved = at as isize;
-        for (&(start, end), l) in self.placeholders.iter().zip(lits) {
+/// Offsets of the shape's text moved to a text whose literals are `lits`, asked in order.
+struct Offsets<'a> {
+    placeholders: &'a [(usize, usize)],
+    lits: &'a [Literal],
+    /// Placeholders before the last offset asked.
+    next: usize,
+    /// How far they moved it.
+    moved: isize,
+}
+
+impl Offsets<'_> {
+    fn of(&mut self, at: usize) -> Option<usize> {
+        while let (Some(&(start, end)), Some(l)) =
+            (self.placeholders.get(self.next), self.lits.get(self.next))
+        {
             if end > at {
                 break;
             }
-            moved += (l.end - l.start) as isize - (end - start) as isize;
+            self.moved += (l.end - l.start) as isize - (end - start) as isize;
+            self.next += 1;
         }
-        moved.max(0) as usize
+        usize::try_from(at as isize + self.moved).ok()
+    }
+}
+
+/// `sql` with each literal replaced by what `put` writes for it (its index, the literal, the
+/// text so far).
+fn replaced(
+    sql: &str,
+    lits: &[Literal],
+    mut put: impl FnMut(usize, &Literal, &mut String),
+) -> String {
+    let mut text = String::with_capacity(sql.len() + 4 * lits.len());
+    let mut at = 0;
+    for (k, l) in lits.iter().enumerate() {
+        text.push_str(&sql[at..l.start]);
+        put(k, l, &mut text);
+        at = l.end;
+    }
+    text.push_str(&sql[at..]);
+    text
+}
+
+/// A literal of the same kind as `value`, different for each `k`.
+fn distinct(k: usize, value: &Const) -> String {
+    match value {
+        Const::Integer(_) => format!("{}", 1_000_000 + k),
+        Const::Numeric(_) => format!("{}.5", 1_000_000 + k),
+        _ => format!("'pgdog shape check {k}'"),
     }
 }
 
@@ -278,10 +351,9 @@ impl ShapeCache {
             .and_then(|lru| lru.get(key.as_str()).cloned());
         match entry {
             Some(Entry::Shape(shape)) => {
-                if let Some(statements) = shape.instance(sql, &lits) {
+                if let Some(parsed) = self.hit(&shape, sql, &lits) {
                     self.hits.fetch_add(1, Relaxed);
-                    let parsed = Parsed::with_calls(sql, statements, shape.calls.clone());
-                    return self.checked(sql, parsed).map(Arc::new);
+                    return parsed;
                 }
             }
             Some(Entry::NotCacheable) => {
@@ -291,7 +363,7 @@ impl ShapeCache {
             None => {}
         }
         self.misses.fetch_add(1, Relaxed);
-        let real = parse_off_the_workers(sql)?;
+        let real = Arc::new(parse_off_the_workers(sql)?);
         let entry = match Shape::build(sql, &lits, &real) {
             Some(shape) => Entry::Shape(Arc::new(shape)),
             None => {
@@ -302,7 +374,26 @@ impl ShapeCache {
         if let Some(lru) = self.lru.lock().as_mut() {
             lru.put(key.into_boxed_str(), entry);
         }
-        Ok(Arc::new(real))
+        Ok(real)
+    }
+
+    /// The parse of `sql` from `shape` (None: it does not fit, parse it).
+    fn hit(
+        &self,
+        shape: &Shape,
+        sql: &str,
+        lits: &[Literal],
+    ) -> Option<Result<Arc<Parsed>, RouterError>> {
+        if let Some((_, parsed)) = shape.last.lock().as_ref().filter(|(t, _)| **t == *sql) {
+            return Some(Ok(parsed.clone()));
+        }
+        let statements = shape.instance(sql, lits)?;
+        let parsed = Parsed::with_calls(sql, statements, shape.calls.clone());
+        let parsed = self.checked(sql, parsed).map(Arc::new);
+        if let Ok(p) = &parsed {
+            *shape.last.lock() = Some((sql.into(), p.clone()));
+        }
+        Some(parsed)
     }
 
     /// Debug builds: a hit is compared with a real parse of its text, which wins if they
@@ -311,7 +402,7 @@ impl ShapeCache {
         if !cfg!(debug_assertions) {
             return Ok(hit);
         }
-        let real = Parsed::new(sql)?;
+        let real = parse_off_the_workers(sql)?;
         if real.statements == hit.statements {
             return Ok(hit);
         }

@@ -33,7 +33,8 @@ impl Session {
 
     /// Whether a statement may go to a replica: only when the database has replicas, in
     /// transaction mode, and the parser proves it a read (or the client asked for one).
-    pub(super) fn wants_read(&self, sql: &str) -> bool {
+    /// `simple`: a Query message's text (parsed through the shape cache).
+    pub(super) fn wants_read(&self, sql: &str, simple: bool) -> bool {
         if self.client.mode == PoolerMode::Session || !self.shard.splits_reads() {
             return false;
         }
@@ -41,9 +42,12 @@ impl Session {
             return hint == RoleHint::Replica;
         }
         let strategy = self.shard.policy().reads;
-        crate::router::cache::QueryCache::global()
-            .get(sql)
-            .is_ok_and(|parsed| read_write::is_read(&parsed.statements, sql, strategy))
+        let parsed = if simple {
+            crate::router::ShapeCache::global().get(sql)
+        } else {
+            crate::router::QueryCache::global().get(sql)
+        };
+        parsed.is_ok_and(|parsed| read_write::is_read(&parsed.statements, sql, strategy))
     }
 
     /// Whether the extended-protocol message that attaches a server is a read (a Parse, or a
@@ -53,7 +57,7 @@ impl Session {
             return Ok(false);
         }
         let named = match m.tag() {
-            frontend::PARSE => return Ok(self.wants_read(read_parse(m)?.query)),
+            frontend::PARSE => return Ok(self.wants_read(read_parse(m)?.query, false)),
             frontend::BIND => message::read_bind_names(m)?.1,
             frontend::DESCRIBE => match read_target(m)? {
                 (target::STATEMENT, name) => name,
@@ -64,7 +68,7 @@ impl Session {
         Ok(self
             .statements
             .get(named)
-            .is_some_and(|p| self.wants_read(&p.statement.query)))
+            .is_some_and(|p| self.wants_read(&p.statement.query, false)))
     }
 
     /// read_your_writes: reads the primary's WAL insert position after this client's write

@@ -424,7 +424,8 @@ impl ShardedSession {
         let st = &parsed.statements[i];
         let route = self.route(parsed, i, sql, None).await?;
         self.note_pin(sql, st);
-        if let Some(reason) = statements::unknown_call(parsed, sql, self.builtins(sql).as_deref()) {
+        let builtins = self.builtins(sql);
+        if let Some(reason) = statements::unknown_call_in(parsed, i, sql, builtins.as_deref()) {
             self.pin(reason);
         }
         self.read_intent = self.reads(parsed, i, sql);

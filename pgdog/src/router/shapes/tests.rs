@@ -195,3 +195,54 @@ fn off_goes_to_the_text_cache() {
     cache.resize(0);
     assert_eq!(cache.stats().entries, 0);
 }
+
+#[test]
+fn repeated_values_are_checked_with_distinct_ones() {
+    let cache = ShapeCache::new(16);
+    let texts: Vec<String> = [(1, 1), (2, 3), (5, 4), (7, 7)]
+        .iter()
+        .map(|(a, b)| format!("SELECT * FROM t WHERE a = {a} AND b = {b} AND c = 'x' AND d = 'x'"))
+        .collect();
+    check_all(&cache, &texts);
+    assert_eq!((cache.stats().misses, cache.stats().hits), (1, 3));
+}
+
+#[test]
+fn a_repeated_text_reuses_its_parse() {
+    let cache = ShapeCache::new(16);
+    let a = cache.get("SELECT * FROM t WHERE id = 1").unwrap();
+    let b = cache.get("SELECT * FROM t WHERE id = 1").unwrap();
+    assert!(Arc::ptr_eq(&a, &b));
+    let c = cache.get("SELECT * FROM t WHERE id = 2").unwrap();
+    assert!(!Arc::ptr_eq(&a, &c));
+    assert!(Arc::ptr_eq(
+        &c,
+        &cache.get("SELECT * FROM t WHERE id = 2").unwrap()
+    ));
+}
+
+#[test]
+fn many_statements_one_pass() {
+    let cache = ShapeCache::new(16);
+    let texts: Vec<String> = (0..3)
+        .map(|r| {
+            (0..2000)
+                .map(|i| format!("INSERT INTO t VALUES ({}, 'v{}')", i * (r + 1), i + r))
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+        .collect();
+    check_all(&cache, &texts);
+    assert_eq!(cache.stats().hits, 2);
+}
+
+#[test]
+fn calls_are_per_statement() {
+    let sql = "SELECT now() WHERE 1 = 1; SELECT my_fn(2)";
+    let cache = ShapeCache::new(16);
+    for _ in 0..2 {
+        let p = cache.get(sql).unwrap();
+        assert_eq!(p.calls(0, p.statement_text(0, sql)), ["now"]);
+        assert_eq!(p.calls(1, p.statement_text(1, sql)), ["my_fn"]);
+    }
+}
