@@ -42,10 +42,7 @@ fn main() {
         let mut hits = [0u64; 2];
         let start = Instant::now();
         for _ in 0..n {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            let aid = (seed % 200_000 + 1).to_string();
+            let aid = random_aid(&mut seed).to_string();
             let delta = b"42";
             let params = Params {
                 values: vec![Some(aid.as_bytes()), Some(&delta[..])],
@@ -92,12 +89,9 @@ fn simple(router: &Router, overrides: &Overrides, n: u64) {
         let mut hits = [0u64; 2];
         let start = Instant::now();
         for _ in 0..n {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
             let sql = format!(
                 "SELECT abalance FROM pgbench_accounts WHERE aid = {}",
-                seed % 200_000 + 1
+                random_aid(&mut seed)
             );
             let parsed = shapes.get(&sql).expect("parse");
             let route = router
@@ -119,4 +113,12 @@ fn simple(router: &Router, overrides: &Overrides, n: u64) {
         "Shape cache: {} hits, {} misses, {} not cacheable.",
         s.hits, s.misses, s.not_cacheable
     );
+}
+
+/// The next pseudo-random aid (1 to 200,000) of a xorshift sequence: the same keys in each table.
+fn random_aid(seed: &mut u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    *seed % 200_000 + 1
 }
