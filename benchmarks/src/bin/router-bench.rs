@@ -8,7 +8,7 @@
 //! benchmarks/router-run.sh (database "bench", 2 shards); QUERIES per statement (200,000).
 use pgdog::config::Settings;
 use pgdog::router::route::Overrides;
-use pgdog::router::{Params, QueryCache, Router, Schema, ShapeCache};
+use pgdog::router::{Params, QueryCache, Route, Router, Schema, ShapeCache};
 use std::path::Path;
 use std::time::Instant;
 
@@ -39,10 +39,8 @@ fn main() {
     println!("|---|---|---|");
     let mut seed: u64 = 0x2545F4914F6CDD1D;
     for (name, sql) in statements {
-        let mut hits = [0u64; 2];
-        let start = Instant::now();
-        for _ in 0..n {
-            let aid = random_aid(&mut seed).to_string();
+        row(name, n, &mut seed, |aid| {
+            let aid = aid.to_string();
             let delta = b"42";
             let params = Params {
                 values: vec![Some(aid.as_bytes()), Some(&delta[..])],
@@ -50,18 +48,10 @@ fn main() {
                 types: Vec::new(),
             };
             let parsed = cache.get(sql).expect("parse");
-            let route = router
+            router
                 .route(&parsed, 0, sql, Some(&params), &overrides)
-                .expect("route");
-            for s in route.shards() {
-                hits[s] += 1;
-            }
-        }
-        let us = start.elapsed().as_secs_f64() * 1e6 / n as f64;
-        println!(
-            "| {name} | {us:.3} | shard 0: {}, shard 1: {} |",
-            hits[0], hits[1]
-        );
+                .expect("route")
+        });
     }
     simple(&router, &overrides, n);
     let (h, m) = cache.stats();
@@ -85,27 +75,13 @@ fn simple(router: &Router, overrides: &Overrides, n: u64) {
         ("shape cache off (before)", 0),
     ] {
         shapes.resize(limit);
-        let mut seed: u64 = 0x2545F4914F6CDD1D;
-        let mut hits = [0u64; 2];
-        let start = Instant::now();
-        for _ in 0..n {
-            let sql = format!(
-                "SELECT abalance FROM pgbench_accounts WHERE aid = {}",
-                random_aid(&mut seed)
-            );
+        row(name, n, &mut 0x2545F4914F6CDD1D, |aid| {
+            let sql = format!("SELECT abalance FROM pgbench_accounts WHERE aid = {aid}");
             let parsed = shapes.get(&sql).expect("parse");
-            let route = router
+            router
                 .route(&parsed, 0, &sql, None, overrides)
-                .expect("route");
-            for s in route.shards() {
-                hits[s] += 1;
-            }
-        }
-        let us = start.elapsed().as_secs_f64() * 1e6 / n as f64;
-        println!(
-            "| {name} | {us:.3} | shard 0: {}, shard 1: {} |",
-            hits[0], hits[1]
-        );
+                .expect("route")
+        });
     }
     let s = shapes.stats();
     println!();
@@ -121,4 +97,21 @@ fn random_aid(seed: &mut u64) -> u64 {
     *seed ^= *seed >> 7;
     *seed ^= *seed << 17;
     *seed % 200_000 + 1
+}
+
+/// Routes `n` queries (`route_one` given each next aid), timed; prints the table row: µs per
+/// query and the shards hit.
+fn row(name: &str, n: u64, seed: &mut u64, mut route_one: impl FnMut(u64) -> Route) {
+    let mut hits = [0u64; 2];
+    let start = Instant::now();
+    for _ in 0..n {
+        for s in route_one(random_aid(seed)).shards() {
+            hits[s] += 1;
+        }
+    }
+    let us = start.elapsed().as_secs_f64() * 1e6 / n as f64;
+    println!(
+        "| {name} | {us:.3} | shard 0: {}, shard 1: {} |",
+        hits[0], hits[1]
+    );
 }
