@@ -67,6 +67,9 @@ fn run(config: &std::path::Path, users: &std::path::Path) -> ExitCode {
             }
         }
         let check_timeout = settings.config.general.healthcheck_timeout;
+        // Spill files of a pgdog that was killed while merging.
+        let temp = settings.config.general.temp_directory.clone();
+        pgdog::merge::sweep_temp_files(&temp.unwrap_or_else(std::env::temp_dir));
         Registry::install(Registry::build(settings, None));
         // `auto` servers get their roles from the first round of health checks.
         let first_checks = pgdog::registry::health::spawn();

@@ -9,12 +9,14 @@ mod overrides;
 pub mod pgbouncer;
 mod resharding;
 mod sharding;
+mod size;
 mod validate;
 pub use overrides::PoolConfig;
 pub use resharding::{CopyFormat as ReshardCopyFormat, Peer, Resharding};
 pub use sharding::{
     DataType, Mapping, MappingValue, OmnishardedTables, PrimaryKey, ShardedSchema, ShardedTable,
 };
+pub use size::Size;
 use std::path::{Path, PathBuf};
 pub use validate::MAX_PEER_ID;
 
@@ -242,6 +244,14 @@ pub struct General {
     pub query_cache_limit: usize,
     /// Simple-protocol query shapes kept (LRU; 0: simple queries go through the text cache).
     pub query_shape_cache_limit: usize,
+    /// Memory one cross-shard statement's merge may hold (groups, distinct keys, set-operation
+    /// counts, sort buffers, rows waiting to be inserted) before it spills to temporary files.
+    pub merge_work_mem: Size,
+    /// Memory all merges in flight may hold together; past it they spill sooner, and what
+    /// cannot spill gets 53200.
+    pub merge_memory_limit: Size,
+    /// Where merges spill (unset: the system's temporary directory).
+    pub temp_directory: Option<PathBuf>,
     /// Milliseconds SIGTERM / SHUTDOWN waits for transactions in flight before closing clients.
     pub shutdown_timeout: u64,
     /// A user of users.toml as whom pgdog runs `auth_query` to find the secret of a client
@@ -302,6 +312,7 @@ pub struct CancelPeer {
 
 /// `[general]` keys that are unset by default (absent from a serialized `General`).
 pub const GENERAL_OPTIONAL_KEYS: &[&str] = &[
+    "temp_directory",
     "server_tls_ca",
     "tls_certificate",
     "tls_private_key",
@@ -376,6 +387,9 @@ impl Default for General {
             prepared_statements_limit: 10_000,
             query_cache_limit: 4_096,
             query_shape_cache_limit: 4_096,
+            merge_work_mem: Size::mb(64),
+            merge_memory_limit: Size::mb(1024),
+            temp_directory: None,
             shutdown_timeout: 60_000,
             auth_user: None,
             auth_query: DEFAULT_AUTH_QUERY.into(),

@@ -73,6 +73,18 @@ impl Settings {
         {
             return Err("general.stats_period, general.two_phase_recovery_interval, general.prepared_statements_limit and general.query_cache_limit must be at least 1".into());
         }
+        if g.merge_work_mem.bytes() < 8 << 10 {
+            return Err(format!(
+                "general.merge_work_mem = \"{}\" is below the minimum of 8kB",
+                g.merge_work_mem
+            ));
+        }
+        if g.merge_memory_limit < g.merge_work_mem {
+            return Err(format!(
+                "general.merge_memory_limit = \"{}\" is below general.merge_work_mem = \"{}\"",
+                g.merge_memory_limit, g.merge_work_mem
+            ));
+        }
         if g.admin_password.is_some() {
             if g.admin_database.is_empty() || g.admin_user.is_empty() {
                 return Err(

@@ -6,7 +6,9 @@ use super::decimal::Decimal;
 use super::error::MergeError;
 use super::having::{Constant, HavingCond};
 use super::list::{self, ListAgg};
+use super::memory::{row_bytes, Budget};
 use super::plan::{AggFn, Grouping};
+use super::spill;
 use super::value::{ColType, Kind, Number};
 use crate::net::rows::DataRow;
 use bytes::Bytes;
@@ -51,6 +53,13 @@ pub struct Groups {
     groups: Vec<(bool, Vec<Acc>)>,
     /// Accumulators of a fresh group.
     fresh: Vec<Acc>,
+    /// Bytes charged to the statement's budget.
+    charged: u64,
+}
+
+/// A value kept beyond its row: copied, so it does not hold the server's read buffer.
+fn owned(row: &DataRow, i: usize) -> Option<Bytes> {
+    row.get(i).map(Bytes::copy_from_slice)
 }
 
 fn unsupported(what: &str, ty: &ColType) -> MergeError {
@@ -130,6 +139,7 @@ impl Groups {
             index: HashMap::new(),
             groups: Vec::new(),
             fresh,
+            charged: 0,
         })
     }
 
@@ -138,8 +148,15 @@ impl Groups {
         self.types.iter_mut().for_each(|t| t.dates = ds);
     }
 
-    /// Folds one shard row into its group.
-    pub fn add(&mut self, row: &DataRow) -> Result<(), MergeError> {
+    /// Folds one shard row into its group. A row of a new group while `budget` is full is
+    /// not taken when `spill_depth` allows spilling: its key's hash at that depth is returned,
+    /// and the row belongs in that spill partition.
+    pub fn add(
+        &mut self,
+        row: &DataRow,
+        budget: &mut Budget,
+        spill_depth: Option<u32>,
+    ) -> Result<Option<u64>, MergeError> {
         let key: Vec<Option<Vec<u8>>> = self
             .keys
             .iter()
@@ -148,6 +165,17 @@ impl Groups {
         let g = match self.index.get(&key) {
             Some(&g) => g,
             None => {
+                if let Some(depth) = spill_depth.filter(|_| budget.full()) {
+                    return Ok(Some(spill::hash_key(&key, depth)));
+                }
+                let n = row_bytes((0..row.len()).map(|i| row.get(i)))
+                    + key
+                        .iter()
+                        .map(|k| 24 + k.as_ref().map_or(0, |k| k.len() as u64))
+                        .sum::<u64>()
+                    + 32 * self.fresh.len() as u64;
+                budget.charge(n);
+                self.charged += n;
                 self.groups.push((false, self.fresh.clone()));
                 self.index.insert(key, self.groups.len() - 1);
                 self.groups.len() - 1
@@ -166,7 +194,7 @@ impl Groups {
             match acc {
                 Acc::First(slot) => {
                     if first_row {
-                        *slot = row.get_bytes(i);
+                        *slot = owned(row, i);
                     }
                 }
                 Acc::Count(n) => {
@@ -219,7 +247,7 @@ impl Groups {
                             Some(cur) => ty.compare_at(i, v, cur)? == want,
                         };
                         if better {
-                            *m = row.get_bytes(i);
+                            *m = owned(row, i);
                         }
                     }
                 }
@@ -248,6 +276,11 @@ impl Groups {
                 Acc::List(items) => {
                     if let AggFn::List(l) = self.roles[i] {
                         let list = self.lists.get(l).ok_or(MergeError::State("list"))?;
+                        // A group's list cannot be split: it is counted against
+                        // merge_memory_limit only.
+                        let n = row_bytes((0..row.len()).map(|c| row.get(c)));
+                        budget.charge_fixed(n)?;
+                        self.charged += n;
                         list::add(list, i, row, &self.types, items)?;
                     }
                 }
@@ -262,7 +295,12 @@ impl Groups {
                 }
             }
         }
-        Ok(())
+        Ok(None)
+    }
+
+    /// Bytes charged to the budget for these groups.
+    pub fn charged(&self) -> u64 {
+        self.charged
     }
 
     /// The merged groups (in first-seen order) that pass HAVING.

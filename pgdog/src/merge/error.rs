@@ -27,6 +27,12 @@ pub enum MergeError {
     /// A merger call out of order (a row before the RowDescription, an unknown shard ...).
     #[error("cross-shard merge: {0}")]
     State(&'static str),
+    /// Past `merge_memory_limit` with growth that cannot spill.
+    #[error("out of memory: the cross-shard merges in flight would pass merge_memory_limit ({limit}); raise it, or narrow the query")]
+    OutOfMemory { limit: String },
+    /// A temporary file of a merge could not be written or read.
+    #[error("could not write to temporary file of a cross-shard merge ({detail}){}", if *.disk_full { "; free space under temp_directory or raise merge_work_mem" } else { "" })]
+    Spill { disk_full: bool, detail: String },
     #[error(transparent)]
     Protocol(#[from] ProtocolError),
 }
@@ -44,6 +50,11 @@ impl MergeError {
             MergeError::NegativeLimit => "2201W",
             MergeError::NegativeOffset => "2201X",
             MergeError::BadParameter(..) => "22P02",
+            MergeError::OutOfMemory { .. } => "53200",
+            MergeError::Spill {
+                disk_full: true, ..
+            } => "53100",
+            MergeError::Spill { .. } => "58030",
             MergeError::Protocol(e) => e.code(),
         }
     }

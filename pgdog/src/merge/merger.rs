@@ -4,52 +4,82 @@
 //! - no ORDER BY, no aggregates: rows pass straight through (then DISTINCT, OFFSET, LIMIT);
 //! - ORDER BY: k-way merge of the shards' sorted streams, streamed;
 //! - aggregates / GROUP BY: rows folded into groups, emitted by [`Merger::finish`], sorted.
+//!
+//! Past `merge_work_mem` ([`MemoryLimits`]) the blocking parts spill (see `drain`): rows of
+//! new groups, new set-operation rows and new DISTINCT keys go to hash partitions on disk,
+//! merged one part at a time when the shards are done; ORDER BY of merged rows sorts in runs.
 use super::aggregate::{Groups, Row};
 use super::datetime::DateStyle;
+use super::drain::Output;
 use super::error::MergeError;
+use super::memory::{Budget, MemoryLimits};
 use super::plan::{Bound, ColumnRef, DistinctPlan, MergePlan};
 use super::setop::{self, Collector};
 use super::sort::{self, Columns, KWay, SortKey};
+use super::spill::{self, Partitions};
 use super::value::ColType;
 use crate::net::rows::{self, DataRow, Field};
 use crate::net::Message;
+use bytes::Bytes;
+use std::cmp::Ordering;
 use std::collections::HashSet;
 
 /// Merges the rows of one cross-shard query.
 #[derive(Debug)]
 pub struct Merger {
-    plan: MergePlan,
+    pub(super) plan: MergePlan,
     shards: usize,
     fields: Option<Vec<Field>>,
-    types: Vec<ColType>,
+    pub(super) types: Vec<ColType>,
     /// Columns the client sees.
     visible: usize,
-    order: Vec<SortKey>,
+    pub(super) order: Vec<SortKey>,
     /// DISTINCT key columns.
     distinct: Option<Vec<usize>>,
-    seen: HashSet<Vec<Option<Vec<u8>>>>,
+    pub(super) seen: HashSet<Vec<Option<Vec<u8>>>>,
+    /// Bytes of `seen` charged to the budget.
+    seen_bytes: u64,
+    /// Ordered DISTINCT: the sort keys `seen` holds rows of (rows with other keys can no
+    /// longer repeat one seen, so `seen` starts again when the keys change).
+    seen_run: Option<Row>,
+    /// Leading ORDER BY keys equal for rows DISTINCT calls equal.
+    distinct_prefix: usize,
+    /// Unordered DISTINCT past the budget: rows of keys not in `seen`, deduplicated after.
+    pub(super) distinct_spill: Option<Partitions>,
+    /// Depth of the DISTINCT partitions being read (0: the shards' rows).
+    pub(super) distinct_depth: u32,
     kway: Option<KWay>,
-    groups: Option<Groups>,
+    pub(super) groups: Option<Groups>,
     done: Vec<bool>,
-    ready: Vec<Message>,
+    pub(super) ready: Vec<Message>,
     offset: u64,
     limit: Option<u64>,
     skipped: u64,
     sent: u64,
-    finished: bool,
+    pub(super) finished: bool,
     error: Option<MergeError>,
     /// The servers' DateStyle (text dates and timestamps are read in it).
-    dates: DateStyle,
+    pub(super) dates: DateStyle,
     /// INTERSECT / EXCEPT / UNION: each branch's rows, counted.
-    set_rows: Option<Collector>,
+    pub(super) set_rows: Option<Collector>,
     /// The set operation's branch number comes in binary.
     branch_binary: bool,
+    pub(super) budget: Budget,
+    /// Shard rows of groups or set-operation keys that did not fit, by key hash.
+    pub(super) input_spill: Option<Partitions>,
+    /// After [`Merger::finish`] starts: what is left to send.
+    pub(super) output: Option<Output>,
 }
 
 impl Merger {
-    /// A merger for `shards` shards. LIMIT/OFFSET parameters must be bound first
-    /// ([`MergePlan::bind`]).
+    /// A merger for `shards` shards with the default memory limits. LIMIT/OFFSET parameters
+    /// must be bound first ([`MergePlan::bind`]).
     pub fn new(plan: &MergePlan, shards: usize) -> Merger {
+        Merger::with_limits(plan, shards, MemoryLimits::default())
+    }
+
+    /// A merger that spills past `limits`.
+    pub fn with_limits(plan: &MergePlan, shards: usize, limits: MemoryLimits) -> Merger {
         let count = |b: Option<Bound>| match b {
             Some(Bound::Const(v)) => Some(v.max(0) as u64),
             _ => None,
@@ -63,6 +93,11 @@ impl Merger {
             order: Vec::new(),
             distinct: None,
             seen: HashSet::new(),
+            seen_bytes: 0,
+            seen_run: None,
+            distinct_prefix: 0,
+            distinct_spill: None,
+            distinct_depth: 0,
             kway: None,
             groups: None,
             done: vec![false; shards],
@@ -76,6 +111,9 @@ impl Merger {
             dates: DateStyle::default(),
             set_rows: None,
             branch_binary: false,
+            budget: Budget::new(limits),
+            input_spill: None,
+            output: None,
         }
     }
 
@@ -158,6 +196,12 @@ impl Merger {
                     .collect::<Result<_, _>>()?,
             ),
         };
+        // Postgres: ORDER BY of a DISTINCT names output columns, and DISTINCT ON's
+        // expressions lead the ORDER BY.
+        self.distinct_prefix = match &self.plan.distinct {
+            DistinctPlan::On(cols) => cols.len().min(self.order.len()),
+            _ => self.order.len(),
+        };
         if let Some(so) = &self.plan.set_op {
             self.branch_binary = fields.last().is_some_and(|f| f.format == 1);
             if !so.streams() {
@@ -193,20 +237,20 @@ impl Merger {
                 "DataRow and RowDescription differ in column count",
             ));
         }
-        if let Some(groups) = &mut self.groups {
-            return groups.add(&row);
-        }
-        if let Some(so) = &self.plan.set_op {
-            let branch = setop::branch_of(row.get(self.types.len() - 1), self.branch_binary)?;
-            if !so.accepts(branch, shard)? {
+        if self.groups.is_some() || self.set_rows.is_some() {
+            if self.plan.set_op.is_some() && !self.accepted(shard, &row)? {
                 return Ok(());
             }
-            if let Some(rows) = &mut self.set_rows {
-                return rows.add(
-                    branch,
-                    (0..self.visible).map(|i| row.get_bytes(i)).collect(),
-                );
+            if let Some(hash) = self.fold(shard, &row, Some(0))? {
+                let dir = self.budget.limits.temp_dir.clone();
+                self.input_spill
+                    .get_or_insert_with(|| Partitions::new(&dir, 1))
+                    .write(hash, shard, row.message())?;
             }
+            return Ok(());
+        }
+        if self.plan.set_op.is_some() && !self.accepted(shard, &row)? {
+            return Ok(());
         }
         let full = self.limit_reached();
         if let Some(kway) = &mut self.kway {
@@ -216,6 +260,34 @@ impl Merger {
             return Ok(());
         }
         self.emit(row)
+    }
+
+    /// Whether a set operation keeps this row of `shard` (its branch reads that shard).
+    pub(super) fn accepted(&self, shard: usize, row: &DataRow) -> Result<bool, MergeError> {
+        let Some(so) = &self.plan.set_op else {
+            return Ok(true);
+        };
+        let branch = setop::branch_of(row.get(self.types.len() - 1), self.branch_binary)?;
+        so.accepts(branch, shard)
+    }
+
+    /// Folds a shard row into the groups or the set operation's counts; the key hash of a row
+    /// to spill instead (`spill_depth`: the partition depth, `None`: never spill).
+    pub(super) fn fold(
+        &mut self,
+        _shard: usize,
+        row: &DataRow,
+        spill_depth: Option<u32>,
+    ) -> Result<Option<u64>, MergeError> {
+        let depth = spill_depth.filter(|d| *d < spill::MAX_DEPTH);
+        if let Some(groups) = &mut self.groups {
+            return groups.add(row, &mut self.budget, depth);
+        }
+        if let Some(rows) = &mut self.set_rows {
+            let branch = setop::branch_of(row.get(self.types.len() - 1), self.branch_binary)?;
+            return rows.add(branch, row, &mut self.budget, depth);
+        }
+        Err(MergeError::State("fold without groups"))
     }
 
     /// The shard's CommandComplete arrived: it sends no more rows.
@@ -240,38 +312,6 @@ impl Merger {
             }
         }
         out.append(&mut self.ready);
-    }
-
-    /// All shards are done: the remaining rows into `out`.
-    pub fn finish(&mut self, out: &mut Vec<Message>) -> Result<(), MergeError> {
-        if self.finished {
-            return Ok(());
-        }
-        self.finished = true;
-        if let Some(kway) = &mut self.kway {
-            kway.finish();
-        }
-        self.take_ready(out);
-        if let Some(e) = self.error.take() {
-            return Err(e);
-        }
-        if let Some(groups) = self.groups.take() {
-            let mut merged = groups.finish()?;
-            sort::sort_rows(&self.order, &mut merged)?;
-            for row in merged {
-                self.emit_merged(row);
-            }
-            out.append(&mut self.ready);
-        }
-        if let (Some(rows), Some(so)) = (self.set_rows.take(), &self.plan.set_op) {
-            let mut merged = rows.finish(&so.tree)?;
-            sort::sort_rows(&self.order, &mut merged)?;
-            for row in merged {
-                self.emit_merged(row);
-            }
-            out.append(&mut self.ready);
-        }
-        Ok(())
     }
 
     /// Rows sent to the client so far (for the `SELECT n` tag).
@@ -310,46 +350,126 @@ impl Merger {
         Ok(())
     }
 
-    /// Whether a row passes DISTINCT, OFFSET and LIMIT (counted when it does).
-    fn admit<R: Columns>(&mut self, row: &R) -> bool {
+    /// Whether a row passes DISTINCT, OFFSET and LIMIT (counted when it does); or the key hash
+    /// of a row to dedupe later (unordered DISTINCT past the budget).
+    fn admit<R: Columns>(&mut self, row: &R) -> Result<Admit, MergeError> {
         if self.limit_reached() {
-            return false;
+            return Ok(Admit::No);
         }
         if let Some(cols) = &self.distinct {
-            let key = cols
+            let key: Vec<Option<Vec<u8>>> = cols
                 .iter()
                 .map(|&c| row.column(c).map(|v| self.types[c].key(v).into_owned()))
                 .collect();
-            if !self.seen.insert(key) {
-                return false;
+            if self.seen.contains(&key) {
+                return Ok(Admit::No);
             }
+            let n = 2 * super::memory::row_bytes(key.iter().map(|k| k.as_deref()));
+            if !self.order.is_empty() {
+                self.new_run(row)?;
+                // One run of equal sort keys cannot be split.
+                self.budget.charge_fixed(n)?;
+            } else if self.distinct_depth < spill::MAX_DEPTH && self.budget.full() {
+                return Ok(Admit::Spill(spill::hash_key(&key, self.distinct_depth)));
+            } else {
+                self.budget.charge(n);
+            }
+            self.seen_bytes += n;
+            self.seen.insert(key);
         }
         if self.skipped < self.offset {
             self.skipped += 1;
-            return false;
+            return Ok(Admit::No);
         }
         self.sent += 1;
-        true
+        Ok(Admit::Yes)
     }
 
-    fn emit(&mut self, row: DataRow) -> Result<(), MergeError> {
-        if self.admit(&row) {
-            let m = if self.plan.hidden == 0 {
-                row.into_message()
-            } else {
-                row.truncated(self.visible)
-            };
-            self.ready.push(m);
+    /// Ordered DISTINCT: forgets the seen keys when the row's leading sort keys differ from
+    /// those of the rows seen so far (rows arrive sorted, so no earlier key comes back).
+    fn new_run<R: Columns>(&mut self, row: &R) -> Result<(), MergeError> {
+        let keys = &self.order[..self.distinct_prefix];
+        let current: Row = (0..self.types.len())
+            .map(|i| {
+                keys.iter()
+                    .any(|k| k.column == i)
+                    .then(|| row.column(i).map(Bytes::copy_from_slice))
+                    .flatten()
+            })
+            .collect();
+        let same = match &self.seen_run {
+            Some(prev) => sort::compare(keys, prev, &current)? == Ordering::Equal,
+            None => false,
+        };
+        if !same {
+            self.forget_seen();
+            self.seen_run = Some(current);
         }
         Ok(())
     }
 
-    fn emit_merged(&mut self, row: Row) {
-        if self.admit(&row) {
-            self.ready
-                .push(rows::data_row(&row[..self.visible.min(row.len())]));
+    /// Empties the DISTINCT keys (and gives their memory back).
+    pub(super) fn forget_seen(&mut self) {
+        self.seen.clear();
+        self.budget.release(self.seen_bytes);
+        self.seen_bytes = 0;
+    }
+
+    pub(super) fn emit(&mut self, row: DataRow) -> Result<(), MergeError> {
+        match self.admit(&row)? {
+            Admit::Yes => {
+                let m = if self.plan.hidden == 0 {
+                    row.into_message()
+                } else {
+                    row.truncated(self.visible)
+                };
+                self.ready.push(m);
+            }
+            Admit::No => {}
+            Admit::Spill(hash) => self.spill_distinct(hash, row.message())?,
+        }
+        Ok(())
+    }
+
+    pub(super) fn emit_merged(&mut self, row: Row) -> Result<(), MergeError> {
+        match self.admit(&row)? {
+            Admit::Yes => self
+                .ready
+                .push(rows::data_row(&row[..self.visible.min(row.len())])),
+            Admit::No => {}
+            Admit::Spill(hash) => self.spill_distinct(hash, &rows::data_row(&row))?,
+        }
+        Ok(())
+    }
+
+    fn spill_distinct(&mut self, hash: u64, m: &Message) -> Result<(), MergeError> {
+        let (dir, depth) = (self.budget.limits.temp_dir.clone(), self.distinct_depth + 1);
+        self.distinct_spill
+            .get_or_insert_with(|| Partitions::new(&dir, depth))
+            .write(hash, 0, m)
+    }
+
+    /// Stops the merge with `e` (returned by [`Merger::finish`]).
+    pub(super) fn take_error(&mut self) -> Option<MergeError> {
+        self.error.take()
+    }
+
+    pub(super) fn visible_types(&self) -> Vec<ColType> {
+        self.types[..self.visible].to_vec()
+    }
+
+    pub(super) fn finish_kway(&mut self) {
+        if let Some(kway) = &mut self.kway {
+            kway.finish();
         }
     }
+}
+
+/// What DISTINCT, OFFSET and LIMIT do with a row.
+enum Admit {
+    Yes,
+    No,
+    Spill(u64),
 }
 
 /// Shards must describe the same columns.

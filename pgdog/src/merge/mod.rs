@@ -10,15 +10,20 @@ mod aggfn;
 mod aggregate;
 mod datetime;
 mod decimal;
+mod drain;
 mod error;
 mod float;
 mod having;
 mod list;
+mod memory;
 mod merger;
 mod plan;
 mod rewrite;
+mod runs;
 mod setop;
 mod sort;
+mod spill;
+mod spool;
 mod spread;
 mod value;
 
@@ -29,9 +34,12 @@ pub(crate) use aggfn::{is_aggregate, is_builtin_aggregate};
 pub use decimal::Decimal;
 pub use error::MergeError;
 pub use having::{CmpOp, Constant, HavingCond};
+pub use memory::{stats as memory_stats, Budget, MemoryLimits, MergeStats};
 pub use merger::Merger;
 pub use plan::{
     plan, AggFn, Bound, ColumnRef, CrossShardPlan, DistinctPlan, Grouping, KeyColumn, MergePlan,
     NullGuard, OrderKey,
 };
 pub use setop::{SetOp, SetOpPlan, SetTree};
+pub use spill::{sweep as sweep_temp_files, SpillFile, SpillReader};
+pub use spool::{Spool, SpoolReader};

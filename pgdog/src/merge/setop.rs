@@ -6,9 +6,13 @@
 //! (`INTERSECT ALL` keeps min(m, n) copies, `EXCEPT ALL` max(m - n, 0), the plain ones one).
 use super::aggregate::Row;
 use super::error::MergeError;
+use super::memory::{row_bytes, Budget};
 use super::plan::{self, ColumnRef, MergePlan, OrderKey};
 use super::rewrite;
+use super::spill;
 use super::value::ColType;
+use crate::net::rows::DataRow;
+use bytes::Bytes;
 use pg_query_raw::protobuf::{self as pb, node::Node as N};
 use std::collections::HashMap;
 
@@ -287,6 +291,7 @@ impl Bag {
 pub(super) struct Collector {
     bags: Vec<Bag>,
     types: Vec<ColType>,
+    charged: u64,
 }
 
 impl Collector {
@@ -294,21 +299,49 @@ impl Collector {
         Collector {
             bags: (0..branches).map(|_| Bag::default()).collect(),
             types: types.to_vec(),
+            charged: 0,
         }
     }
 
-    /// A visible row of `branch`.
-    pub(super) fn add(&mut self, branch: usize, row: Row) -> Result<(), MergeError> {
-        let key = row
-            .iter()
-            .zip(&self.types)
-            .map(|(v, t)| v.as_deref().map(|v| t.key(v).into_owned()))
+    /// A visible row of `branch`. A row whose key no branch holds yet, while `budget` is
+    /// full, is not taken when `spill_depth` allows spilling: its key's hash at that depth is
+    /// returned, and the row belongs in that spill partition (every row of a key is counted in
+    /// one place: memory or one partition).
+    pub(super) fn add(
+        &mut self,
+        branch: usize,
+        row: &DataRow,
+        budget: &mut Budget,
+        spill_depth: Option<u32>,
+    ) -> Result<Option<u64>, MergeError> {
+        let key: Key = (0..self.types.len())
+            .map(|i| row.get(i).map(|v| self.types[i].key(v).into_owned()))
             .collect();
-        self.bags
+        let known = self.bags.iter().any(|b| b.index.contains_key(&key));
+        if !known {
+            if let Some(depth) = spill_depth.filter(|_| budget.full()) {
+                return Ok(Some(spill::hash_key(&key, depth)));
+            }
+        }
+        let bag = self
+            .bags
             .get_mut(branch)
-            .ok_or(MergeError::State("unknown set operation branch"))?
-            .add(key, row, 1);
-        Ok(())
+            .ok_or(MergeError::State("unknown set operation branch"))?;
+        if !bag.index.contains_key(&key) {
+            let n = 2 * row_bytes(key.iter().map(|k| k.as_deref()));
+            budget.charge(n);
+            self.charged += n;
+        }
+        let values = (0..self.types.len())
+            .map(|i| row.get(i).map(Bytes::copy_from_slice))
+            .collect();
+        bag.add(key, values, 1);
+        Ok(None)
+    }
+
+    /// Bytes charged to the budget for these rows.
+    pub(super) fn charged(&self) -> u64 {
+        self.charged
     }
 
     /// The result rows (each as often as it counts).

@@ -4,7 +4,7 @@
 use super::{ClientError, ShardedSession, Statement};
 use crate::backend::ServerError;
 use crate::frontend::prepared;
-use crate::merge::{CrossShardPlan, MergePlan, Merger};
+use crate::merge::{CrossShardPlan, MemoryLimits, MergePlan, Merger};
 use crate::net::bind::Bind;
 use crate::net::message::{self, read_error};
 use crate::net::tag::{backend, frontend, target};
@@ -428,7 +428,7 @@ impl ShardedSession {
         keep_rows: bool,
         parse_ok: &mut [bool],
     ) -> Result<Vec<String>, ClientError> {
-        let mut merger = plan.map(|p| Merger::new(p, shards.len()));
+        let mut merger = plan.map(|p| Merger::with_limits(p, shards.len(), MemoryLimits::active()));
         if let Some(mg) = merger.as_mut() {
             // Dates and timestamps are compared as the servers print them.
             let style = shards
@@ -509,8 +509,16 @@ impl ShardedSession {
             return Ok(Vec::new());
         }
         if let Some(mg) = c.merger.as_mut() {
-            mg.finish(&mut ready_rows)
-                .map_err(|e| ClientError::new(e.code(), e.to_string()))?;
+            // In batches: a merge larger than memory is read back from disk as it is sent.
+            while mg
+                .finish_some(&mut ready_rows, 1024)
+                .map_err(|e| ClientError::new(e.code(), e.to_string()))?
+            {
+                self.send_rows(&mut ready_rows);
+                if self.client.out.len() > 64 * 1024 && self.flush().await.is_err() {
+                    return Err(ClientError::new("08006", "client connection lost"));
+                }
+            }
             self.send_rows(&mut ready_rows);
             if c.tag_parts.iter().all(|t| t.starts_with("SELECT")) {
                 self.send(&message::command_complete(&format!(

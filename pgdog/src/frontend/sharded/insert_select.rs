@@ -5,8 +5,13 @@
 //! transaction across the shards (two-phase commit when enabled) unless the client has one open;
 //! the command tag is `INSERT 0 n`. A key the SELECT leaves out is supplied with
 //! `pgdog.unique_id()` when the table's `primary_key` says so.
+//!
+//! Memory stays bounded whatever the row count: the SELECT's rows are kept in a [`Spool`]
+//! (memory up to `merge_work_mem`, then a temporary file), and read back one at a time into
+//! per-shard batches; a full batch is inserted at once.
 use super::{exec, ClientError, ShardedSession};
 use crate::backend::unique_id;
+use crate::merge::{MemoryLimits, Spool, SpoolReader};
 use crate::net::message;
 use crate::net::rows::DataRow;
 use crate::net::tag::backend;
@@ -20,6 +25,14 @@ use pg_query_raw::router::{Statement as Parsed1, StatementKind};
 const CHUNK: usize = 1000;
 
 type Rows = Vec<Vec<Option<String>>>;
+
+/// What the insert batches answered so far.
+#[derive(Default)]
+struct Inserted {
+    described: bool,
+    rows: u64,
+    batches: usize,
+}
 
 impl ShardedSession {
     /// Runs `sql` if it is an INSERT ... SELECT into a sharded table (`Ok(true)`). `extended`:
@@ -65,7 +78,7 @@ impl ShardedSession {
             return unsupported("with WITH (move the WITH into the SELECT)");
         }
         let select_sql = deparse_one(tree.version, *select)?;
-        let mut columns: Vec<String> = insert
+        let columns: Vec<String> = insert
             .cols
             .iter()
             .filter_map(|c| match c.node.as_ref() {
@@ -79,42 +92,21 @@ impl ShardedSession {
         let implicit = self.begin_implicit();
         let result = async {
             let rows = self.select_rows(&select_sql).await?;
-            if columns.is_empty() {
-                let table = self
-                    .table_columns(target.schema.as_deref(), &target.name)
-                    .await?;
-                let width = rows.first().map_or(table.len(), Vec::len);
-                columns = table.into_iter().take(width).collect();
-            }
-            self.insert_rows(&tree, &target.name, columns, rows, describe)
+            self.insert_rows(&tree, target, columns, rows, describe)
                 .await
         }
         .await;
         self.end_implicit(implicit, result).await.map(|()| true)
     }
 
-    /// The rows of a SELECT routed and merged as the client's own would be, as text.
-    async fn select_rows(&mut self, sql: &str) -> Result<Rows, ClientError> {
+    /// The rows of a SELECT routed and merged as the client's own would be (DataRows only).
+    async fn select_rows(&mut self, sql: &str) -> Result<SpoolReader, ClientError> {
         let parsed = Parsed::new(sql)?;
         let route = self.route(&parsed, 0, sql, None).await?;
-        let messages = self.capture(&route, exec::Request::Simple(sql)).await?;
-        let mut rows = Vec::new();
-        for m in messages {
-            match m.tag() {
-                backend::DATA_ROW => {
-                    let r =
-                        DataRow::parse(m).map_err(|e| ClientError::new("08P01", e.to_string()))?;
-                    rows.push(
-                        (0..r.len())
-                            .map(|i| r.get(i).map(|v| String::from_utf8_lossy(v).into_owned()))
-                            .collect(),
-                    );
-                }
-                backend::NOTICE_RESPONSE => self.send(&m),
-                _ => {}
-            }
-        }
-        Ok(rows)
+        let spool = self
+            .capture_spool(&route, exec::Request::Simple(sql))
+            .await?;
+        Ok(spool.reader()?)
     }
 
     /// What `route` sends the client for `req`, kept instead of sent.
@@ -123,98 +115,177 @@ impl ShardedSession {
         route: &Route,
         req: exec::Request<'_>,
     ) -> Result<Vec<Message>, ClientError> {
-        self.captured = Some(Vec::new());
-        let result = self.run_route(route, req).await;
-        let messages = self.captured.take().unwrap_or_default();
-        result.map(|()| messages)
+        Ok(self.capture_spool(route, req).await?.into_memory()?)
     }
 
-    /// Inserts `rows` (values of `columns`) on their shards with the INSERT of `tree` (its
-    /// SELECT taken out), and answers the client.
+    /// [`ShardedSession::capture`] into a spool that spills past `merge_work_mem`.
+    async fn capture_spool(
+        &mut self,
+        route: &Route,
+        req: exec::Request<'_>,
+    ) -> Result<Spool, ClientError> {
+        self.captured = Some(Spool::new(MemoryLimits::active()));
+        let result = self.run_route(route, req).await;
+        let spool = self.captured.take();
+        result?;
+        spool.ok_or_else(|| ClientError::new("XX000", "captured rows lost"))
+    }
+
+    /// Inserts the SELECT's `rows` (values of `columns`) on their shards with the INSERT of
+    /// `tree` (its SELECT taken out), a batch of up to [`CHUNK`] rows per shard at a time, and
+    /// answers the client.
     async fn insert_rows(
         &mut self,
         tree: &ParseResult,
-        table: &str,
+        target: &pg_query_raw::router::Relation,
         mut columns: Vec<String>,
-        mut rows: Rows,
+        mut rows: SpoolReader,
         describe: Option<bool>,
     ) -> Result<(), ClientError> {
-        let target = self.router.schema.clone();
-        let ts = target
+        let table = target.name.as_str();
+        let schema = self.router.schema.clone();
+        let ts = schema
             .table(table)
             .ok_or_else(|| ClientError::new("XX000", "INSERT ... SELECT lost its table"))?;
-        if let Some(r) = rows.iter().find(|r| r.len() != columns.len()) {
-            return Err(ClientError::new(
-                "42601",
-                format!(
-                    "INSERT has {} target columns but the SELECT returns {} expressions",
-                    columns.len(),
-                    r.len()
-                ),
-            ));
-        }
-        let key = match columns.iter().position(|c| c == ts.column()) {
-            Some(k) => k,
-            None if ts.config.generates_key() => {
-                let node = self.id_node().await?;
-                for r in &mut rows {
-                    r.push(Some(unique_id::next(node).to_string()));
+        let mut batches: Vec<Rows> = vec![Vec::new(); schema.shards];
+        let mut done = Inserted::default();
+        let mut key: Option<usize> = None;
+        let mut node = None;
+        while let Some(m) = rows.read()? {
+            match m.tag() {
+                backend::DATA_ROW => {}
+                backend::NOTICE_RESPONSE => {
+                    self.send(&m);
+                    continue;
                 }
-                columns.push(ts.column().to_string());
-                columns.len() - 1
+                _ => continue,
             }
-            None => {
-                return Err(RouterError::Unsupported(format!(
-                    "INSERT ... SELECT into sharded table \"{table}\" must give the sharding key \"{}\" (primary_key = \"database\")",
-                    ts.column()
-                ))
-                .into())
+            let r = DataRow::parse(m).map_err(|e| ClientError::new("08P01", e.to_string()))?;
+            let mut row: Vec<Option<String>> = (0..r.len())
+                .map(|i| r.get(i).map(|v| String::from_utf8_lossy(v).into_owned()))
+                .collect();
+            let k = match key {
+                Some(k) => k,
+                None => {
+                    if columns.is_empty() {
+                        let names = self.table_columns(target.schema.as_deref(), table).await?;
+                        columns = names.into_iter().take(row.len()).collect();
+                    }
+                    let given = columns.iter().any(|c| c == ts.column());
+                    let k = self.key_column(ts, table, &mut columns).await?;
+                    if !given {
+                        node = Some(self.id_node().await?);
+                    }
+                    key = Some(k);
+                    k
+                }
+            };
+            let width = row.len();
+            if let Some(node) = node {
+                row.push(Some(unique_id::next(node).to_string()));
             }
-        };
-        let mut by_shard: Vec<Rows> = vec![Vec::new(); target.shards];
-        for r in rows {
+            if row.len() != columns.len() {
+                return Err(width_error(
+                    columns.len() - usize::from(node.is_some()),
+                    width,
+                ));
+            }
             let shard = ts
-                .shard_of_text(r[key].as_deref())
+                .shard_of_text(row[k].as_deref())
                 .map_err(RouterError::from)?;
-            by_shard[shard].push(r);
-        }
-        let mut parts = Vec::new();
-        for (shard, rows) in by_shard.iter().enumerate() {
-            for chunk in rows.chunks(CHUNK) {
-                parts.push(InsertPart {
-                    shard,
-                    sql: insert_sql(tree, &columns, Some(chunk))?,
-                    params: Vec::new(),
-                });
+            batches[shard].push(row);
+            if batches[shard].len() >= CHUNK {
+                let batch = std::mem::take(&mut batches[shard]);
+                self.insert_batch(tree, &columns, shard, Some(&batch), describe, &mut done)
+                    .await?;
             }
         }
-        if parts.is_empty() {
-            // No rows: one shard runs the INSERT over nothing, for its tag and RowDescription.
-            parts.push(InsertPart {
-                shard: 0,
-                sql: insert_sql(tree, &columns, None)?,
-                params: Vec::new(),
-            });
+        for (shard, batch) in batches.iter().enumerate() {
+            if !batch.is_empty() {
+                self.insert_batch(tree, &columns, shard, Some(batch), describe, &mut done)
+                    .await?;
+            }
         }
-        let route = Route::Split(parts);
+        if done.batches == 0 {
+            if columns.is_empty() {
+                let names = self.table_columns(target.schema.as_deref(), table).await?;
+                columns = names;
+            }
+            // No rows: one shard runs the INSERT over nothing, for its tag and RowDescription.
+            self.insert_batch(tree, &columns, 0, None, describe, &mut done)
+                .await?;
+        }
+        if describe == Some(true) && !done.described {
+            self.send(&message::empty(b'n'));
+        }
+        self.send(&message::command_complete(&format!(
+            "INSERT 0 {}",
+            done.rows
+        )));
+        Ok(())
+    }
+
+    /// The position of the sharding key in `columns`, added (with generated values) when the
+    /// table's `primary_key` lets pgdog make it.
+    async fn key_column(
+        &mut self,
+        ts: &crate::router::schema::TableSharding,
+        table: &str,
+        columns: &mut Vec<String>,
+    ) -> Result<usize, ClientError> {
+        match columns.iter().position(|c| c == ts.column()) {
+            Some(k) => Ok(k),
+            None if ts.config.generates_key() => {
+                columns.push(ts.column().to_string());
+                Ok(columns.len() - 1)
+            }
+            None => Err(RouterError::Unsupported(format!(
+                "INSERT ... SELECT into sharded table \"{table}\" must give the sharding key \"{}\" (primary_key = \"database\")",
+                ts.column()
+            ))
+            .into()),
+        }
+    }
+
+    /// Runs one INSERT of `rows` on `shard` (`None`: over no rows) and forwards its RETURNING
+    /// rows; counts what it inserted.
+    async fn insert_batch(
+        &mut self,
+        tree: &ParseResult,
+        columns: &[String],
+        shard: usize,
+        rows: Option<&[Vec<Option<String>>]>,
+        describe: Option<bool>,
+        done: &mut Inserted,
+    ) -> Result<(), ClientError> {
+        let route = Route::Split(vec![InsertPart {
+            shard,
+            sql: insert_sql(tree, columns, rows)?,
+            params: Vec::new(),
+        }]);
         let messages = self.capture(&route, exec::Request::Simple("")).await?;
-        let mut described = false;
+        done.batches += 1;
         for m in messages {
-            match (m.tag(), describe) {
-                (backend::ROW_DESCRIPTION, Some(false)) => {}
-                (backend::ROW_DESCRIPTION, _) => {
-                    described = true;
-                    self.send(&m);
+            match m.tag() {
+                backend::ROW_DESCRIPTION => {
+                    if describe != Some(false) && !done.described {
+                        self.send(&m);
+                    }
+                    done.described = true;
                 }
-                (backend::COMMAND_COMPLETE, Some(true)) if !described => {
-                    self.send(&message::empty(b'n'));
-                    self.send(&m);
-                }
+                backend::COMMAND_COMPLETE => done.rows += message::rows_completed(&m),
                 _ => self.send(&m),
             }
         }
         Ok(())
     }
+}
+
+fn width_error(targets: usize, width: usize) -> ClientError {
+    ClientError::new(
+        "42601",
+        format!("INSERT has {targets} target columns but the SELECT returns {width} expressions"),
+    )
 }
 
 fn deparse_one(version: i32, stmt: pb::Node) -> Result<String, ClientError> {

@@ -113,6 +113,12 @@ impl ClientError {
     }
 }
 
+impl From<crate::merge::MergeError> for ClientError {
+    fn from(e: crate::merge::MergeError) -> ClientError {
+        ClientError::new(e.code(), e.to_string())
+    }
+}
+
 impl From<RouterError> for ClientError {
     fn from(e: RouterError) -> ClientError {
         let mut c = ClientError::new(e.code(), e.to_string());
@@ -154,7 +160,7 @@ pub struct ShardedSession {
     role_hint: Option<RoleHint>,
     /// While set, what would be sent to the client is kept here (INSERT ... SELECT reads its
     /// SELECT's rows so).
-    captured: Option<Vec<Message>>,
+    captured: Option<crate::merge::Spool>,
     /// Transaction status the client sees.
     status: TxStatus,
     tx: Option<Tx>,
@@ -246,7 +252,7 @@ impl ShardedSession {
 
     fn send(&mut self, m: &Message) {
         if let Some(kept) = self.captured.as_mut() {
-            kept.push(m.clone());
+            kept.push(m);
             return;
         }
         if m.tag() == backend::ERROR_RESPONSE {
@@ -258,7 +264,7 @@ impl ShardedSession {
     /// Sends merged rows (taken out of `rows`).
     fn send_rows(&mut self, rows: &mut Vec<Message>) {
         match self.captured.as_mut() {
-            Some(kept) => kept.append(rows),
+            Some(kept) => rows.drain(..).for_each(|r| kept.push(&r)),
             None => rows
                 .drain(..)
                 .for_each(|r| self.client.out.extend_from_slice(r.bytes())),

@@ -6,6 +6,7 @@ use crate::net::Message;
 mod aggs;
 mod datestyle;
 mod setop;
+mod spill;
 
 /// Text-format fields `(name, type oid)`.
 pub(super) fn rd(cols: &[(&str, i32)]) -> Message {
@@ -51,7 +52,18 @@ pub(super) fn run_in(
     shards: &[Vec<Vec<Option<&str>>>],
     datestyle: &str,
 ) -> Result<Vec<Vec<Option<String>>>, MergeError> {
-    let mut m = Merger::new(plan, shards.len());
+    run_limited(plan, desc, shards, datestyle, MemoryLimits::default())
+}
+
+/// [`run_in`] under memory `limits`.
+pub(super) fn run_limited(
+    plan: &MergePlan,
+    desc: &Message,
+    shards: &[Vec<Vec<Option<&str>>>],
+    datestyle: &str,
+    limits: MemoryLimits,
+) -> Result<Vec<Vec<Option<String>>>, MergeError> {
+    let mut m = Merger::with_limits(plan, shards.len(), limits);
     m.set_datestyle(datestyle);
     let mut out = Vec::new();
     for i in 0..shards.len() {
