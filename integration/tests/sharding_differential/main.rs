@@ -18,6 +18,10 @@
 //! the order listed. `SHARDING_DIFF_MODES=simple,libpq` limits the read modes when
 //! investigating one protocol path.
 //!
+//! The spill family (`spill.rs`) runs the reads that hold rows in pgdog's merge once more with
+//! `merge_work_mem` at its minimum, and the writes after them under it: spilled merges must
+//! give the same answers.
+//!
 //! The shape family (`shapes.rs`) runs query templates many times each with fresh literals in
 //! every slot, simple protocol only: pgdog serves them from its shape cache.
 //!
@@ -49,6 +53,7 @@ mod run;
 mod shapes;
 #[path = "../sharding_common/mod.rs"]
 mod sharding_common;
+mod spill;
 
 use data::*;
 use load::*;
@@ -56,6 +61,7 @@ use more::*;
 use queries::*;
 use run::*;
 use shapes::*;
+use spill::*;
 
 use sharding_common::*;
 use std::collections::HashMap;
@@ -150,6 +156,17 @@ async fn suite(reference: &Topology, shards: &Topology, proxy: &Proxy) -> Report
     for q in &shape_reads(&pools) {
         differential(q, &mut dog, &mut pg, false, &mut report).await;
     }
+    let t_spill = Instant::now();
+    set_work_mem(proxy, "8kB").await;
+    let spilling: Vec<&Q> = reads.iter().filter(|q| holds_rows(&q.sql)).collect();
+    for q in &spilling {
+        differential(q, &mut dog, &mut pg, true, &mut report).await;
+    }
+    eprintln!(
+        "{} reads again with merge_work_mem = 8kB: {:.1}s",
+        spilling.len(),
+        t_spill.elapsed().as_secs_f64()
+    );
 
     for (sql, header) in [
         ("COPY users TO STDOUT", false),
@@ -209,6 +226,7 @@ async fn suite(reference: &Topology, shards: &Topology, proxy: &Proxy) -> Report
         t2.elapsed().as_secs_f64()
     );
     check_shape_cache(proxy, &mut report).await;
+    check_spilled(proxy, &mut report).await;
     report
 }
 

@@ -551,6 +551,32 @@ pub fn query_cache() -> Reply {
     )
 }
 
+/// SHOW MERGE: the memory of cross-shard merges (process-wide).
+pub fn merge() -> Reply {
+    let m = crate::merge::memory_stats();
+    let g = crate::config::active();
+    reply(
+        &[
+            "memory_bytes",
+            "peak_memory_bytes",
+            "spilled_bytes",
+            "spill_files",
+            "refused",
+            "merge_work_mem",
+            "merge_memory_limit",
+        ],
+        vec![vec![
+            s(m.in_flight),
+            s(m.peak),
+            s(m.spilled_bytes),
+            s(m.spill_files),
+            s(m.refused),
+            s(g.merge_work_mem),
+            s(g.merge_memory_limit),
+        ]],
+    )
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -74,6 +74,7 @@ pub fn render() -> String {
     listener_metrics(&mut out);
     traffic_metrics(&mut out);
     cache_metrics(&mut out);
+    merge_metrics(&mut out);
     cap_metrics(&mut out);
     reshard_metrics(&mut out);
     out.text.push_str("# EOF\n");
@@ -363,6 +364,50 @@ fn cache_metrics(out: &mut Out) {
         let family = format!("query_shape_cache_{name}");
         out.family(&family, "counter", help);
         out.sample(&format!("{family}_total"), &[], value);
+    }
+}
+
+fn merge_metrics(out: &mut Out) {
+    let m = crate::merge::memory_stats();
+    for (name, kind, help, value) in [
+        (
+            "merge_memory_bytes",
+            "gauge",
+            "Bytes the cross-shard merges in flight hold.",
+            m.in_flight,
+        ),
+        (
+            "merge_memory_peak_bytes",
+            "gauge",
+            "The most bytes the cross-shard merges held at once.",
+            m.peak,
+        ),
+        (
+            "merge_spilled_bytes",
+            "counter",
+            "Bytes cross-shard merges wrote to temporary files.",
+            m.spilled_bytes,
+        ),
+        (
+            "merge_spill_files",
+            "counter",
+            "Temporary files cross-shard merges created.",
+            m.spill_files,
+        ),
+        (
+            "merge_refused",
+            "counter",
+            "Statements refused with 53200 (merge_memory_limit).",
+            m.refused,
+        ),
+    ] {
+        out.family(name, kind, help);
+        let sample = if kind == "counter" {
+            format!("{name}_total")
+        } else {
+            name.to_string()
+        };
+        out.sample(&sample, &[], value);
     }
 }
 
