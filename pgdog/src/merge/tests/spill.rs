@@ -219,3 +219,30 @@ fn growth_that_cannot_spill_is_refused_past_the_process_limit() {
     assert_eq!(e.code(), "53200", "{e}");
     assert!(e.to_string().contains("merge_memory_limit"), "{e}");
 }
+
+#[test]
+fn a_groups_list_past_the_process_limit_is_refused() {
+    let plan = plan("SELECT k, array_agg(v) FROM t GROUP BY k")
+        .unwrap()
+        .merge;
+    let big: String = format!(
+        "{{{}}}",
+        (0..2000)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let rows: Vec<Vec<Option<String>>> = (0..20)
+        .map(|i| vec![Some((i % 2).to_string()), Some(big.clone())])
+        .collect();
+    let rows = [rows];
+    let shards = borrowed(&rows);
+    let limits = MemoryLimits {
+        work_mem: 8 << 10,
+        process_limit: 64 << 10,
+        ..MemoryLimits::default()
+    };
+    let desc = rd(&[("k", 20), ("array_agg", 1016)]);
+    let e = run_limited(&plan, &desc, &shards, "ISO, MDY", limits).unwrap_err();
+    assert_eq!(e.code(), "53200", "{e}");
+}
