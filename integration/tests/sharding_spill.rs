@@ -6,7 +6,7 @@
 //!   INTERSECT / EXCEPT (ALL) give the reference's answer, and the temporary files are gone
 //!   after each statement;
 //! - INSERT ... SELECT of 60,000 rows (the load itself, and a copy across shards) lands every
-//!   row on its shard;
+//!   row on its shard; an UPDATE of the sharding key moves 2,500 rows (in batches) with RETURNING;
 //! - a spill write that fails (failpoint `merge-spill-write`, as ENOSPC) gives the client
 //!   53100, removes the files, and the next statement works;
 //! - past `merge_memory_limit`, growth that cannot spill gets 53200 while another client's
@@ -230,6 +230,43 @@ async fn run(reference: &Topology, shards: &Topology) {
     let got = rows(&dog, check).await;
     // count(DISTINCT user_id) on the sharding key is exact across shards.
     assert_eq!(got.unwrap(), want);
+    assert!(spill_files(&temp).is_empty());
+
+    // An UPDATE of the sharding key moving 2,500 rows (in batches of 1,000) with RETURNING.
+    let from = 900_001;
+    let mut to = from + 1;
+    while hash_shard(&probe, 3, to).await == hash_shard(&probe, 3, from).await {
+        to += 1;
+    }
+    let fill = format!(
+        "INSERT INTO copies SELECT {from}, g, 'moved', g % 10 FROM generate_series(1, 2500) g"
+    );
+    dog.batch_execute(&fill).await.expect("fill through pgdog");
+    pg.batch_execute(&fill).await.unwrap();
+    let update =
+        format!("UPDATE copies SET user_id = {to} WHERE user_id = {from} RETURNING id, amount");
+    let mut got = rows(&dog, &update).await.expect("key update through pgdog");
+    let mut want = rows(&pg, &update).await.unwrap();
+    got.sort();
+    want.sort();
+    assert_eq!(got.len(), 2500);
+    assert_eq!(got, want);
+    let moved = format!("SELECT count(*) FROM copies WHERE user_id = {to}");
+    let on = hash_shard(&probe, 3, to).await;
+    assert_eq!(
+        count_i64(&direct[on], &moved).await,
+        2500,
+        "rows on their new shard"
+    );
+    let left = format!("SELECT count(*) FROM copies WHERE user_id IN ({from}, {to})");
+    let total: i64 = {
+        let mut t = 0;
+        for c in &direct {
+            t += count_i64(c, &left).await;
+        }
+        t
+    };
+    assert_eq!(total, 2500, "each moved row exactly once");
     assert!(spill_files(&temp).is_empty());
     drop(proxy);
     let _ = std::fs::remove_dir_all(&temp);

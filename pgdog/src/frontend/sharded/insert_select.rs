@@ -119,7 +119,7 @@ impl ShardedSession {
     }
 
     /// [`ShardedSession::capture`] into a spool that spills past `merge_work_mem`.
-    async fn capture_spool(
+    pub(super) async fn capture_spool(
         &mut self,
         route: &Route,
         req: exec::Request<'_>,

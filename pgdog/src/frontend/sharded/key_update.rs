@@ -5,14 +5,15 @@
 //! whole new row. Rows whose new key belongs elsewhere are then deleted there and inserted on
 //! their new shard (generated columns left for Postgres to compute again, identity values kept),
 //! all in one transaction across the shards (two-phase commit when enabled). The client gets
-//! its own RETURNING columns and `UPDATE n`.
+//! its own RETURNING columns and `UPDATE n`. Each shard's answer is spooled (memory up to
+//! `merge_work_mem`, then a temporary file) and moved 1,000 rows at a time.
 use super::{exec, ClientError, ShardedSession, Statement};
+use crate::merge::SpoolReader;
 use crate::net::bind::Bind;
 use crate::net::message;
 use crate::net::quote::ident as quote_ident;
 use crate::net::rows::{read_row_description, row_description, DataRow, Field};
 use crate::net::tag::backend;
-use crate::net::Message;
 use crate::router::schema::TableSharding;
 use crate::router::{Params, Route, RouterError};
 use pg_query_raw::protobuf::{self as pb, node::Node as N, ParseResult};
@@ -20,18 +21,11 @@ use pg_query_raw::router::Statement as Parsed1;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+/// Rows moved at a time (one DELETE on the old shard, one INSERT per new shard).
+const CHUNK: usize = 1000;
+
 /// Marks where the client's RETURNING columns end and the whole row begins.
 const SPLIT: &str = "__pgdog_row";
-
-/// One shard's answer to the rewritten UPDATE.
-struct Updated {
-    client_fields: Vec<Field>,
-    /// The columns of the whole new row.
-    table_fields: Vec<Field>,
-    /// (client's columns, whole row) per row.
-    rows: Vec<(Message, Vec<Option<String>>)>,
-    count: u64,
-}
 
 /// The client's request: a simple query, or a prepared statement with its Bind.
 pub(super) enum Origin<'a> {
@@ -91,6 +85,9 @@ impl ShardedSession {
         self.end_implicit(implicit, result).await.map(|()| true)
     }
 
+    /// Runs the UPDATE on each shard holding rows, moves the rows whose new key belongs
+    /// elsewhere (up to [`CHUNK`] at a time: the shard's answer is read back from a spool, so
+    /// memory does not grow with the row count) and answers the client.
     async fn move_rows(
         &mut self,
         ts: &TableSharding,
@@ -100,63 +97,116 @@ impl ShardedSession {
         origin: &Origin<'_>,
         returning: bool,
     ) -> Result<(), ClientError> {
-        let mut out_fields = None;
-        let mut out_rows = Vec::new();
         let mut count = 0;
-        for &shard in shards {
-            let updated = self.update_on(shard, source, origin).await?;
-            count += updated.count;
-            let key = updated
-                .table_fields
-                .iter()
-                .position(|f| f.name == ts.column())
-                .ok_or_else(|| ClientError::new("XX000", "the new row has no sharding key"))?;
-            let mut moved: BTreeMap<usize, Vec<Vec<Option<String>>>> = BTreeMap::new();
-            for (client, row) in updated.rows {
-                let to = ts
-                    .shard_of_text(row[key].as_deref())
-                    .map_err(RouterError::from)?;
-                if to != shard {
-                    moved.entry(to).or_default().push(row);
-                }
-                if returning {
-                    out_rows.push(client);
-                }
-            }
-            if !moved.is_empty() {
-                self.relocate(table, shard, key, &updated.table_fields, moved)
-                    .await?;
-            }
-            out_fields.get_or_insert(updated.client_fields);
-        }
-        let describe = match origin {
+        let mut described = !match origin {
             Origin::Simple => true,
             Origin::Extended { describe, .. } => *describe,
         };
-        if describe {
-            match (&out_fields, returning) {
-                (Some(f), true) => self.send(&row_description(f)),
-                _ if matches!(origin, Origin::Extended { .. }) => self.send(&message::empty(b'n')),
-                _ => {}
+        let bad = |e: crate::net::ProtocolError| ClientError::new("08P01", e.to_string());
+        for &shard in shards {
+            let mut answer = self.update_on(shard, source, origin).await?;
+            let mut split = 0;
+            let mut table_fields: Vec<Field> = Vec::new();
+            let mut key = 0;
+            let mut generated: Option<Vec<String>> = None;
+            let mut moved: BTreeMap<usize, Vec<Vec<Option<String>>>> = BTreeMap::new();
+            let mut waiting = 0;
+            while let Some(m) = answer.read()? {
+                match m.tag() {
+                    backend::ROW_DESCRIPTION => {
+                        let mut fields = read_row_description(&m).map_err(bad)?;
+                        split = fields.iter().position(|f| f.name == SPLIT).unwrap_or(0);
+                        table_fields = fields.split_off(split + 1);
+                        fields.pop();
+                        key = table_fields
+                            .iter()
+                            .position(|f| f.name == ts.column())
+                            .ok_or_else(|| {
+                                ClientError::new("XX000", "the new row has no sharding key")
+                            })?;
+                        if !described {
+                            described = true;
+                            if returning {
+                                self.send(&row_description(&fields));
+                            } else if matches!(origin, Origin::Extended { .. }) {
+                                self.send(&message::empty(b'n'));
+                            }
+                        }
+                    }
+                    backend::DATA_ROW => {
+                        let row = DataRow::parse(m).map_err(bad)?;
+                        let whole: Vec<Option<String>> = (split + 1..row.len())
+                            .map(|i| row.get(i).map(|v| String::from_utf8_lossy(v).into_owned()))
+                            .collect();
+                        let to = ts
+                            .shard_of_text(whole.get(key).cloned().flatten().as_deref())
+                            .map_err(RouterError::from)?;
+                        if returning {
+                            self.send(&row.truncated(split));
+                            self.flush_large().await?;
+                        }
+                        if to != shard {
+                            moved.entry(to).or_default().push(whole);
+                            waiting += 1;
+                        }
+                        if waiting >= CHUNK {
+                            let generated = match &generated {
+                                Some(g) => g.clone(),
+                                None => generated
+                                    .insert(self.generated_columns(shard, table).await?)
+                                    .clone(),
+                            };
+                            let batch = std::mem::take(&mut moved);
+                            self.relocate(table, shard, key, &table_fields, &generated, batch)
+                                .await?;
+                            waiting = 0;
+                        }
+                    }
+                    backend::COMMAND_COMPLETE => {
+                        let tag = m.reader().cstr().map_err(bad)?.to_string();
+                        count += message::rows_in_tag(&tag);
+                    }
+                    backend::NOTICE_RESPONSE => self.send(&m),
+                    _ => {}
+                }
             }
-        }
-        for r in &out_rows {
-            self.send(r);
+            if !moved.is_empty() {
+                let generated = match generated {
+                    Some(g) => g,
+                    None => self.generated_columns(shard, table).await?,
+                };
+                self.relocate(table, shard, key, &table_fields, &generated, moved)
+                    .await?;
+            }
         }
         self.send(&message::command_complete(&format!("UPDATE {count}")));
         Ok(())
     }
 
-    /// The client's UPDATE on one shard, RETURNING its own columns and the whole new row.
+    /// Sends what the client's buffer holds once it is large (rows streamed to the client).
+    async fn flush_large(&mut self) -> Result<(), ClientError> {
+        if self.captured.is_none() && self.client.out.len() > 64 * 1024 {
+            self.flush()
+                .await
+                .map_err(|_| ClientError::new("08006", "client connection lost"))?;
+        }
+        Ok(())
+    }
+
+    /// The client's UPDATE on one shard, RETURNING its own columns and the whole new row: the
+    /// shard's answer, spooled.
     async fn update_on(
         &mut self,
         shard: usize,
         source: &str,
         origin: &Origin<'_>,
-    ) -> Result<Updated, ClientError> {
+    ) -> Result<SpoolReader, ClientError> {
         let route = Route::Shard(shard);
-        let messages = match origin {
-            Origin::Simple => self.capture(&route, exec::Request::Simple(source)).await?,
+        let spool = match origin {
+            Origin::Simple => {
+                self.capture_spool(&route, exec::Request::Simple(source))
+                    .await?
+            }
             Origin::Extended {
                 statement, bind, ..
             } => {
@@ -171,42 +221,10 @@ impl ShardedSession {
                     bind: &bind,
                     describe: true,
                 };
-                self.capture(&route, req).await?
+                self.capture_spool(&route, req).await?
             }
         };
-        let mut updated = Updated {
-            client_fields: Vec::new(),
-            table_fields: Vec::new(),
-            rows: Vec::new(),
-            count: 0,
-        };
-        let mut split = 0;
-        let bad = |e: crate::net::ProtocolError| ClientError::new("08P01", e.to_string());
-        for m in messages {
-            match m.tag() {
-                backend::ROW_DESCRIPTION => {
-                    let mut fields = read_row_description(&m).map_err(bad)?;
-                    split = fields.iter().position(|f| f.name == SPLIT).unwrap_or(0);
-                    updated.table_fields = fields.split_off(split + 1);
-                    fields.pop();
-                    updated.client_fields = fields;
-                }
-                backend::DATA_ROW => {
-                    let row = DataRow::parse(m).map_err(bad)?;
-                    let whole = (split + 1..row.len())
-                        .map(|i| row.get(i).map(|v| String::from_utf8_lossy(v).into_owned()))
-                        .collect();
-                    updated.rows.push((row.truncated(split), whole));
-                }
-                backend::COMMAND_COMPLETE => {
-                    let tag = m.reader().cstr().map_err(bad)?.to_string();
-                    updated.count += message::rows_in_tag(&tag);
-                }
-                backend::NOTICE_RESPONSE => self.send(&m),
-                _ => {}
-            }
-        }
-        Ok(updated)
+        Ok(spool.reader()?)
     }
 
     /// Deletes the moved rows on `from` and inserts them on their new shards.
@@ -216,9 +234,9 @@ impl ShardedSession {
         from: usize,
         key: usize,
         fields: &[Field],
+        generated: &[String],
         moved: BTreeMap<usize, Vec<Vec<Option<String>>>>,
     ) -> Result<(), ClientError> {
-        let generated = self.generated_columns(from, table).await?;
         let keys: Vec<String> = moved
             .values()
             .flatten()
