@@ -173,7 +173,8 @@ impl Groups {
                         .iter()
                         .map(|k| 24 + k.as_ref().map_or(0, |k| k.len() as u64))
                         .sum::<u64>()
-                    + 32 * self.fresh.len() as u64;
+                    + 64
+                    + std::mem::size_of::<Acc>() as u64 * self.fresh.len() as u64;
                 budget.charge(n);
                 self.charged += n;
                 self.groups.push((false, self.fresh.clone()));
@@ -303,19 +304,15 @@ impl Groups {
         self.charged
     }
 
-    /// The merged groups (in first-seen order) that pass HAVING.
-    pub fn finish(self) -> Result<Vec<Row>, MergeError> {
-        let mut out = Vec::with_capacity(self.groups.len());
-        for (_, accs) in &self.groups {
-            let mut row = Vec::with_capacity(accs.len());
-            for (i, acc) in accs.iter().enumerate() {
-                row.push(self.value(i, acc, accs)?);
-            }
-            if self.having_holds(&row)? {
-                out.push(row);
-            }
+    /// The merged groups (in first-seen order) that pass HAVING, one at a time: each group's
+    /// memory goes as its row is made, the key index at once.
+    pub fn into_rows(mut self) -> GroupRows {
+        self.index = HashMap::new();
+        let groups = std::mem::take(&mut self.groups).into_iter();
+        GroupRows {
+            groups,
+            shell: self,
         }
-        Ok(out)
     }
 
     fn value(&self, i: usize, acc: &Acc, accs: &[Acc]) -> Result<Option<Bytes>, MergeError> {
@@ -443,6 +440,30 @@ impl Groups {
             }
         }
         Ok(true)
+    }
+}
+
+/// [`Groups::into_rows`].
+#[derive(Debug)]
+pub struct GroupRows {
+    groups: std::vec::IntoIter<(bool, Vec<Acc>)>,
+    /// The plan and types (no groups).
+    shell: Groups,
+}
+
+impl GroupRows {
+    /// The next group that passes HAVING.
+    pub fn next_row(&mut self) -> Result<Option<Row>, MergeError> {
+        for (_, accs) in self.groups.by_ref() {
+            let mut row = Vec::with_capacity(accs.len());
+            for (i, acc) in accs.iter().enumerate() {
+                row.push(self.shell.value(i, acc, &accs)?);
+            }
+            if self.shell.having_holds(&row)? {
+                return Ok(Some(row));
+            }
+        }
+        Ok(None)
     }
 }
 

@@ -5,7 +5,7 @@
 //!    level deeper, with another hash);
 //! 3. with ORDER BY, all of the above went into a [`Sorter`] instead, and come out sorted;
 //! 4. unordered DISTINCT rows that were spilled, each partition deduplicated on its own.
-use super::aggregate::{Groups, Row};
+use super::aggregate::{GroupRows, Groups, Row};
 use super::error::MergeError;
 use super::merger::Merger;
 use super::runs::{Sorted, Sorter};
@@ -19,6 +19,10 @@ use crate::net::Message;
 pub struct Output {
     /// Merged rows not yet through DISTINCT / OFFSET / LIMIT (one part at a time).
     pending: std::vec::IntoIter<Row>,
+    /// Groups not yet made into rows (one part at a time, without ORDER BY).
+    pending_groups: Option<GroupRows>,
+    /// Their bytes in the budget.
+    pending_charge: u64,
     /// Input partitions still to merge, with the depth to read them at.
     parts: Vec<(SpillFile, u32)>,
     /// ORDER BY: merged rows collect here first.
@@ -69,43 +73,49 @@ impl Merger {
                 queue(&mut output.parts, parts);
             }
             self.output = Some(output);
-            let rows = self.finish_blocking()?;
-            self.route_rows(rows)?;
+            self.finish_blocking()?;
         } else {
             self.output = Some(output);
         }
         Ok(())
     }
 
-    /// The in-memory groups or set-operation rows, merged (their memory given back).
-    fn finish_blocking(&mut self) -> Result<Vec<Row>, MergeError> {
+    /// The in-memory groups or set-operation rows, merged (their memory given back), to the
+    /// sorter (ORDER BY) or to be sent. Without ORDER BY, groups become rows as they are sent.
+    fn finish_blocking(&mut self) -> Result<(), MergeError> {
         if let Some(groups) = self.groups.take() {
             let charged = groups.charged();
-            let rows = groups.finish();
-            self.budget.release(charged);
-            return rows;
+            let mut rows = groups.into_rows();
+            let output = self.output.as_mut().ok_or(MergeError::State("output"))?;
+            match output.sorter.as_mut() {
+                Some(sorter) => {
+                    // The sorter charges what it keeps: the groups' charge goes first.
+                    self.budget.release(charged);
+                    while let Some(row) = rows.next_row()? {
+                        sorter.push(row, &mut self.budget)?;
+                    }
+                }
+                None => {
+                    // Released once they are sent.
+                    output.pending_groups = Some(rows);
+                    output.pending_charge = charged;
+                }
+            }
+            return Ok(());
         }
         if let (Some(rows), Some(so)) = (self.set_rows.take(), &self.plan.set_op) {
             let charged = rows.charged();
             let merged = rows.finish(&so.tree);
             self.budget.release(charged);
-            return merged;
-        }
-        Ok(Vec::new())
-    }
-
-    /// Merged rows to the sorter (ORDER BY) or straight to DISTINCT / OFFSET / LIMIT.
-    fn route_rows(&mut self, rows: Vec<Row>) -> Result<(), MergeError> {
-        let Some(output) = self.output.as_mut() else {
-            return Err(MergeError::State("output before finish"));
-        };
-        match output.sorter.as_mut() {
-            Some(sorter) => {
-                for row in rows {
-                    sorter.push(row, &mut self.budget)?;
+            let output = self.output.as_mut().ok_or(MergeError::State("output"))?;
+            match output.sorter.as_mut() {
+                Some(sorter) => {
+                    for row in merged? {
+                        sorter.push(row, &mut self.budget)?;
+                    }
                 }
+                None => output.pending = merged?.into_iter(),
             }
-            None => output.pending = rows.into_iter(),
         }
         Ok(())
     }
@@ -125,6 +135,15 @@ impl Merger {
             };
             if let Some(row) = output.pending.next() {
                 self.emit_merged(row)?;
+            } else if let Some(groups) = output.pending_groups.as_mut() {
+                match groups.next_row()? {
+                    Some(row) => self.emit_merged(row)?,
+                    None => {
+                        output.pending_groups = None;
+                        let charged = std::mem::take(&mut output.pending_charge);
+                        self.budget.release(charged);
+                    }
+                }
             } else if let Some((part, depth)) = output.parts.pop() {
                 self.merge_part(part, depth)?;
             } else if let Some(sorter) = output.sorter.take() {
@@ -161,11 +180,11 @@ impl Merger {
             }
         }
         drop(reader);
-        let rows = self.finish_blocking()?;
+        self.finish_blocking()?;
         if let Some(output) = self.output.as_mut() {
             queue(&mut output.parts, deeper);
         }
-        self.route_rows(rows)
+        Ok(())
     }
 
     /// One row of the spilled DISTINCT partitions through DISTINCT / OFFSET / LIMIT; false when
