@@ -5,14 +5,13 @@ use super::datetime::DateStyle;
 use super::decimal::Decimal;
 use super::error::MergeError;
 use super::having::{Constant, HavingCond};
+use super::key::{self, KeyMap};
 use super::list::{self, ListAgg};
 use super::memory::{row_bytes, Budget};
 use super::plan::{AggFn, Grouping};
-use super::spill;
 use super::value::{ColType, Kind, Number};
 use crate::net::rows::DataRow;
 use bytes::Bytes;
-use std::collections::HashMap;
 
 /// A merged row: one value per shard column (`None`: NULL).
 pub type Row = Vec<Option<Bytes>>;
@@ -49,7 +48,9 @@ pub struct Groups {
     types: Vec<ColType>,
     keys: Vec<usize>,
     having: Vec<HavingCond>,
-    index: HashMap<Vec<Option<Vec<u8>>>, usize>,
+    index: KeyMap<usize>,
+    /// The key of the row being added.
+    scratch: Vec<u8>,
     groups: Vec<(bool, Vec<Acc>)>,
     /// Accumulators of a fresh group.
     fresh: Vec<Acc>,
@@ -136,7 +137,8 @@ impl Groups {
             types: types.to_vec(),
             keys: g.keys.clone(),
             having: g.having.clone(),
-            index: HashMap::new(),
+            index: KeyMap::default(),
+            scratch: Vec::new(),
             groups: Vec::new(),
             fresh,
             charged: 0,
@@ -157,28 +159,27 @@ impl Groups {
         budget: &mut Budget,
         spill_depth: Option<u32>,
     ) -> Result<Option<u64>, MergeError> {
-        let key: Vec<Option<Vec<u8>>> = self
-            .keys
-            .iter()
-            .map(|&k| row.get(k).map(|v| self.types[k].key(v).into_owned()))
-            .collect();
-        let g = match self.index.get(&key) {
+        let types = &self.types;
+        key::encode(
+            &mut self.scratch,
+            self.keys
+                .iter()
+                .map(|&k| row.get(k).map(|v| types[k].key(v))),
+        );
+        let g = match self.index.get(self.scratch.as_slice()) {
             Some(&g) => g,
             None => {
                 if let Some(depth) = spill_depth.filter(|_| budget.full()) {
-                    return Ok(Some(spill::hash_key(&key, depth)));
+                    return Ok(Some(key::partition_hash(&self.scratch, depth)));
                 }
                 let n = row_bytes((0..row.len()).map(|i| row.get(i)))
-                    + key
-                        .iter()
-                        .map(|k| 24 + k.as_ref().map_or(0, |k| k.len() as u64))
-                        .sum::<u64>()
-                    + 64
+                    + key::stored_bytes(&self.scratch)
                     + std::mem::size_of::<Acc>() as u64 * self.fresh.len() as u64;
                 budget.charge(n);
                 self.charged += n;
                 self.groups.push((false, self.fresh.clone()));
-                self.index.insert(key, self.groups.len() - 1);
+                self.index
+                    .insert(self.scratch.as_slice().into(), self.groups.len() - 1);
                 self.groups.len() - 1
             }
         };
@@ -307,7 +308,7 @@ impl Groups {
     /// The merged groups (in first-seen order) that pass HAVING, one at a time: each group's
     /// memory goes as its row is made, the key index at once.
     pub fn into_rows(mut self) -> GroupRows {
-        self.index = HashMap::new();
+        self.index = KeyMap::default();
         let groups = std::mem::take(&mut self.groups).into_iter();
         GroupRows {
             groups,

@@ -12,6 +12,7 @@ use super::aggregate::{Groups, Row};
 use super::datetime::DateStyle;
 use super::drain::Output;
 use super::error::MergeError;
+use super::key::{self, KeySet};
 use super::memory::{Budget, MemoryLimits};
 use super::plan::{Bound, ColumnRef, DistinctPlan, MergePlan};
 use super::setop::{self, Collector};
@@ -22,7 +23,6 @@ use crate::net::rows::{self, DataRow, Field};
 use crate::net::Message;
 use bytes::Bytes;
 use std::cmp::Ordering;
-use std::collections::HashSet;
 
 /// Merges the rows of one cross-shard query.
 #[derive(Debug)]
@@ -36,7 +36,9 @@ pub struct Merger {
     pub(super) order: Vec<SortKey>,
     /// DISTINCT key columns.
     distinct: Option<Vec<usize>>,
-    pub(super) seen: HashSet<Vec<Option<Vec<u8>>>>,
+    pub(super) seen: KeySet,
+    /// The DISTINCT key of the row being admitted.
+    scratch: Vec<u8>,
     /// Bytes of `seen` charged to the budget.
     seen_bytes: u64,
     /// Ordered DISTINCT: the sort keys `seen` holds rows of (rows with other keys can no
@@ -92,7 +94,8 @@ impl Merger {
             visible: 0,
             order: Vec::new(),
             distinct: None,
-            seen: HashSet::new(),
+            seen: KeySet::default(),
+            scratch: Vec::new(),
             seen_bytes: 0,
             seen_run: None,
             distinct_prefix: 0,
@@ -357,25 +360,29 @@ impl Merger {
             return Ok(Admit::No);
         }
         if let Some(cols) = &self.distinct {
-            let key: Vec<Option<Vec<u8>>> = cols
-                .iter()
-                .map(|&c| row.column(c).map(|v| self.types[c].key(v).into_owned()))
-                .collect();
-            if self.seen.contains(&key) {
+            let types = &self.types;
+            key::encode(
+                &mut self.scratch,
+                cols.iter().map(|&c| row.column(c).map(|v| types[c].key(v))),
+            );
+            if self.seen.contains(self.scratch.as_slice()) {
                 return Ok(Admit::No);
             }
-            let n = 2 * super::memory::row_bytes(key.iter().map(|k| k.as_deref()));
+            let n = key::stored_bytes(&self.scratch);
             if !self.order.is_empty() {
                 self.new_run(row)?;
                 // One run of equal sort keys cannot be split.
                 self.budget.charge_fixed(n)?;
             } else if self.distinct_depth < spill::MAX_DEPTH && self.budget.full() {
-                return Ok(Admit::Spill(spill::hash_key(&key, self.distinct_depth)));
+                return Ok(Admit::Spill(key::partition_hash(
+                    &self.scratch,
+                    self.distinct_depth,
+                )));
             } else {
                 self.budget.charge(n);
             }
             self.seen_bytes += n;
-            self.seen.insert(key);
+            self.seen.insert(self.scratch.as_slice().into());
         }
         if self.skipped < self.offset {
             self.skipped += 1;

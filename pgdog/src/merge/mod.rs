@@ -14,6 +14,7 @@ mod drain;
 mod error;
 mod float;
 mod having;
+mod key;
 mod list;
 mod memory;
 mod merger;

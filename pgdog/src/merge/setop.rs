@@ -6,15 +6,14 @@
 //! (`INTERSECT ALL` keeps min(m, n) copies, `EXCEPT ALL` max(m - n, 0), the plain ones one).
 use super::aggregate::Row;
 use super::error::MergeError;
+use super::key::{self, KeyMap};
 use super::memory::{row_bytes, Budget};
 use super::plan::{self, ColumnRef, MergePlan, OrderKey};
 use super::rewrite;
-use super::spill;
 use super::value::ColType;
 use crate::net::rows::DataRow;
 use bytes::Bytes;
 use pg_query_raw::protobuf::{self as pb, node::Node as N};
-use std::collections::HashMap;
 
 /// How two inputs are combined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -248,12 +247,12 @@ pub(super) fn branch_of(v: Option<&[u8]>, binary: bool) -> Result<usize, MergeEr
     usize::try_from(n).map_err(|_| bad())
 }
 
-type Key = Vec<Option<Vec<u8>>>;
+type Key = Box<[u8]>;
 
 /// A multiset of rows in first-seen order.
 #[derive(Debug, Default)]
 struct Bag {
-    index: HashMap<Key, usize>,
+    index: KeyMap<usize>,
     rows: Vec<(Row, u64)>,
     keys: Vec<Key>,
 }
@@ -314,24 +313,31 @@ impl Collector {
         budget: &mut Budget,
         spill_depth: Option<u32>,
     ) -> Result<Option<u64>, MergeError> {
-        let key: Key = (0..self.types.len())
-            .map(|i| row.get(i).map(|v| self.types[i].key(v).into_owned()))
-            .collect();
-        let known = self.bags.iter().any(|b| b.index.contains_key(&key));
+        let mut buf = Vec::new();
+        key::encode(
+            &mut buf,
+            (0..self.types.len()).map(|i| row.get(i).map(|v| self.types[i].key(v))),
+        );
+        let known = self
+            .bags
+            .iter()
+            .any(|b| b.index.contains_key(buf.as_slice()));
         if !known {
             if let Some(depth) = spill_depth.filter(|_| budget.full()) {
-                return Ok(Some(spill::hash_key(&key, depth)));
+                return Ok(Some(key::partition_hash(&buf, depth)));
             }
         }
         let bag = self
             .bags
             .get_mut(branch)
             .ok_or(MergeError::State("unknown set operation branch"))?;
-        if !bag.index.contains_key(&key) {
-            let n = 2 * row_bytes(key.iter().map(|k| k.as_deref()));
+        if !bag.index.contains_key(buf.as_slice()) {
+            let n =
+                2 * key::stored_bytes(&buf) + row_bytes((0..self.types.len()).map(|i| row.get(i)));
             budget.charge(n);
             self.charged += n;
         }
+        let key: Key = buf.into_boxed_slice();
         let values = (0..self.types.len())
             .map(|i| row.get(i).map(Bytes::copy_from_slice))
             .collect();

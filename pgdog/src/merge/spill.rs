@@ -11,7 +11,6 @@ use super::memory::{SPILLED_BYTES, SPILL_FILES};
 use crate::net::Message;
 use bytes::{Bytes, BytesMut};
 use std::fs::{File, OpenOptions};
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,14 +23,6 @@ pub const MAX_DEPTH: u32 = 6;
 const PREFIX: &str = "pgdog-merge-";
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
-
-/// The hash that picks a row's partition at `depth`.
-pub fn hash_key<K: Hash>(key: &K, depth: u32) -> u64 {
-    let mut h = DefaultHasher::new();
-    depth.hash(&mut h);
-    key.hash(&mut h);
-    h.finish()
-}
 
 /// Removes the file when dropped.
 #[derive(Debug)]
