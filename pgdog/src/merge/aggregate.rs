@@ -51,6 +51,9 @@ pub struct Groups {
     index: KeyMap<usize>,
     /// The key of the row being added.
     scratch: Vec<u8>,
+    /// New groups spill from the first one that did until these groups are finished (a key
+    /// is either in memory or in one partition, never both).
+    spilling: bool,
     groups: Vec<(bool, Vec<Acc>)>,
     /// Accumulators of a fresh group.
     fresh: Vec<Acc>,
@@ -139,6 +142,7 @@ impl Groups {
             having: g.having.clone(),
             index: KeyMap::default(),
             scratch: Vec::new(),
+            spilling: false,
             groups: Vec::new(),
             fresh,
             charged: 0,
@@ -169,7 +173,8 @@ impl Groups {
         let g = match self.index.get(self.scratch.as_slice()) {
             Some(&g) => g,
             None => {
-                if let Some(depth) = spill_depth.filter(|_| budget.full()) {
+                if let Some(depth) = spill_depth.filter(|_| self.spilling || budget.full()) {
+                    self.spilling = true;
                     return Ok(Some(key::partition_hash(&self.scratch, depth)));
                 }
                 let n = row_bytes((0..row.len()).map(|i| row.get(i)))

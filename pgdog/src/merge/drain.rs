@@ -210,6 +210,7 @@ impl Merger {
             // Keys of one partition never appear in another: start afresh.
             output.distinct_reader = Some(part.reader()?);
             self.distinct_depth = depth;
+            self.distinct_spilling = false;
             self.forget_seen();
         }
     }

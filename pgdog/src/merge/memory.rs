@@ -116,10 +116,12 @@ impl Budget {
     }
 
     /// Whether the merge should spill instead of growing: past its own `merge_work_mem`, or
-    /// all merges together past `merge_memory_limit`.
+    /// all merges together past `merge_memory_limit` while this one holds at least an eighth
+    /// of its own limit (so a merge holding little is not made to spill row by row).
     pub fn full(&self) -> bool {
         self.used > self.limits.work_mem
-            || IN_FLIGHT.load(Ordering::Relaxed) > self.limits.process_limit
+            || (self.used > self.limits.work_mem / 8
+                && IN_FLIGHT.load(Ordering::Relaxed) > self.limits.process_limit)
     }
 }
 

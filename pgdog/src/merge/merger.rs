@@ -18,7 +18,7 @@ use super::plan::{Bound, ColumnRef, DistinctPlan, MergePlan};
 use super::setop::{self, Collector};
 use super::sort::{self, Columns, KWay, SortKey};
 use super::spill::{self, Partitions};
-use super::value::ColType;
+use super::value::{ColType, Kind};
 use crate::net::rows::{self, DataRow, Field};
 use crate::net::Message;
 use bytes::Bytes;
@@ -50,6 +50,11 @@ pub struct Merger {
     pub(super) distinct_spill: Option<Partitions>,
     /// Depth of the DISTINCT partitions being read (0: the shards' rows).
     pub(super) distinct_depth: u32,
+    /// New DISTINCT keys spill from the first one that did until the next partition starts.
+    pub(super) distinct_spilling: bool,
+    /// The ordered-DISTINCT reset applies: the leading sort keys compare as the servers do
+    /// whatever their collation (no text).
+    resets: bool,
     kway: Option<KWay>,
     pub(super) groups: Option<Groups>,
     done: Vec<bool>,
@@ -60,6 +65,8 @@ pub struct Merger {
     sent: u64,
     pub(super) finished: bool,
     error: Option<MergeError>,
+    /// A row failed (its error went to the session): the rest are dropped.
+    failed: bool,
     /// The servers' DateStyle (text dates and timestamps are read in it).
     pub(super) dates: DateStyle,
     /// INTERSECT / EXCEPT / UNION: each branch's rows, counted.
@@ -101,6 +108,8 @@ impl Merger {
             distinct_prefix: 0,
             distinct_spill: None,
             distinct_depth: 0,
+            distinct_spilling: false,
+            resets: false,
             kway: None,
             groups: None,
             done: vec![false; shards],
@@ -111,6 +120,7 @@ impl Merger {
             sent: 0,
             finished: false,
             error: None,
+            failed: false,
             dates: DateStyle::default(),
             set_rows: None,
             branch_binary: false,
@@ -205,6 +215,10 @@ impl Merger {
             DistinctPlan::On(cols) => cols.len().min(self.order.len()),
             _ => self.order.len(),
         };
+        self.resets = self.distinct_prefix > 0
+            && self.order[..self.distinct_prefix]
+                .iter()
+                .all(|k| !matches!(k.ty.kind, Kind::Text | Kind::Bpchar));
         if let Some(so) = &self.plan.set_op {
             self.branch_binary = fields.last().is_some_and(|f| f.format == 1);
             if !so.streams() {
@@ -228,8 +242,27 @@ impl Merger {
         Ok(Some(client))
     }
 
-    /// A DataRow from a shard.
+    /// A DataRow from a shard. After an error (returned once) the merge is over: its memory
+    /// and files go at once, and the rest of the shards' rows are dropped.
     pub fn row(&mut self, shard: usize, m: Message) -> Result<(), MergeError> {
+        if self.error.is_some() || self.failed {
+            return Ok(());
+        }
+        let result = self.take_row(shard, m);
+        if result.is_err() {
+            self.failed = true;
+            self.groups = None;
+            self.set_rows = None;
+            self.kway = None;
+            self.input_spill = None;
+            self.distinct_spill = None;
+            self.ready.clear();
+            self.forget_seen();
+        }
+        result
+    }
+
+    fn take_row(&mut self, shard: usize, m: Message) -> Result<(), MergeError> {
         self.check_shard(shard)?;
         if self.fields.is_none() {
             return Err(MergeError::State("DataRow before RowDescription"));
@@ -370,10 +403,16 @@ impl Merger {
             }
             let n = key::stored_bytes(&self.scratch);
             if !self.order.is_empty() {
-                self.new_run(row)?;
-                // One run of equal sort keys cannot be split.
+                if self.resets {
+                    self.new_run(row)?;
+                }
+                // Rows come sorted: a run of equal sort keys (all rows, for text keys, whose
+                // order may follow the servers' collation) cannot be split.
                 self.budget.charge_fixed(n)?;
-            } else if self.distinct_depth < spill::MAX_DEPTH && self.budget.full() {
+            } else if self.distinct_depth < spill::MAX_DEPTH
+                && (self.distinct_spilling || self.budget.full())
+            {
+                self.distinct_spilling = true;
                 return Ok(Admit::Spill(key::partition_hash(
                     &self.scratch,
                     self.distinct_depth,

@@ -37,7 +37,9 @@ impl Sorter {
         budget.charge(n);
         self.bytes += n;
         self.buf.push(row);
-        if budget.full() && self.buf.len() > 1 {
+        // A run holds at least a quarter of merge_work_mem: no flood of tiny runs (and open
+        // files) when memory is short across the process.
+        if budget.full() && self.bytes >= budget.limits.work_mem / 4 {
             self.write_run(budget)?;
         }
         Ok(())

@@ -291,6 +291,8 @@ pub(super) struct Collector {
     bags: Vec<Bag>,
     types: Vec<ColType>,
     charged: u64,
+    /// New keys spill from the first one that did (see `Groups`).
+    spilling: bool,
 }
 
 impl Collector {
@@ -299,6 +301,7 @@ impl Collector {
             bags: (0..branches).map(|_| Bag::default()).collect(),
             types: types.to_vec(),
             charged: 0,
+            spilling: false,
         }
     }
 
@@ -323,7 +326,8 @@ impl Collector {
             .iter()
             .any(|b| b.index.contains_key(buf.as_slice()));
         if !known {
-            if let Some(depth) = spill_depth.filter(|_| budget.full()) {
+            if let Some(depth) = spill_depth.filter(|_| self.spilling || budget.full()) {
+                self.spilling = true;
                 return Ok(Some(key::partition_hash(&buf, depth)));
             }
         }

@@ -12,6 +12,7 @@ use crate::net::Message;
 use bytes::{Bytes, BytesMut};
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -23,6 +24,9 @@ pub const MAX_DEPTH: u32 = 6;
 const PREFIX: &str = "pgdog-merge-";
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
+/// A random part of this process's file names: a pgdog restarted with the same pid (PID 1 in a
+/// container) never meets a name of its previous life.
+static NONCE: std::sync::LazyLock<u32> = std::sync::LazyLock::new(rand::random);
 
 /// Removes the file when dropped.
 #[derive(Debug)]
@@ -52,11 +56,13 @@ pub struct SpillFile {
 impl SpillFile {
     pub fn create(dir: &Path) -> Result<SpillFile, MergeError> {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path = dir.join(format!("{PREFIX}{}-{n}", std::process::id()));
+        let path = dir.join(format!("{PREFIX}{}-{:08x}-{n}", std::process::id(), *NONCE));
+        // Readable by pgdog's user only: the files hold query results.
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
+            .mode(0o600)
             .open(&path)
             .map_err(|e| io_error(e, &path))?;
         SPILL_FILES.fetch_add(1, Ordering::Relaxed);
@@ -171,7 +177,8 @@ impl Partitions {
     }
 }
 
-/// Removes the temporary files of pgdog processes that are gone (killed while spilling).
+/// Removes the temporary files of pgdog processes that are gone (killed while spilling). Run at
+/// start, before this process spills: a file with its own pid is from an earlier pgdog too.
 pub fn sweep(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -185,9 +192,9 @@ pub fn sweep(dir: &Path) {
             continue;
         };
         // SAFETY: kill with signal 0 only checks whether the process exists.
-        let alive = pid as u32 == std::process::id()
-            || unsafe { libc::kill(pid, 0) } == 0
-            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        let alive = pid as u32 != std::process::id()
+            && (unsafe { libc::kill(pid, 0) } == 0
+                || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM));
         if !alive {
             match std::fs::remove_file(entry.path()) {
                 Ok(()) => tracing::info!(
@@ -234,15 +241,19 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("pgdog-sweep-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         // A pid that cannot exist (above pid_max's maximum).
-        let dead = dir.join(format!("{PREFIX}{}-0", 1 << 23));
-        let mine = dir.join(format!("{PREFIX}{}-77", std::process::id()));
+        let dead = dir.join(format!("{PREFIX}{}-0-0", 1 << 23));
+        // Its own pid: a leftover of an earlier process with the same pid.
+        let mine = dir.join(format!("{PREFIX}{}-1-77", std::process::id()));
+        // A live process (pid 1 always exists).
+        let live = dir.join(format!("{PREFIX}1-2-3"));
         let other = dir.join("unrelated");
-        for p in [&dead, &mine, &other] {
+        for p in [&dead, &mine, &live, &other] {
             std::fs::write(p, b"x").unwrap();
         }
         sweep(&dir);
         assert!(!dead.exists());
-        assert!(mine.exists());
+        assert!(!mine.exists());
+        assert!(live.exists());
         assert!(other.exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -31,7 +31,11 @@ impl Spool {
         }
         if self.file.is_none() && !self.budget.full() {
             self.budget.charge(64 + m.len() as u64);
-            self.memory.push(m.clone());
+            // A copy: a clone would keep the server's whole read buffer alive.
+            self.memory
+                .push(Message::from_bytes(bytes::Bytes::copy_from_slice(
+                    m.bytes(),
+                )));
             return;
         }
         if self.file.is_none() {

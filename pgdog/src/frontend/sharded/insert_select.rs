@@ -7,13 +7,14 @@
 //! `pgdog.unique_id()` when the table's `primary_key` says so.
 //!
 //! Memory stays bounded whatever the row count: the SELECT's rows are kept in a [`Spool`]
-//! (memory up to `merge_work_mem`, then a temporary file), and read back one at a time into
-//! per-shard batches; a full batch is inserted at once.
+//! (memory up to `merge_work_mem`, then a temporary file), read back one at a time into a spool
+//! per target shard, and inserted shard after shard (in shard order, like every write across
+//! shards) in batches of [`CHUNK`] rows.
 use super::{exec, ClientError, ShardedSession};
 use crate::backend::unique_id;
 use crate::merge::{MemoryLimits, Spool, SpoolReader};
 use crate::net::message;
-use crate::net::rows::DataRow;
+use crate::net::rows::{self, DataRow};
 use crate::net::tag::backend;
 use crate::net::Message;
 use crate::router::insert::{self, InsertPart};
@@ -147,7 +148,14 @@ impl ShardedSession {
         let ts = schema
             .table(table)
             .ok_or_else(|| ClientError::new("XX000", "INSERT ... SELECT lost its table"))?;
-        let mut batches: Vec<Rows> = vec![Vec::new(); schema.shards];
+        // Each shard's rows, spooled: they are inserted shard after shard, in shard order, as
+        // every write across shards is (two such statements never wait on each other's shards
+        // in opposite orders).
+        let mut limits = MemoryLimits::active();
+        limits.work_mem = (limits.work_mem / schema.shards.max(1) as u64).max(8 << 10);
+        let mut spools: Vec<Spool> = (0..schema.shards)
+            .map(|_| Spool::new(limits.clone()))
+            .collect();
         let mut done = Inserted::default();
         let mut key: Option<usize> = None;
         let mut node = None;
@@ -160,10 +168,7 @@ impl ShardedSession {
                 }
                 _ => continue,
             }
-            let r = DataRow::parse(m).map_err(|e| ClientError::new("08P01", e.to_string()))?;
-            let mut row: Vec<Option<String>> = (0..r.len())
-                .map(|i| r.get(i).map(|v| String::from_utf8_lossy(v).into_owned()))
-                .collect();
+            let mut row = texts(m)?;
             let k = match key {
                 Some(k) => k,
                 None => {
@@ -193,16 +198,25 @@ impl ShardedSession {
             let shard = ts
                 .shard_of_text(row[k].as_deref())
                 .map_err(RouterError::from)?;
-            batches[shard].push(row);
-            if batches[shard].len() >= CHUNK {
-                let batch = std::mem::take(&mut batches[shard]);
-                self.insert_batch(tree, &columns, shard, Some(&batch), describe, &mut done)
-                    .await?;
-            }
+            spools
+                .get_mut(shard)
+                .ok_or_else(|| ClientError::new("XX000", "no such shard"))?
+                .push(&rows::data_row(&row));
         }
-        for (shard, batch) in batches.iter().enumerate() {
+        drop(rows);
+        for (shard, spool) in spools.into_iter().enumerate() {
+            let mut spooled = spool.reader()?;
+            let mut batch: Rows = Vec::new();
+            while let Some(m) = spooled.read()? {
+                batch.push(texts(m)?);
+                if batch.len() >= CHUNK {
+                    self.insert_batch(tree, &columns, shard, Some(&batch), describe, &mut done)
+                        .await?;
+                    batch.clear();
+                }
+            }
             if !batch.is_empty() {
-                self.insert_batch(tree, &columns, shard, Some(batch), describe, &mut done)
+                self.insert_batch(tree, &columns, shard, Some(&batch), describe, &mut done)
                     .await?;
             }
         }
@@ -279,6 +293,14 @@ impl ShardedSession {
         }
         Ok(())
     }
+}
+
+/// A DataRow's values as text.
+fn texts(m: Message) -> Result<Vec<Option<String>>, ClientError> {
+    let r = DataRow::parse(m).map_err(|e| ClientError::new("08P01", e.to_string()))?;
+    Ok((0..r.len())
+        .map(|i| r.get(i).map(|v| String::from_utf8_lossy(v).into_owned()))
+        .collect())
 }
 
 fn width_error(targets: usize, width: usize) -> ClientError {

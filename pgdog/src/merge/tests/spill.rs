@@ -78,13 +78,33 @@ fn spilled_merges_equal_in_memory_ones() {
     let raw = data(6000, 2500);
     let groups = partials(&raw);
     let by_k = sorted_shards(&raw, 0);
+    // (count partial, sum partial, hidden k) rows.
+    let vk: &[(&str, i32)] = &[("count", 20), ("k", 20)];
+    let vvk: &[(&str, i32)] = &[("count", 20), ("sum", 1700), ("k", 20)];
+    let counts: Vec<Vec<Vec<Option<String>>>> = raw
+        .iter()
+        .map(|rows| {
+            rows.iter()
+                .map(|r| vec![r[1].clone(), r[0].clone()])
+                .collect()
+        })
+        .collect();
+    let sums: Vec<Vec<Vec<Option<String>>>> = raw
+        .iter()
+        .map(|rows| {
+            rows.iter()
+                .map(|r| vec![Some("1".into()), r[1].clone(), r[0].clone()])
+                .collect()
+        })
+        .collect();
     type Case<'a> = (
         &'a str,
         &'a [(&'a str, i32)],
         &'a Vec<Vec<Vec<Option<String>>>>,
         bool,
     );
-    let cases: Vec<Case> = vec![
+    let cases: Vec<Case> =
+        vec![
         // GROUP BY: partial counts, sums, min/max per group from each shard.
         (
             "SELECT k, count(*), sum(v), min(w) FROM t GROUP BY k",
@@ -116,6 +136,9 @@ fn spilled_merges_equal_in_memory_ones() {
             &groups,
             false,
         ),
+        // DISTINCT over spilled groups: the values of both passes deduplicated together.
+        ("SELECT DISTINCT count(*) FROM t GROUP BY k", vk, &counts, false),
+        ("SELECT DISTINCT count(*), sum(v) FROM t GROUP BY k", vvk, &sums, false),
         // DISTINCT without and with ORDER BY (shards answer sorted).
         ("SELECT DISTINCT k, v FROM t", kv, &raw, false),
         ("SELECT DISTINCT k, v FROM t LIMIT 500", kv, &raw, false),
