@@ -20,8 +20,8 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy --workspace --all-targets --locked "${FEATURES[@]}" -- -D warnings
 step "unit and integration tests"
 cargo test --workspace --locked "${FEATURES[@]}"
-step "protocol fuzzer (60 s against pgdog; replay a failure with the seed and case it prints)"
-target/debug/pgdog-topology single -- python3 integration/fuzz/protocol_fuzz.py --target pgdog --seconds 60
+step "protocol fuzzer (30 s against pgdog; replay a failure with the seed and case it prints)"
+target/debug/pgdog-topology single -- python3 integration/fuzz/protocol_fuzz.py --target pgdog --seconds 30
 step "leak check (valgrind over the parser corpus)"
 bash scripts/leak-check.sh
 step "all passed"

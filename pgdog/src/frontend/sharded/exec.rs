@@ -454,9 +454,10 @@ impl ShardedSession {
         let mut ready_rows: Vec<Message> = Vec::new();
         let mut deadline = self.query_deadline();
         while pending.iter().any(|p| *p) {
+            let readable = readable(c.merger.as_ref(), &pending);
             let waited = match deadline {
                 Some(at) => {
-                    match tokio::time::timeout_at(at, self.wait_any(shards, &pending)).await {
+                    match tokio::time::timeout_at(at, self.wait_any(shards, &readable)).await {
                         Ok(r) => r,
                         Err(_) => {
                             // query_timeout: cancel what still runs; the shards answer 57014.
@@ -466,7 +467,7 @@ impl ShardedSession {
                         }
                     }
                 }
-                None => self.wait_any(shards, &pending).await,
+                None => self.wait_any(shards, &readable).await,
             };
             let idx = match waited {
                 Ok(i) => i,
@@ -568,6 +569,28 @@ impl ShardedSession {
             Ok(()) => Ok(idx),
             Err(e) => Err((idx, e)),
         }
+    }
+}
+
+/// Rows an ORDER BY merge queues for one shard before pgdog stops reading that shard.
+const KWAY_QUEUE: usize = 1024;
+
+/// The pending shards to read from. An ORDER BY merge sends a row once every unfinished shard
+/// has one queued: a shard far ahead of the others is not read until they catch up (its server
+/// waits on TCP), so a slow shard never makes pgdog queue the fast ones' rows without limit.
+fn readable(merger: Option<&Merger>, pending: &[bool]) -> Vec<bool> {
+    let Some(mg) = merger else {
+        return pending.to_vec();
+    };
+    let ok: Vec<bool> = pending
+        .iter()
+        .enumerate()
+        .map(|(i, p)| *p && mg.queued(i) < KWAY_QUEUE)
+        .collect();
+    if ok.iter().any(|r| *r) {
+        ok
+    } else {
+        pending.to_vec()
     }
 }
 

@@ -310,7 +310,7 @@ fn width_error(targets: usize, width: usize) -> ClientError {
     )
 }
 
-fn deparse_one(version: i32, stmt: pb::Node) -> Result<String, ClientError> {
+pub(super) fn deparse_one(version: i32, stmt: pb::Node) -> Result<String, ClientError> {
     let one = ParseResult {
         version,
         stmts: vec![RawStmt {

@@ -10,6 +10,7 @@
 mod copy;
 mod describe;
 mod exec;
+mod explain;
 mod handover;
 mod ids;
 mod insert_select;
@@ -417,7 +418,8 @@ impl ShardedSession {
         if let StatementKind::Copy { from } = st.kind {
             return self.copy(sql, from).await;
         }
-        if self.insert_select(st, sql, None).await?
+        if self.explain(st, sql).await?
+            || self.insert_select(st, sql, None).await?
             || self.key_update(st, sql, key_update::Origin::Simple).await?
         {
             return Ok(());
