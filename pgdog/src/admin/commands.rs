@@ -10,7 +10,7 @@ use crate::registry::Registry;
 pub const COMMANDS: &str =
     "SHOW CLIENTS, SHOW SERVERS, SHOW POOLS, SHOW STATS, SHOW STATS_TOTALS, \
 SHOW STATS_AVERAGES, SHOW CONFIG, SHOW LISTS, SHOW DATABASES, SHOW USERS, SHOW VERSION, \
-SHOW PREPARED_STATEMENTS, SHOW QUERY_CACHE, SHOW PAUSED, SHOW BANS, SHOW LISTENERS, SHOW <setting>, PAUSE [db], \
+SHOW PREPARED_STATEMENTS, SHOW QUERY_CACHE, SHOW MERGE, SHOW ROUTES, RESET ROUTES, SHOW PAUSED, SHOW BANS, SHOW LISTENERS, SHOW <setting>, PAUSE [db], \
 RESUME [db], RELOAD, SHUTDOWN, KILL db, RECONNECT [db], SET key = value, BAN host:port [db], \
 UNBAN host:port [db], HEALTHCHECK [host:port [db]], and RESHARD, SHOW RESHARD, CUTOVER, STOP, \
 ABORT RESHARD";
@@ -32,6 +32,7 @@ pub enum Command {
     Ban(ServerRef),
     Unban(ServerRef),
     Healthcheck(Option<ServerRef>),
+    ResetRoutes,
 }
 
 /// The SHOW listings.
@@ -50,6 +51,7 @@ const SHOWS: &[&str] = &[
     "PREPARED_STATEMENTS",
     "QUERY_CACHE",
     "MERGE",
+    "ROUTES",
     "PAUSED",
     "BANS",
     "LISTENERS",
@@ -147,6 +149,7 @@ pub fn parse(statement: &str) -> Option<Command> {
         ["RESUME"] => Command::Resume(None),
         ["RESUME", _] => Command::Resume(Some(name(tokens[1]))),
         ["RELOAD"] => Command::Reload,
+        ["RESET", "ROUTES"] => Command::ResetRoutes,
         ["SHUTDOWN"] => Command::Shutdown,
         ["KILL", _] => Command::Kill(name(tokens[1])),
         ["RECONNECT"] => Command::Reconnect(None),
@@ -186,6 +189,7 @@ fn show(what: &str) -> Reply {
         "PREPARED_STATEMENTS" => show::prepared_statements(),
         "QUERY_CACHE" => show::query_cache(),
         "MERGE" => show::merge(),
+        "ROUTES" => super::routes::show(),
         "PAUSED" => show_paused(),
         "BANS" => servers::show_bans(),
         "LISTENERS" => servers::show_listeners(),
@@ -229,6 +233,7 @@ async fn run_command(command: Command) -> Result<Reply, AdminError> {
             super::resume(db.as_deref());
             Ok(Reply::Tag("RESUME".into()))
         }
+        Command::ResetRoutes => Ok(super::routes::reset()),
         Command::Reload => {
             super::reload()?;
             Ok(Reply::Tag("RELOAD".into()))

@@ -4,6 +4,7 @@
 //! `[general] admin_*` and `pause_timeout` configure the admin database (see `crate::admin`).
 use serde::{Deserialize, Serialize};
 
+mod dry_run;
 pub mod hba;
 mod overrides;
 pub mod pgbouncer;
@@ -252,6 +253,11 @@ pub struct General {
     pub merge_memory_limit: Size,
     /// Where merges spill (unset: the system's temporary directory).
     pub temp_directory: Option<PathBuf>,
+    /// Count every statement's route by shape (SHOW ROUTES), as if each database had
+    /// `dry_run_shards` shards; statements are served as usual. Per database too.
+    pub dry_run: bool,
+    /// The planned shard count of the dry run (unset: the database's own).
+    pub dry_run_shards: Option<usize>,
     /// Milliseconds SIGTERM / SHUTDOWN waits for transactions in flight before closing clients.
     pub shutdown_timeout: u64,
     /// A user of users.toml as whom pgdog runs `auth_query` to find the secret of a client
@@ -390,6 +396,8 @@ impl Default for General {
             merge_work_mem: Size::mb(64),
             merge_memory_limit: Size::mb(1024),
             temp_directory: None,
+            dry_run: false,
+            dry_run_shards: None,
             shutdown_timeout: 60_000,
             auth_user: None,
             auth_query: DEFAULT_AUTH_QUERY.into(),
@@ -449,6 +457,9 @@ pub struct Database {
     pub auth_query: Option<String>,
     /// This database's `max_db_connections` (overrides `[general]`).
     pub max_db_connections: Option<usize>,
+    /// This database's `dry_run` and `dry_run_shards` (override `[general]`).
+    pub dry_run: Option<bool>,
+    pub dry_run_shards: Option<usize>,
 }
 
 fn default_host() -> String {

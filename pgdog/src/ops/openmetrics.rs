@@ -75,6 +75,7 @@ pub fn render() -> String {
     traffic_metrics(&mut out);
     cache_metrics(&mut out);
     merge_metrics(&mut out);
+    route_metrics(&mut out);
     cap_metrics(&mut out);
     reshard_metrics(&mut out);
     out.text.push_str("# EOF\n");
@@ -408,6 +409,46 @@ fn merge_metrics(out: &mut Out) {
             name.to_string()
         };
         out.sample(&sample, &[], value);
+    }
+}
+
+/// The routes report (dry_run) summed per database: calls by verdict, shapes, time.
+fn route_metrics(out: &mut Out) {
+    use crate::router::verdict::VerdictKind;
+    let mut by: BTreeMap<String, ([u64; 5], u64, u64)> = BTreeMap::new();
+    for r in crate::stats::routes::rows() {
+        let e = by.entry(r.database).or_default();
+        (0..5).for_each(|i| e.0[i] += r.by_kind[i]);
+        e.1 += 1;
+        e.2 += r.time_us;
+    }
+    out.family(
+        "route_calls",
+        "counter",
+        "Statements counted by the dry run, by the verdict of the planned layout.",
+    );
+    for (db, (kinds, _, _)) in &by {
+        for k in VerdictKind::ALL {
+            let l = [("database", db.as_str()), ("verdict", k.name())];
+            out.sample("route_calls_total", &l, kinds[k.index()]);
+        }
+    }
+    out.family(
+        "route_shapes",
+        "gauge",
+        "Statement shapes in the routes report.",
+    );
+    for (db, (_, shapes, _)) in &by {
+        out.sample("route_shapes", &[("database", db.as_str())], shapes);
+    }
+    out.family(
+        "route_time_seconds",
+        "counter",
+        "Time of the requests the dry run counted statements of.",
+    );
+    for (db, (_, _, us)) in &by {
+        let l = [("database", db.as_str())];
+        out.sample("route_time_seconds_total", &l, *us as f64 / 1e6);
     }
 }
 

@@ -182,6 +182,24 @@ fn user_shards(
         .collect()
 }
 
+/// The router of `database`, with its dry run's planned router when `dry_run` gives a shard
+/// count.
+fn router_of(
+    settings: &Settings,
+    database: &str,
+    dry_run: Option<usize>,
+) -> Result<Router, crate::sharding::ShardingError> {
+    let router = Router::new(Schema::new(settings, database)?);
+    let Some(shards) = dry_run else {
+        return Ok(router);
+    };
+    let planned = Router::new(Schema::with_shards(settings, database, shards)?);
+    Ok(router.with_dry_run(crate::router::verdict::DryRun {
+        router: planned,
+        database: Arc::from(database),
+    }))
+}
+
 /// Every pool of some shards.
 fn pools_of(shards: &[Shard]) -> impl Iterator<Item = &Pool> {
     shards
@@ -222,12 +240,16 @@ impl Registry {
                     .omnisharded_tables
                     .iter()
                     .any(|t| t.database == db.name);
-            if (settings.shards(&db.name) < 2 && !declared) || routers.contains_key(&db.name) {
+            // So is a database in a dry run: its sessions count each statement's verdict.
+            let dry_run = settings.dry_run(&db.name);
+            if (settings.shards(&db.name) < 2 && !declared && dry_run.is_none())
+                || routers.contains_key(&db.name)
+            {
                 continue;
             }
-            match Schema::new(&settings, &db.name) {
-                Ok(schema) => {
-                    routers.insert(db.name.clone(), Arc::new(Router::new(schema)));
+            match router_of(&settings, &db.name, dry_run) {
+                Ok(router) => {
+                    routers.insert(db.name.clone(), Arc::new(router));
                 }
                 Err(e) => tracing::error!("database {}: {e}", db.name),
             }

@@ -18,18 +18,32 @@ pub struct Parsed {
     pub shard_comment: Option<usize>,
     /// `/* pgdog_sharding_key: V */` in the text.
     pub key_comment: Option<String>,
-    /// Per statement, every function it calls (names lower case, without schema), made on
-    /// first need; shared by the texts of one shape (`shapes`), which call the same functions.
+    /// Per statement, what all texts of one shape (`shapes`) share, made on first need.
     calls: Calls,
 }
 
-/// The function lists of a text's statements (see `Parsed::calls`).
-pub(super) type Calls = Arc<Vec<OnceLock<Vec<String>>>>;
+/// Per statement of a text, made on first need and shared by the texts of one shape: every
+/// function it calls (see `Parsed::calls`) and its fingerprint (see `Parsed::fingerprint`).
+#[derive(Debug, Default)]
+pub(super) struct PerStatement {
+    calls: OnceLock<Vec<String>>,
+    fingerprint: OnceLock<Option<Arc<Fingerprint>>>,
+}
+
+pub(super) type Calls = Arc<Vec<PerStatement>>;
+
+/// A statement's shape as the routes report names it: pg_query's fingerprint (constants and
+/// their count in lists ignored) and a sample text with its constants replaced by `$n`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fingerprint {
+    pub value: u64,
+    pub sample: String,
+}
 
 impl Parsed {
     pub fn new(sql: &str) -> Result<Parsed, RouterError> {
         let statements = pg_query_raw::router::parse(sql).map_err(RouterError::Syntax)?;
-        let calls = Arc::new(statements.iter().map(|_| OnceLock::new()).collect());
+        let calls = Arc::new(statements.iter().map(|_| PerStatement::default()).collect());
         Ok(Parsed::with_calls(sql, statements, calls))
     }
 
@@ -57,7 +71,7 @@ impl Parsed {
         let (Some(cell), Some(st)) = (self.calls.get(i), self.statements.get(i)) else {
             return &[];
         };
-        cell.get_or_init(|| {
+        cell.calls.get_or_init(|| {
             let mut names: Vec<String> = pg_query_raw::parse(sql)
                 .map(|r| r.call_functions())
                 .unwrap_or_default();
@@ -70,6 +84,20 @@ impl Parsed {
             names.extend(funcs.iter().map(|f| f.name.clone()));
             names.iter().map(|f| f.to_ascii_lowercase()).collect()
         })
+    }
+
+    /// The fingerprint of statement `i` (whose text is `sql`), made once per shape; `None`
+    /// when libpg_query cannot fingerprint it.
+    pub fn fingerprint(&self, i: usize, sql: &str) -> Option<Arc<Fingerprint>> {
+        self.calls
+            .get(i)?
+            .fingerprint
+            .get_or_init(|| {
+                let value = pg_query_raw::fingerprint(sql, 0).ok()?.value;
+                let sample = pg_query_raw::normalize(sql).unwrap_or_else(|_| sql.to_string());
+                Some(Arc::new(Fingerprint { value, sample }))
+            })
+            .clone()
     }
 
     /// The text of statement `i` within `sql` (the text this was parsed from); all of `sql`

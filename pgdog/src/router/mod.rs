@@ -15,6 +15,7 @@ pub mod schemas;
 mod setop;
 pub mod shapes;
 mod subquery;
+pub mod verdict;
 
 pub use cache::{Parsed, QueryCache};
 pub use keys::Params;

@@ -58,6 +58,8 @@ pub struct Overrides {
 pub struct Router {
     pub schema: Arc<Schema>,
     next: AtomicUsize,
+    /// `dry_run`: the planned layout's router, whose verdicts the session counts.
+    dry_run: Option<Box<super::verdict::DryRun>>,
 }
 
 impl Router {
@@ -65,7 +67,18 @@ impl Router {
         Router {
             schema: Arc::new(schema),
             next: AtomicUsize::new(0),
+            dry_run: None,
         }
+    }
+
+    /// This router, whose sessions count the verdicts of `dry_run`'s.
+    pub fn with_dry_run(mut self, dry_run: super::verdict::DryRun) -> Router {
+        self.dry_run = Some(Box::new(dry_run));
+        self
+    }
+
+    pub fn dry_run(&self) -> Option<&super::verdict::DryRun> {
+        self.dry_run.as_deref()
     }
 
     pub fn shards(&self) -> usize {

@@ -54,7 +54,16 @@ pub struct Schema {
 impl Schema {
     /// The layout of `database` from the configuration.
     pub fn new(settings: &Settings, database: &str) -> Result<Schema, ShardingError> {
-        let shards = settings.shards(database).max(1);
+        Schema::with_shards(settings, database, settings.shards(database))
+    }
+
+    /// The layout of `database` as if it had `shards` shards (a dry run's planned layout).
+    pub fn with_shards(
+        settings: &Settings,
+        database: &str,
+        shards: usize,
+    ) -> Result<Schema, ShardingError> {
+        let shards = shards.max(1);
         let mut schema = Schema {
             shards,
             ..Default::default()

@@ -101,9 +101,9 @@ impl Meter {
     }
 
     /// A ReadyForQuery went to the client: the request is over (and with status `I` the
-    /// transaction).
+    /// transaction). Returns how long the request took, when it ran queries.
     #[inline]
-    pub fn ready(&mut self, status: TxStatus) {
+    pub fn ready(&mut self, status: TxStatus) -> Option<Duration> {
         let request = self.request_start.take();
         let xact = self.xact_start.take_if(|_| status == TxStatus::Idle);
         if status == TxStatus::Idle {
@@ -111,10 +111,11 @@ impl Meter {
         }
         self.ready_at = None;
         if request.is_none() && xact.is_none() {
-            return;
+            return None;
         }
         let now = Instant::now();
         self.ready_at = Some(now);
+        let mut request_took = None;
         if let Some(start) = request {
             let queries = std::mem::take(&mut self.queries);
             if queries > 0 {
@@ -124,6 +125,7 @@ impl Meter {
                     .query_time_us
                     .fetch_add(took.as_micros() as u64, Relaxed);
                 self.stats.query_time.observe(took);
+                request_took = Some(took);
             }
         }
         if let Some(start) = xact {
@@ -134,6 +136,7 @@ impl Meter {
                 .fetch_add(took.as_micros() as u64, Relaxed);
             self.stats.xact_time.observe(took);
         }
+        request_took
     }
 
     /// The instant the last ReadyForQuery was metered at (None if it read no clock): the
