@@ -9,6 +9,7 @@ mod sharding_common;
 use sharding_common::*;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::time::Duration;
 use tokio_postgres::Client;
 use topology::{Proxy, Topology};
 
@@ -176,6 +177,20 @@ fn dry_run_verdicts_equal_the_sharded_copy() {
             }
         }
         check_counts(&dry_routes);
+        let url = format!("postgres://admin:{ADMIN_PASSWORD}@127.0.0.1:{}/admin", dry.port);
+        let report = readiness(&dry, &["--admin-url", &url]);
+        for part in [
+            "Database app: ",
+            "% of calls go to one shard",
+            "would be refused by the sharded cluster",
+            "0A000: MERGE on a sharded database",
+            "go to all shards",
+            "no filter on the sharding key (accounts.id)",
+            "SELECT count(*) FROM accounts",
+        ] {
+            assert!(report.contains(part), "{part:?} in\n{report}");
+        }
+        from_postgres_log(&topo, &dry, &single_db).await;
         let a = admin(&dry).await;
         a.simple_query("RESET ROUTES").await.unwrap();
         assert!(routes(&dry).await.is_empty());
@@ -248,4 +263,86 @@ fn check_counts(routes: &BTreeMap<String, BTreeMap<String, String>>) {
         .sum();
     assert!((pct - 100.0).abs() < 0.1, "{pct}");
     assert!(routes.values().any(|c| c["time_us"] != "0"));
+}
+
+/// `pgdog readiness ARGS` with the configuration of `proxy`; its stdout.
+fn readiness(proxy: &Proxy, args: &[&str]) -> String {
+    let out = std::process::Command::new(topology::proxy::binary())
+        .arg("readiness")
+        .args(args)
+        .arg("--config")
+        .arg(proxy.dir.join("pgdog.toml"))
+        .arg("--users")
+        .arg(proxy.dir.join("users.toml"))
+        .output()
+        .expect("pgdog readiness");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// The server's own log (log_statement = 'all') of statements run straight on it, read by
+/// `pgdog readiness --file` with the dry run's configuration.
+async fn from_postgres_log(topo: &Topology, dry: &Proxy, single_db: &str) {
+    let node = &topo.nodes()[0];
+    let direct = connect_str(single_db).await;
+    for sql in [
+        "ALTER SYSTEM SET log_statement = 'all'",
+        "SELECT pg_reload_conf()",
+    ] {
+        direct.batch_execute(sql).await.unwrap();
+    }
+    // The setting reaches new sessions once the postmaster has reloaded.
+    let log_has = |marker: &str| {
+        let marker = marker.to_string();
+        topology::wait_until(
+            &marker.clone(),
+            Duration::from_secs(10),
+            Duration::from_millis(20),
+            move || {
+                Ok(std::fs::read_to_string(node.log_path())
+                    .unwrap_or_default()
+                    .contains(&marker))
+            },
+        )
+        .expect("the server log");
+    };
+    log_has(r#"parameter "log_statement" changed to "all""#);
+    let client = connect_str(single_db).await;
+    for id in [3_i64, 4, 5] {
+        client
+            .query("SELECT name FROM accounts WHERE id = $1", &[&id])
+            .await
+            .unwrap();
+    }
+    client
+        .batch_execute(
+            "SELECT a.id\n  FROM accounts a JOIN orders o ON o.id = a.id; \
+             SELECT count(*) FROM orders; SELECT 'readiness-log-end'",
+        )
+        .await
+        .unwrap();
+    log_has("readiness-log-end");
+    for sql in [
+        "ALTER SYSTEM RESET log_statement",
+        "SELECT pg_reload_conf()",
+    ] {
+        direct.batch_execute(sql).await.unwrap();
+    }
+    let log = node.log_path();
+    let report = readiness(dry, &["--file", log.to_str().unwrap(), "--database", "app"]);
+    for part in [
+        "0A000: cross-shard join",
+        "JOIN orders o ON o.id = a.id",
+        "no filter on the sharding key (orders.account_id)",
+    ] {
+        assert!(report.contains(part), "{part:?} in\n{report}");
+    }
+    // The prepared point reads were routed by their logged parameters: one shard.
+    assert!(!report.contains("WHERE id = $1"), "{report}");
+    assert!(report.contains("always go to one shard"), "{report}");
 }

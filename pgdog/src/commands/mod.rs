@@ -3,6 +3,7 @@
 //! after it) and fall back to `PGDOG_CONFIG` / `PGDOG_USERS`. Each subcommand's flags become the
 //! options struct of the library function that does the job.
 mod jobs;
+mod readiness;
 mod reshard;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -53,6 +54,9 @@ pub enum Command {
     Hash,
     /// Print each statement's shards (no server needed).
     Route(RouteArgs),
+    /// Before sharding: what share of the traffic would go to one shard, and which statements
+    /// would be refused or go to all shards (from a dry run's SHOW ROUTES or a statement log).
+    Readiness(ReadinessArgs),
     /// Stream a logical replication slot (pgoutput) as JSON lines until --until-lsn or Ctrl-C.
     LogicalDump(DumpArgs),
     /// Copy a publication's table definitions (pg_dump) to every shard of the destination.
@@ -110,6 +114,29 @@ pub struct RouteArgs {
     /// A `$n` parameter value (repeat in order).
     #[arg(long, short = 'p')]
     pub param: Vec<String>,
+}
+
+#[derive(Args)]
+pub struct ReadinessArgs {
+    /// A running pgdog's admin database (postgres://admin:PASSWORD@HOST:PORT/admin), whose
+    /// databases run with dry_run = true.
+    #[arg(long)]
+    pub admin_url: Option<String>,
+    /// A statement log instead: Postgres' own (log_statement = 'all' or
+    /// log_min_duration_statement) or plain SQL, one query per line; routed by the
+    /// configuration's [[sharded_tables]].
+    #[arg(long)]
+    pub file: Option<PathBuf>,
+    /// The database to report on (default: all of them; with --file, the one with
+    /// [[sharded_tables]]).
+    #[arg(long, short = 'd')]
+    pub database: Option<String>,
+    /// With --file: the planned shard count (default: dry_run_shards, else the database's).
+    #[arg(long)]
+    pub shards: Option<usize>,
+    /// Shapes listed per section.
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -277,6 +304,7 @@ pub fn dispatch(cli: &Cli, command: &Command) -> ExitCode {
         Command::ImportPgbouncer(a) => import_pgbouncer(a),
         Command::Hash => hash(),
         Command::Route(a) => route(cli, a),
+        Command::Readiness(a) => readiness::run(cli, a),
         Command::LogicalDump(a) => match dump_options(a) {
             Ok(o) => jobs::logical_dump(o),
             Err(e) => fail("logical-dump", e),

@@ -5,6 +5,7 @@
 pub mod clients;
 pub mod counters;
 pub mod meter;
+pub mod readiness;
 pub mod routes;
 
 pub use clients::{ClientInfo, ClientState};
