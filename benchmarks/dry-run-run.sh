@@ -97,6 +97,6 @@ except FileNotFoundError:
 parts = re.split(r"(?m)^(?=## )", text)
 parts = [p for p in parts if not p.startswith("## Dry run")]
 text = "".join(parts).rstrip("\n") + "\n\n" + section
-open(path, "w").write(text)
+open(path, "w").write(text + "\n")
 PY
 echo "$section"

@@ -139,6 +139,48 @@ async fn run(shards: &Topology) {
     // Plain EXPLAIN of a write changes nothing and needs no transaction.
     let lines = plan(&dog, "EXPLAIN UPDATE accounts SET balance = 1 WHERE id = 7").await;
     assert_eq!(lines[0], format!("pgdog route: shard {shard_of_7}"));
+    // The extended protocol: the same route and plans (RowDescription from the Describe).
+    let extended: Vec<String> = dog
+        .query("EXPLAIN SELECT count(*) FROM accounts", &[])
+        .await
+        .expect("extended EXPLAIN")
+        .iter()
+        .map(|r| r.get::<_, String>(0))
+        .collect();
+    assert_eq!(
+        extended[0], "pgdog route: 3 shards (0, 1, 2)",
+        "{extended:#?}"
+    );
+    assert_eq!(
+        extended.iter().filter(|l| l.starts_with("shard ")).count(),
+        3,
+        "{extended:#?}"
+    );
+    let one: Vec<String> = dog
+        .query(
+            "EXPLAIN ANALYZE SELECT balance FROM accounts WHERE id = 7",
+            &[],
+        )
+        .await
+        .expect("extended EXPLAIN ANALYZE")
+        .iter()
+        .map(|r| r.get::<_, String>(0))
+        .collect();
+    assert_eq!(
+        one[0],
+        format!("pgdog route: shard {shard_of_7}"),
+        "{one:#?}"
+    );
+    assert!(one.iter().any(|l| l.contains("actual")), "{one:#?}");
+    // With a parameter the shards could not run it: refused, not one shard's plan.
+    let e = dog
+        .query(
+            "EXPLAIN SELECT balance FROM accounts WHERE id = $1",
+            &[&7_i64],
+        )
+        .await
+        .expect_err("EXPLAIN with a parameter");
+    assert_eq!(sqlstate(&e).as_deref(), Some("0A000"), "{}", err_text(&e));
     // A statement that does not parse: Postgres' error.
     let e = dog
         .simple_query("EXPLAIN SELEC 1")

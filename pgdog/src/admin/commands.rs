@@ -10,7 +10,7 @@ use crate::registry::Registry;
 pub const COMMANDS: &str =
     "SHOW CLIENTS, SHOW SERVERS, SHOW POOLS, SHOW STATS, SHOW STATS_TOTALS, \
 SHOW STATS_AVERAGES, SHOW CONFIG, SHOW LISTS, SHOW DATABASES, SHOW USERS, SHOW VERSION, \
-SHOW PREPARED_STATEMENTS, SHOW QUERY_CACHE, SHOW MERGE, SHOW ROUTES, RESET ROUTES, SHOW PAUSED, SHOW BANS, SHOW LISTENERS, SHOW <setting>, PAUSE [db], \
+SHOW PREPARED_STATEMENTS, SHOW QUERY_CACHE, SHOW MERGE, SHOW ROUTES, RESET ROUTES, SHOW MIRRORS, SHOW PAUSED, SHOW BANS, SHOW LISTENERS, SHOW <setting>, PAUSE [db], \
 RESUME [db], RELOAD, SHUTDOWN, KILL db, RECONNECT [db], SET key = value, BAN host:port [db], \
 UNBAN host:port [db], HEALTHCHECK [host:port [db]], and RESHARD, SHOW RESHARD, CUTOVER, STOP, \
 ABORT RESHARD";
@@ -52,6 +52,7 @@ const SHOWS: &[&str] = &[
     "QUERY_CACHE",
     "MERGE",
     "ROUTES",
+    "MIRRORS",
     "PAUSED",
     "BANS",
     "LISTENERS",
@@ -190,6 +191,7 @@ fn show(what: &str) -> Reply {
         "QUERY_CACHE" => show::query_cache(),
         "MERGE" => show::merge(),
         "ROUTES" => super::routes::show(),
+        "MIRRORS" => super::mirrors::show(),
         "PAUSED" => show_paused(),
         "BANS" => servers::show_bans(),
         "LISTENERS" => servers::show_listeners(),

@@ -14,6 +14,7 @@
 //! - `session`: the admin client's protocol loop.
 pub mod commands;
 pub mod error;
+mod mirrors;
 pub mod routes;
 pub mod servers;
 pub mod session;

@@ -5,6 +5,7 @@ pub mod builtins;
 pub mod caps;
 pub mod host;
 pub mod listener;
+pub mod mirror;
 pub mod pause;
 pub mod pool;
 pub mod server;

@@ -94,7 +94,11 @@ fn from_file(
     let text =
         std::fs::read_to_string(file).map_err(|e| format!("reading {}: {e}", file.display()))?;
     let logged = log::read(&text);
-    let routed = log::route_log(&Router::new(schema), &database, &logged);
+    let dry = pgdog::router::verdict::DryRun {
+        router: Router::new(schema),
+        database: std::sync::Arc::from(database.as_str()),
+    };
+    let routed = log::route_log(&dry, &logged);
     eprintln!(
         "{}: {} statements read, {} routed as if `{database}` had {shards} shards",
         file.display(),

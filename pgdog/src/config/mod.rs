@@ -6,12 +6,14 @@ use serde::{Deserialize, Serialize};
 
 mod dry_run;
 pub mod hba;
+mod mirroring;
 mod overrides;
 pub mod pgbouncer;
 mod resharding;
 mod sharding;
 mod size;
 mod validate;
+pub use mirroring::{MirrorLevel, Mirroring};
 pub use overrides::PoolConfig;
 pub use resharding::{CopyFormat as ReshardCopyFormat, Peer, Resharding};
 pub use sharding::{
@@ -484,6 +486,9 @@ pub struct Config {
     pub general: General,
     #[serde(default)]
     pub databases: Vec<Database>,
+    /// `[[mirroring]]`: databases whose transactions are replayed on another.
+    #[serde(default)]
+    pub mirroring: Vec<Mirroring>,
     #[serde(default)]
     pub sharded_tables: Vec<ShardedTable>,
     #[serde(default)]

@@ -15,6 +15,7 @@ impl Settings {
         self.check_databases().map_err(invalid(&self.config_path))?;
         self.check_tables().map_err(invalid(&self.config_path))?;
         self.check_dry_run().map_err(invalid(&self.config_path))?;
+        self.check_mirroring().map_err(invalid(&self.config_path))?;
         self.check_users().map_err(invalid(&self.users_path))
     }
 

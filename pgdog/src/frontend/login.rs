@@ -182,6 +182,55 @@ async fn login(
             return Err(refusal);
         }
     };
+    start_session(stream, reader, params, identity, registry, client).await
+}
+
+/// Serves a connection pgdog made to itself to replay another client's transactions
+/// (`backend::mirror`): logged in as `user` to `database` without authentication (the other
+/// end is pgdog's own mirror lane, never a network client).
+pub(crate) async fn serve_mirror(socket: TcpStream, user: String, database: String) {
+    let _ = socket.set_nodelay(true);
+    let client = stats::clients::register(socket.peer_addr().ok(), socket.local_addr().ok());
+    let registry = Registry::current();
+    let reader = MessageReader::for_client(registry.settings.config.general.max_message_size);
+    let params = vec![
+        ("user".to_string(), user.clone()),
+        ("database".to_string(), database.clone()),
+        ("application_name".to_string(), "pgdog_mirror".to_string()),
+    ];
+    let identity = auth::Identity {
+        user,
+        database,
+        admin: false,
+        discovered: None,
+    };
+    let stream = Stream::Plain(socket);
+    match start_session(stream, reader, params, identity, registry, &client).await {
+        Ok(Some(LoggedIn::Single(mut session))) => session.run().await,
+        Ok(Some(LoggedIn::Sharded(mut session))) => Box::pin(session.run()).await,
+        Ok(None) => {}
+        Err(refusal) => tracing::info!("mirror session refused: {}", refusal.1),
+    }
+}
+
+/// `serve_mirror` as the mirror lanes take it (`backend::mirror::lane::ServeFn`).
+pub(crate) fn serve_mirror_boxed(
+    socket: TcpStream,
+    user: String,
+    database: String,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+    Box::pin(serve_mirror(socket, user, database))
+}
+
+/// After authentication: the client's pools, the greeting, and its session.
+async fn start_session(
+    mut stream: Stream,
+    mut reader: MessageReader,
+    params: Vec<(String, String)>,
+    identity: auth::Identity,
+    registry: std::sync::Arc<Registry>,
+    client: &stats::clients::ClientGuard,
+) -> Result<Option<LoggedIn>, Refusal> {
     let auth::Identity {
         user,
         database,

@@ -16,3 +16,8 @@ pub mod read_only;
 pub mod session;
 pub mod sharded;
 pub mod statements;
+
+/// The mirroring tap of a session of (user, database), if that database is mirrored.
+fn tap(user: &str, database: &str) -> Option<Box<crate::backend::mirror::Tap>> {
+    crate::backend::mirror::Tap::new(user, database, login::serve_mirror_boxed).map(Box::new)
+}

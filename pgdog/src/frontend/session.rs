@@ -6,6 +6,7 @@
 //! Before it checks out a server the session passes its database's pause gate (the admin
 //! database's PAUSE makes it wait there), then picks up a reloaded configuration.
 mod deallocate;
+mod dry_run;
 mod expect;
 mod extended;
 mod handover;
@@ -163,6 +164,10 @@ pub struct Session {
     dealloc: deallocate::Deallocs,
     /// Its LISTENs, run by the database's listener (transaction mode, see `listening`).
     listening: Option<listening::Listening>,
+    /// `[[mirroring]]`: its transactions go to the mirrors of its database.
+    mirror: Option<Box<crate::backend::mirror::Tap>>,
+    /// `dry_run`: each statement counted by the planned layout's verdict.
+    dry_run: Option<Box<dry_run::DryRunTap>>,
 }
 
 impl Session {
@@ -171,6 +176,8 @@ impl Session {
     pub fn new(mut client: Client, shard: Shard, query_parser: bool) -> Session {
         client.mode = shard.mode();
         let read_only = shard.read_only();
+        let mirror = super::tap(&client.user, &client.database);
+        let dry_run = Registry::current().dry_run(&client.database);
         Session {
             info: client.meter.client().clone(),
             client,
@@ -209,6 +216,8 @@ impl Session {
             unnamed: None,
             dealloc: Default::default(),
             listening: None,
+            mirror,
+            dry_run: dry_run.map(|d| Box::new(dry_run::DryRunTap::new(d))),
         }
     }
 }
@@ -315,9 +324,18 @@ impl Session {
     fn send(&mut self, m: &Message) {
         if m.tag() == backend::ERROR_RESPONSE {
             crate::stats::error_response(m);
+            if let Some(t) = self.mirror.as_mut() {
+                t.error_sent();
+            }
         }
         if m.tag() == backend::READY_FOR_QUERY {
-            self.client.meter.ready(TxStatus::of(m));
+            let took = self.client.meter.ready(TxStatus::of(m));
+            if let Some(d) = self.dry_run.as_mut() {
+                d.ended(took);
+            }
+            if let Some(t) = self.mirror.as_mut() {
+                t.ready(TxStatus::of(m));
+            }
             self.cancel_sent = false;
         }
         self.client.out.extend_from_slice(m.bytes());
@@ -332,6 +350,12 @@ impl Session {
     // ---- client -> server ----
 
     async fn client_message(&mut self, m: Message) -> Result<(), SessionError> {
+        if let Some(tap) = self.mirror.as_mut() {
+            tap.message(&m);
+        }
+        if let Some(d) = self.dry_run.as_mut() {
+            d.message(&m);
+        }
         if let Some(lost) = self.aborted.as_mut() {
             if lost.answer(&m, &mut self.statements, &mut self.client.out)? {
                 self.aborted = None;

@@ -76,6 +76,7 @@ pub fn render() -> String {
     cache_metrics(&mut out);
     merge_metrics(&mut out);
     route_metrics(&mut out);
+    mirror_metrics(&mut out);
     cap_metrics(&mut out);
     reshard_metrics(&mut out);
     out.text.push_str("# EOF\n");
@@ -449,6 +450,67 @@ fn route_metrics(out: &mut Out) {
     for (db, (_, _, us)) in &by {
         let l = [("database", db.as_str())];
         out.sample("route_time_seconds_total", &l, *us as f64 / 1e6);
+    }
+}
+
+/// `[[mirroring]]`: transactions by outcome, queue depth, time on each side.
+fn mirror_metrics(out: &mut Out) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mirrors = crate::backend::mirror::all();
+    if mirrors.is_empty() {
+        return;
+    }
+    out.family(
+        "mirror_transactions",
+        "counter",
+        "Transactions of a mirror's source, by outcome on the destination.",
+    );
+    for m in &mirrors {
+        let (s, d) = (&m.config.source_db, &m.config.destination_db);
+        for (outcome, v) in [
+            ("mirrored", &m.mirrored),
+            ("dropped", &m.dropped),
+            ("error", &m.errors),
+        ] {
+            let l = [
+                ("source", s.as_str()),
+                ("destination", d.as_str()),
+                ("outcome", outcome),
+            ];
+            out.sample("mirror_transactions_total", &l, v.load(Relaxed));
+        }
+    }
+    out.family(
+        "mirror_queue_depth",
+        "gauge",
+        "Transactions waiting for the destination.",
+    );
+    for m in &mirrors {
+        let l = [
+            ("source", m.config.source_db.as_str()),
+            ("destination", m.config.destination_db.as_str()),
+        ];
+        out.sample("mirror_queue_depth", &l, m.depth());
+    }
+    out.family(
+        "mirror_time_seconds",
+        "counter",
+        "Time of the mirrored transactions on the source and on the destination.",
+    );
+    for m in &mirrors {
+        let (s, d) = (&m.config.source_db, &m.config.destination_db);
+        for (side, v) in [("source", &m.source_us), ("destination", &m.destination_us)] {
+            let l = [
+                ("source", s.as_str()),
+                ("destination", d.as_str()),
+                ("side", side),
+            ];
+            out.sample(
+                "mirror_time_seconds_total",
+                &l,
+                v.load(Relaxed) as f64 / 1e6,
+            );
+        }
     }
 }
 

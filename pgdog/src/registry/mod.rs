@@ -12,6 +12,7 @@ use crate::backend::pool::{Pool, PoolSettings};
 use crate::backend::server::{PassThrough, ServerTarget};
 use crate::backend::shard::{Host, ReadPolicy, Shard};
 use crate::config::{ConfigError, Database, Settings, User};
+use crate::router::verdict::DryRun;
 use crate::router::{Router, Schema};
 use parking_lot::RwLock;
 use std::collections::HashMap;
@@ -53,6 +54,8 @@ pub struct Registry {
     pub caps: CapTable,
     /// Routers of sharded databases (more than one shard, or declared shardable).
     routers: HashMap<String, Arc<Router>>,
+    /// One-server databases in a dry run (sharded ones have it in their router).
+    dry_runs: HashMap<String, Arc<DryRun>>,
 }
 
 /// How pgdog logs in to the servers as a user found by `auth_query`.
@@ -193,11 +196,19 @@ fn router_of(
     let Some(shards) = dry_run else {
         return Ok(router);
     };
-    let planned = Router::new(Schema::with_shards(settings, database, shards)?);
-    Ok(router.with_dry_run(crate::router::verdict::DryRun {
-        router: planned,
+    Ok(router.with_dry_run(dry_run_of(settings, database, shards)?))
+}
+
+/// The dry run of `database` as if it had `shards` shards.
+fn dry_run_of(
+    settings: &Settings,
+    database: &str,
+    shards: usize,
+) -> Result<DryRun, crate::sharding::ShardingError> {
+    Ok(DryRun {
+        router: Router::new(Schema::with_shards(settings, database, shards)?),
         database: Arc::from(database),
-    }))
+    })
 }
 
 /// Every pool of some shards.
@@ -211,6 +222,7 @@ impl Registry {
     /// Builds pools for every user entry, reusing `previous` pools with identical settings.
     pub fn build(settings: Settings, previous: Option<&Registry>) -> Registry {
         host::set_ban_timeout(settings.config.general.ban_timeout);
+        crate::backend::mirror::configure(&settings);
         let caps = CapTable::carried(previous.map(|p| &p.caps));
         let mut shards = HashMap::new();
         // Users of the fallback database get pools per database at login (`discover`).
@@ -226,6 +238,7 @@ impl Registry {
             shards.insert(key, user_shards(&settings, &caps, user, None, &old));
         }
         let mut routers = HashMap::new();
+        let mut dry_runs = HashMap::new();
         for db in &settings.config.databases {
             // A one-server database declared shardable (it has [[sharded_tables]] or
             // [[omnisharded_tables]]) is served by sharded sessions too, so a reshard's cutover
@@ -240,11 +253,19 @@ impl Registry {
                     .omnisharded_tables
                     .iter()
                     .any(|t| t.database == db.name);
-            // So is a database in a dry run: its sessions count each statement's verdict.
+            // A one-server database in a dry run keeps its one-server sessions, which count
+            // each statement's verdict by the planned layout.
             let dry_run = settings.dry_run(&db.name);
-            if (settings.shards(&db.name) < 2 && !declared && dry_run.is_none())
-                || routers.contains_key(&db.name)
-            {
+            if let (Some(shards), 1) = (dry_run, settings.shards(&db.name)) {
+                match dry_run_of(&settings, &db.name, shards) {
+                    Ok(d) => {
+                        dry_runs.insert(db.name.clone(), Arc::new(d));
+                    }
+                    Err(e) => tracing::error!("database {}: {e}", db.name),
+                }
+                continue;
+            }
+            if (settings.shards(&db.name) < 2 && !declared) || routers.contains_key(&db.name) {
                 continue;
             }
             match router_of(&settings, &db.name, dry_run) {
@@ -260,6 +281,7 @@ impl Registry {
             discovered: RwLock::new(HashMap::new()),
             caps,
             routers,
+            dry_runs,
         }
     }
 
@@ -450,6 +472,7 @@ impl Registry {
                 discovered: RwLock::new(HashMap::new()),
                 caps: CapTable::default(),
                 routers: HashMap::new(),
+                dry_runs: HashMap::new(),
             })
         })
     }
@@ -485,6 +508,11 @@ impl Registry {
     /// The router of a sharded (or declared shardable) database.
     pub fn router(&self, database: &str) -> Option<Arc<Router>> {
         self.routers.get(database).cloned()
+    }
+
+    /// The dry run of a one-server database.
+    pub fn dry_run(&self, database: &str) -> Option<Arc<DryRun>> {
+        self.dry_runs.get(database).cloned()
     }
 
     /// Every server pool (discovered users' too).

@@ -16,6 +16,30 @@ pub struct DryRun {
     pub database: std::sync::Arc<str>,
 }
 
+impl DryRun {
+    /// The verdict of statement `i`, with an INSERT's unknown column order answered by
+    /// [`Verdict::columns_unknown`] (for callers that cannot ask a server).
+    pub fn verdict_offline(
+        &self,
+        parsed: &Parsed,
+        i: usize,
+        sql: &str,
+        params: Option<&Params<'_>>,
+    ) -> Verdict {
+        match self
+            .router
+            .verdict(parsed, i, sql, params, &Overrides::default())
+        {
+            Ok(v) => v,
+            Err(RouterError::NeedColumns(t)) => {
+                let rows = parsed.statements.get(i).map_or(1, |s| s.values.len());
+                Verdict::columns_unknown(&t, rows)
+            }
+            Err(e) => Verdict::refused(&e),
+        }
+    }
+}
+
 /// The kinds of verdict, worst last.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum VerdictKind {
@@ -69,6 +93,20 @@ impl Verdict {
 
     pub fn refused(e: &RouterError) -> Verdict {
         Verdict::new(VerdictKind::Refused, format!("{}: {e}", e.code()))
+    }
+
+    /// An INSERT without a column list into `table` when the column order is not at hand (no
+    /// server asked): each of its `rows` goes to the shard of its key.
+    pub fn columns_unknown(table: &str, rows: usize) -> Verdict {
+        let kind = if rows > 1 {
+            VerdictKind::Several
+        } else {
+            VerdictKind::OneShard
+        };
+        let reason = format!(
+            "INSERT into \"{table}\" without a column list: each row goes to the shard of its key"
+        );
+        Verdict::new(kind, reason)
     }
 }
 

@@ -3,9 +3,9 @@
 //! are relayed.
 use super::{ClientError, ShardedSession, Statement};
 use crate::frontend::prepared;
-use crate::net::message;
 use crate::net::tag::{backend, frontend, target};
 use crate::net::TxStatus;
+use crate::net::{message, Message};
 use bytes::BytesMut;
 
 impl ShardedSession {
@@ -24,18 +24,49 @@ impl ShardedSession {
     }
 
     /// Relays the statement's description; returns the parameter types the server inferred.
+    /// When any shard will do, a shard whose connection is lost before it answered (a server
+    /// that went down) gives way to the next one.
     pub(super) async fn describe_statement(
         &mut self,
         st: &Statement,
     ) -> Result<Vec<i32>, ClientError> {
-        let shard = match self.overrides.shard.or(self.schema_shard(&st.sql)) {
-            Some(s) => s,
-            None => self
-                .tx
-                .as_ref()
-                .and_then(|t| t.begun.iter().position(|b| *b))
-                .unwrap_or(0),
+        let fixed = self.overrides.shard.or(self.schema_shard(&st.sql)).or(self
+            .tx
+            .as_ref()
+            .and_then(|t| t.begun.iter().position(|b| *b)));
+        let candidates: Vec<usize> = match fixed {
+            Some(s) => vec![s],
+            None => (0..self.shards.len()).collect(),
         };
+        let mut last = None;
+        let any = fixed.is_none();
+        for shard in candidates {
+            if let Err(e) = self.server(shard).await {
+                // Not reached (down, starting up, banned): another shard answers the same.
+                if !any {
+                    return Err(e);
+                }
+                last = Some(e);
+                continue;
+            }
+            match self.describe_on(shard, st).await {
+                Ok((types, answer)) => {
+                    answer.iter().for_each(|m| self.send(m));
+                    return Ok(types);
+                }
+                Err(e) if any && e.code.starts_with("08") && e.raw.is_none() => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| ClientError::new("08006", "no shard to describe on")))
+    }
+
+    /// The description from `shard`: the parameter types and the messages for the client.
+    async fn describe_on(
+        &mut self,
+        shard: usize,
+        st: &Statement,
+    ) -> Result<(Vec<i32>, Vec<Message>), ClientError> {
         let server = self.server(shard).await?;
         let p = prepared::intern(&st.sql, &st.param_types);
         let mut buf = BytesMut::new();
@@ -56,6 +87,7 @@ impl ShardedSession {
         }
         let mut error = None;
         let mut types = Vec::new();
+        let mut answer = Vec::new();
         while let Some(s) = self.servers[shard].as_mut() {
             let r = s.read().await;
             let m = match r {
@@ -69,10 +101,10 @@ impl ShardedSession {
                     types = (0..n).map_while(|_| r.i32().ok()).collect();
                     // The parameters pgdog added for generated ids are not the client's.
                     types.truncate(types.len().saturating_sub(st.generated));
-                    self.send(&message::parameter_description(&types));
+                    answer.push(message::parameter_description(&types));
                 }
                 backend::ROW_DESCRIPTION | backend::NO_DATA | backend::NOTICE_RESPONSE => {
-                    self.send(&m)
+                    answer.push(m)
                 }
                 backend::ERROR_RESPONSE => {
                     if let Some(e) = ClientError::from_response(&m) {
@@ -91,6 +123,6 @@ impl ShardedSession {
                 _ => {}
             }
         }
-        error.map_or(Ok(types), Err)
+        error.map_or(Ok((types, answer)), Err)
     }
 }

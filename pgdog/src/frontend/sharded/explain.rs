@@ -17,10 +17,25 @@ use pg_query_raw::protobuf::{self as pb, node::Node as N};
 use pg_query_raw::router::{Statement as Parsed1, StatementKind};
 
 impl ShardedSession {
-    /// Answers `sql` if it is an EXPLAIN (`Ok(true)`).
-    pub(super) async fn explain(&mut self, st: &Parsed1, sql: &str) -> Result<bool, ClientError> {
+    /// Answers `sql` if it is an EXPLAIN (`Ok(true)`). `describe`: for the extended protocol,
+    /// whether the portal was described (its RowDescription is sent first); `None` for a
+    /// simple query.
+    pub(super) async fn explain(
+        &mut self,
+        st: &Parsed1,
+        sql: &str,
+        describe: Option<bool>,
+    ) -> Result<bool, ClientError> {
         if st.kind != StatementKind::Explain {
             return Ok(false);
+        }
+        if st.max_param > 0 && describe.is_some() {
+            // The shards run the EXPLAIN as a simple query, where `$n` has no value.
+            return Err(RouterError::Unsupported(
+                "EXPLAIN with parameters through a sharded database: write the values into the query"
+                    .into(),
+            )
+            .into());
         }
         let mut tree = pg_query_raw::parse_protobuf(sql).map_err(RouterError::Syntax)?;
         let version = tree.version;
@@ -62,11 +77,10 @@ impl ShardedSession {
                 }
             }
         }
-        self.send(&rows::row_description(&[Field::computed(
-            "QUERY PLAN",
-            25,
-            -1,
-        )]));
+        if describe != Some(false) {
+            let plan = Field::computed("QUERY PLAN", 25, -1);
+            self.send(&rows::row_description(&[plan]));
+        }
         for line in &lines {
             self.send(&rows::data_row(&[Some(line.as_bytes())]));
         }

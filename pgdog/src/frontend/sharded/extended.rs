@@ -142,6 +142,9 @@ impl ShardedSession {
             // Its Sync right after Execute is ignored during COPY FROM, as Postgres does.
             return self.copy(&sql, from).await;
         }
+        if self.explain(st, &sql, Some(portal.describe)).await? {
+            return Ok(());
+        }
         let binary_results = read_bind(&portal.bind)
             .map(|b| b.result_formats.contains(&1))
             .unwrap_or(false);

@@ -183,6 +183,8 @@ pub struct ShardedSession {
     out_of_step: bool,
     /// dry_run: the routes counted in the request in flight, to take its time.
     routes: dry_run::Counted,
+    /// `[[mirroring]]`: its transactions go to the mirrors of its database.
+    mirror: Option<Box<crate::backend::mirror::Tap>>,
 }
 
 impl ShardedSession {
@@ -196,6 +198,7 @@ impl ShardedSession {
     ) -> ShardedSession {
         client.mode = shards.first().map(|s| s.mode()).unwrap_or_default();
         let servers = shards.iter().map(|_| None).collect();
+        let mirror = super::tap(&client.user, &client.database);
         let on_replica = shards.iter().map(|_| false).collect();
         ShardedSession {
             client,
@@ -219,6 +222,7 @@ impl ShardedSession {
             reconfigured: None,
             out_of_step: false,
             routes: Default::default(),
+            mirror,
         }
     }
 
@@ -263,6 +267,9 @@ impl ShardedSession {
         }
         if m.tag() == backend::ERROR_RESPONSE {
             crate::stats::error_response(m);
+            if let Some(t) = self.mirror.as_mut() {
+                t.error_sent();
+            }
         }
         self.client.out.extend_from_slice(m.bytes());
     }
@@ -284,10 +291,16 @@ impl ShardedSession {
         let status = self.status;
         let took = self.client.meter.ready(status);
         self.routes.ended(took);
+        if let Some(t) = self.mirror.as_mut() {
+            t.ready(status);
+        }
         self.send(&message::ready_for_query(status));
     }
 
     async fn client_message(&mut self, m: Message) -> Result<(), SessionError> {
+        if let Some(tap) = self.mirror.as_mut() {
+            tap.message(&m);
+        }
         if self.skip_until_sync {
             if m.tag() == frontend::SYNC {
                 self.skip_until_sync = false;
@@ -427,7 +440,7 @@ impl ShardedSession {
         if let StatementKind::Copy { from } = st.kind {
             return self.copy(sql, from).await;
         }
-        if self.explain(st, sql).await?
+        if self.explain(st, sql, None).await?
             || self.insert_select(st, sql, None).await?
             || self.key_update(st, sql, key_update::Origin::Simple).await?
         {

@@ -3,11 +3,9 @@
 //! or `log_min_duration_statement`: `LOG:  statement: ...`, `LOG:  execute <name>: ...` with its
 //! `DETAIL:  Parameters: $1 = '...'`, `LOG:  duration: N ms  statement: ...`; a statement's
 //! further lines follow without a prefix), or plain SQL, one query per line.
-use crate::router::route::{Overrides, Router};
-use crate::router::verdict::{Verdict, VerdictKind};
-use crate::router::{Params, QueryCache, RouterError};
+use crate::router::verdict::DryRun;
+use crate::router::{Params, QueryCache};
 use crate::stats::routes;
-use std::sync::Arc;
 
 /// One logged statement: its text, its parameters (extended protocol), its duration if logged.
 #[derive(Debug, Clone, PartialEq)]
@@ -172,10 +170,9 @@ pub struct Routed {
     pub unparsed: Vec<String>,
 }
 
-/// Routes every logged statement with `router` and counts it under `database`.
-pub fn route_log(router: &Router, database: &str, logged: &[Logged]) -> Routed {
-    let database: Arc<str> = Arc::from(database);
-    let overrides = Overrides::default();
+/// Routes every logged statement with `dry`'s planned router and counts it under its database.
+pub fn route_log(dry: &DryRun, logged: &[Logged]) -> Routed {
+    let database = &dry.database;
     let mut routed = Routed::default();
     for l in logged {
         let parsed = match QueryCache::global().get(&l.sql) {
@@ -197,27 +194,13 @@ pub fn route_log(router: &Router, database: &str, logged: &[Logged]) -> Routed {
         };
         let params = (!l.params.is_empty()).then_some(&params);
         let n = parsed.statements.len().max(1) as u64;
-        for (i, st) in parsed.statements.iter().enumerate() {
+        for i in 0..parsed.statements.len() {
             let text = parsed.statement_text(i, &l.sql);
             let Some(shape) = parsed.fingerprint(i, text) else {
                 continue;
             };
-            let verdict = match router.verdict(&parsed, i, text, params, &overrides) {
-                Ok(v) => v,
-                // Without a server the column order is not known: one row goes to one shard.
-                Err(RouterError::NeedColumns(t)) => Verdict {
-                    kind: if st.values.len() > 1 {
-                        VerdictKind::Several
-                    } else {
-                        VerdictKind::OneShard
-                    },
-                    reason: format!(
-                        "INSERT into \"{t}\" without a column list: each row goes to the shard of its key"
-                    ),
-                },
-                Err(e) => Verdict::refused(&e),
-            };
-            routes::record(&database, &shape, &verdict).add_time(l.duration_us / n);
+            let verdict = dry.verdict_offline(&parsed, i, text, params);
+            routes::record(database, &shape, &verdict).add_time(l.duration_us / n);
             routed.statements += 1;
         }
     }

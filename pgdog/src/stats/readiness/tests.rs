@@ -81,7 +81,11 @@ fn a_log_routed_and_summed_up() {
         params: Vec::new(),
         duration_us: 0,
     });
-    let routed = route_log(&router(), "readiness_db", &logged);
+    let dry = crate::router::verdict::DryRun {
+        router: router(),
+        database: std::sync::Arc::from("readiness_db"),
+    };
+    let routed = route_log(&dry, &logged);
     assert_eq!(routed.statements, 4);
     assert_eq!(routed.unparsed, vec!["SELEC broken".to_string()]);
     let rows: Vec<_> = crate::stats::routes::rows()

@@ -1,0 +1,134 @@
+//! `dry_run` on a one-server database: the session serves every statement as usual and also
+//! routes it by the database's planned layout (`router::verdict`), counting it by shape in the
+//! routes report (`stats::routes`). It reads the client's messages only: Query texts, Parse
+//! texts by statement name, Bind parameters by portal, and counts at Execute; the request's
+//! time is shared among its statements at ReadyForQuery. Nothing here changes what is sent.
+use crate::net::bind::read_bind;
+use crate::net::message::{read_parse, read_query, read_target};
+use crate::net::tag::{frontend, target};
+use crate::net::Message;
+use crate::router::verdict::DryRun;
+use crate::router::{Params, Parsed, QueryCache, ShapeCache};
+use crate::stats::routes::{self, RouteEntry};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A prepared statement: its text and declared parameter types.
+struct Statement {
+    sql: Arc<str>,
+    types: Vec<i32>,
+}
+
+/// A bound portal: its statement and parameters (copied: the Bind goes on to the server).
+struct Portal {
+    statement: Arc<Statement>,
+    values: Vec<Option<Vec<u8>>>,
+    formats: Vec<i16>,
+}
+
+pub struct DryRunTap {
+    dry: Arc<DryRun>,
+    statements: HashMap<String, Arc<Statement>>,
+    portals: HashMap<String, Portal>,
+    counted: Vec<Arc<RouteEntry>>,
+}
+
+impl DryRunTap {
+    pub fn new(dry: Arc<DryRun>) -> DryRunTap {
+        DryRunTap {
+            dry,
+            statements: HashMap::new(),
+            portals: HashMap::new(),
+            counted: Vec::new(),
+        }
+    }
+
+    /// A message from the client.
+    pub fn message(&mut self, m: &Message) {
+        match m.tag() {
+            frontend::QUERY => {
+                if let Ok(sql) = read_query(m) {
+                    if let Ok(parsed) = ShapeCache::global().get(sql) {
+                        (0..parsed.statements.len())
+                            .for_each(|i| self.count(&parsed, i, sql, None));
+                    }
+                }
+            }
+            frontend::PARSE => {
+                if let Ok(p) = read_parse(m) {
+                    let st = Statement {
+                        sql: Arc::from(p.query),
+                        types: p.param_types,
+                    };
+                    self.statements.insert(p.name.to_string(), Arc::new(st));
+                }
+            }
+            frontend::BIND => {
+                let Ok(b) = read_bind(m) else { return };
+                let Some(statement) = self.statements.get(b.statement).cloned() else {
+                    return;
+                };
+                let portal = Portal {
+                    statement,
+                    values: b.values.iter().map(|v| v.map(<[u8]>::to_vec)).collect(),
+                    formats: b.param_formats.clone(),
+                };
+                self.portals.insert(b.portal.to_string(), portal);
+            }
+            frontend::EXECUTE => self.execute(m),
+            frontend::CLOSE => {
+                if let Ok((kind, name)) = read_target(m) {
+                    if kind == target::STATEMENT {
+                        self.statements.remove(name);
+                    } else {
+                        self.portals.remove(name);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn execute(&mut self, m: &Message) {
+        let Ok(name) = m.reader().cstr() else { return };
+        let Some((name, portal)) = self.portals.remove_entry(name) else {
+            return;
+        };
+        let st = portal.statement.clone();
+        let Ok(parsed) = QueryCache::global().get(&st.sql) else {
+            return;
+        };
+        let params = Params {
+            values: portal.values.iter().map(|v| v.as_deref()).collect(),
+            formats: portal.formats.clone(),
+            types: st.types.clone(),
+        };
+        if parsed.statements.len() == 1 {
+            self.count(&parsed, 0, &st.sql, Some(&params));
+        }
+        drop(params);
+        // A portal may be executed again (a row limit, or a named one).
+        self.portals.insert(name, portal);
+    }
+
+    /// Counts statement `i` of `parsed` (whose text is `sql`).
+    fn count(&mut self, parsed: &Parsed, i: usize, sql: &str, params: Option<&Params<'_>>) {
+        let text = parsed.statement_text(i, sql);
+        let Some(shape) = parsed.fingerprint(i, text) else {
+            return;
+        };
+        let verdict = self.dry.verdict_offline(parsed, i, text, params);
+        self.counted
+            .push(routes::record(&self.dry.database, &shape, &verdict));
+    }
+
+    /// A ReadyForQuery: the request took `took`, shared among the statements it ran.
+    pub fn ended(&mut self, took: Option<Duration>) {
+        if self.counted.is_empty() {
+            return;
+        }
+        let us = took.map_or(0, |t| t.as_micros() as u64) / self.counted.len() as u64;
+        self.counted.drain(..).for_each(|e| e.add_time(us));
+    }
+}
