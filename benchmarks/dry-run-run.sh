@@ -3,9 +3,10 @@
 # router.sh: the cost of `dry_run` on the hot path. pgbench -S (select-only, 8 clients, simple
 # and prepared protocol) on one server through three pgdogs started side by side:
 #   plain      the database as a team runs it before planning shards (no [[sharded_tables]])
-#   planned    the same with pgbench's [[sharded_tables]] declared (served by sharded sessions)
-#   dry run    planned + dry_run = true, dry_run_shards = 4 (every statement routed by the
-#              planned layout and counted by shape)
+#   planned    the same with pgbench's [[sharded_tables]] declared (served by sharded sessions
+#              of one shard, as a one-server database declared shardable is), for reference
+#   dry run    planned + dry_run = true, dry_run_shards = 4: one-server sessions again, every
+#              statement also routed by the planned layout and counted by shape
 # Rounds alternated (order rotated), medians. Replaces the "Dry run" section of
 # benchmarks/results/router.md. Target: dry run >= 0.90 x plain TPS at 8 clients.
 set -euo pipefail
@@ -73,9 +74,9 @@ r = lambda a, b: f"{a / b:.2f}x" if b else "n/a"
 out = ["## Dry run: cost on the hot path", "",
        f"pgbench -S at {clients} clients, {duration} s per run, {rounds} rounds alternated (medians), one",
        "PostgreSQL 18 through three pgdogs side by side: **plain** (no `[[sharded_tables]]`),",
-       "**planned** (pgbench's tables declared: sharded sessions, one shard) and **dry run**",
-       "(planned + `dry_run = true`, `dry_run_shards = 4`: each statement also routed by the",
-       "4-shard layout and counted by fingerprint).", "",
+       "**planned** (pgbench's tables declared: sharded sessions of one shard, for reference) and",
+       "**dry run** (planned + `dry_run = true`, `dry_run_shards = 4`: one-server sessions, each",
+       "statement also routed by the 4-shard layout and counted by fingerprint).", "",
        "| protocol | plain TPS | planned TPS | dry run TPS | dry run / plain | dry run / planned | target (>= 0.90x plain) |",
        "|---|---|---|---|---|---|---|"]
 for mode in ("simple", "prepared"):

@@ -123,3 +123,50 @@ fn has_ddl(sql: &str) -> bool {
         _ => false,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mirror(level: MirrorLevel, exposure: f64, queue_length: usize) -> Mirror {
+        Mirror::new(Mirroring {
+            source_db: "a".into(),
+            destination_db: "b".into(),
+            exposure,
+            queue_length,
+            level,
+        })
+    }
+
+    #[test]
+    fn level_and_exposure() {
+        assert!(mirror(MirrorLevel::All, 1.0, 1).wants(true));
+        assert!(mirror(MirrorLevel::Dml, 1.0, 1).wants(false));
+        assert!(!mirror(MirrorLevel::Dml, 1.0, 1).wants(true));
+        assert!(mirror(MirrorLevel::Ddl, 1.0, 1).wants(true));
+        assert!(!mirror(MirrorLevel::Ddl, 1.0, 1).wants(false));
+        assert!(!(0..100).any(|_| mirror(MirrorLevel::All, 0.0, 1).wants(false)));
+        let half = mirror(MirrorLevel::All, 0.5, 1);
+        let n = (0..10_000).filter(|_| half.wants(false)).count();
+        assert!((4_000..6_000).contains(&n), "{n}");
+    }
+
+    #[test]
+    fn the_queue_is_bounded() {
+        let m = mirror(MirrorLevel::All, 1.0, 2);
+        assert!(m.enqueue() && m.enqueue());
+        assert!(!m.enqueue());
+        m.dequeued();
+        assert!(m.enqueue());
+        assert_eq!(m.depth(), 2);
+    }
+
+    #[test]
+    fn ddl_is_recognised() {
+        assert!(has_ddl("CREATE TABLE t (id int)"));
+        assert!(has_ddl("SELECT 1; ALTER TABLE t ADD c int"));
+        assert!(!has_ddl("INSERT INTO t VALUES (1)"));
+        assert!(!has_ddl("BEGIN"));
+        assert!(!has_ddl("SET x = 1"));
+    }
+}

@@ -82,3 +82,56 @@ impl super::Settings {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Settings;
+    use crate::scratch::Scratch;
+
+    const USERS: &str = "[[users]]\nname = \"app\"\ndatabase = \"a\"\npassword = \"pw\"\n";
+
+    fn load(extra: &str) -> Result<Settings, String> {
+        let dir = Scratch::new("pgdog-mirroring-config");
+        let c = dir.write(
+            "p.toml",
+            &format!("[[databases]]\nname = \"a\"\n\n[[databases]]\nname = \"b\"\nport = 5433\n\n{extra}"),
+        );
+        let u = dir.write("u.toml", USERS);
+        Settings::load(&c, &u).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn entries_are_checked() {
+        let s = load("[[mirroring]]\nsource_db = \"a\"\ndestination_db = \"b\"\n").unwrap();
+        let m = &s.config.mirroring[0];
+        assert_eq!((m.exposure, m.queue_length), (1.0, 128));
+        assert_eq!(m.level, super::MirrorLevel::All);
+        let s = load("[[mirroring]]\nsource_db = \"a\"\ndestination_db = \"b\"\nlevel = \"ddl\"\n");
+        assert_eq!(
+            s.unwrap().config.mirroring[0].level,
+            super::MirrorLevel::Ddl
+        );
+        for (bad, says) in [
+            ("destination_db = \"c\"", "database `c` is not configured"),
+            ("destination_db = \"a\"", "the same"),
+            ("destination_db = \"b\"\nexposure = 1.5", "exposure"),
+            ("destination_db = \"b\"\nqueue_length = 0", "queue_length"),
+            ("destination_db = \"b\"\nlevel = \"some\"", "level"),
+        ] {
+            let err = load(&format!("[[mirroring]]\nsource_db = \"a\"\n{bad}\n")).unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+        let twice = "[[mirroring]]\nsource_db = \"a\"\ndestination_db = \"b\"\n\n".repeat(2);
+        assert!(load(&twice).unwrap_err().contains("twice"));
+    }
+
+    #[test]
+    fn dry_run_needs_a_planned_count_on_one_server() {
+        let err = load("[general]\ndry_run = true\n").unwrap_err();
+        assert!(err.contains("dry_run needs dry_run_shards"), "{err}");
+        let s = load("[general]\ndry_run = true\ndry_run_shards = 4\n").unwrap();
+        assert_eq!(s.dry_run("a"), Some(4));
+        let err = load("[general]\ndry_run_shards = 1\n").unwrap_err();
+        assert!(err.contains("at least 2"), "{err}");
+    }
+}

@@ -205,9 +205,16 @@ pub(crate) async fn serve_mirror(socket: TcpStream, user: String, database: Stri
         discovered: None,
     };
     let stream = Stream::Plain(socket);
+    // A replay is not mirrored again (two databases mirroring each other would loop).
     match start_session(stream, reader, params, identity, registry, &client).await {
-        Ok(Some(LoggedIn::Single(mut session))) => session.run().await,
-        Ok(Some(LoggedIn::Sharded(mut session))) => Box::pin(session.run()).await,
+        Ok(Some(LoggedIn::Single(mut session))) => {
+            session.mirror_off();
+            session.run().await
+        }
+        Ok(Some(LoggedIn::Sharded(mut session))) => {
+            session.mirror_off();
+            Box::pin(session.run()).await
+        }
         Ok(None) => {}
         Err(refusal) => tracing::info!("mirror session refused: {}", refusal.1),
     }

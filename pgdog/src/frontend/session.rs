@@ -222,6 +222,13 @@ impl Session {
     }
 }
 
+impl Session {
+    /// This session's transactions are not mirrored (it replays another's).
+    pub(crate) fn mirror_off(&mut self) {
+        self.mirror = None;
+    }
+}
+
 impl ServeClient for Session {
     fn client_mut(&mut self) -> &mut Client {
         &mut self.client
@@ -331,7 +338,7 @@ impl Session {
         if m.tag() == backend::READY_FOR_QUERY {
             let took = self.client.meter.ready(TxStatus::of(m));
             if let Some(d) = self.dry_run.as_mut() {
-                d.ended(took);
+                d.ended(took, TxStatus::of(m));
             }
             if let Some(t) = self.mirror.as_mut() {
                 t.ready(TxStatus::of(m));

@@ -129,7 +129,7 @@ impl Router {
             StatementKind::Transaction(_) | StatementKind::Set | StatementKind::Deallocate => {
                 return Ok(Verdict::new(VerdictKind::Session, ""))
             }
-            StatementKind::Utility("DiscardStmt") => {
+            StatementKind::Utility("DiscardStmt") if sql.to_ascii_lowercase().contains("all") => {
                 return Ok(Verdict::new(VerdictKind::Session, ""))
             }
             _ => {}

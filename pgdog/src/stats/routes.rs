@@ -13,6 +13,8 @@ use std::sync::{Arc, LazyLock};
 
 /// Shapes kept per process; the rest share one entry.
 pub const MAX_SHAPES: usize = 10_000;
+/// Bytes of a shape's sample text kept.
+const MAX_SAMPLE: usize = 1024;
 /// The fingerprint of the entry the shapes past `MAX_SHAPES` share.
 const OVERFLOW: u64 = 0;
 
@@ -105,12 +107,24 @@ fn entry(database: &Arc<str>, shape: &Fingerprint) -> Arc<RouteEntry> {
     let sample = if key.1 == OVERFLOW {
         format!("(other shapes past the first {MAX_SHAPES})")
     } else {
-        shape.sample.clone()
+        cut(&shape.sample)
     };
     table
         .entry(key)
         .or_insert_with_key(|k| Arc::new(RouteEntry::new(k.0.clone(), k.1, sample)))
         .clone()
+}
+
+/// A sample kept to `MAX_SAMPLE` bytes (a long VALUES list makes a long one).
+fn cut(sample: &str) -> String {
+    if sample.len() <= MAX_SAMPLE {
+        return sample.to_string();
+    }
+    let mut end = MAX_SAMPLE;
+    while !sample.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &sample[..end])
 }
 
 /// Every entry, by calls (most first).

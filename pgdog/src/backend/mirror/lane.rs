@@ -49,8 +49,10 @@ impl Lane {
     }
 }
 
-/// How long the lane waits for its session's greeting.
-const LOGIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the lane waits for its session's greeting or one transaction's answers: a
+/// destination slower than this stops the client's lane (its connection closed, so nothing
+/// stays open there).
+const REPLAY_TIMEOUT: Duration = Duration::from_secs(60);
 
 struct Conn {
     stream: TcpStream,
@@ -62,15 +64,24 @@ impl Conn {
         let io = |e: std::io::Error| format!("loopback connection: {e}");
         let listener = TcpListener::bind("127.0.0.1:0").await.map_err(io)?;
         let addr = listener.local_addr().map_err(io)?;
-        let (ours, theirs) = tokio::join!(TcpStream::connect(addr), listener.accept());
-        let (ours, (theirs, _)) = (ours.map_err(io)?, theirs.map_err(io)?);
+        let ours = TcpStream::connect(addr).await.map_err(io)?;
+        let me = ours.local_addr().map_err(io)?;
+        // Only our own connection gets the session (no login is asked on that end): another
+        // local process connecting to the port first is turned away.
+        let theirs = loop {
+            let (theirs, peer) = listener.accept().await.map_err(io)?;
+            if peer == me {
+                break theirs;
+            }
+            drop(theirs);
+        };
         let _ = ours.set_nodelay(true);
         tokio::spawn(serve(theirs, user, mirror.config.destination_db.clone()));
         let mut conn = Conn {
             stream: ours,
             reader: MessageReader::new(crate::config::active().max_message_size),
         };
-        match tokio::time::timeout(LOGIN_TIMEOUT, conn.answers(1)).await {
+        match tokio::time::timeout(REPLAY_TIMEOUT, conn.answers(1)).await {
             Ok(Ok(None)) => Ok(conn),
             Ok(Ok(Some(e))) => Err(format!("the destination refused the login: {e}")),
             Ok(Err(e)) => Err(e),
@@ -105,11 +116,16 @@ impl Conn {
 
     /// Replays one transaction; the destination's first error, if any.
     async fn replay(&mut self, job: &Job) -> Result<Option<String>, String> {
-        self.stream
-            .write_all(&job.bytes)
+        let work = async {
+            self.stream
+                .write_all(&job.bytes)
+                .await
+                .map_err(|e| format!("writing to the destination: {e}"))?;
+            self.answers(job.requests).await
+        };
+        tokio::time::timeout(REPLAY_TIMEOUT, work)
             .await
-            .map_err(|e| format!("writing to the destination: {e}"))?;
-        self.answers(job.requests).await
+            .map_err(|_| format!("no answer within {} s", REPLAY_TIMEOUT.as_secs()))?
     }
 }
 

@@ -1,11 +1,14 @@
-//! The session side of mirroring: the client's messages of the transaction in flight, handed
-//! to its lane of each mirror when the transaction ends. Nothing here waits.
+//! The session side of mirroring: the client's messages, cut into requests (a Query, or the
+//! extended-protocol messages up to a Sync), handed to the client's lane of each mirror when
+//! the ReadyForQuery that ends a transaction (`I`) has gone to the client. Requests the client
+//! pipelined beyond it stay for the next transaction. Nothing here waits.
 use super::lane::{Job, Lane, ServeFn};
 use super::Mirror;
 use crate::net::message::{read_parse, read_query};
 use crate::net::tag::frontend;
 use crate::net::{Message, TxStatus};
 use bytes::BytesMut;
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Instant;
@@ -25,9 +28,13 @@ pub struct Tap {
     user: String,
     serve: ServeFn,
     targets: Vec<Target>,
+    /// The client's messages not handed on yet.
     buf: BytesMut,
-    /// Query and Sync messages: each gets a ReadyForQuery.
-    requests: usize,
+    /// Where each request the client sent (and not yet handed on) ends in `buf`.
+    ends: VecDeque<usize>,
+    /// Requests of the transaction in flight that got their ReadyForQuery.
+    answered: usize,
+    /// The buffer passed MAX_TRANSACTION_BYTES: this transaction is dropped.
     oversized: bool,
     ddl: bool,
     /// The source sent the client an error in this transaction.
@@ -59,7 +66,8 @@ impl Tap {
                 })
                 .collect(),
             buf: BytesMut::new(),
-            requests: 0,
+            ends: VecDeque::new(),
+            answered: 0,
             oversized: false,
             ddl: false,
             source_failed: false,
@@ -68,16 +76,13 @@ impl Tap {
         })
     }
 
-    /// A message from the client.
+    /// A message from the client (COPY data included).
     pub fn message(&mut self, m: &Message) {
         let tag = m.tag();
         if tag == frontend::TERMINATE {
             return;
         }
         self.started.get_or_insert_with(Instant::now);
-        if matches!(tag, frontend::QUERY | frontend::SYNC) {
-            self.requests += 1;
-        }
         if self.check_ddl && !self.ddl {
             let text = match tag {
                 frontend::QUERY => read_query(m).ok().map(|t| t.to_string()),
@@ -86,12 +91,26 @@ impl Tap {
             };
             self.ddl = text.is_some_and(|t| super::has_ddl(&t));
         }
-        if self.oversized || self.buf.len() + m.bytes().len() > MAX_TRANSACTION_BYTES {
-            self.oversized = true;
-            self.buf = BytesMut::new();
-            return;
+        if matches!(
+            tag,
+            frontend::COPY_DATA | frontend::COPY_DONE | frontend::COPY_FAIL
+        ) && self.ends.back() == Some(&self.buf.len())
+        {
+            // A Sync right before COPY data was sent after the Execute that started a COPY
+            // FROM STDIN: Postgres ignores it (no ReadyForQuery), so it ends no request.
+            self.ends.pop_back();
         }
-        self.buf.extend_from_slice(m.bytes());
+        if self.buf.len() + m.bytes().len() > MAX_TRANSACTION_BYTES {
+            self.oversized = true;
+        } else {
+            self.buf.extend_from_slice(m.bytes());
+        }
+        if matches!(
+            tag,
+            frontend::QUERY | frontend::SYNC | frontend::FUNCTION_CALL
+        ) {
+            self.ends.push_back(self.buf.len());
+        }
     }
 
     /// The source sent the client an ErrorResponse.
@@ -99,46 +118,68 @@ impl Tap {
         self.source_failed = true;
     }
 
-    /// A ReadyForQuery went to the client: with `I` the transaction is over and handed on.
+    /// A ReadyForQuery went to the client: one request is answered; with `I` the
+    /// transaction's requests are handed on.
     pub fn ready(&mut self, status: TxStatus) {
-        if status != TxStatus::Idle || self.requests == 0 {
+        if self.answered < self.ends.len() {
+            self.answered += 1;
+        }
+        if status != TxStatus::Idle || self.answered == 0 {
             return;
         }
+        let end = self.ends[self.answered - 1];
+        let bytes = self.buf.split_to(end.min(self.buf.len())).freeze();
+        self.ends.drain(..self.answered);
+        self.ends.iter_mut().for_each(|e| *e -= end);
+        let requests = std::mem::take(&mut self.answered);
         let source_us = self
             .started
             .take()
             .map_or(0, |t| t.elapsed().as_micros() as u64);
-        let bytes = std::mem::take(&mut self.buf).freeze();
         let job = Job {
             bytes,
-            requests: std::mem::take(&mut self.requests),
+            requests,
             source_failed: std::mem::take(&mut self.source_failed),
             source_us,
         };
         let oversized = std::mem::take(&mut self.oversized);
+        if oversized {
+            // What was not kept cannot be cut into requests: start over.
+            self.buf.clear();
+            self.ends.clear();
+        }
         let ddl = std::mem::take(&mut self.ddl);
+        if !self.buf.is_empty() {
+            self.started = Some(Instant::now());
+        }
         for t in &mut self.targets {
-            if !t.mirror.wants(ddl) {
-                continue;
-            }
-            if t.stopped {
-                t.mirror.dropped.fetch_add(1, Relaxed);
-                continue;
-            }
-            if oversized || !t.mirror.enqueue() {
-                t.mirror.dropped.fetch_add(1, Relaxed);
-                t.stopped = true;
-                continue;
-            }
-            let (user, serve) = (&self.user, self.serve);
-            let lane = t
-                .lane
-                .get_or_insert_with(|| Lane::start(t.mirror.clone(), user.clone(), serve));
-            if !lane.send(job.clone()) {
-                t.mirror.dequeued();
-                t.mirror.dropped.fetch_add(1, Relaxed);
-                t.stopped = true;
-            }
+            Self::hand_on(t, &job, oversized, ddl, &self.user, self.serve);
+        }
+    }
+
+    fn hand_on(t: &mut Target, job: &Job, oversized: bool, ddl: bool, user: &str, serve: ServeFn) {
+        if !t.mirror.wants(ddl) {
+            return;
+        }
+        if t.stopped {
+            t.mirror.dropped.fetch_add(1, Relaxed);
+            return;
+        }
+        if oversized || !t.mirror.enqueue() {
+            t.mirror.dropped.fetch_add(1, Relaxed);
+            // The lane's session ends with its connection: nothing stays open there.
+            t.stopped = true;
+            t.lane = None;
+            return;
+        }
+        let lane = t
+            .lane
+            .get_or_insert_with(|| Lane::start(t.mirror.clone(), user.to_string(), serve));
+        if !lane.send(job.clone()) {
+            t.mirror.dequeued();
+            t.mirror.dropped.fetch_add(1, Relaxed);
+            t.stopped = true;
+            t.lane = None;
         }
     }
 }

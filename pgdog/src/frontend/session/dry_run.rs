@@ -49,6 +49,7 @@ impl DryRunTap {
         match m.tag() {
             frontend::QUERY => {
                 if let Ok(sql) = read_query(m) {
+                    self.forget(sql);
                     if let Ok(parsed) = ShapeCache::global().get(sql) {
                         (0..parsed.statements.len())
                             .for_each(|i| self.count(&parsed, i, sql, None));
@@ -123,8 +124,30 @@ impl DryRunTap {
             .push(routes::record(&self.dry.database, &shape, &verdict));
     }
 
-    /// A ReadyForQuery: the request took `took`, shared among the statements it ran.
-    pub fn ended(&mut self, took: Option<Duration>) {
+    /// `DEALLOCATE` and `DISCARD ALL` drop prepared statements (Rails deallocates by SQL).
+    fn forget(&mut self, sql: &str) {
+        match crate::frontend::statements::deallocate(sql) {
+            Some(None) => self.statements.clear(),
+            Some(Some(name)) => {
+                self.statements.remove(&name);
+            }
+            None if sql
+                .trim_start()
+                .get(..7)
+                .is_some_and(|w| w.eq_ignore_ascii_case("discard")) =>
+            {
+                self.statements.clear();
+            }
+            None => {}
+        }
+    }
+
+    /// A ReadyForQuery with `status`: the request took `took`, shared among the statements it
+    /// ran; at the end of a transaction its portals are gone.
+    pub fn ended(&mut self, took: Option<Duration>, status: crate::net::TxStatus) {
+        if status == crate::net::TxStatus::Idle {
+            self.portals.clear();
+        }
         if self.counted.is_empty() {
             return;
         }

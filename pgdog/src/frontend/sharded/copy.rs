@@ -226,6 +226,9 @@ impl ShardedSession {
                     return Some(ClientError::new("08006", format!("client connection: {e}")))
                 }
             };
+            if let Some(tap) = self.mirror.as_mut() {
+                tap.message(&m);
+            }
             match m.tag() {
                 frontend::COPY_DATA => {
                     let data = &m.payload();

@@ -36,14 +36,16 @@ impl ShardedSession {
             .and_then(|t| t.begun.iter().position(|b| *b)));
         let candidates: Vec<usize> = match fixed {
             Some(s) => vec![s],
+            None if self.tx.is_some() => vec![0],
             None => (0..self.shards.len()).collect(),
         };
         let mut last = None;
-        let any = fixed.is_none();
+        // Inside a transaction a failed shard fails it: no other shard is tried.
+        let any = fixed.is_none() && self.tx.is_none();
         for shard in candidates {
             if let Err(e) = self.server(shard).await {
                 // Not reached (down, starting up, banned): another shard answers the same.
-                if !any {
+                if !any || !e.code.starts_with(['0', '5']) {
                     return Err(e);
                 }
                 last = Some(e);

@@ -3,7 +3,7 @@
 //! request's time goes to the shapes it ran once its ReadyForQuery is sent. Nothing here
 //! changes what the statement does or what the client sees.
 use super::ShardedSession;
-use crate::router::{Params, Parsed, RouterError};
+use crate::router::{Params, Parsed};
 use crate::stats::routes::{self, RouteEntry};
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,7 +26,9 @@ impl Counted {
 
 impl ShardedSession {
     /// Counts statement `i` of `parsed` (its text `sql`) with the planned layout's verdict.
-    pub(super) async fn count_route(
+    /// An INSERT without a column list takes the column order the session's own router read
+    /// (no server is asked here: that could begin the client's transaction on a shard).
+    pub(super) fn count_route(
         &mut self,
         parsed: &Parsed,
         i: usize,
@@ -40,32 +42,24 @@ impl ShardedSession {
         let Some(shape) = parsed.fingerprint(i, sql) else {
             return;
         };
-        let planned = &dry.router;
-        let mut verdict = planned.verdict(parsed, i, sql, params, &self.overrides);
-        if let Err(RouterError::NeedColumns(table)) = &verdict {
-            // An INSERT without a column list: the column order comes from the server.
-            let schema = parsed.statements[i]
-                .relations
-                .first()
-                .and_then(|r| r.schema.clone());
-            if let Ok(columns) = self.table_columns(schema.as_deref(), table).await {
-                if !columns.is_empty() {
-                    let columns = Arc::new(columns);
-                    planned
-                        .schema
-                        .columns
-                        .write()
-                        .insert(table.clone(), columns);
-                    verdict = planned.verdict(parsed, i, sql, params, &self.overrides);
-                }
+        let table = parsed.statements[i]
+            .relations
+            .first()
+            .map(|r| r.name.clone());
+        if let Some(table) = table {
+            let known = router.schema.columns.read().get(&table).cloned();
+            if let Some(columns) = known {
+                dry.router
+                    .schema
+                    .columns
+                    .write()
+                    .entry(table)
+                    .or_insert(columns);
             }
         }
-        match verdict {
-            Ok(v) => self
-                .routes
-                .0
-                .push(routes::record(&dry.database, &shape, &v)),
-            Err(e) => tracing::debug!("dry run: no verdict for {sql:?}: {e}"),
-        }
+        let verdict = dry.verdict_offline(parsed, i, sql, params);
+        self.routes
+            .0
+            .push(routes::record(&dry.database, &shape, &verdict));
     }
 }

@@ -122,7 +122,7 @@ impl ShardedSession {
         if self.router.dry_run().is_some() {
             if let Ok(bind) = read_bind(&portal.bind) {
                 let params = params_of(&portal.statement, &bind);
-                self.count_route(&parsed, 0, &sql, Some(&params)).await;
+                self.count_route(&parsed, 0, &sql, Some(&params));
             }
         }
         if portal.statement.param_types.is_empty() || st.max_param == 0 {

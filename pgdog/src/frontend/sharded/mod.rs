@@ -226,6 +226,11 @@ impl ShardedSession {
         }
     }
 
+    /// This session's transactions are not mirrored (it replays another's).
+    pub(crate) fn mirror_off(&mut self) {
+        self.mirror = None;
+    }
+
     /// The registry generation its pools were looked up at (a later one makes it look again).
     pub fn set_generation(&mut self, generation: u64) {
         self.generation = generation;
@@ -431,7 +436,7 @@ impl ShardedSession {
             return Err(tx::aborted());
         }
         if self.router.dry_run().is_some() {
-            self.count_route(parsed, i, sql, None).await;
+            self.count_route(parsed, i, sql, None);
         }
         if let Some(tag) = self.session_statement(parsed, i, sql).await? {
             self.send(&message::command_complete(&tag));
