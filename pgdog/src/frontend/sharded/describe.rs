@@ -30,6 +30,13 @@ impl ShardedSession {
         &mut self,
         st: &Statement,
     ) -> Result<Vec<i32>, ClientError> {
+        if is_explain(&st.sql) {
+            // pgdog answers EXPLAIN itself (the route, then each shard's plan), in text.
+            self.send(&message::parameter_description(&[]));
+            let plan = crate::net::rows::Field::computed("QUERY PLAN", 25, -1);
+            self.send(&crate::net::rows::row_description(&[plan]));
+            return Ok(Vec::new());
+        }
         let fixed = self.overrides.shard.or(self.schema_shard(&st.sql)).or(self
             .tx
             .as_ref()
@@ -127,4 +134,17 @@ impl ShardedSession {
         }
         error.map_or(Ok((types, answer)), Err)
     }
+}
+
+/// An EXPLAIN without parameters (the ones pgdog answers, see `explain`).
+fn is_explain(sql: &str) -> bool {
+    crate::router::QueryCache::global()
+        .get(sql)
+        .ok()
+        .and_then(|p| {
+            p.statements
+                .first()
+                .map(|s| s.kind == pg_query_raw::router::StatementKind::Explain && s.max_param == 0)
+        })
+        .unwrap_or(false)
 }

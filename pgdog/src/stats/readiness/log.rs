@@ -148,6 +148,14 @@ pub fn read(text: &str) -> Vec<Logged> {
                     continue;
                 }
                 let (us, message) = duration(message);
+                if message.is_empty() && us > 0 {
+                    // `duration: N ms` alone (log_duration, or log_statement with
+                    // log_min_duration_statement): the time of the statement logged before.
+                    if let Some(last) = out.last_mut().filter(|l| l.duration_us == 0) {
+                        last.duration_us = us;
+                    }
+                    continue;
+                }
                 if let Some(sql) = statement_of(message) {
                     out.push(Logged {
                         sql: sql.to_string(),

@@ -15,6 +15,8 @@ const LOG: &str = "\
 2026-11-27 10:00:00.005 UTC [79] ERROR:  relation \"nope\" does not exist
 2026-11-27 10:00:00.005 UTC [79] STATEMENT:  SELECT * FROM nope
 2026-11-27 10:00:00.006 UTC [80] LOG:  connection received: host=127.0.0.1
+2026-11-27 10:00:00.007 UTC [81] LOG:  statement: SELECT 1
+2026-11-27 10:00:00.008 UTC [81] LOG:  duration: 0.250 ms
 ";
 
 #[test]
@@ -28,10 +30,12 @@ fn reads_postgres_logs() {
             "SELECT count(*)\n\tFROM users",
             "SELECT name FROM users WHERE id = $1",
             "SELECT * FROM users u JOIN orders o ON o.id = u.id",
+            "SELECT 1",
         ]
     );
     assert_eq!(got[2].params, vec![Some("42".to_string())]);
     assert_eq!(got[3].duration_us, 1500);
+    assert_eq!(got[4].duration_us, 250);
 }
 
 #[test]
@@ -86,20 +90,20 @@ fn a_log_routed_and_summed_up() {
         database: std::sync::Arc::from("readiness_db"),
     };
     let routed = route_log(&dry, &logged);
-    assert_eq!(routed.statements, 4);
+    assert_eq!(routed.statements, 5);
     assert_eq!(routed.unparsed, vec!["SELEC broken".to_string()]);
     let rows: Vec<_> = crate::stats::routes::rows()
         .into_iter()
         .filter(|r| r.database == "readiness_db")
         .collect();
     let text = summary("readiness_db", &rows, 10);
-    assert!(text.contains("4 statements of 4 shapes"), "{text}");
-    assert!(text.contains("50.0% of calls go to one shard"), "{text}");
-    assert!(text.contains("25.0% would be refused"), "{text}");
+    assert!(text.contains("5 statements of 5 shapes"), "{text}");
+    assert!(text.contains("60.0% of calls go to one shard"), "{text}");
+    assert!(text.contains("20.0% would be refused"), "{text}");
     assert!(text.contains("0A000: cross-shard join"), "{text}");
     assert!(
         text.contains("no filter on the sharding key (users.id)"),
         "{text}"
     );
-    assert!(text.contains("100.0% of time"), "{text}");
+    assert!(text.contains("85.7% of time"), "{text}");
 }
