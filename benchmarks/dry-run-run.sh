@@ -7,7 +7,8 @@
 #              of one shard, as a one-server database declared shardable is), for reference
 #   dry run    planned + dry_run = true, dry_run_shards = 4: one-server sessions again, every
 #              statement also routed by the planned layout and counted by shape
-# Rounds alternated (order rotated), medians. Replaces the "Dry run" section of
+# Rounds alternated (order rotated), medians. Then pgdog's own CPU time per transaction, plain
+# and dry run, at a fixed rate (RATE, default 5000/s). Replaces the "Dry run" section of
 # benchmarks/results/router.md. Target: dry run >= 0.90 x plain TPS at 8 clients.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
@@ -58,13 +59,33 @@ for mode in simple prepared; do
     done
   done
 done
+# The same cost isolated from the machine's saturation: pgdog's own CPU time per transaction
+# (utime + stime from /proc) at a fixed rate every pgdog keeps up with.
+: "${RATE:=5000}"
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+for mode in simple prepared; do
+  for round in $(seq 1 "$ROUNDS"); do
+    for who in plain dry; do
+      case $who in plain) p=$PLAIN_PORT pid=$P1 ;; dry) p=$DRY_PORT pid=$P3 ;; esac
+      before=$(cpu_ticks "$pid")
+      out=$("$PG_BIN/pgbench" -n -S -M "$mode" -c "$CLIENTS" -j 2 -T "$DURATION" -R "$RATE" \
+        -h 127.0.0.1 -p "$p" -U postgres bench 2>&1) || true
+      ticks=$(( $(cpu_ticks "$pid") - before ))
+      tx=$(echo "$out" | awk '/number of transactions actually processed/{print $NF}' | cut -d/ -f1)
+      printf 'cpu\t%s\t%s\t%s\t%s\n' "$mode" "$who" "$ticks" "${tx:-0}" >> "$WORK/dry-run.tsv"
+      echo "mode=$mode round=$round $who ticks=$ticks tx=${tx:-0}" >&2
+    done
+  done
+done
 routes=$(PGPASSWORD=bench "$PG_BIN/psql" -X -At -F' | ' -h 127.0.0.1 -p "$DRY_PORT" -U admin -d admin \
   -c "SHOW ROUTES" | cut -d'|' -f3,4,8 | head -5)
 
-section=$(python3 - "$WORK/dry-run.tsv" "$CLIENTS" "$DURATION" "$ROUNDS" "$routes" <<'PY'
+section=$(python3 - "$WORK/dry-run.tsv" "$CLIENTS" "$DURATION" "$ROUNDS" "$routes" "$RATE" "$(getconf CLK_TCK)" <<'PY'
 import sys, statistics
-rows = [l.split("\t") for l in open(sys.argv[1]).read().splitlines()]
-clients, duration, rounds, routes = sys.argv[2:6]
+lines = [l.split("\t") for l in open(sys.argv[1]).read().splitlines()]
+rows = [l for l in lines if l[0] != "cpu"]
+cpu = [l[1:] for l in lines if l[0] == "cpu"]
+clients, duration, rounds, routes, rate, hz = sys.argv[2:8]
 med = {}
 for mode in ("simple", "prepared"):
     for who in ("plain", "planned", "dry"):
@@ -83,6 +104,15 @@ for mode in ("simple", "prepared"):
     p, pl, d = med[mode, "plain"], med[mode, "planned"], med[mode, "dry"]
     ok = "met" if p and d / p >= 0.90 else "**missed**"
     out.append(f"| {mode} | {p:.0f} | {pl:.0f} | {d:.0f} | {r(d, p)} | {r(d, pl)} | {ok} |")
+def us_per_tx(mode, who):
+    v = [int(t) * 1e6 / int(hz) / int(n) for m, w, t, n in cpu if m == mode and w == who and int(n)]
+    return statistics.median(v) if v else 0
+out += ["", f"pgdog's own CPU time per transaction (utime + stime) at a fixed {rate} transactions/s,",
+        f"{rounds} rounds alternated (medians): the dry run's cost without the machine's saturation.", "",
+        "| protocol | plain µs/tx | dry run µs/tx | dry run extra |", "|---|---|---|---|"]
+for mode in ("simple", "prepared"):
+    p, d = us_per_tx(mode, "plain"), us_per_tx(mode, "dry")
+    out.append(f"| {mode} | {p:.1f} | {d:.1f} | {d - p:+.1f} µs ({r(d, p)}) |")
 out += ["", "The dry run's SHOW ROUTES afterwards (query | calls | verdict):", "", "```", routes, "```", "",
         "Command: `DRY_ONLY=1 bash benchmarks/router.sh` (this section only).", ""]
 print("\n".join(out))

@@ -50,13 +50,33 @@ impl Parsed {
     /// `sql` as `statements` (its parse), with the function lists of its shape.
     pub(super) fn with_calls(sql: &str, statements: Vec<Statement>, calls: Calls) -> Parsed {
         let plans = statements.iter().map(|_| OnceLock::new()).collect();
-        Parsed {
+        let mut parsed = Parsed {
             statements,
             plans,
-            shard_comment: comment_value(sql, "pgdog_shard").and_then(|v| v.parse().ok()),
-            key_comment: comment_value(sql, "pgdog_sharding_key"),
+            shard_comment: None,
+            key_comment: None,
             calls,
-        }
+        };
+        parsed.read_comments(sql);
+        parsed
+    }
+
+    /// This parse, whose statements were filled in for `sql` (another text of its shape), made
+    /// over for it: merge plans dropped, comments read again (a literal may hold one).
+    pub(super) fn renew(&mut self, sql: &str) {
+        self.plans.iter_mut().for_each(|p| *p = OnceLock::new());
+        self.read_comments(sql);
+    }
+
+    fn read_comments(&mut self, sql: &str) {
+        let comments = has_block_comment(sql);
+        self.shard_comment = comments
+            .then(|| comment_value(sql, "pgdog_shard"))
+            .flatten()
+            .and_then(|v| v.parse().ok());
+        self.key_comment = comments
+            .then(|| comment_value(sql, "pgdog_sharding_key"))
+            .flatten();
     }
 
     /// The function lists, to share with the other texts of this one's shape.
@@ -143,6 +163,11 @@ pub(super) fn parse_off_the_workers(sql: &str) -> Result<Parsed, RouterError> {
     } else {
         Parsed::new(sql)
     }
+}
+
+/// Whether `sql` has a `/*` (most texts have none: the comment searches are skipped).
+fn has_block_comment(sql: &str) -> bool {
+    memchr::memmem::find(sql.as_bytes(), b"/*").is_some()
 }
 
 /// `/* name: value */` anywhere in a comment of `sql`.

@@ -21,8 +21,11 @@
 //! Everything the session reads from the text itself (what it sends, comments such as
 //! `pgdog_shard`, merge plans, rewrites) still comes from the real text: a hit only replaces
 //! the parse. The last text of each shape keeps its parse (and the merge plans made for it), so
-//! a text repeated as it is reuses them. Debug builds (the test suites) check every hit against a real parse. Bounded by
-//! `query_shape_cache_limit` (0: off, every text goes to the text cache).
+//! a text repeated as it is reuses them; when no session holds it any more, the next text of
+//! the shape is filled into it in place (`refill`). Literals are found in one pass over the
+//! text when it has only plain forms (`quick`), else by the scanner. Debug builds (the test
+//! suites) check every hit against a real parse and every quick scan against the scanner.
+//! Bounded by `query_shape_cache_limit` (0: off, every text goes to the text cache).
 use super::cache::{parse_off_the_workers, Calls, Parsed, QueryCache};
 use super::RouterError;
 use lru::LruCache;
@@ -33,6 +36,9 @@ use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
 
+mod quick;
+mod refill;
+
 /// A literal of the text: its byte range and the constant the parser makes of it.
 #[derive(Debug, Clone, PartialEq)]
 struct Literal {
@@ -42,8 +48,26 @@ struct Literal {
 }
 
 /// The literals of `sql`, in order; `None` when a token cannot be taken out exactly (another
-/// literal form, a `$n`) or the text does not scan (the parse reports the error).
+/// literal form, a `$n`) or the text does not scan (the parse reports the error). Read by
+/// [`quick`] when it can, else by Postgres' scanner; debug builds check the first against the
+/// second.
 fn literals(sql: &str) -> Option<Vec<Literal>> {
+    let Some(lits) = quick::literals(sql) else {
+        return scanned(sql);
+    };
+    if cfg!(debug_assertions) {
+        let real = scanned(sql);
+        if real.as_ref() != Some(&lits) {
+            ShapeCache::global().mismatches.fetch_add(1, Relaxed);
+            tracing::error!("shape cache: the quick scan of {sql:?} differs from the scanner's");
+            return real;
+        }
+    }
+    Some(lits)
+}
+
+/// The literals of `sql` by Postgres' own scanner.
+fn scanned(sql: &str) -> Option<Vec<Literal>> {
     let tokens = pg_query_raw::tokens(sql, token::is_literal_or_param).ok()?;
     let mut after = 0;
     tokens
@@ -136,10 +160,14 @@ fn key(sql: &str, lits: &[Literal]) -> String {
 struct Shape {
     statements: Vec<Statement>,
     placeholders: Vec<(usize, usize)>,
+    /// Where the `$k` are in a walk of the statements (see [`refill`]), and the expressions
+    /// in that walk.
+    slots: Vec<refill::Slot>,
+    exprs: usize,
     /// The functions the shape calls: the same for all its texts.
     calls: Calls,
     /// The last text served and its parse (with the merge plans made for it).
-    last: Mutex<Option<(Box<str>, Arc<Parsed>)>>,
+    last: Mutex<Option<(String, Arc<Parsed>)>>,
 }
 
 impl Shape {
@@ -153,12 +181,15 @@ impl Shape {
             text.push_str(&format!(" ${} ", k + 1));
             placeholders.push((start, text.len()));
         });
-        let statements = parse_off_the_workers(&text).ok()?.statements;
+        let mut statements = parse_off_the_workers(&text).ok()?.statements;
+        let (slots, exprs) = refill::slots(&mut statements);
         let shape = Shape {
             statements,
             placeholders,
+            slots,
+            exprs,
             calls: real.shared_calls(),
-            last: Mutex::new(Some((sql.into(), real.clone()))),
+            last: Mutex::new(Some((sql.to_string(), real.clone()))),
         };
         if shape.instance(sql, lits)? != real.statements {
             return None;
@@ -187,6 +218,13 @@ impl Shape {
         }
         let mut statements = self.statements.clone();
         let mut fill = Fill { lits, ok: true };
+        statements.iter_mut().for_each(|st| st.walk_mut(&mut fill));
+        (fill.ok && self.locate(&mut statements, sql, lits).is_some()).then_some(statements)
+    }
+
+    /// Moves the statements' offsets (the shape's) to those of `sql`, whose literals are
+    /// `lits`; `None` when one does not fit in `sql`.
+    fn locate(&self, statements: &mut [Statement], sql: &str, lits: &[Literal]) -> Option<()> {
         // Statement offsets only grow: one pass over the placeholders for all of them.
         let mut offsets = Offsets {
             placeholders: &self.placeholders,
@@ -194,18 +232,16 @@ impl Shape {
             next: 0,
             moved: 0,
         };
-        for st in &mut statements {
-            st.walk_mut(&mut fill);
-            let start = offsets.of(st.location)?;
-            let end = offsets.of(st.location + st.len)?;
+        for (st, own) in statements.iter_mut().zip(&self.statements) {
+            let start = offsets.of(own.location)?;
+            let end = offsets.of(own.location + own.len)?;
             st.location = start;
             st.len = end.checked_sub(start)?;
         }
-        (fill.ok
-            && statements
-                .iter()
-                .all(|st| sql.get(st.location..st.location + st.len).is_some()))
-        .then_some(statements)
+        statements
+            .iter()
+            .all(|st| sql.get(st.location..st.location + st.len).is_some())
+            .then_some(())
     }
 }
 
@@ -289,10 +325,17 @@ enum Entry {
     NotCacheable,
 }
 
+/// Shapes by key, hashed with foldhash (SipHash over each text was a tenth of the hit).
+type Lru = LruCache<Box<str>, Entry, foldhash::fast::RandomState>;
+
+fn lru(cap: NonZeroUsize) -> Lru {
+    LruCache::with_hasher(cap, foldhash::fast::RandomState::default())
+}
+
 /// The process-wide cache of simple-protocol shapes, with its counters.
 pub struct ShapeCache {
     /// None: off (`query_shape_cache_limit = 0`).
-    lru: Mutex<Option<LruCache<Box<str>, Entry>>>,
+    lru: Mutex<Option<Lru>>,
     hits: AtomicU64,
     misses: AtomicU64,
     not_cacheable: AtomicU64,
@@ -308,14 +351,15 @@ pub struct ShapeStats {
     /// Texts parsed every time: a literal the cache does not take out, or a shape it cannot
     /// serve exactly.
     pub not_cacheable: u64,
-    /// Hits whose statements differed from a real parse (checked in debug builds only).
+    /// Hits whose statements differed from a real parse, and quick scans that differed from
+    /// the scanner's (checked in debug builds only).
     pub mismatches: u64,
 }
 
 impl ShapeCache {
     pub fn new(capacity: usize) -> ShapeCache {
         ShapeCache {
-            lru: Mutex::new(NonZeroUsize::new(capacity).map(LruCache::new)),
+            lru: Mutex::new(NonZeroUsize::new(capacity).map(lru)),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             not_cacheable: AtomicU64::new(0),
@@ -377,38 +421,62 @@ impl ShapeCache {
         Ok(real)
     }
 
-    /// The parse of `sql` from `shape` (None: it does not fit, parse it).
+    /// The parse of `sql` from `shape` (None: it does not fit, parse it). The last text's
+    /// parse takes this one's literals in place when nobody else holds it (see [`refill`]),
+    /// else the shape's statements are copied.
     fn hit(
         &self,
         shape: &Shape,
         sql: &str,
         lits: &[Literal],
     ) -> Option<Result<Arc<Parsed>, RouterError>> {
-        if let Some((_, parsed)) = shape.last.lock().as_ref().filter(|(t, _)| **t == *sql) {
-            return Some(Ok(parsed.clone()));
-        }
-        let statements = shape.instance(sql, lits)?;
-        let parsed = Parsed::with_calls(sql, statements, shape.calls.clone());
-        let parsed = self.checked(sql, parsed).map(Arc::new);
+        let previous = {
+            let mut last = shape.last.lock();
+            if let Some((_, parsed)) = last.as_ref().filter(|(t, _)| t == sql) {
+                return Some(Ok(parsed.clone()));
+            }
+            last.take()
+        };
+        let (mut text, reused) = match previous {
+            Some((text, mut parsed)) => {
+                let refilled = Arc::get_mut(&mut parsed)
+                    .is_some_and(|p| refill::refill(shape, p, sql, lits).is_some());
+                (text, refilled.then_some(parsed))
+            }
+            None => (String::new(), None),
+        };
+        let parsed = match reused {
+            Some(parsed) => parsed,
+            None => {
+                let statements = shape.instance(sql, lits)?;
+                Arc::new(Parsed::with_calls(sql, statements, shape.calls.clone()))
+            }
+        };
+        let parsed = self.checked(sql, parsed);
         if let Ok(p) = &parsed {
-            *shape.last.lock() = Some((sql.into(), p.clone()));
+            text.clear();
+            text.push_str(sql);
+            *shape.last.lock() = Some((text, p.clone()));
         }
         Some(parsed)
     }
 
     /// Debug builds: a hit is compared with a real parse of its text, which wins if they
     /// differ (counted and logged: the cache would have been wrong).
-    fn checked(&self, sql: &str, hit: Parsed) -> Result<Parsed, RouterError> {
+    fn checked(&self, sql: &str, hit: Arc<Parsed>) -> Result<Arc<Parsed>, RouterError> {
         if !cfg!(debug_assertions) {
             return Ok(hit);
         }
         let real = parse_off_the_workers(sql)?;
-        if real.statements == hit.statements {
+        if real.statements == hit.statements
+            && real.shard_comment == hit.shard_comment
+            && real.key_comment == hit.key_comment
+        {
             return Ok(hit);
         }
         self.mismatches.fetch_add(1, Relaxed);
         tracing::error!("shape cache: a hit differs from the parse of {sql:?}");
-        Ok(real)
+        Ok(Arc::new(real))
     }
 
     /// Sets the number of shapes kept (`query_shape_cache_limit`), dropping the least recent;
@@ -419,7 +487,7 @@ impl ShapeCache {
             (None, _) => *lru = None,
             (Some(cap), Some(l)) if l.cap() != cap => l.resize(cap),
             (Some(_), Some(_)) => {}
-            (Some(cap), None) => *lru = Some(LruCache::new(cap)),
+            (Some(cap), None) => *lru = Some(self::lru(cap)),
         }
     }
 

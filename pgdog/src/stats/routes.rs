@@ -82,8 +82,10 @@ pub struct RouteRow {
 
 type Key = (Arc<str>, u64);
 
-static TABLE: LazyLock<RwLock<HashMap<Key, Arc<RouteEntry>>>> =
-    LazyLock::new(|| RwLock::new(HashMap::new()));
+/// foldhash rather than SipHash: the lookup is on every statement of a dry run.
+type Table = HashMap<Key, Arc<RouteEntry>, foldhash::fast::RandomState>;
+
+static TABLE: LazyLock<RwLock<Table>> = LazyLock::new(|| RwLock::new(Table::default()));
 
 /// Counts one call of `shape` in `database` with its verdict; the entry takes the request's
 /// time later (`RouteEntry::add_time`).

@@ -10,6 +10,7 @@ use crate::net::Message;
 use crate::router::verdict::DryRun;
 use crate::router::{Params, Parsed, QueryCache, ShapeCache};
 use crate::stats::routes::{self, RouteEntry};
+use pg_query_raw::router::StatementKind;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,13 +49,14 @@ impl DryRunTap {
     pub fn message(&mut self, m: &Message) {
         match m.tag() {
             frontend::QUERY => {
-                if let Ok(sql) = read_query(m) {
-                    self.forget(sql);
-                    if let Ok(parsed) = ShapeCache::global().get(sql) {
-                        (0..parsed.statements.len())
-                            .for_each(|i| self.count(&parsed, i, sql, None));
-                    }
+                let Ok(sql) = read_query(m) else { return };
+                let Ok(parsed) = ShapeCache::global().get(sql) else {
+                    return;
+                };
+                for (i, st) in parsed.statements.iter().enumerate() {
+                    self.forget(&st.kind, parsed.statement_text(i, sql));
                 }
+                (0..parsed.statements.len()).for_each(|i| self.count(&parsed, i, sql, None));
             }
             frontend::PARSE => {
                 if let Ok(p) = read_parse(m) {
@@ -124,21 +126,25 @@ impl DryRunTap {
             .push(routes::record(&self.dry.database, &shape, &verdict));
     }
 
-    /// `DEALLOCATE` and `DISCARD ALL` drop prepared statements (Rails deallocates by SQL).
-    fn forget(&mut self, sql: &str) {
-        match crate::frontend::statements::deallocate(sql) {
-            Some(None) => self.statements.clear(),
-            Some(Some(name)) => {
-                self.statements.remove(&name);
-            }
-            None if sql
-                .trim_start()
-                .get(..7)
-                .is_some_and(|w| w.eq_ignore_ascii_case("discard")) =>
+    /// `DEALLOCATE` and `DISCARD ALL` (statement `text` of that `kind`) drop prepared
+    /// statements (Rails deallocates by SQL).
+    fn forget(&mut self, kind: &StatementKind, text: &str) {
+        match kind {
+            StatementKind::Deallocate => match crate::frontend::statements::deallocate(text) {
+                Some(None) => self.statements.clear(),
+                Some(Some(name)) => {
+                    self.statements.remove(&name);
+                }
+                None => {}
+            },
+            StatementKind::Utility("DiscardStmt")
+                if text
+                    .split(|c: char| c.is_whitespace() || c == ';')
+                    .any(|w| w.eq_ignore_ascii_case("all")) =>
             {
-                self.statements.clear();
+                self.statements.clear()
             }
-            None => {}
+            _ => {}
         }
     }
 
@@ -153,5 +159,39 @@ impl DryRunTap {
         }
         let us = took.map_or(0, |t| t.as_micros() as u64) / self.counted.len() as u64;
         self.counted.drain(..).for_each(|e| e.add_time(us));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::message::{parse, query};
+    use crate::router::{Router, Schema};
+
+    #[test]
+    fn deallocate_and_discard_all_forget_statements() {
+        let dry = DryRun {
+            router: Router::new(Schema {
+                shards: 2,
+                ..Default::default()
+            }),
+            database: Arc::from("dry_run_forget"),
+        };
+        let mut tap = DryRunTap::new(Arc::new(dry));
+        let prepare = |tap: &mut DryRunTap| {
+            for name in ["a", "b"] {
+                tap.message(&parse(name, "SELECT 1", &[]));
+            }
+        };
+        prepare(&mut tap);
+        tap.message(&query("SELECT 1; DEALLOCATE a"));
+        assert!(!tap.statements.contains_key("a") && tap.statements.contains_key("b"));
+        tap.message(&query("DISCARD PLANS"));
+        assert!(tap.statements.contains_key("b"));
+        tap.message(&query("discard all;"));
+        assert!(tap.statements.is_empty());
+        prepare(&mut tap);
+        tap.message(&query("DEALLOCATE ALL"));
+        assert!(tap.statements.is_empty());
     }
 }

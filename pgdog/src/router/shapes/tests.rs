@@ -246,3 +246,50 @@ fn calls_are_per_statement() {
         assert_eq!(p.calls(1, p.statement_text(1, sql)), ["my_fn"]);
     }
 }
+
+#[test]
+fn the_last_parse_is_refilled_only_when_nobody_holds_it() {
+    let cache = ShapeCache::new(16);
+    let text = |id: u32| format!("SELECT a FROM t WHERE id = {id} ORDER BY a LIMIT {id}");
+    let real = |id: u32| Parsed::new(&text(id)).unwrap().statements;
+    let one = cache.get(&text(1)).unwrap();
+    let two = cache.get(&text(2)).unwrap();
+    // Held: `one` keeps its own statements, `two` is a copy.
+    assert_eq!(one.statements, real(1));
+    assert_eq!(two.statements, real(2));
+    assert!(!Arc::ptr_eq(&one, &two));
+    let plan = two.plan(0, &text(2)).unwrap();
+    let at = Arc::as_ptr(&two);
+    drop((one, two));
+    // Nobody holds the last parse: the next text of the shape is filled into it, and its
+    // merge plan is made again from its own text.
+    let three = cache.get(&text(3)).unwrap();
+    assert_eq!(Arc::as_ptr(&three), at);
+    assert_eq!(three.statements, real(3));
+    let again = three.plan(0, &text(3)).unwrap();
+    assert_ne!(*again, *plan);
+    assert_eq!(
+        *again,
+        *Parsed::new(&text(3)).unwrap().plan(0, &text(3)).unwrap()
+    );
+    assert_eq!(cache.stats().mismatches, 0);
+}
+
+#[test]
+fn a_refilled_parse_reads_its_own_comments() {
+    // `pgdog_shard` is read from the text, literals included: the last text's must not stay.
+    let cache = ShapeCache::new(16);
+    let texts = [
+        "INSERT INTO t (id, note) VALUES (1, '/* pgdog_shard: 1 */')",
+        "INSERT INTO t (id, note) VALUES (7, 'x')",
+        "SELECT * FROM t WHERE n = 'pgdog_shard' /* pgdog_shard: 2 */",
+        "SELECT * FROM t WHERE n = 'bob' /* pgdog_shard: 2 */",
+    ];
+    for sql in texts {
+        let got = cache.get(sql).unwrap();
+        let real = Parsed::new(sql).unwrap();
+        assert_eq!(got.shard_comment, real.shard_comment, "{sql}");
+    }
+    assert_eq!(cache.get(texts[1]).unwrap().shard_comment, None);
+    assert_eq!(cache.stats().mismatches, 0);
+}
