@@ -118,16 +118,5 @@ out += ["", "The dry run's SHOW ROUTES afterwards (query | calls | verdict):", "
 print("\n".join(out))
 PY
 )
-python3 - "$OUT" "$section" <<'PY'
-import sys, re
-path, section = sys.argv[1], sys.argv[2]
-try:
-    text = open(path).read()
-except FileNotFoundError:
-    text = "# Router benchmark\n"
-parts = re.split(r"(?m)^(?=## )", text)
-parts = [p for p in parts if not p.startswith("## Dry run")]
-text = "".join(parts).rstrip("\n") + "\n\n" + section
-open(path, "w").write(text + "\n")
-PY
+replace_section "$OUT" "Dry run" "$section"
 echo "$section"

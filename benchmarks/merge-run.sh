@@ -90,14 +90,5 @@ Command: \`MERGE_ONLY=1 bash benchmarks/router.sh\` (this section only; \`bash b
 runs it after the tables above). NGROUPS and PER_GROUP set the size.
 MD
 )
-python3 - "$OUT" "$section" <<'PY'
-import sys
-path, section = sys.argv[1], sys.argv[2]
-try:
-    text = open(path).read()
-except FileNotFoundError:
-    text = "# Router benchmark\n"
-head = text.split("\n## Cross-shard GROUP BY past merge_work_mem", 1)[0].rstrip("\n")
-open(path, "w").write(head + "\n\n" + section + "\n")
-PY
+replace_section "$OUT" "Cross-shard GROUP BY past merge_work_mem" "$section"
 echo "$section"

@@ -127,6 +127,27 @@ try: print(f'{float(a)/float(b):.2f}x')
 except Exception: print('n/a')" "$1" "$2"
 }
 
+# replace_section FILE HEADING SECTION: in the Markdown FILE, the section whose "## " title starts
+# with HEADING (up to the next "## ") becomes SECTION, in place; appended when FILE has none.
+# The other sections stay as they are.
+replace_section() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import re, sys
+path, heading, section = sys.argv[1:4]
+try:
+    text = open(path).read()
+except FileNotFoundError:
+    text = ""
+parts = [p for p in re.split(r"(?m)^(?=## )", text) if p.strip()]
+at = next((i for i, p in enumerate(parts) if p.startswith("## " + heading)), None)
+if at is None:
+    parts.append(section)
+else:
+    parts[at] = section
+open(path, "w").write("\n\n".join(p.strip("\n") for p in parts) + "\n")
+PY
+}
+
 # ---------------------------------------------------------------------------------------------
 # pgdog configuration (TOML), printed on stdout. Values: numbers, true, false and arrays
 # ([...]) are written as they are, anything else as a quoted string.
