@@ -29,7 +29,7 @@ one() {
   before=$(cpu "${PID[$1]}")
   out=$("$PG_BIN/pgbench" -n -S -M "$2" -c 8 -j 2 -T "$DURATION" "${rate[@]}" -h 127.0.0.1 -p "${PORT[$1]}" -U postgres postgres 2>&1)
   after=$(cpu "${PID[$1]}")
-  tx=$(echo "$out" | sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p')
+  tx=$(tx_of <<<"$out")
   python3 -c "import sys; b,a,t,k=map(int,sys.argv[1:5]); print(sys.argv[5], f'{(a-b)*k/t:.1f}')" "$before" "$after" "$tx" "$TICK_US" "$(echo "$out" | tps_of)"
 }
 echo "| protocol | load | A TPS | B TPS | B / A | A CPU µs/tx | B CPU µs/tx | B / A |"

@@ -70,7 +70,6 @@ PID[pgb]=$(cat "$WORK/pgb/pgbouncer.pid")
 PORT[direct]=$PG_PG_PORT
 PGB_VER=$("$PGBOUNCER" --version | awk 'NR == 1 {print $2}')
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
 : > "$WORK/results.tsv"
 # case NAME PROXY USER: one pgbench -C run; logins/s and the proxy's CPU per login.
@@ -82,7 +81,7 @@ case_run() {
   out=$(PGPASSWORD=$PW "$PG_BIN/pgbench" -n -S -C -c "$CLIENTS" -j 2 -T "$DURATION" \
     -h 127.0.0.1 -p "${PORT[$proxy]}" -U "$user" postgres 2>&1)
   tps=$(tps_of <<<"$out")
-  tx=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' <<<"$out")
+  tx=$(tx_of <<<"$out")
   if [ "$proxy" != direct ]; then
     c1=$(cpu_ticks "${PID[$proxy]}")
     cpu=$(( (c1 - c0) * TICK_US / tx ))

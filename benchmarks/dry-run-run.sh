@@ -62,7 +62,6 @@ done
 # The same cost isolated from the machine's saturation: pgdog's own CPU time per transaction
 # (utime + stime from /proc) at a fixed rate every pgdog keeps up with.
 : "${RATE:=5000}"
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 for mode in simple prepared; do
   for round in $(seq 1 "$ROUNDS"); do
     for who in plain dry; do
@@ -71,7 +70,7 @@ for mode in simple prepared; do
       out=$("$PG_BIN/pgbench" -n -S -M "$mode" -c "$CLIENTS" -j 2 -T "$DURATION" -R "$RATE" \
         -h 127.0.0.1 -p "$p" -U postgres bench 2>&1) || true
       ticks=$(( $(cpu_ticks "$pid") - before ))
-      tx=$(echo "$out" | awk '/number of transactions actually processed/{print $NF}' | cut -d/ -f1)
+      tx=$(tx_of <<<"$out")
       printf 'cpu\t%s\t%s\t%s\t%s\n' "$mode" "$who" "$ticks" "${tx:-0}" >> "$WORK/dry-run.tsv"
       echo "mode=$mode round=$round $who ticks=$ticks tx=${tx:-0}" >&2
     done

@@ -69,7 +69,7 @@ wait $BENCH || true
 kill_tps=$(tps_of < "$WORK/kill.txt")
 kill_failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$WORK/kill.txt")
 kill_aborted=$(grep -c "aborted in command" "$WORK/kill.txt" || true)
-kill_processed=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$WORK/kill.txt")
+kill_processed=$(tx_of < "$WORK/kill.txt")
 stop_pgdog
 
 # 3. Failover: every server "auto"; the primary is killed, replica1 promoted; time to the first

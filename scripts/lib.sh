@@ -119,6 +119,16 @@ tps_of() {
   sed -n 's/^tps = \([0-9.]*\).*/\1/p' | cut -d. -f1
 }
 
+# tx_of: reads pgbench's output on stdin, prints the number of transactions it processed.
+tx_of() {
+  sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p'
+}
+
+# cpu_ticks PID: the process's CPU time so far (utime + stime), in clock ticks (getconf CLK_TCK).
+cpu_ticks() {
+  awk '{print $14 + $15}' "/proc/$1/stat"
+}
+
 # ratio A B: prints A / B as "1.23x", or "n/a" when either is not a number.
 ratio() {
   python3 -c "import sys

@@ -106,6 +106,11 @@ fn contains_word(sql: &str, word: &str) -> bool {
     sql.to_ascii_lowercase().contains(word)
 }
 
+/// Whether a DISCARD statement's `sql` is `DISCARD ALL` (which also drops prepared statements).
+pub(crate) fn discards_all(sql: &str) -> bool {
+    contains_word(sql, "all")
+}
+
 /// Renders SET values as SQL.
 fn render(values: &[Const]) -> String {
     values
@@ -210,7 +215,7 @@ pub fn classify_parsed(sql: &str, statements: &[router::Statement]) -> Classifie
                 }
             }
             StatementKind::Utility("DiscardStmt") => {
-                if contains_word(sql, "all") {
+                if discards_all(sql) {
                     out.discard_all = true;
                     out.changes.push(SetChange::ResetAll);
                 } else if contains_word(sql, "temp") {

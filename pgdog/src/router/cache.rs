@@ -69,7 +69,8 @@ impl Parsed {
     }
 
     fn read_comments(&mut self, sql: &str) {
-        let comments = has_block_comment(sql);
+        // Most texts have no comment: one look for `/*`, cheaper than the names.
+        let comments = memchr::memmem::find(sql.as_bytes(), b"/*").is_some();
         self.shard_comment = comments
             .then(|| comment_value(sql, "pgdog_shard"))
             .flatten()
@@ -163,11 +164,6 @@ pub(super) fn parse_off_the_workers(sql: &str) -> Result<Parsed, RouterError> {
     } else {
         Parsed::new(sql)
     }
-}
-
-/// Whether `sql` has a `/*` (most texts have none: the comment searches are skipped).
-fn has_block_comment(sql: &str) -> bool {
-    memchr::memmem::find(sql.as_bytes(), b"/*").is_some()
 }
 
 /// `/* name: value */` anywhere in a comment of `sql`.

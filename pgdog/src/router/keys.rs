@@ -154,11 +154,9 @@ fn key_of(value: &Value<'_>, table: &TableSharding) -> Result<Bound, RouterError
 /// unless `round` (half away from zero, as Postgres casts numeric to integers).
 pub fn integral(n: &str, round: bool) -> Option<i128> {
     let n = n.trim();
-    // The common case, a plain integer, without the decimal arithmetic below.
-    if n.len() <= 38
-        && n.bytes()
-            .all(|b| b.is_ascii_digit() || b == b'-' || b == b'+')
-    {
+    // The common case, a plain integer, without the decimal arithmetic below (at most 38
+    // characters, as below: i128 holds some 39-digit values).
+    if n.len() <= 38 {
         if let Ok(v) = n.parse::<i128>() {
             return Some(v);
         }

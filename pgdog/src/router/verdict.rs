@@ -129,7 +129,9 @@ impl Router {
             StatementKind::Transaction(_) | StatementKind::Set | StatementKind::Deallocate => {
                 return Ok(Verdict::new(VerdictKind::Session, ""))
             }
-            StatementKind::Utility("DiscardStmt") if sql.to_ascii_lowercase().contains("all") => {
+            StatementKind::Utility("DiscardStmt")
+                if crate::frontend::statements::discards_all(sql) =>
+            {
                 return Ok(Verdict::new(VerdictKind::Session, ""))
             }
             _ => {}

@@ -166,10 +166,7 @@ impl Tap {
             return;
         }
         if oversized || !t.mirror.enqueue() {
-            t.mirror.dropped.fetch_add(1, Relaxed);
-            // The lane's session ends with its connection: nothing stays open there.
-            t.stopped = true;
-            t.lane = None;
+            Self::stop(t);
             return;
         }
         let lane = t
@@ -177,9 +174,15 @@ impl Tap {
             .get_or_insert_with(|| Lane::start(t.mirror.clone(), user.to_string(), serve));
         if !lane.send(job.clone()) {
             t.mirror.dequeued();
-            t.mirror.dropped.fetch_add(1, Relaxed);
-            t.stopped = true;
-            t.lane = None;
+            Self::stop(t);
         }
+    }
+
+    /// Drops this job and stops the lane: the lane's session ends with its connection, so
+    /// nothing stays open there.
+    fn stop(t: &mut Target) {
+        t.mirror.dropped.fetch_add(1, Relaxed);
+        t.stopped = true;
+        t.lane = None;
     }
 }

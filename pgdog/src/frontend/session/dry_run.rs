@@ -3,6 +3,7 @@
 //! routes report (`stats::routes`). It reads the client's messages only: Query texts, Parse
 //! texts by statement name, Bind parameters by portal, and counts at Execute; the request's
 //! time is shared among its statements at ReadyForQuery. Nothing here changes what is sent.
+use crate::frontend::statements;
 use crate::net::bind::read_bind;
 use crate::net::message::{read_parse, read_query, read_target};
 use crate::net::tag::{frontend, target};
@@ -53,10 +54,10 @@ impl DryRunTap {
                 let Ok(parsed) = ShapeCache::global().get(sql) else {
                     return;
                 };
-                for (i, st) in parsed.statements.iter().enumerate() {
-                    self.forget(&st.kind, parsed.statement_text(i, sql));
+                for i in 0..parsed.statements.len() {
+                    self.forget(&parsed, i, sql);
+                    self.count(&parsed, i, sql, None);
                 }
-                (0..parsed.statements.len()).for_each(|i| self.count(&parsed, i, sql, None));
             }
             frontend::PARSE => {
                 if let Ok(p) = read_parse(m) {
@@ -126,22 +127,19 @@ impl DryRunTap {
             .push(routes::record(&self.dry.database, &shape, &verdict));
     }
 
-    /// `DEALLOCATE` and `DISCARD ALL` (statement `text` of that `kind`) drop prepared
-    /// statements (Rails deallocates by SQL).
-    fn forget(&mut self, kind: &StatementKind, text: &str) {
-        match kind {
-            StatementKind::Deallocate => match crate::frontend::statements::deallocate(text) {
+    /// `DEALLOCATE` and `DISCARD ALL` (statement `i` of `parsed`, whose text is `sql`) drop
+    /// prepared statements (Rails deallocates by SQL).
+    fn forget(&mut self, parsed: &Parsed, i: usize, sql: &str) {
+        let text = || parsed.statement_text(i, sql);
+        match parsed.statements[i].kind {
+            StatementKind::Deallocate => match statements::deallocate(text()) {
                 Some(None) => self.statements.clear(),
                 Some(Some(name)) => {
                     self.statements.remove(&name);
                 }
                 None => {}
             },
-            StatementKind::Utility("DiscardStmt")
-                if text
-                    .split(|c: char| c.is_whitespace() || c == ';')
-                    .any(|w| w.eq_ignore_ascii_case("all")) =>
-            {
+            StatementKind::Utility("DiscardStmt") if statements::discards_all(text()) => {
                 self.statements.clear()
             }
             _ => {}

@@ -42,19 +42,14 @@ impl ShardedSession {
         let Some(shape) = parsed.fingerprint(i, sql) else {
             return;
         };
-        let table = parsed.statements[i]
-            .relations
-            .first()
-            .map(|r| r.name.clone());
-        if let Some(table) = table {
-            let known = router.schema.columns.read().get(&table).cloned();
-            if let Some(columns) = known {
-                dry.router
-                    .schema
-                    .columns
-                    .write()
-                    .entry(table)
-                    .or_insert(columns);
+        // The columns this session's router read (an INSERT without a column list), once.
+        if let Some(table) = parsed.statements[i].relations.first().map(|r| &r.name) {
+            if !dry.router.schema.columns.read().contains_key(table) {
+                let known = router.schema.columns.read().get(table).cloned();
+                if let Some(columns) = known {
+                    let mut all = dry.router.schema.columns.write();
+                    all.entry(table.clone()).or_insert(columns);
+                }
             }
         }
         let verdict = dry.verdict_offline(parsed, i, sql, params);
