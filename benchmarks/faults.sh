@@ -11,7 +11,7 @@ cargo build --locked -q --workspace --all-targets --features pgdog/failpoints
 REPORT="$(mktemp)"
 trap 'rm -f "$REPORT"' EXIT
 FAULTS_REPORT="$REPORT" cargo test --locked -q --features pgdog/failpoints -p pgdog-integration \
-  --test faults --test sharding_twophase --test pooler_leaks -- --test-threads 1 2>/dev/null
+  --test e2e -- --test-threads 1 faults:: sharding_twophase:: pooler_leaks:: 2>/dev/null
 python3 - "$REPORT" > benchmarks/results/reliability.md <<'PY'
 import sys
 f = dict(line.rstrip("\n").split("\t", 1) for line in open(sys.argv[1]) if "\t" in line)

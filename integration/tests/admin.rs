@@ -2,7 +2,7 @@
 //! errors that keep the session usable, PAUSE waiting for transactions in flight and holding
 //! new ones until RESUME, RELOAD switching servers under a paused client (and ending a session
 //! whose database became sharded), and PAUSE giving up after `pause_timeout`.
-mod common;
+use crate::common;
 use common::*;
 use std::time::{Duration, Instant};
 use tokio_postgres::{Client, SimpleQueryMessage};

@@ -3,7 +3,7 @@
 //! server (SIGSTOP), deep pipelining, and a 1 MB statement. Each test checks that nothing is
 //! lost, duplicated or left behind. With `FAULTS_REPORT=<file>` each test appends its figures
 //! (`key<TAB>value` lines) there for `benchmarks/faults.sh`.
-mod common;
+use crate::common;
 use common::raw::{self, Conn};
 use common::*;
 use std::collections::BTreeSet;

@@ -4,7 +4,7 @@
 //! failed: statements get errors until it ends it, COMMIT answers ROLLBACK, and no statement of
 //! it runs in autocommit on a new server. Unsharded (transaction mode, simple, extended and
 //! pipelined; session mode, where the client is disconnected as by Postgres) and sharded.
-mod common;
+use crate::common;
 use common::raw::{self, Conn};
 use common::*;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! on the primary (by the parser's read/write rule, transactions, hints), a killed replica is
 //! banned and reads go on without errors, a dead primary with `role = "auto"` is replaced by a
 //! promoted standby without a reload, two primaries refuse writes, and the sharded variant.
-mod common;
+use crate::common;
 use common::*;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};

@@ -5,8 +5,7 @@
 //! rows are a prefix of what it wrote (complete for the clients on the other shard, cut short
 //! for those on the stopped one); a client connecting after the restart is mirrored again.
 //! SHOW MIRRORS and the metrics count it all.
-#[path = "sharding_common/mod.rs"]
-mod sharding_common;
+use crate::sharding_common;
 
 use sharding_common::*;
 use std::collections::BTreeMap;

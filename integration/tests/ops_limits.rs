@@ -5,7 +5,7 @@
 //! pre-authentication message limits, `prepared_statements_limit` (the global cache and each
 //! server's statements), `server_query_timeout` (pgdog's ROLLBACK on a frozen server), and
 //! SIGTERM / SIGINT / SHUTDOWN draining.
-mod common;
+use crate::common;
 use common::raw::{self, Conn};
 use common::*;
 use std::time::{Duration, Instant};

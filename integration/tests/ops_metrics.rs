@@ -2,7 +2,7 @@
 //! `prometheus_client`) moving with traffic, `/health` turning 503 when the primary dies, and the
 //! admin database's PgBouncer commands (SHOW CLIENTS/SERVERS/POOLS/STATS/..., SET, KILL,
 //! RECONNECT), with the admin login always password-checked, even under `auth_type = "trust"`.
-mod common;
+use crate::common;
 use common::*;
 use std::collections::HashMap;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Client authentication to pgdog: SCRAM-SHA-256 (default), MD5, cleartext and trust, each with
 //! the right password, a wrong one, an unknown user and an unknown database, the SQLSTATEs
 //! PostgreSQL clients expect, and a SCRAM verifier made by `pgdog hash`.
-mod common;
+use crate::common;
 use common::*;
 use tokio_postgres::error::SqlState;
 

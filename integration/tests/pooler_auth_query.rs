@@ -3,7 +3,7 @@
 //! them and pgdog's files hold no password of theirs) or MD5, a role created after pgdog
 //! started, a password changed on the server (after `auth_query_cache_ttl`), unknown users and
 //! wrong passwords answered alike, and a server that is down (08006, no hang).
-mod common;
+use crate::common;
 use common::*;
 use std::time::Duration;
 use topology::{Proxy, Topology};

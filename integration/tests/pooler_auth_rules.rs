@@ -2,7 +2,7 @@
 //! each auth_type), `auth_hba_file` (each method, a `reject` line and no matching line, with
 //! Postgres' own messages, and a reload), and client certificates (`tls_client_ca` and the
 //! `cert` method: the certificate's CN must be the user; verify-full clients keep working).
-mod common;
+use crate::common;
 use common::*;
 use std::path::Path;
 use topology::{Proxy, Topology};

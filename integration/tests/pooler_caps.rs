@@ -2,7 +2,7 @@
 //! the server never sees more connections than the cap, a checkout that needs a new connection
 //! waits for a slot (and takes a connection coming back to its own pool), then gets 53300
 //! naming the cap; the admin database shows the caps.
-mod common;
+use crate::common;
 use common::*;
 use std::time::Duration;
 use topology::Topology;

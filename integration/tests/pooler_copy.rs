@@ -3,7 +3,7 @@
 //! client may send, failed by CopyFail or by bad data. Each exchange runs directly against
 //! PostgreSQL and through pgdog (transaction mode, session mode, two shards), and the two
 //! transcripts (message types, severities, SQLSTATEs, tags) must be equal.
-mod common;
+use crate::common;
 use common::raw::{self, Conn, Msg};
 use topology::Topology;
 

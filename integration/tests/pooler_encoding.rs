@@ -2,7 +2,7 @@
 //! under Postgres' name, query text in the client's encoding is forwarded as the client sent
 //! it (SET values in it stay on the client's server), and an unknown encoding is refused.
 //! Each exchange runs directly against Postgres and through pgdog: the answers must be equal.
-mod common;
+use crate::common;
 use common::raw::{self, Conn, Msg};
 use common::*;
 

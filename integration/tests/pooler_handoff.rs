@@ -5,7 +5,7 @@
 //! unnamed statement is its own; a redefined name gets 42P05 and Close always its CloseComplete.
 //! Where Postgres defines the answer, the same exchange runs directly against it and through
 //! pgdog, and the two transcripts must be equal.
-mod common;
+use crate::common;
 use common::raw::{self, Conn, Msg};
 use common::*;
 

@@ -2,7 +2,7 @@
 //! users.toml with only a SCRAM secret logging in to the server by pass-through (as PgBouncer
 //! does with auth_file's secrets), and `pgdog import-pgbouncer` on PgBouncer's own example
 //! configuration and on one that uses every mapped key: the files pass `configcheck` and serve.
-mod common;
+use crate::common;
 use common::*;
 use std::path::Path;
 use std::process::Command;

@@ -4,7 +4,7 @@
 //! `pg_settings`, no temporary objects, prepared statements, cursors, listeners or advisory
 //! locks. Also: startup parameters Postgres would refuse fail the login, and
 //! `query_parser = false` resets the server between clients.
-mod common;
+use crate::common;
 use common::*;
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! a channel gets its notifications between its transactions (a NOTIFY inside a transaction at
 //! its COMMIT, in commit order, as Postgres delivers them), and listening clients hold no server
 //! connection: 50 of them on a pool of 2 leave the pool free for queries.
-mod common;
+use crate::common;
 use common::*;
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedReceiver;

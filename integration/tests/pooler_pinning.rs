@@ -2,7 +2,7 @@
 //! leaves state on it. Built-in functions are told from user functions by the server's own
 //! catalog (`pg_proc` OIDs below 16384), so calls of harmless built-ins never pin, while a user
 //! function (under `unknown_functions = "pin"`), a session advisory lock or `nextval` still do.
-mod common;
+use crate::common;
 use common::*;
 
 /// SHOW CLIENTS' `pinned` column of every client that has one.

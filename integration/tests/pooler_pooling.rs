@@ -1,6 +1,6 @@
 //! Pooling itself: many clients on few server connections, checkout timeouts, clients that
 //! vanish mid-transaction, session mode, and pgbench in all three query modes.
-mod common;
+use crate::common;
 use common::*;
 use std::collections::HashSet;
 use std::process::Command;

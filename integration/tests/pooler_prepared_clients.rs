@@ -4,7 +4,7 @@
 //! (`prepare_threshold=0`) sends DEALLOCATE ALL and DISCARD ALL as prepared statements and
 //! re-prepares after DDL; DDL that does not go through pgdog leaves pgdog's statements with
 //! stale plans (0A000 `cached plan must not change result type`), which pgdog prepares again.
-mod common;
+use crate::common;
 use common::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,7 +1,7 @@
 //! The wire protocol through pgdog against real PostgreSQL 18: psql scripts and pipelines,
 //! tokio-postgres pipelining, COPY in both directions, notices and notifications, malformed
 //! input from a raw socket, and protocol 3.2.
-mod common;
+use crate::common;
 use common::raw::{self, Conn};
 use common::*;
 use futures_util::{SinkExt, TryStreamExt};

@@ -1,7 +1,7 @@
 //! pgdog when things go wrong or change: query cancellation (right key, wrong key, a client
 //! that is no longer on the server), a PostgreSQL restart under load, and SIGHUP reloads with
 //! good and bad configuration files.
-mod common;
+use crate::common;
 use common::raw::{self, Conn};
 use common::*;
 use std::hash::{BuildHasher, Hasher};

@@ -5,7 +5,7 @@
 //! transaction and pgbench with persistent connections see no failure across the restart; a
 //! cancel reaches the client's query whichever process gets it; `[[peers]]` forward cancels
 //! between pgdogs on different ports.
-mod common;
+use crate::common;
 use common::raw::{self, Conn};
 use common::*;
 use std::process::{Child, Command, Stdio};

@@ -4,7 +4,7 @@
 //! a real server: pool_mode, pool_size, min_pool_size, idle_timeout, server_lifetime,
 //! statement_timeout (a startup parameter), server_user / server_password, read_only, and the
 //! reserve pool (reserve_pool_size after reserve_pool_timeout).
-mod common;
+use crate::common;
 use common::*;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

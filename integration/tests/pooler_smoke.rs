@@ -1,5 +1,5 @@
 //! pgdog as a drop-in endpoint: psql and tokio-postgres through it, on real PostgreSQL 18.
-mod common;
+use crate::common;
 use common::*;
 
 #[test]

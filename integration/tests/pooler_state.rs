@@ -3,7 +3,7 @@
 //! protocol-level prepared statements are shared, prepared lazily, closed and deallocated; and
 //! session state (temp tables, advisory locks, LISTEN, SQL PREPARE, WITH HOLD cursors) pins a
 //! client and is wiped before its server serves anyone else.
-mod common;
+use crate::common;
 use common::raw::{self, Conn};
 use common::*;
 use std::time::Duration;

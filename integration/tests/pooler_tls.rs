@@ -1,6 +1,6 @@
 //! TLS: with a certificate configured, pgdog answers SSLRequest with `S`, completes a TLS
 //! handshake (rustls) and serves the session over it; without one it answers `N`.
-mod common;
+use crate::common;
 use std::process::Command;
 
 /// A Python client speaking the protocol by hand over TLS: SSLRequest, handshake, startup

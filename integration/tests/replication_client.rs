@@ -2,7 +2,7 @@
 //! standby): commands and their errors, slot creation on the standby (nudged, and really
 //! cancelled at its deadline), binary values, and a restart from the confirmed LSN that
 //! delivers nothing twice and loses nothing.
-mod replication_common;
+use crate::replication_common;
 
 use pgdog::replication::client::{
     parse_lsn, ReplicationError, SlotOptions, SnapshotAction, StartOptions,

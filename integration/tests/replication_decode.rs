@@ -2,7 +2,7 @@
 //! replication client and decoded to the exact rows: INSERT / UPDATE / DELETE / TRUNCATE under
 //! replica identity default, full and index; unchanged TOAST columns; a transaction larger
 //! than `logical_decoding_work_mem` streamed in segments; two-phase transactions.
-mod replication_common;
+use crate::replication_common;
 
 use pgdog::replication::client::{SnapshotAction, StartOptions, Streaming};
 use pgdog::replication::pgoutput::LogicalMessage;

@@ -1,7 +1,7 @@
 //! A slot created on the standby with an exported snapshot, while a writer keeps inserting on
 //! the primary: a COPY under that snapshot from a normal connection plus the slot's stream
 //! from its consistent point cover every row exactly once (no overlap, no gap).
-mod replication_common;
+use crate::replication_common;
 
 use pgdog::replication::client::SnapshotAction;
 use replication_common::*;

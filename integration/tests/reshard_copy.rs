@@ -3,7 +3,7 @@
 //! `pgdog schema-sync --phase pre`. A sharded table (bigint key; NULLs, tabs, newlines, bytea)
 //! and an omnisharded one; then `pgdog verify` must find no difference, the permanent slot must
 //! exist on the primary and no temporary slot may be left on the standby.
-mod reshard_common;
+use crate::reshard_common;
 
 use pgdog::config::Settings;
 use pgdog::reshard::copy::CopyDataOptions;

@@ -2,7 +2,7 @@
 //! as `src`'s replicas, four tables of different sizes. The copies go largest first, each to
 //! the replica with the fewest bytes assigned so far, so both replicas serve two tables (and
 //! none is read from the primary); `pgdog verify` then finds the destination equal.
-mod reshard_common;
+use crate::reshard_common;
 
 use reshard_common::{
     config_dir, copy_data_ok, database, line_starting, schema_sync_pre, sharded_table, shards,

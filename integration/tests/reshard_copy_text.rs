@@ -6,7 +6,7 @@
 //! copy (DMY dates, another time zone, escaped bytea, fewer float digits) so that values only
 //! survive if both ends of the text COPY fix their session settings; `pgdog verify` must then
 //! find the destination equal to the source.
-mod reshard_common;
+use crate::reshard_common;
 
 use reshard_common::{
     assert_spread_over_two_shards, drop_slot, line_starting, omnisharded, pgdog_with,

@@ -3,7 +3,7 @@
 //! admin database); they must see no error, their writes after the cutover land on the 4 new
 //! shards, the configuration file names the new shards, the slots are gone, sequences moved,
 //! and `pgdog verify` reports no difference between the old and the new shards.
-mod reshard_common;
+use crate::reshard_common;
 
 use reshard_common::load::{
     admin_url, assert_item_on, config, cutover_args, runtime, source_and_destination, start_loads,

@@ -4,7 +4,7 @@
 //! switched and resumed together: the clients see no error, both configuration files and both
 //! proxies' `SHOW DATABASES` name the new shards, writes through either land there, and
 //! `pgdog verify` finds the old shards (kept in sync by reverse replication) equal to the new.
-mod reshard_common;
+use crate::reshard_common;
 
 use reshard_common::load::{
     admin_url, assert_item_on, config, cutover_args, runtime, source_and_destination, start_loads,

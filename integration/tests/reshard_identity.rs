@@ -12,7 +12,7 @@
 //!   anything of its batch commits;
 //! - a move committed on its old shard only (a crash between the shards' commits, reproduced)
 //!   is finished from the new row; with unchanged TOAST values it is refused, clearly.
-mod reshard_common;
+use crate::reshard_common;
 
 use pgdog::replication::client::parse_lsn;
 use reshard_common::load::{runtime, wait_for_statements};
@@ -294,8 +294,8 @@ fn a_diverged_destination_stops_the_identity_replay() {
     drop_slot(primary, "ident");
 }
 
-/// The cost of applying by identity, for the record (`cargo test --test reshard_identity --
-/// --ignored --nocapture`): 20,000 updates of `orders` (one round trip each), then 2,000
+/// The cost of applying by identity, for the record (`cargo test --test e2e reshard_identity::
+/// -- --ignored --nocapture`): 20,000 updates of `orders` (one round trip each), then 2,000
 /// deletes (pipelined, counted at the commit), against the same on a table whose primary key
 /// holds the sharding key (pipelined).
 #[test]

@@ -14,7 +14,7 @@
 //!   and run again: `pgdog verify` reports the destination equal;
 //! - ignored (a known bug, `-- --ignored` reproduces it): the same move, INSERT first, of a
 //!   table whose primary key holds the sharding key loses the row.
-mod reshard_common;
+use crate::reshard_common;
 
 use reshard_common::load::{runtime, wait_for_statements};
 use reshard_common::{count_on, pgdog, spawn, text, verify_until_equal, wait_for};

@@ -3,7 +3,7 @@
 //! touching the key, one moving a row to another shard), deletes, some in multi-statement
 //! transactions; `replay --until-lsn` must leave the destination equal to the source
 //! (`pgdog verify`), and a second run must apply nothing (resume from the stored position).
-mod reshard_common;
+use crate::reshard_common;
 
 use reshard_common::{
     copy_data_ok, current_lsn, drop_slot, pgdog_with, replay_again_applies_nothing, replay_applies,

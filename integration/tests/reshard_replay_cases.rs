@@ -2,7 +2,7 @@
 //! ending with `pgdog verify` reporting no difference: TOAST values left out of an UPDATE
 //! (unchanged) and carried along when the row moves to another shard (REPLICA IDENTITY FULL),
 //! composite primary keys, TRUNCATE on the source while the replay runs, then new rows.
-mod reshard_common;
+use crate::reshard_common;
 
 use reshard_common::{
     copy_data_ok, count_on, current_lsn, drop_slot, replay_until, schema_sync_pre, shard_of,

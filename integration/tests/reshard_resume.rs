@@ -11,7 +11,7 @@
 //!   moved but before it reached the end.
 //! - after a destination commit: `PGDOG_TEST_ABORT_AFTER_COMMIT=N` aborts right after the Nth
 //!   commit, before the slot is confirmed.
-mod reshard_common;
+use crate::reshard_common;
 
 use pgdog::replication::client::parse_lsn;
 use reshard_common::{

@@ -1,7 +1,7 @@
 //! `pgdog schema-sync` end to end: a publication's tables copied from a single server to two
 //! shards, pre-data (types, tables, sequences, primary keys) then post-data (indexes, foreign
 //! keys, triggers), and a second run that succeeds and changes nothing.
-mod reshard_common;
+use crate::reshard_common;
 
 use reshard_common::{command, sharded_table, single_to_two_shards, SRC_DST};
 use std::path::PathBuf;

@@ -2,7 +2,7 @@
 //! over 2 destination shards whose `[[sharded_schemas]]` put tenant_a on shard 0 and tenant_b on
 //! shard 1. `schema-sync`, `copy-data`, `replay` and `verify` move each schema as a unit: every
 //! row of a schema's tables lands (and its later changes replay) on that schema's shard only.
-mod reshard_common;
+use crate::reshard_common;
 use reshard_common::*;
 use topology::Topology;
 

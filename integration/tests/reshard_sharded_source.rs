@@ -6,7 +6,7 @@
 //! omnisharded table's changes once, and `pgdog verify` must find no difference. Then, in
 //! process, a replay with live [`Progress`] and a [`StopAt`] set while it runs must return soon
 //! after both streams reached their targets, with per stream progress filled in.
-mod reshard_common;
+use crate::reshard_common;
 
 use pgdog::config::Settings;
 use pgdog::replication::client::parse_lsn;

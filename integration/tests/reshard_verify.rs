@@ -1,7 +1,7 @@
 //! `pgdog verify` end to end: a single source server against a two-shard destination loaded
 //! with pgdog's own placement, then broken three ways (a row deleted on a shard, a value
 //! changed, a row moved to the wrong shard) and an omnisharded table out of step.
-mod reshard_common;
+use crate::reshard_common;
 
 use pgdog::config::Settings;
 use pgdog::router::schema::Schema;

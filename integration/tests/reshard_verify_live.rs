@@ -2,7 +2,7 @@
 //! running into 4 destination shards. verify holds the replay at the LSN of its source
 //! snapshots, so it reports equal every time while the clients keep writing; a row altered
 //! directly on one destination shard is reported; the replay goes on after each verify.
-mod reshard_common;
+use crate::reshard_common;
 
 use reshard_common::load::{
     config, runtime, source_and_destination, start_loads, stop_loads, wait_for_statements,

@@ -2,7 +2,7 @@
 //! `ssl = on` and `hostssl ... trust` / `hostnossl ... reject` rules: Debian's PostgreSQL 15
 //! (the PG18 wheel is built without SSL; provision.sh installs postgresql-15), with a CA and a
 //! server certificate made here by openssl (subjectAltName IP:127.0.0.1 only).
-mod common;
+use crate::common;
 use common::{openssl, self_signed};
 use std::path::{Path, PathBuf};
 use topology::install::{run, Install};

@@ -11,7 +11,7 @@
 //! statement __pgdog_N already exists" after a statement failed on one shard; B5 a binary
 //! text parameter cast to the key type routes the row to the wrong shard; B8 COPY through the
 //! extended protocol is refused.
-mod sharding_common;
+use crate::sharding_common;
 
 use sharding_common::*;
 use std::process::Command;

@@ -3,8 +3,7 @@
 //! serves every statement unchanged; its SHOW ROUTES verdicts equal the sharded copy's, and
 //! every statement the sharded copy refused is reported refused with the very SQLSTATE and
 //! message the client got there. Counts, shares and RESET ROUTES; metrics; `pgdog readiness`.
-#[path = "sharding_common/mod.rs"]
-mod sharding_common;
+use crate::sharding_common;
 
 use sharding_common::*;
 use std::collections::BTreeMap;

@@ -2,8 +2,7 @@
 //! each shard's plan under "shard N:"; EXPLAIN ANALYZE with each shard's timings; the query the
 //! shards run when pgdog rewrites it; EXPLAIN ANALYZE of a write on several shards only inside
 //! the client's transaction.
-#[path = "sharding_common/mod.rs"]
-mod sharding_common;
+use crate::sharding_common;
 
 use sharding_common::*;
 use tokio_postgres::Client;

@@ -2,7 +2,7 @@
 //! each shard answers for its own rows, except that one NULL in the subquery on any shard makes
 //! NOT IN NULL for every row it does not match, on every shard. pgdog probes the shards for such
 //! a NULL first (`router::not_in`). The NULL is put on one shard only, directly.
-mod sharding_common;
+use crate::sharding_common;
 use sharding_common::*;
 use topology::Topology;
 

@@ -3,7 +3,7 @@
 //! shard; reads and writes go by qualified names or the client's `search_path`; a statement
 //! naming schemas on both shards, or an unlisted schema without a default entry, is refused with
 //! 0A000; with a default entry an unlisted schema lands on the default shard.
-mod sharding_common;
+use crate::sharding_common;
 use sharding_common::*;
 use topology::Topology;
 

@@ -2,7 +2,7 @@
 //! shard; a client that disconnects inside a cross-shard transaction leaves nothing behind; a
 //! shard that is down gives a clear error (not a hang) while the other shards keep serving; many
 //! concurrent clients share small pools; binary COPY out of and back into every shard.
-mod sharding_common;
+use crate::sharding_common;
 
 use sharding_common::*;
 use std::time::{Duration, Instant};

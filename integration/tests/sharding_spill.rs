@@ -13,8 +13,7 @@
 //!   queries go on answering;
 //! - a pgdog killed with SIGKILL while spilling leaves its files; the next pgdog started on the
 //!   same `temp_directory` removes them.
-#[path = "sharding_common/mod.rs"]
-mod sharding_common;
+use crate::sharding_common;
 
 use sharding_common::*;
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 //! the same `instance_id` resolves what was left, and every transaction's rows are on all shards
 //! or on none. A pgdog of another instance leaves those transactions alone; a running pgdog
 //! resolves them on its timer too, and never forgets a decision recorded while it was scanning.
-mod common;
+use crate::common;
 use std::time::Duration;
 use topology::{wait_until, Proxy, Topology};
 

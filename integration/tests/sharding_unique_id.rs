@@ -4,7 +4,7 @@
 //! parameters), 100 rows per INSERT (split across the shards). Every id is distinct, every row
 //! sits on the shard its id hashes to (Postgres' own `satisfies_hash_partition`), and the
 //! `RETURNING id` each client saw is the stored row's id.
-mod sharding_common;
+use crate::sharding_common;
 use sharding_common::*;
 use std::collections::{HashMap, HashSet};
 use tokio_postgres::types::ToSql;

@@ -3,7 +3,7 @@
 //! a duplicate), COPY with a bad row (the error names the line, nothing left anywhere) and keys
 //! spelled as Postgres reads them, syntax errors (42601 at Postgres' position), the extended
 //! protocol on several shards, COPY through it. "pgdog bug" checks: see `sharding_behaviour.rs`.
-mod sharding_common;
+use crate::sharding_common;
 
 use sharding_common::*;
 use topology::Topology;

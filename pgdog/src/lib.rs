@@ -15,11 +15,18 @@
 //! - `stats`: traffic counters, latency histograms and the connected clients;
 //! - `ops`: the OpenMetrics / health HTTP endpoint and graceful shutdown;
 //! - `signals`: Ctrl-C / SIGTERM for the command-line tools.
+//!
+//! Imports run one way, from the client down: `frontend` (which also serves the admin database)
+//! above `reshard` above `admin` above everything else. No folder below `frontend` and `admin`
+//! reaches up into them (checked by `layering_tests`); what a lower folder must call back is
+//! handed to it (`ops::handover::start`, `backend::mirror::Tap::new`).
 pub mod admin;
 pub mod auth;
 pub mod backend;
 pub mod config;
 pub mod frontend;
+#[cfg(test)]
+mod layering_tests;
 pub mod merge;
 pub mod net;
 pub mod ops;

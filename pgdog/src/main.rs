@@ -79,7 +79,7 @@ fn run(config: &std::path::Path, users: &std::path::Path) -> ExitCode {
         )
         .await;
         // The handover socket first: when it cannot be made, no client waits on the port.
-        if let Err(e) = pgdog::ops::handover::start() {
+        if let Err(e) = pgdog::ops::handover::start(pgdog::frontend::handover::take) {
             eprintln!("pgdog: handover socket: {e}");
             return ExitCode::FAILURE;
         }

@@ -145,10 +145,8 @@ pub fn assert_sqlstate(err: &tokio_postgres::Error, code: &str) {
     assert_eq!(sqlstate(err).as_deref(), Some(code), "{}", err_text(err));
 }
 
-#[path = "../query_rows/mod.rs"]
-mod query_rows;
 #[allow(unused_imports)]
-pub use query_rows::simple_rows;
+pub use crate::query_rows::simple_rows;
 
 /// Polls `check` every 20 ms until it returns true; panics after `timeout` with `what`.
 pub async fn eventually<F, Fut>(what: &str, timeout: std::time::Duration, mut check: F)
@@ -218,8 +216,7 @@ pub async fn simple_value(
 
 /// A hand-driven protocol-3 client, for what libraries will not send: garbage, truncated
 /// messages, raw CancelRequests, exact DEALLOCATE/Close sequences.
-#[path = "../wire/mod.rs"]
-pub mod raw;
+pub(crate) use crate::wire as raw;
 
 /// An error with its server message and SQLSTATE (tokio-postgres' Display says only "db error").
 pub fn err_text(err: &tokio_postgres::Error) -> String {

@@ -4,11 +4,9 @@
 #![allow(dead_code)]
 mod client;
 #[allow(unused_imports)]
-pub use client::*;
-#[path = "../query_rows/mod.rs"]
-mod query_rows;
+pub use crate::query_rows::simple_rows;
 #[allow(unused_imports)]
-pub use query_rows::simple_rows;
+pub use client::*;
 use std::error::Error as StdError;
 use std::fmt::Write as _;
 use tokio_postgres::types::{FromSql, ToSql, Type};
@@ -651,8 +649,7 @@ pub fn lit(v: Option<&str>) -> String {
 // A minimal protocol-3 client for what tokio-postgres only does with the extended protocol:
 // COPY through a simple Query message.
 
-#[path = "../wire/mod.rs"]
-pub mod raw;
+pub(crate) use crate::wire as raw;
 
 /// libpq's `PQexecParams` on the raw client.
 #[allow(async_fn_in_trait)]

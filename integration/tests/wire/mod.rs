@@ -1,5 +1,5 @@
-//! A hand-driven protocol-3 client shared by the integration tests (`common`, `sharding_common`
-//! include it as their `raw` module): for what libraries will not send (garbage, truncated
+//! A hand-driven protocol-3 client shared by the integration tests (`common` and `sharding_common`
+//! re-export it as their `raw` module): for what libraries will not send (garbage, truncated
 //! messages, raw CancelRequests, exact DEALLOCATE/Close sequences) and COPY through a simple
 //! Query message.
 #![allow(dead_code)]

@@ -2,26 +2,8 @@
 //! (`stats::routes`), one row per statement shape, most called first.
 use super::Reply;
 use crate::router::verdict::VerdictKind;
-use crate::stats::routes;
+use crate::stats::routes::{self, COLUMNS};
 use std::collections::HashMap;
-
-/// The columns of SHOW ROUTES, in order.
-pub const COLUMNS: &[&str] = &[
-    "database",
-    "fingerprint",
-    "query",
-    "calls",
-    "calls_pct",
-    "time_us",
-    "time_pct",
-    "verdict",
-    "reason",
-    "session",
-    "one_shard",
-    "several_shards",
-    "all_shards",
-    "refused",
-];
 
 /// Percent with two decimals; 0 of 0 is 0.
 fn pct(part: u64, total: u64) -> String {

@@ -507,7 +507,7 @@ pub fn users() -> Reply {
 }
 
 pub fn prepared_statements() -> Reply {
-    let rows = crate::frontend::prepared::list()
+    let rows = crate::backend::prepared::list()
         .into_iter()
         .map(|p| {
             vec![

@@ -523,7 +523,7 @@ impl Pool {
             let oldest = &ids[..ids.len() - limit];
             let sql: Vec<String> = oldest
                 .iter()
-                .map(|id| format!("DEALLOCATE {}", crate::frontend::prepared::server_name(*id)))
+                .map(|id| format!("DEALLOCATE {}", super::prepared::server_name(*id)))
                 .collect();
             if server.execute(&sql.join("; ")).await.is_ok() && server.status == TxStatus::Idle {
                 for id in oldest {

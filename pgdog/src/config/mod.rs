@@ -616,6 +616,10 @@ pub fn set_active(general: &General) {
             || general.idle_in_transaction_timeout > 0,
         std::sync::atomic::Ordering::Relaxed,
     );
+    PIN_UNKNOWN_FUNCTIONS.store(
+        general.unknown_functions == UnknownFunctions::Pin,
+        std::sync::atomic::Ordering::Relaxed,
+    );
     *ACTIVE.write() = Some(std::sync::Arc::new(general.clone()));
 }
 
@@ -625,6 +629,15 @@ static CLIENT_CLOCKS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicB
 /// clocks entirely otherwise (one atomic load per loop instead of a settings lookup).
 pub fn client_clocks() -> bool {
     CLIENT_CLOCKS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+static PIN_UNKNOWN_FUNCTIONS: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(true);
+
+/// `unknown_functions = "pin"` (the default): a call of a function pgdog does not know pins the
+/// session (read on every classified statement, so one atomic load).
+pub fn pin_unknown_functions() -> bool {
+    PIN_UNKNOWN_FUNCTIONS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 impl Settings {

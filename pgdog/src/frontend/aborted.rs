@@ -4,7 +4,7 @@
 //! server was lost, SQLSTATE 08006; the next ones 25P02), and COMMIT, ROLLBACK, END or ABORT end
 //! it with the tag `ROLLBACK`. Nothing reaches a server meanwhile, so no statement of the lost
 //! transaction can run in autocommit on a new server and make its COMMIT look successful.
-use super::prepared::Prepared;
+use crate::backend::prepared::Prepared;
 use crate::net::message::{self, read_bind_names, read_parse, read_query, read_target};
 use crate::net::tag::{frontend, target};
 use crate::net::TxStatus;

@@ -13,10 +13,13 @@ use super::session::{Session, SessionError};
 use super::sharded::ShardedSession;
 use crate::net::stream::Stream;
 use crate::net::MessageReader;
+use crate::ops::handover::Received;
 use crate::registry::Registry;
 use crate::stats;
 use serde::{Deserialize, Serialize};
+use std::future::Future;
 use std::os::fd::OwnedFd;
+use std::pin::Pin;
 
 /// The layout of [`HandedSession`]: a pgdog takes only its own (a rollback to an older
 /// version ends the moving clients with 57P01 instead of misreading their state).
@@ -48,6 +51,35 @@ pub(crate) struct HandedSession {
     pub sharded: Option<HandedRouting>,
 }
 
+impl HandedSession {
+    /// What every session hands over: who the client is, its parameters and cancel key, its
+    /// statements, `SET pgdog.role` and last writes; the one-server and sharded parts empty
+    /// (each session kind fills its own).
+    pub(crate) fn of_client(
+        client: &Client,
+        statements: Vec<HandedStatement>,
+        role_hint: Option<crate::router::read_write::RoleHint>,
+        write_lsns: Vec<Option<u64>>,
+    ) -> HandedSession {
+        HandedSession {
+            version: STATE_VERSION,
+            user: client.user.clone(),
+            database: client.database.clone(),
+            application_name: client.meter.client().login().application_name,
+            params: client.params.clone(),
+            pid: client.cancel.pid,
+            secret: client.cancel.secret,
+            statements,
+            role_hint: role_hint.map(role_name),
+            write_lsns,
+            unnamed: None,
+            channels: Vec::new(),
+            answered: serde_json::Value::Null,
+            sharded: None,
+        }
+    }
+}
+
 /// A prepared statement: the client's name, its text and parameter types; on a sharded
 /// database also the types the servers inferred and the generated-id parameters added.
 #[derive(Debug, Serialize, Deserialize)]
@@ -71,8 +103,8 @@ pub(crate) struct HandedRouting {
     pub search_path: Vec<String>,
 }
 
-/// `SET pgdog.role`'s value as text, and back.
-pub(crate) fn role_name(hint: crate::router::read_write::RoleHint) -> String {
+/// `SET pgdog.role`'s value as text.
+fn role_name(hint: crate::router::read_write::RoleHint) -> String {
     match hint {
         crate::router::read_write::RoleHint::Primary => "primary".into(),
         crate::router::read_write::RoleHint::Replica => "replica".into(),
@@ -138,6 +170,21 @@ pub(crate) async fn pass(
             SessionError::HandedOver
         }
     }
+}
+
+/// What this pgdog does with what another pgdog of its port hands it (the taker the binary
+/// gives `ops::handover::start`).
+pub fn take(received: Received) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> {
+    Box::pin(async move {
+        match received {
+            Received::Cancel { pid, secret } => {
+                cancel::cancel_here(pid, secret).await;
+                Ok(())
+            }
+            Received::Listener(fd) => super::listener::adopt(fd),
+            Received::Session(payload, fd) => resume(&payload, fd),
+        }
+    })
 }
 
 /// Takes a client handed over by another pgdog: its session is served from now on here.

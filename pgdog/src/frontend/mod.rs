@@ -11,7 +11,6 @@ pub mod listener;
 pub mod login;
 pub mod mentions;
 pub mod params;
-pub mod prepared;
 pub mod read_only;
 pub mod session;
 pub mod sharded;

@@ -6,8 +6,7 @@ use std::collections::HashMap;
 /// Startup packet keys that are not session parameters.
 const NOT_PARAMETERS: &[&str] = &["user", "database", "replication", "options"];
 
-/// Quotes a value as a SQL string literal.
-pub use crate::net::quote::literal as quote;
+use crate::net::quote::literal as quote;
 
 /// Each parameter is kept as the statement that sets it, which is also what a server's
 /// `settings` record: startup values through `set_config` (raw text, exactly as in a startup

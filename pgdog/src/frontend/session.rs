@@ -34,9 +34,9 @@ fn reset_query_set() -> bool {
 use super::aborted::Aborted;
 use super::client::{Client, ServeClient};
 use super::mentions::{Mentions, Word};
-use super::prepared::{self, Prepared};
 use super::read_only;
 use super::statements::{self, Classified, SetChange};
+use crate::backend::prepared::{self, Prepared};
 use crate::backend::{PooledServer, Shard};
 use crate::config::PoolerMode;
 use crate::net::message::{self, read_error};

@@ -6,9 +6,9 @@
 //! its server connection until it disconnects, so that state never reaches another client.
 use super::mentions::Mentions;
 use crate::backend::builtins::Builtins;
+use crate::router::discards_all;
 use crate::router::{Parsed, QueryCache, ShapeCache};
 use pg_query_raw::router::{self, Const, Expr, StatementKind};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A change to a session parameter.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,14 +31,6 @@ pub struct Classified {
     pub discard_all: bool,
     /// Number of statements in the query string.
     pub statements: usize,
-}
-
-/// `unknown_functions = "pin"` (the default): a call of a function pgdog does not know pins.
-static PIN_UNKNOWN_FUNCTIONS: AtomicBool = AtomicBool::new(true);
-
-/// Sets the `unknown_functions` policy (on configuration install).
-pub fn set_pin_unknown_functions(pin: bool) {
-    PIN_UNKNOWN_FUNCTIONS.store(pin, Ordering::Relaxed);
 }
 
 /// Built-in functions that leave session state: they are never "harmless" because the
@@ -77,7 +69,7 @@ pub fn unknown_call_in(
     sql: &str,
     builtins: Option<&Builtins>,
 ) -> Option<&'static str> {
-    if !PIN_UNKNOWN_FUNCTIONS.load(Ordering::Relaxed) || !sql.contains('(') {
+    if !crate::config::pin_unknown_functions() || !sql.contains('(') {
         return None;
     }
     let known = |f: &String| {
@@ -104,11 +96,6 @@ pub fn unknown_call_in(
 
 fn contains_word(sql: &str, word: &str) -> bool {
     sql.to_ascii_lowercase().contains(word)
-}
-
-/// Whether a DISCARD statement's `sql` is `DISCARD ALL` (which also drops prepared statements).
-pub(crate) fn discards_all(sql: &str) -> bool {
-    contains_word(sql, "all")
 }
 
 /// Renders SET values as SQL.
@@ -161,7 +148,7 @@ pub fn classify_mentioning(
     builtins: Option<&Builtins>,
     simple: bool,
 ) -> Classified {
-    let calls = mentions.paren() && PIN_UNKNOWN_FUNCTIONS.load(Ordering::Relaxed);
+    let calls = mentions.paren() && crate::config::pin_unknown_functions();
     if !mentions.session_word() && !calls {
         return Classified::default();
     }

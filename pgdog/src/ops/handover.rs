@@ -15,9 +15,11 @@
 //! at most one file descriptor, sent with the first byte; the receiver answers `K` (taken) or
 //! `E` and a reason.
 use sendfd::{RecvWithFd, SendWithFd};
+use std::future::Future;
 use std::io::{self, ErrorKind};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::OnceLock;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
@@ -42,8 +44,23 @@ fn location() -> (PathBuf, String) {
     (dir, format!("pgdog-{}-{}.", g.host, g.port))
 }
 
-/// Binds this pgdog's handover socket and serves it (nothing without `so_reuseport`).
-pub fn start() -> io::Result<()> {
+/// What another pgdog of the port hands this one.
+pub enum Received {
+    /// A CancelRequest's key that pgdog did not hold.
+    Cancel { pid: i32, secret: [u8; 4] },
+    /// Its listening socket.
+    Listener(OwnedFd),
+    /// A client between transactions: its session state and its socket.
+    Session(Vec<u8>, OwnedFd),
+}
+
+/// Takes over what was received; `Err` says why not (sent back to the giver). The sessions
+/// live above this transport, so the caller of [`start`] hands it in (`frontend::handover::take`).
+pub type Taker = fn(Received) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>>;
+
+/// Binds this pgdog's handover socket and serves it with `take` (nothing without
+/// `so_reuseport`).
+pub fn start(take: Taker) -> io::Result<()> {
     if !crate::config::active().so_reuseport {
         return Ok(());
     }
@@ -54,7 +71,7 @@ pub fn start() -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
     let _ = OWN.set(path);
-    tokio::spawn(serve(listener));
+    tokio::spawn(serve(listener, take));
     Ok(())
 }
 
@@ -65,11 +82,11 @@ pub fn remove_own() {
     }
 }
 
-async fn serve(listener: UnixListener) {
+async fn serve(listener: UnixListener, take: Taker) {
     loop {
         match listener.accept().await {
             Ok((conn, _)) => {
-                tokio::spawn(answer(conn));
+                tokio::spawn(answer(conn, take));
             }
             Err(e) => {
                 tracing::warn!("handover socket: {e}");
@@ -88,7 +105,7 @@ fn same_user(conn: &UnixStream) -> bool {
 }
 
 /// Reads one message, acts on it and answers.
-async fn answer(mut conn: UnixStream) {
+async fn answer(mut conn: UnixStream, take: Taker) {
     if !same_user(&conn) {
         tracing::warn!("handover socket: a process of another OS user connected; ignored");
         return;
@@ -111,21 +128,18 @@ async fn answer(mut conn: UnixStream) {
         // A pgdog shutting down takes nothing over.
         (PING, _) if crate::ops::shutdown::is_shutting_down() => Err("shutting down".into()),
         (PING, _) => Ok(()),
-        (CANCEL, _) => {
-            if let (Ok(pid), Some(secret)) = (
-                payload.get(..4).map_or(Err(()), |b| {
-                    <[u8; 4]>::try_from(b)
-                        .map(i32::from_be_bytes)
-                        .map_err(|_| ())
-                }),
-                payload.get(4..8).and_then(|b| <[u8; 4]>::try_from(b).ok()),
-            ) {
-                crate::frontend::cancel::cancel_here(pid, secret).await;
+        (CANCEL, _) => match (
+            payload.get(..4).and_then(|b| <[u8; 4]>::try_from(b).ok()),
+            payload.get(4..8).and_then(|b| <[u8; 4]>::try_from(b).ok()),
+        ) {
+            (Some(pid), Some(secret)) => {
+                let pid = i32::from_be_bytes(pid);
+                take(Received::Cancel { pid, secret }).await
             }
-            Ok(())
-        }
-        (LISTENER, Some(fd)) => crate::frontend::listener::adopt(fd),
-        (SESSION, Some(fd)) => crate::frontend::handover::resume(payload, fd),
+            _ => Ok(()),
+        },
+        (LISTENER, Some(fd)) => take(Received::Listener(fd)).await,
+        (SESSION, Some(fd)) => take(Received::Session(payload.to_vec(), fd)).await,
         _ => Err("unknown message".to_string()),
     };
     let reply = match outcome {

@@ -338,7 +338,7 @@ fn cache_metrics(out: &mut Out) {
         "gauge",
         "Distinct prepared statements in the global cache.",
     );
-    out.sample("prepared_statements", &[], crate::frontend::prepared::len());
+    out.sample("prepared_statements", &[], crate::backend::prepared::len());
     let cache = crate::router::QueryCache::global();
     let (hits, misses) = cache.stats();
     out.family("query_cache_entries", "gauge", "Parsed queries cached.");

@@ -37,7 +37,7 @@ pub async fn warnings(settings: &Settings) -> Vec<String> {
         }
         let names: Vec<String> = tables
             .iter()
-            .map(|(n, _)| crate::frontend::params::quote(n))
+            .map(|(n, _)| crate::net::quote::literal(n))
             .collect();
         let sql = format!(
             "SELECT c.relname::text, a.attname::text FROM pg_catalog.pg_attribute a \

@@ -436,10 +436,7 @@ impl Registry {
         crate::config::set_active(g);
         crate::router::QueryCache::global().resize(g.query_cache_limit);
         crate::router::ShapeCache::global().resize(g.query_shape_cache_limit);
-        crate::frontend::prepared::set_limit(g.prepared_statements_limit);
-        crate::frontend::statements::set_pin_unknown_functions(
-            g.unknown_functions == crate::config::UnknownFunctions::Pin,
-        );
+        crate::backend::prepared::set_limit(g.prepared_statements_limit);
         let guard = DISCOVERY.lock();
         if let Some(old) = CURRENT.read().clone() {
             registry.carry_discovered(&old);

@@ -23,6 +23,11 @@ pub use route::{Route, Router};
 pub use schema::Schema;
 pub use shapes::ShapeCache;
 
+/// Whether a DISCARD statement's `sql` is `DISCARD ALL` (which also drops prepared statements).
+pub(crate) fn discards_all(sql: &str) -> bool {
+    sql.to_ascii_lowercase().contains("all")
+}
+
 /// Why a statement cannot be routed; converted into an ErrorResponse with `code()`.
 #[derive(Debug, thiserror::Error)]
 pub enum RouterError {

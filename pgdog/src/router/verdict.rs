@@ -129,9 +129,7 @@ impl Router {
             StatementKind::Transaction(_) | StatementKind::Set | StatementKind::Deallocate => {
                 return Ok(Verdict::new(VerdictKind::Session, ""))
             }
-            StatementKind::Utility("DiscardStmt")
-                if crate::frontend::statements::discards_all(sql) =>
-            {
+            StatementKind::Utility("DiscardStmt") if super::discards_all(sql) => {
                 return Ok(Verdict::new(VerdictKind::Session, ""))
             }
             _ => {}

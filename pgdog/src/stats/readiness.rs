@@ -8,9 +8,9 @@ use super::routes::RouteRow;
 use crate::router::verdict::VerdictKind;
 use std::fmt::Write as _;
 
-/// SHOW ROUTES rows (columns in `admin::routes::COLUMNS` order) as report rows.
+/// SHOW ROUTES rows (columns in `routes::COLUMNS` order) as report rows.
 pub fn from_show(rows: Vec<Vec<Option<String>>>) -> Result<Vec<RouteRow>, String> {
-    let columns = crate::admin::routes::COLUMNS;
+    let columns = super::routes::COLUMNS;
     let at = |name: &str| columns.iter().position(|c| *c == name);
     let text = |r: &[Option<String>], name: &str| -> String {
         at(name)

@@ -11,6 +11,24 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::{Arc, LazyLock};
 
+/// The columns of the report (admin SHOW ROUTES), in order; `pgdog readiness` reads them by name.
+pub const COLUMNS: &[&str] = &[
+    "database",
+    "fingerprint",
+    "query",
+    "calls",
+    "calls_pct",
+    "time_us",
+    "time_pct",
+    "verdict",
+    "reason",
+    "session",
+    "one_shard",
+    "several_shards",
+    "all_shards",
+    "refused",
+];
+
 /// Shapes kept per process; the rest share one entry.
 pub const MAX_SHAPES: usize = 10_000;
 /// Bytes of a shape's sample text kept.

@@ -139,7 +139,7 @@ impl DryRunTap {
                 }
                 None => {}
             },
-            StatementKind::Utility("DiscardStmt") if statements::discards_all(text()) => {
+            StatementKind::Utility("DiscardStmt") if crate::router::discards_all(text()) => {
                 self.statements.clear()
             }
             _ => {}

@@ -1,6 +1,6 @@
 //! What the session waits for from its server, in order (see `Session::expected`).
 use super::unnamed::UnnamedParse;
-use crate::frontend::prepared::Prepared;
+use crate::backend::prepared::Prepared;
 use crate::net::Message;
 
 /// A response the session waits for from the server, in order.

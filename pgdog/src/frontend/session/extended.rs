@@ -1,13 +1,13 @@
 //! The extended protocol of a one-server session. In transaction mode the client's named
-//! statements are pgdog's global ones (`frontend::prepared`), prepared lazily on whichever
+//! statements are pgdog's global ones (`backend::prepared`), prepared lazily on whichever
 //! server the client holds; a name is defined once (42P05 for a second Parse, as Postgres). In
 //! session mode the server is the client's own: every message reaches it unchanged, so
 //! DEALLOCATE, `pg_prepared_statements` and re-preparing after DDL behave as directly. In both
 //! modes the client's unnamed statement follows it from server to server (`unnamed`).
 use super::{Expect, Session, SessionError};
+use crate::backend::prepared::{self, Prepared};
 use crate::config::PoolerMode;
 use crate::frontend::mentions::Mentions;
-use crate::frontend::prepared::{self, Prepared};
 use crate::frontend::read_only;
 use crate::frontend::statements;
 use crate::net::message::{self, read_parse, read_parse_text, read_target};

@@ -3,8 +3,8 @@
 use super::listening::Listening;
 use super::unnamed::ClientUnnamed;
 use super::{Session, SessionError};
+use crate::backend::prepared;
 use crate::frontend::handover::{self, HandedSession, HandedStatement};
-use crate::frontend::prepared;
 use crate::net::TxStatus;
 use crate::router::read_write::RoleHint;
 
@@ -31,28 +31,18 @@ impl Session {
         if !between {
             return Err("in the middle of a request");
         }
-        let login = self.info.login();
+        let statements = self
+            .statements
+            .iter()
+            .map(|(name, p)| HandedStatement {
+                name: name.clone(),
+                query: p.statement.query.clone(),
+                param_types: p.statement.param_types.clone(),
+                inferred: Vec::new(),
+                generated: 0,
+            })
+            .collect();
         Ok(HandedSession {
-            version: handover::STATE_VERSION,
-            user: self.client.user.clone(),
-            database: self.client.database.clone(),
-            application_name: login.application_name,
-            params: self.client.params.clone(),
-            pid: self.client.cancel.pid,
-            secret: self.client.cancel.secret,
-            statements: self
-                .statements
-                .iter()
-                .map(|(name, p)| HandedStatement {
-                    name: name.clone(),
-                    query: p.statement.query.clone(),
-                    param_types: p.statement.param_types.clone(),
-                    inferred: Vec::new(),
-                    generated: 0,
-                })
-                .collect(),
-            role_hint: self.role_hint.map(handover::role_name),
-            write_lsns: vec![self.write_lsn],
             unnamed: self.unnamed.as_ref().map(ClientUnnamed::parse_bytes),
             channels: self
                 .listening
@@ -60,7 +50,12 @@ impl Session {
                 .map(Listening::channels)
                 .unwrap_or_default(),
             answered: serde_json::to_value(&self.dealloc).map_err(|_| "its prepared statements")?,
-            sharded: None,
+            ..HandedSession::of_client(
+                &self.client,
+                statements,
+                self.role_hint,
+                vec![self.write_lsn],
+            )
         })
     }
 

@@ -10,8 +10,8 @@
 //! (from that Describe, or a Describe of the portal before it executes). Else
 //! the client gets the error, as Postgres gives it for a statement prepared before the DDL.
 use super::{Expect, Session};
+use crate::backend::prepared::{self, Prepared};
 use crate::config::PoolerMode;
-use crate::frontend::prepared::{self, Prepared};
 use crate::net::message::{self, read_error};
 use crate::net::tag::{frontend, target};
 use crate::net::{Message, TxStatus};

@@ -73,7 +73,7 @@ impl Session {
             .map(|n| {
                 format!(
                     "pg_catalog.current_setting({}, true)",
-                    crate::frontend::params::quote(n)
+                    crate::net::quote::literal(n)
                 )
             })
             .collect();

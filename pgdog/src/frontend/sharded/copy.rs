@@ -150,7 +150,7 @@ impl ShardedSession {
         };
         let sql = format!(
             "SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_catalog.pg_attribute WHERE attrelid = {}::regclass AND attnum > 0 AND NOT attisdropped",
-            crate::frontend::params::quote(&name)
+            crate::net::quote::literal(&name)
         );
         let server = self.server(0).await?;
         let row = server.query_row(&sql).await?;

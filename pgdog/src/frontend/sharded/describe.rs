@@ -2,7 +2,7 @@
 //! schema), so the statement is prepared there and its ParameterDescription and RowDescription
 //! are relayed.
 use super::{ClientError, ShardedSession, Statement};
-use crate::frontend::prepared;
+use crate::backend::prepared;
 use crate::net::tag::{backend, frontend, target};
 use crate::net::TxStatus;
 use crate::net::{message, Message};

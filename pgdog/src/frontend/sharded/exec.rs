@@ -2,8 +2,8 @@
 //! answer for the client (passed through from one shard, or merged: RowDescriptions checked,
 //! rows streamed or merged by the cross-shard plan, CommandComplete counts added up).
 use super::{ClientError, ShardedSession, Statement};
+use crate::backend::prepared;
 use crate::backend::ServerError;
-use crate::frontend::prepared;
 use crate::merge::{CrossShardPlan, MemoryLimits, MergePlan, Merger};
 use crate::net::bind::Bind;
 use crate::net::message::{self, read_error};

@@ -28,36 +28,29 @@ impl ShardedSession {
         if !between {
             return Err("in the middle of a request");
         }
-        let login = self.client.meter.client().login();
+        let statements = self
+            .statements
+            .iter()
+            .map(|(name, s)| HandedStatement {
+                name: name.clone(),
+                query: s.sql.to_string(),
+                param_types: s.param_types.clone(),
+                inferred: s.inferred.clone(),
+                generated: s.generated,
+            })
+            .collect();
         Ok(HandedSession {
-            version: handover::STATE_VERSION,
-            user: self.client.user.clone(),
-            database: self.client.database.clone(),
-            application_name: login.application_name,
-            params: self.client.params.clone(),
-            pid: self.client.cancel.pid,
-            secret: self.client.cancel.secret,
-            statements: self
-                .statements
-                .iter()
-                .map(|(name, s)| HandedStatement {
-                    name: name.clone(),
-                    query: s.sql.to_string(),
-                    param_types: s.param_types.clone(),
-                    inferred: s.inferred.clone(),
-                    generated: s.generated,
-                })
-                .collect(),
-            role_hint: self.role_hint.map(handover::role_name),
-            write_lsns: self.write_lsns.clone(),
-            unnamed: None,
-            channels: Vec::new(),
-            answered: serde_json::Value::Null,
             sharded: Some(HandedRouting {
                 shard: self.overrides.shard,
                 sharding_key: self.overrides.sharding_key.clone(),
                 search_path: self.overrides.search_path.clone(),
             }),
+            ..HandedSession::of_client(
+                &self.client,
+                statements,
+                self.role_hint,
+                self.write_lsns.clone(),
+            )
         })
     }
 

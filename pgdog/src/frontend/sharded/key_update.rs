@@ -280,7 +280,7 @@ impl ShardedSession {
     ) -> Result<Vec<String>, ClientError> {
         let sql = format!(
             "SELECT string_agg(attname, ',') FROM pg_catalog.pg_attribute WHERE attrelid = {}::regclass AND attnum > 0 AND NOT attisdropped AND attgenerated <> ''",
-            crate::frontend::params::quote(table)
+            crate::net::quote::literal(table)
         );
         let server = self.server(shard).await?;
         let row = server.query_row(&sql).await?;
@@ -345,5 +345,5 @@ fn with_whole_row(sql: &str) -> Result<String, ClientError> {
 
 /// A text value as an untyped literal (its type comes from the column), or NULL.
 fn literal(v: Option<&str>) -> String {
-    v.map_or_else(|| "NULL".to_string(), crate::frontend::params::quote)
+    v.map_or_else(|| "NULL".to_string(), crate::net::quote::literal)
 }

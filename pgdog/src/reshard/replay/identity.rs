@@ -160,19 +160,9 @@ impl Applier {
         let wh = t.match_values(old.as_ref().map(|o| o.tuple()).unwrap_or(&new))?;
         let update = t.update(&t.values(&new)?, &wh);
         let wm = t.watermarks.clone();
-        let shards: Vec<usize> = scope
-            .iter()
-            .copied()
-            .filter(|&s| self.needs(&wm, s, lsn))
-            .collect();
-        if shards.is_empty() {
-            self.summary.skipped += 1;
+        let Some((shards, change)) = self.send_to_scope(txn, &scope, &wm, &update).await? else {
             return Ok(());
-        }
-        let change = self.counts.next();
-        for &s in &shards {
-            self.send_counted(txn, s, &update, change).await?;
-        }
+        };
         let rows = total(&self.outcomes(&shards, change, lsn).await?);
         if rows > 1 || (rows == 0 && shards.len() == scope.len()) {
             return Err(self.diverged(relation, "UPDATE", &wh, lsn, rows).await);
@@ -196,19 +186,9 @@ impl Applier {
         let delete = t.delete(&wh);
         let wm = t.watermarks.clone();
         let scope = t.identity_scope(n);
-        let shards: Vec<usize> = scope
-            .iter()
-            .copied()
-            .filter(|&s| self.needs(&wm, s, lsn))
-            .collect();
-        if shards.is_empty() {
-            self.summary.skipped += 1;
+        let Some((shards, change)) = self.send_to_scope(txn, &scope, &wm, &delete).await? else {
             return Ok(());
-        }
-        let change = self.counts.next();
-        for &s in &shards {
-            self.send_counted(txn, s, &delete, change).await?;
-        }
+        };
         let what = self.expected(relation, "DELETE", &wh, lsn)?;
         self.counts.deferred.push(Expected {
             change,
@@ -217,6 +197,33 @@ impl Applier {
         });
         txn.rows += 1;
         Ok(())
+    }
+
+    /// Sends `stmt` as one counted change to the shards of `scope` that still need the
+    /// transaction (tables with copy watermarks `wm`); those shards and the change, or `None`
+    /// (counted as skipped) when none does.
+    async fn send_to_scope(
+        &mut self,
+        txn: &mut Txn,
+        scope: &[usize],
+        wm: &[u64],
+        stmt: &Stmt,
+    ) -> Result<Option<(Vec<usize>, u64)>, ReplayError> {
+        let lsn = txn.final_lsn;
+        let shards: Vec<usize> = scope
+            .iter()
+            .copied()
+            .filter(|&s| self.needs(wm, s, lsn))
+            .collect();
+        if shards.is_empty() {
+            self.summary.skipped += 1;
+            return Ok(None);
+        }
+        let change = self.counts.next();
+        for &s in &shards {
+            self.send_counted(txn, s, stmt, change).await?;
+        }
+        Ok(Some((shards, change)))
     }
 
     /// Sends a Sync to `shards` and reads every result pending there: the outcomes of

@@ -51,8 +51,6 @@ mod more;
 mod queries;
 mod run;
 mod shapes;
-#[path = "../sharding_common/mod.rs"]
-mod sharding_common;
 mod spill;
 
 use data::*;
@@ -63,7 +61,7 @@ use run::*;
 use shapes::*;
 use spill::*;
 
-use sharding_common::*;
+use crate::sharding_common::*;
 use std::collections::HashMap;
 use std::time::Instant;
 use tokio_postgres::Client;
