@@ -41,21 +41,10 @@ start() {
         >> "$dir/log" 2>&1 &
       ;;
     pgbouncer)
-      cat > "$dir/pgbouncer.ini" <<INI
-[databases]
-postgres = host=127.0.0.1 port=$PG_PG_PORT dbname=postgres user=postgres
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = ${PORT[$name]}
-unix_socket_dir =
-auth_type = trust
-auth_file = $WORK/userlist.txt
-pool_mode = transaction
-default_pool_size = $POOL
-max_client_conn = 2000
-max_prepared_statements = 200
-logfile = $dir/pgbouncer.log
-INI
+      {
+        pgbouncer_ini "${PORT[$name]}" "$POOL" "$dir"
+        echo "max_prepared_statements = 200"
+      } > "$dir/pgbouncer.ini"
       chmod 644 "$dir/pgbouncer.ini"
       # In the foreground (no -d), so that $! is PgBouncer itself (or valgrind running it).
       if [ "$(id -u)" = 0 ]; then

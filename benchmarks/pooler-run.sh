@@ -66,21 +66,10 @@ run_pgbouncer() {
   chmod 777 "$dir"
   PORT[$name]=$(free_port)
   version=$("$bin" --version | awk 'NR == 1 {print $2}')
-  cat > "$dir/pgbouncer.ini" <<INI
-[databases]
-postgres = host=127.0.0.1 port=$PG_PG_PORT dbname=postgres user=postgres
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = ${PORT[$name]}
-unix_socket_dir =
-auth_type = trust
-auth_file = $WORK/userlist.txt
-pool_mode = transaction
-default_pool_size = $POOL
-max_client_conn = 2000
-logfile = $dir/pgbouncer.log
-pidfile = $dir/pgbouncer.pid
-INI
+  {
+    pgbouncer_ini "${PORT[$name]}" "$POOL" "$dir"
+    echo "pidfile = $dir/pgbouncer.pid"
+  } > "$dir/pgbouncer.ini"
   if python3 -c "import sys; sys.exit(tuple(map(int, sys.argv[1].split('.')[:2])) < (1, 21))" "$version"; then
     echo "max_prepared_statements = 200" >> "$dir/pgbouncer.ini"
   fi

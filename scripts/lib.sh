@@ -46,6 +46,26 @@ pgbouncer_anchor() {
 # ---------------------------------------------------------------------------------------------
 # Inside a topology (`pgdog-topology ... -- bash SCRIPT`).
 
+# pgbouncer_ini PORT POOL DIR: prints a PgBouncer configuration in transaction mode, pool POOL, on
+# 127.0.0.1:PORT in front of the topology's server (database postgres, auth trust, users from
+# $WORK/userlist.txt), logging to DIR/pgbouncer.log; the caller appends what else it needs.
+pgbouncer_ini() {
+  cat <<INI
+[databases]
+postgres = host=127.0.0.1 port=$PG_PG_PORT dbname=postgres user=postgres
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $1
+unix_socket_dir =
+auth_type = trust
+auth_file = $WORK/userlist.txt
+pool_mode = transaction
+default_pool_size = $2
+max_client_conn = 2000
+logfile = $3/pgbouncer.log
+INI
+}
+
 # bench_init NAME: the common setup of benchmarks/NAME-run.sh: OUT, the results table it writes
 # (unless set: benchmarks/results/NAME.md), and WORK, a scratch folder $PGDOG_TOPOLOGY_DIR/bench
 # (removed with the topology), world-writable: as root the servers and PgBouncer run as another

@@ -339,7 +339,7 @@ impl Session {
             }
             self.cancel_sent = false;
         }
-        self.client.out.extend_from_slice(m.bytes());
+        self.client.queue(m.bytes());
     }
 
     /// ReadyForQuery with the transaction status the client is in now.

@@ -181,7 +181,7 @@ impl Session {
         let mut next = Some(m);
         while let Some(m) = next {
             if l.wants(&m) {
-                self.client.out.extend_from_slice(m.bytes());
+                self.client.queue(m.bytes());
             }
             next = l.subscriber.try_next();
         }

@@ -276,16 +276,14 @@ impl ShardedSession {
                 t.error_sent();
             }
         }
-        self.client.out.extend_from_slice(m.bytes());
+        self.client.queue(m.bytes());
     }
 
     /// Sends merged rows (taken out of `rows`).
     fn send_rows(&mut self, rows: &mut Vec<Message>) {
         match self.captured.as_mut() {
             Some(kept) => rows.drain(..).for_each(|r| kept.push(&r)),
-            None => rows
-                .drain(..)
-                .for_each(|r| self.client.out.extend_from_slice(r.bytes())),
+            None => rows.drain(..).for_each(|r| self.client.queue(r.bytes())),
         }
     }
 
