@@ -6,8 +6,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 : "${RATE:=4000}" "${FIXED_DURATION:=10}" "${ROUNDS:=3}" "${DURATION:=8}"
 : "${CG_SMALL:=400}" "${CG_LARGE:=2000}" "${POOL:=10}"
-bench_init floor
-OUT="${OUT:-$ROOT/benchmarks/results/pooler.md}"
+bench_init pooler  # OUT: results/pooler.md, whose "Floor" section this replaces
 pgbouncer_anchor
 ANCHOR_VER=$("$PGBOUNCER" --version | awk 'NR == 1 {print $2}')
 RELAY="$ROOT/target/release/floor-relay"
@@ -203,7 +202,7 @@ for p in names:
     if len(c) == 2 and c[1][0] > c[0][0]:
         d = c[1][0] - c[0][0]
         ipt = f"{(c[1][1] - c[0][1]) / d:,.0f}"
-        apt = f"{(c[1][2] - c[0][2]) / d:.1f}"
+        apt = f"{(c[1][2] - c[0][2]) / d:.2f}"
     fx = "n/a" if total is None else f"{total:.1f} ({u:.1f} + {s:.1f})"
     rt = f"{total / anchor_total:.2f}x" if total and anchor_total else "n/a"
     st = f"{tps / anchor_tps:.2f}x" if tps and anchor_tps else "n/a"
