@@ -14,8 +14,7 @@ RELAY="$ROOT/target/release/floor-relay"
 
 PROXIES=(pgdog pgbouncer relay_select relay_poll relay_mio)
 declare -A PORT PID
-STARTED=()
-cleanup() { stop_pids "${STARTED[@]}" "${PID[@]}"; }
+cleanup() { stop_pids "${PID[@]}"; }
 trap cleanup EXIT
 
 toml_entry users name=postgres database=postgres > "$WORK/users.toml"
@@ -121,8 +120,9 @@ for p in "${PROXIES[@]}"; do
     # the counts of a program a signal ends.
     sig=INT
     [[ $p != relay_* ]] || sig=TERM
-    kill -"$sig" "${PID[$p]}" 2>/dev/null || true
-    pkill -"$sig" -P "${PID[$p]}" 2>/dev/null || true
+    # Under runuser (PgBouncer as root), only its child: runuser kills its child 2 s after a
+    # signal of its own, which could cut valgrind's writing short.
+    kill -"$sig" "$(proc_pid "$p")" 2>/dev/null || true
     wait "${PID[$p]}" 2>/dev/null || true
     PID=()
     read -r ir allocs < <(python3 - "$out" <<'PY'

@@ -12,7 +12,7 @@
 #     of $CG_SMALL and $CG_LARGE transactions at 8 clients, the difference divided by the
 #     difference of transactions (connection set-up and start-up cancel out).
 # Knobs (environment): RATE=4000 FIXED_DURATION=10 ROUNDS=3 DURATION=8 CG_SMALL=400 CG_LARGE=2000
-# SKIP_BUILD=1 (reuse target/release), PGBOUNCER, OUT. About 6 minutes on 2 cores.
+# POOL=10 SKIP_BUILD=1 (reuse target/release), PGBOUNCER, OUT. About 6 minutes on 2 cores.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 provision

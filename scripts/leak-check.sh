@@ -16,6 +16,7 @@ fi
 parts=$(nproc 2>/dev/null || echo 1)
 [ "$parts" -gt 4 ] && parts=4
 pids=()
+trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
 for ((part = 0; part < parts; part++)); do
   valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,indirect \
     --show-leak-kinds=definite,indirect --error-exitcode=1 \
@@ -26,6 +27,7 @@ failed=0
 for pid in "${pids[@]}"; do
   wait "$pid" || failed=1
 done
+pids=()
 if [ "$failed" -ne 0 ]; then
   echo "leak-check: valgrind found leaks or errors (above)" >&2
   exit 1

@@ -1,7 +1,7 @@
 //! Every end-to-end test on real PostgreSQL 18, in one test binary (one link instead of one per
 //! file: the fresh-clone CI build was ~60 binaries). Each file is a module and keeps its name, so
-//! a test runs by its path: `cargo test -p pgdog-integration --test e2e pooler_smoke::` (a file)
-//! or `... --test e2e pooler_smoke::select_one` (one test). The helper modules come first.
+//! a test runs by its path: `cargo test -p pgdog-integration --features pgdog/failpoints --test e2e
+//! pooler_smoke::` (a file) or `... --test e2e pooler_smoke::<name> -- --exact` (one test). The helper modules come first.
 mod common;
 mod query_rows;
 mod replication_common;

@@ -1,10 +1,20 @@
 //! The import rule of `lib.rs`: no folder below `frontend/` and `admin/` names them (outside
-//! comments and test modules), so data flows one way and no import circle spans two folders.
+//! comments and test modules), so no import circle runs through them and back.
 use std::path::Path;
 
 /// The folders that sessions and the admin database are built on.
 const LOWER: &[&str] = &[
-    "backend", "config", "merge", "net", "ops", "registry", "router", "sharding", "stats",
+    "auth",
+    "backend",
+    "config",
+    "merge",
+    "net",
+    "ops",
+    "registry",
+    "replication",
+    "router",
+    "sharding",
+    "stats",
 ];
 const UPPER: &[&str] = &["frontend", "admin"];
 
@@ -28,9 +38,15 @@ fn upper_names(code: &str) -> Vec<&'static str> {
     found
 }
 
-/// `src` up to its test module, without `//` comments.
+/// `src` up to its inline test module (`#[cfg(test)] mod tests {`), without `//` comments.
 fn code_of(src: &str) -> String {
-    let end = src.find("#[cfg(test)]\nmod ").unwrap_or(src.len());
+    let end = src
+        .match_indices("#[cfg(test)]\nmod ")
+        .find(|(at, _)| {
+            let line = src[*at + 13..].lines().next().unwrap_or("");
+            !line.trim_end().ends_with(';')
+        })
+        .map_or(src.len(), |(at, _)| at);
     src[..end]
         .lines()
         .map(|l| l.split("//").next().unwrap_or(""))
@@ -43,11 +59,19 @@ fn walk(dir: &Path, out: &mut Vec<(String, String)>) {
         let path = entry.path();
         if path.is_dir() {
             walk(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
+        } else if path.extension().is_some_and(|e| e == "rs") && !is_test_file(&path) {
             let src = std::fs::read_to_string(&path).expect("read source file");
             out.push((path.display().to_string(), code_of(&src)));
         }
     }
+}
+
+/// A test module in a file of its own (`tests.rs`, `*_tests.rs`, or under a `tests/` folder).
+fn is_test_file(path: &Path) -> bool {
+    let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    name == "tests"
+        || name.ends_with("_tests")
+        || path.components().any(|c| c.as_os_str() == "tests")
 }
 
 #[test]
@@ -79,4 +103,9 @@ fn upper_names_finds_paths_and_groups() {
 fn code_of_drops_comments_and_tests() {
     let src = "use crate::net; // crate::frontend\n#[cfg(test)]\nmod tests { crate::admin }";
     assert_eq!(code_of(src), "use crate::net; ");
+    // An external test module's declaration does not end the code.
+    let src = "#[cfg(test)]\nmod tests;\npub use crate::frontend::x;";
+    assert!(code_of(src).contains("crate::frontend"));
+    assert!(is_test_file(Path::new("src/merge/tests/spill.rs")));
+    assert!(!is_test_file(Path::new("src/merge/spill.rs")));
 }

@@ -16,9 +16,9 @@
 //! - `ops`: the OpenMetrics / health HTTP endpoint and graceful shutdown;
 //! - `signals`: Ctrl-C / SIGTERM for the command-line tools.
 //!
-//! Imports run one way, from the client down: `frontend` (which also serves the admin database)
-//! above `reshard` above `admin` above everything else. No folder below `frontend` and `admin`
-//! reaches up into them (checked by `layering_tests`); what a lower folder must call back is
+//! `frontend` (which also serves the admin database) and `admin` sit on top: no other folder but
+//! `reshard` (which registers its admin commands) imports them, checked by `layering_tests`, so
+//! no circle of imports runs through a session and back. What a lower folder must call back is
 //! handed to it (`ops::handover::start`, `backend::mirror::Tap::new`).
 pub mod admin;
 pub mod auth;

@@ -230,11 +230,13 @@ mod mio_relay {
                 Err(e) => return Err(e),
             };
             // A blocking connect keeps this relay short; connections are made once per client.
-            let upstream = std::net::TcpStream::connect(server)?;
-            upstream.set_nonblocking(true)?;
-            let mut upstream = TcpStream::from_std(upstream);
-            client.set_nodelay(true)?;
-            upstream.set_nodelay(true)?;
+            // A client whose server connection fails is dropped, as in the tokio modes.
+            let Ok(mut upstream) = connect(server) else {
+                continue;
+            };
+            if client.set_nodelay(true).is_err() {
+                continue;
+            }
             let pair = match sides
                 .chunks(2)
                 .position(|c| c[0].is_none() && c[1].is_none())
@@ -259,6 +261,13 @@ mod mio_relay {
                 pending: Vec::new(),
             });
         }
+    }
+
+    fn connect(server: SocketAddr) -> io::Result<TcpStream> {
+        let upstream = std::net::TcpStream::connect(server)?;
+        upstream.set_nonblocking(true)?;
+        upstream.set_nodelay(true)?;
+        Ok(TcpStream::from_std(upstream))
     }
 
     /// Socket `at` is ready: writes what waits for it, then reads it dry into its peer. False

@@ -139,7 +139,7 @@ pub fn cutover_args<'a>(slot: &'a str, admin_urls: &'a [String]) -> Vec<&'a str>
 /// The handle of one [`load`] task: (statements done, errors seen, highest id inserted).
 pub type LoadTask = tokio::task::JoinHandle<(u64, Vec<String>, i64)>;
 
-#[allow(unused_imports)] // not every test binary drives clients from sync code
+#[allow(unused_imports)] // not every test module drives clients from sync code
 pub use topology::runtime;
 
 /// Starts one [`load`] on `rt` per (pgdog URL, first id), all stopped by `stop` and counting

@@ -3,7 +3,7 @@
 use super::*;
 use tokio_postgres::Client;
 
-#[allow(unused_imports)] // not every test binary drives clients from sync code
+#[allow(unused_imports)] // not every test module drives clients from sync code
 pub use topology::runtime;
 
 /// Text values of every row of `sql` (simple protocol), first column only.
