@@ -139,9 +139,17 @@ async fn through_pgdog(server: &SslServer, host: &str, tls: &str) -> Result<bool
             .map(|d| d.message().to_string())
             .unwrap_or_else(|| e.to_string())
     };
-    let client = common::connect_as(&proxy, "app", "", "app")
-        .await
-        .map_err(text)?;
+    let client = match common::connect_as(&proxy, "app", "", "app").await {
+        Ok(client) => client,
+        Err(e) => {
+            if e.as_db_error().is_none() {
+                // Not an answer from pgdog (a reset, a closed socket: seen once under load):
+                // its log, shown with the test's output when it fails.
+                eprintln!("{host}: {tls}: {e}; pgdog's log:\n{}", proxy.log());
+            }
+            return Err(text(e));
+        }
+    };
     let row = client
         .simple_query("SELECT ssl::text FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
         .await
