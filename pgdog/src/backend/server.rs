@@ -437,6 +437,23 @@ impl Server {
         }
     }
 
+    /// The tag and length of the complete message `at` bytes into the read buffer, if it has
+    /// arrived (see `MessageReader::complete_at`).
+    #[inline]
+    pub fn complete_at(&self, at: usize) -> Option<(u8, usize)> {
+        self.reader.complete_at(at)
+    }
+
+    /// The bytes read from the server and not yet consumed.
+    pub fn unread(&self) -> &[u8] {
+        self.reader.unread()
+    }
+
+    /// Drops the first `n` unread bytes (relayed in place).
+    pub fn consume(&mut self, n: usize) {
+        self.reader.consume(n);
+    }
+
     /// Whether a complete message is waiting in the read buffer.
     pub fn has_buffered(&self) -> bool {
         self.reader.has_message()

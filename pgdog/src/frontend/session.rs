@@ -13,6 +13,7 @@ mod extended;
 mod handover;
 mod listening;
 mod lost;
+mod relay;
 mod replan;
 mod routing;
 mod settle;
@@ -323,23 +324,30 @@ impl Session {
     }
 
     fn send(&mut self, m: &Message) {
-        if m.tag() == backend::ERROR_RESPONSE {
-            crate::stats::error_response(m);
-            if let Some(t) = self.mirror.as_mut() {
-                t.error_sent();
+        match m.tag() {
+            backend::ERROR_RESPONSE => {
+                crate::stats::error_response(m);
+                if let Some(t) = self.mirror.as_mut() {
+                    t.error_sent();
+                }
             }
-        }
-        if m.tag() == backend::READY_FOR_QUERY {
-            let took = self.client.meter.ready(TxStatus::of(m));
-            if let Some(d) = self.dry_run.as_mut() {
-                d.ended(took, TxStatus::of(m));
-            }
-            if let Some(t) = self.mirror.as_mut() {
-                t.ready(TxStatus::of(m));
-            }
-            self.cancel_sent = false;
+            backend::READY_FOR_QUERY => self.ready_sent(TxStatus::of(m)),
+            _ => {}
         }
         self.client.queue(m.bytes());
+    }
+
+    /// A ReadyForQuery goes to the client: the request (and with `I` the transaction) is
+    /// metered as over.
+    fn ready_sent(&mut self, status: TxStatus) {
+        let took = self.client.meter.ready(status);
+        if let Some(d) = self.dry_run.as_mut() {
+            d.ended(took, status);
+        }
+        if let Some(t) = self.mirror.as_mut() {
+            t.ready(status);
+        }
+        self.cancel_sent = false;
     }
 
     /// ReadyForQuery with the transaction status the client is in now.
@@ -593,6 +601,7 @@ impl Session {
 
     async fn server_messages(&mut self) -> Result<(), SessionError> {
         loop {
+            self.relay_in_place();
             let next = match self.server.as_mut() {
                 Some(s) => s.try_read(),
                 None => return Ok(()),

@@ -62,6 +62,30 @@ impl MessageReader {
         len < 4 || self.buf.len() > len as usize
     }
 
+    /// The tag and total length of the complete message `at` bytes into the buffer, without
+    /// taking it; None when it has not fully arrived or its header is bad (`try_next`, which
+    /// the caller reaches next, reports that).
+    #[inline]
+    pub fn complete_at(&self, at: usize) -> Option<(u8, usize)> {
+        let h = self.buf.get(at..at + 5)?;
+        let len = i32::from_be_bytes([h[1], h[2], h[3], h[4]]);
+        if len < 4 {
+            return None;
+        }
+        let total = len as usize + 1;
+        (total <= self.max_size && self.buf.len() - at >= total).then_some((h[0], total))
+    }
+
+    /// The bytes read and not yet consumed.
+    pub fn unread(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// Drops the first `n` unread bytes (messages relayed from the buffer in place).
+    pub fn consume(&mut self, n: usize) {
+        self.buf.advance(n);
+    }
+
     /// The next complete message from the buffer, without reading.
     pub fn try_next(&mut self) -> Result<Option<Message>, ProtocolError> {
         if self.buf.len() < 5 {
@@ -165,6 +189,31 @@ impl MessageReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn finds_complete_messages_in_place() {
+        // Two whole messages, then 3 bytes of a third.
+        let mut data: &[u8] = b"D\0\0\0\x06ab1\0\0\0\x04Z\0\0";
+        let mut r = MessageReader::new(1 << 20);
+        r.fill(&mut data).await.unwrap();
+        assert_eq!(r.complete_at(0), Some((b'D', 7)));
+        assert_eq!(r.complete_at(7), Some((b'1', 5)));
+        assert_eq!(r.complete_at(12), None);
+        assert_eq!(&r.unread()[..7], b"D\0\0\0\x06ab");
+        r.consume(12);
+        assert_eq!(r.unread(), b"Z\0\0");
+        // A bad or oversized header is left for try_next to report.
+        let mut bad: &[u8] = b"D\0\0\0\x02";
+        let mut r = MessageReader::new(1 << 20);
+        r.fill(&mut bad).await.unwrap();
+        assert_eq!(r.complete_at(0), None);
+        assert!(r.try_next().is_err());
+        let mut big: &[u8] = b"D\0\0\0\x20abcdefghijklmnopqrstuvwxyz0123";
+        let mut r = MessageReader::new(16);
+        r.fill(&mut big).await.unwrap();
+        assert_eq!(r.complete_at(0), None);
+        assert!(r.try_next().is_err());
+    }
 
     #[tokio::test]
     async fn splits_messages_and_rejects_bad_lengths() {

@@ -43,7 +43,10 @@ impl Deallocs {
     pub(super) fn unnamed_closed(&mut self) {
         self.unnamed = None;
         self.portal = None;
-        self.discards.remove("");
+        // (Hashing "" on every simple query cost 200 instructions a transaction: callgrind.)
+        if !self.discards.is_empty() {
+            self.discards.remove("");
+        }
     }
 
     /// The client parsed statement `name`; `discards`: it is a DISCARD ALL.
