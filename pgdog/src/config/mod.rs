@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 mod dry_run;
+mod flags;
 pub mod hba;
 mod mirroring;
 mod overrides;
@@ -13,6 +14,7 @@ mod resharding;
 mod sharding;
 mod size;
 mod validate;
+pub use flags::{cache_unnamed_statements, client_clocks, pin_unknown_functions};
 pub use mirroring::{MirrorLevel, Mirroring};
 pub use overrides::PoolConfig;
 pub use resharding::{CopyFormat as ReshardCopyFormat, Peer, Resharding};
@@ -243,6 +245,9 @@ pub struct General {
     /// Prepared statements kept in the global cache and on each server connection (LRU; the
     /// evicted ones are closed on the server).
     pub prepared_statements_limit: usize,
+    /// Transaction mode: a client's unnamed statement is kept prepared on the servers as one
+    /// of the global statements above, so a repeated one skips the server's parse.
+    pub cache_unnamed_statements: bool,
     /// Parsed query texts kept for routing (LRU).
     pub query_cache_limit: usize,
     /// Simple-protocol query shapes kept (LRU; 0: simple queries go through the text cache).
@@ -393,6 +398,7 @@ impl Default for General {
             tcp_keepalive_count: 6,
             max_client_connections: 10_000,
             prepared_statements_limit: 10_000,
+            cache_unnamed_statements: true,
             query_cache_limit: 4_096,
             query_shape_cache_limit: 4_096,
             merge_work_mem: Size::mb(64),
@@ -610,34 +616,8 @@ pub fn active() -> std::sync::Arc<General> {
 
 /// Makes `general` the settings in force (configuration load, reload, SET).
 pub fn set_active(general: &General) {
-    CLIENT_CLOCKS.store(
-        general.query_timeout > 0
-            || general.client_idle_timeout > 0
-            || general.idle_in_transaction_timeout > 0,
-        std::sync::atomic::Ordering::Relaxed,
-    );
-    PIN_UNKNOWN_FUNCTIONS.store(
-        general.unknown_functions == UnknownFunctions::Pin,
-        std::sync::atomic::Ordering::Relaxed,
-    );
+    flags::store(general);
     *ACTIVE.write() = Some(std::sync::Arc::new(general.clone()));
-}
-
-static CLIENT_CLOCKS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Whether any per-client timeout (query, idle, idle in transaction) is on: sessions skip their
-/// clocks entirely otherwise (one atomic load per loop instead of a settings lookup).
-pub fn client_clocks() -> bool {
-    CLIENT_CLOCKS.load(std::sync::atomic::Ordering::Relaxed)
-}
-
-static PIN_UNKNOWN_FUNCTIONS: std::sync::atomic::AtomicBool =
-    std::sync::atomic::AtomicBool::new(true);
-
-/// `unknown_functions = "pin"` (the default): a call of a function pgdog does not know pins the
-/// session (read on every classified statement, so one atomic load).
-pub fn pin_unknown_functions() -> bool {
-    PIN_UNKNOWN_FUNCTIONS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 impl Settings {

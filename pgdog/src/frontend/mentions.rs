@@ -70,14 +70,36 @@ const BY_SECOND: [u32; 256] = {
     t
 };
 
+/// For each byte (either case), the words whose third byte it is; every byte for the words of
+/// two bytes (`do`) and for `(`.
+const BY_THIRD: [u32; 256] = {
+    let mut t = by_byte(2);
+    let mut short = PAREN;
+    let mut w = 0;
+    while w < WORDS.len() {
+        if WORDS[w].len() < 3 {
+            short |= 1 << w;
+        }
+        w += 1;
+    }
+    let mut i = 0;
+    while i < 256 {
+        t[i] |= short;
+        i += 1;
+    }
+    t
+};
+
 /// For each byte (either case), the words with that byte at `at`; `(` at 0 for `PAREN`.
 const fn by_byte(at: usize) -> [u32; 256] {
     let mut t = [0u32; 256];
     let mut i = 0;
     while i < WORDS.len() {
-        let b = WORDS[i][at];
-        t[b as usize] |= 1 << i;
-        t[b.to_ascii_uppercase() as usize] |= 1 << i;
+        if at < WORDS[i].len() {
+            let b = WORDS[i][at];
+            t[b as usize] |= 1 << i;
+            t[b.to_ascii_uppercase() as usize] |= 1 << i;
+        }
         i += 1;
     }
     if at == 0 {
@@ -113,26 +135,32 @@ fn confirm(bytes: &[u8], at: usize, mut candidates: u32) -> u32 {
 pub struct Mentions(u32);
 
 impl Mentions {
-    /// One pass over `sql`: at each byte, two table lookups (the words that may start at the
-    /// byte before, given this one as their second) leave a candidate only where a word may
-    /// start, compared then once (`confirm`). `pgbench -S`'s query: about 600 instructions
-    /// (callgrind), where a loop that looked ahead with bounds checks took 1,500 and the
-    /// former keyword scan alone four times that.
+    /// One pass over `sql`: at each byte, three table lookups (the words that may start two
+    /// bytes back, given their second byte and this one as their third) leave a candidate only
+    /// where a word may start, compared then once (`confirm`). `pgbench -S`'s query: about
+    /// 600 instructions (callgrind), one comparison; a loop on two bytes that looked ahead with
+    /// bounds checks took 1,500, the former keyword scan alone four times that.
     pub fn of(sql: &str) -> Mentions {
         let bytes = sql.as_bytes();
         let mut found = 0u32;
-        // The words that may start at the previous byte.
-        let mut starting = 0u32;
+        // The words that may start at the previous byte, and at the one before it.
+        let (mut one_back, mut two_back) = (0u32, 0u32);
         for (i, &b) in bytes.iter().enumerate() {
-            let candidates = starting & BY_SECOND[b as usize] & !found;
-            starting = BY_FIRST[b as usize];
+            let candidates = two_back & BY_THIRD[b as usize] & !found;
+            two_back = one_back & BY_SECOND[b as usize];
+            one_back = BY_FIRST[b as usize];
             if candidates != 0 {
-                // (A candidate needs a previous byte: i >= 1.)
-                found |= confirm(bytes, i.wrapping_sub(1), candidates);
+                // (A candidate needs two bytes before this one: i >= 2.)
+                found |= confirm(bytes, i.wrapping_sub(2), candidates);
             }
         }
-        // A parenthesis as the last byte.
-        Mentions(found | (starting & PAREN))
+        // The end: a two-byte word (or a parenthesis) two bytes back, a parenthesis last.
+        let n = bytes.len();
+        let tail = (two_back & BY_THIRD[0] & !found, one_back & PAREN);
+        if tail.0 != 0 {
+            found |= confirm(bytes, n.wrapping_sub(2), tail.0);
+        }
+        Mentions(found | tail.1)
     }
 
     pub fn has(self, w: Word) -> bool {

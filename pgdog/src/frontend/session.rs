@@ -643,6 +643,7 @@ impl Session {
                     })
                     | Some(Expect::Parse {
                         prepared: Some((prepared, _)),
+                        ..
                     }) => {
                         prepared.mark_valid();
                     }
@@ -770,13 +771,22 @@ impl Session {
     /// of them is forgotten, with what those messages would have created.
     fn skip_to_sync(&mut self) {
         let mut failed = true;
+        // The client's cached unnamed statement once the batch is undone, when a Parse of ""
+        // is among the skipped messages: the first one decides (see `Expect::unnamed_before`).
+        let mut unnamed = None;
         while let Some(front) = self.expected.pop_front() {
             if let Expect::Ready = front {
                 self.expected.push_front(Expect::Ready);
                 break;
             }
+            unnamed = unnamed.or_else(|| front.unnamed_before(failed));
             self.not_done(front, failed);
             failed = false;
+        }
+        match unnamed {
+            Some(Some(p)) => drop(self.statements.insert(String::new(), p)),
+            Some(None) => drop(self.statements.remove("")),
+            None => {}
         }
     }
 
@@ -786,13 +796,14 @@ impl Session {
         match expect {
             Expect::Parse {
                 prepared: Some((p, name)),
+                ..
             } => self.forget_statement(&p, Some(&name)),
             Expect::HiddenParse { prepared: Some(p) } => self.forget_statement(&p, None),
             Expect::ParseUnnamed(parse) => self.unnamed_parse_failed(parse, failed),
             Expect::HiddenParse { prepared: None } | Expect::HiddenClose | Expect::CloseUnnamed => {
                 self.unnamed_unknown()
             }
-            Expect::LocalParse { name } => {
+            Expect::LocalParse { name, .. } => {
                 self.statements.remove(&*name);
             }
             _ => {}

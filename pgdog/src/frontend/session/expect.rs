@@ -8,9 +8,12 @@ use crate::net::Message;
 pub(super) enum Expect {
     /// ParseComplete; `prepared`: the global statement and the client's name for it (forgotten
     /// on this server and by the client if the Parse fails, known valid once it succeeds);
-    /// None for the unnamed statement (or any Parse in session mode).
+    /// None for an unnamed statement not cached (or any Parse in session mode). `previous`:
+    /// the client's cached unnamed statement this Parse of "" replaced (its again if the server
+    /// skips the Parse).
     Parse {
         prepared: Option<(Prepared, Box<str>)>,
+        previous: Option<Prepared>,
     },
     /// ParseComplete of a Parse pgdog injected: not shown to the client (None: the client's
     /// unnamed statement parsed again).
@@ -21,6 +24,7 @@ pub(super) enum Expect {
     /// is forgotten if an error makes the server skip the batch first.
     LocalParse {
         name: Box<str>,
+        previous: Option<Prepared>,
     },
     /// ParseComplete of the client's Parse of the unnamed statement (see `unnamed`).
     ParseUnnamed(UnnamedParse),
@@ -47,4 +51,21 @@ pub(super) enum Expect {
     /// Where the client's CopyDone or CopyFail reached the server: a COPY FROM STDIN starting
     /// before it ignores the Syncs up to here (see `copy_started`); otherwise nothing answers.
     CopyEnd,
+}
+
+impl Expect {
+    /// For a Parse of the cached unnamed statement that the server failed (`failed`) or
+    /// skipped after an error: what the client's unnamed statement is then, as with Postgres
+    /// (a failed Parse of "" leaves none, a skipped one leaves the one before it). None for
+    /// other messages.
+    pub(super) fn unnamed_before(&self, failed: bool) -> Option<Option<Prepared>> {
+        match self {
+            Expect::Parse {
+                prepared: Some((_, name)),
+                previous,
+            } if name.is_empty() => Some(if failed { None } else { previous.clone() }),
+            Expect::LocalParse { name, previous } if name.is_empty() => Some(previous.clone()),
+            _ => None,
+        }
+    }
 }

@@ -3,7 +3,8 @@
 //! server the client holds; a name is defined once (42P05 for a second Parse, as Postgres). In
 //! session mode the server is the client's own: every message reaches it unchanged, so
 //! DEALLOCATE, `pg_prepared_statements` and re-preparing after DDL behave as directly. In both
-//! modes the client's unnamed statement follows it from server to server (`unnamed`).
+//! modes the client's unnamed statement follows it from server to server (`unnamed`); in
+//! transaction mode it is cached as a global statement too (`cache_unnamed_statements`).
 use super::{Expect, Session, SessionError};
 use crate::backend::prepared::{self, Prepared};
 use crate::config::PoolerMode;
@@ -63,16 +64,18 @@ impl Session {
         // synchronous prepares (libpq PQprepare) from waiting for a connection.
         if m.tag() == frontend::PARSE && self.server.is_none() && self.expected.is_empty() {
             let fields = read_parse(&m)?;
-            if self.statements.contains_key(fields.name) {
+            let unnamed = fields.name.is_empty();
+            if !unnamed && self.statements.contains_key(fields.name) {
                 let error = redefined(fields.name);
                 self.send(&error);
                 self.skip_until_sync = true;
                 return Ok(());
             }
-            if !fields.name.is_empty() {
+            if !unnamed || crate::config::cache_unnamed_statements() {
                 let prepared = prepared::intern(fields.query, &fields.param_types);
                 if prepared.is_valid() {
                     self.note_parse(fields.name, fields.query, Mentions::of(fields.query));
+                    self.unnamed = self.unnamed.take().filter(|_| !unnamed);
                     self.statements.insert(fields.name.to_string(), prepared);
                     self.send(&message::parse_complete());
                     return Ok(());
@@ -112,23 +115,23 @@ impl Session {
             frontend::BIND => {
                 let (_, name, _) = message::read_bind_names(&m)?;
                 self.dealloc.bound(name);
-                if name.is_empty() {
-                    self.ensure_unnamed().await;
-                    self.forward(&m, Expect::Bind(None)).await;
-                } else {
-                    match self.ensure_prepared(name).await {
-                        Some(prepared) => {
-                            let rewritten = message::rewrite_bind(&m, prepared.server_name())?;
-                            self.forward(&rewritten, Expect::Bind(Some(prepared))).await;
+                match self.ensure_prepared(name).await {
+                    Some(prepared) => {
+                        let rewritten = message::rewrite_bind(&m, prepared.server_name())?;
+                        self.forward(&rewritten, Expect::Bind(Some(prepared))).await;
+                    }
+                    None => {
+                        if name.is_empty() {
+                            self.ensure_unnamed().await;
                         }
                         // Unknown to us: the server says "does not exist".
-                        None => self.forward(&m, Expect::Bind(None)).await,
+                        self.forward(&m, Expect::Bind(None)).await
                     }
                 }
             }
             frontend::DESCRIBE => {
                 let (kind, name) = read_target(&m)?;
-                if kind == target::STATEMENT && !name.is_empty() {
+                if kind == target::STATEMENT {
                     if let Some(prepared) = self.ensure_prepared(name).await {
                         let server_name = prepared.server_name_arc();
                         self.forward(
@@ -138,8 +141,9 @@ impl Session {
                         .await;
                         return Ok(());
                     }
-                } else if kind == target::STATEMENT {
-                    self.ensure_unnamed().await;
+                    if name.is_empty() {
+                        self.ensure_unnamed().await;
+                    }
                 }
                 self.forward(&m, Expect::Describe(None)).await;
             }
@@ -177,7 +181,10 @@ impl Session {
                 let expect = if name.is_empty() {
                     Expect::ParseUnnamed(self.unnamed_parsed(&m))
                 } else {
-                    Expect::Parse { prepared: None }
+                    Expect::Parse {
+                        prepared: None,
+                        previous: None,
+                    }
                 };
                 self.forward(&m, expect).await;
             }
@@ -244,29 +251,37 @@ impl Session {
         let mentions = Mentions::of(fields.query);
         self.may_begin |= mentions.may_begin();
         self.note_parse(fields.name, fields.query, mentions);
-        if fields.name.is_empty() {
+        let unnamed = fields.name.is_empty();
+        if unnamed && !crate::config::cache_unnamed_statements() {
             let expect = Expect::ParseUnnamed(self.unnamed_parsed(&m));
             self.forward(&m, expect).await;
             return Ok(());
         }
-        if self.statements.contains_key(fields.name) {
+        if !unnamed && self.statements.contains_key(fields.name) {
             // Postgres' answer comes in order, and fails the server's batch as its own would.
             let error = redefined(fields.name);
             self.fail_on_server(error).await;
             return Ok(());
         }
+        // The unnamed statement, cached: one of the global statements under the client's name
+        // "" (a Parse of it replaces the one before, which comes back if the server skips it).
         let prepared = prepared::intern(fields.query, &fields.param_types);
-        self.statements
+        let previous = self
+            .statements
             .insert(fields.name.to_string(), prepared.clone());
+        if unnamed {
+            self.unnamed = None;
+        }
         let has = self
             .server
             .as_ref()
             .is_some_and(|s| s.prepared.contains(&prepared.id));
         if has {
-            self.local_parse(fields.name);
+            self.local_parse(fields.name, previous);
         } else {
             let expect = Expect::Parse {
                 prepared: Some((prepared.clone(), fields.name.into())),
+                previous,
             };
             self.parse_on_server(&prepared, expect).await;
         }
@@ -289,12 +304,14 @@ impl Session {
 
     /// ParseComplete answered by pgdog for a statement the server already has; the client's
     /// name is forgotten again if an earlier error makes the server skip this Parse.
-    fn local_parse(&mut self, name: &str) {
+    fn local_parse(&mut self, name: &str, previous: Option<Prepared>) {
         if self.expected.is_empty() {
             self.send(&message::parse_complete());
         } else {
-            self.expected
-                .push_back(Expect::LocalParse { name: name.into() });
+            self.expected.push_back(Expect::LocalParse {
+                name: name.into(),
+                previous,
+            });
         }
     }
 

@@ -6,6 +6,11 @@
 //! that holds something else, the client's Parse is sent again (its answer hidden); when the
 //! client has none, the connection's is closed first, so the server answers 26000 as directly.
 //! A simple query drops the unnamed statement, on the client's side as on the server's.
+//! In transaction mode with `cache_unnamed_statements` (the default) this is the fallback: a
+//! Parse of "" becomes one of the global statements (`backend::prepared`) under the client's
+//! name "" in `Session::statements`, prepared once per server, so a repeated one skips the
+//! server's parse (`extended`); what Postgres does with a failed or skipped Parse of "" is
+//! kept by `Expect::unnamed_before`.
 use super::{Expect, Session};
 use crate::backend::Unnamed;
 use crate::net::message;
@@ -69,6 +74,10 @@ impl Session {
     /// behind an unsynced batch, the server may skip it: what it holds is not known then.
     pub(super) fn unnamed_closed(&mut self) {
         self.unnamed = None;
+        if !self.statements.is_empty() {
+            // The cached one (`cache_unnamed_statements`).
+            self.statements.remove("");
+        }
         self.dealloc.unnamed_closed();
         let unsynced = self.unsynced;
         if let Some(s) = self.server.as_mut() {

@@ -1,0 +1,156 @@
+//! The client's unnamed statement in transaction mode with `cache_unnamed_statements` (the
+//! default): a repeated one runs from a statement pgdog already prepared on the server (the
+//! server skips the parse), while each client keeps Postgres' meaning of its own unnamed
+//! statement. Every sequence runs directly against PostgreSQL and through pgdog, and the
+//! answers (message tags, values, SQLSTATEs) must match.
+use crate::common;
+use common::raw::{self, Conn};
+use common::*;
+
+/// Sends `msgs` and returns the answers up to ReadyForQuery, as "tags|values|sqlstate".
+async fn answer(c: &mut Conn, msgs: &[Vec<u8>]) -> String {
+    c.send(&msgs.concat()).await;
+    let r = c.until_ready().await;
+    let values: Vec<String> = r
+        .iter()
+        .filter(|m| m.tag == b'D')
+        .map(|m| m.text())
+        .collect();
+    let code = r.iter().find(|m| m.tag == b'E').and_then(|m| m.sqlstate());
+    format!(
+        "{}|{}|{}",
+        raw::tags(&r),
+        values.join(","),
+        code.unwrap_or_default()
+    )
+}
+
+fn run() -> Vec<Vec<u8>> {
+    vec![raw::bind("", &[]), raw::execute(), raw::sync()]
+}
+
+/// The sequences a client can send about its unnamed statement, each with its answer.
+async fn sequences(a: &mut Conn, b: &mut Conn) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut step = |what: &str, got: String| out.push((what.to_string(), got));
+    // Parsed in one round trip, bound in the next (pgx's describe-exec), by two clients.
+    let parse_a = [raw::parse("", "SELECT 'a'::text"), raw::sync()];
+    step("a parses", answer(a, &parse_a).await);
+    let parse_b = [raw::parse("", "SELECT 'b'::text"), raw::sync()];
+    step("b parses", answer(b, &parse_b).await);
+    step("a runs its own", answer(a, &run()).await);
+    step("b runs its own", answer(b, &run()).await);
+    // Described: parameters and columns.
+    let describe = [
+        raw::parse("", "SELECT $1::int + 1 AS n"),
+        raw::target(b'D', b'S', ""),
+        raw::sync(),
+    ];
+    step("parse and describe", answer(a, &describe).await);
+    let with_param = vec![raw::bind("", &["41"]), raw::execute(), raw::sync()];
+    step("bound with a parameter", answer(a, &with_param).await);
+    // A repeated Parse of the same text (the cached path), many times.
+    for i in 0..3 {
+        let mut again = vec![raw::parse("", "SELECT $1::int + 1 AS n")];
+        again.append(&mut with_param.clone());
+        step(&format!("parsed again {i}"), answer(a, &again).await);
+    }
+    // A simple query drops it.
+    step("simple query", answer(a, &[raw::query("SELECT 1")]).await);
+    step("run after a simple query", answer(a, &run()).await);
+    // Close drops it.
+    step(
+        "b closes",
+        answer(b, &[raw::target(b'C', b'S', ""), raw::sync()]).await,
+    );
+    step("b runs after close", answer(b, &run()).await);
+    // A Parse that fails leaves none.
+    step(
+        "a parses again",
+        answer(a, &[raw::parse("", "SELECT 7"), raw::sync()]).await,
+    );
+    step(
+        "failed parse",
+        answer(a, &[raw::parse("", "SELEC 8"), raw::sync()]).await,
+    );
+    step("run after a failed parse", answer(a, &run()).await);
+    // A Parse skipped after an earlier error keeps the one before it.
+    step(
+        "a parses first",
+        answer(a, &[raw::parse("", "SELECT 'first'"), raw::sync()]).await,
+    );
+    let skipped = [
+        raw::parse("broken", "SELEC 9"),
+        raw::parse("", "SELECT 'second'"),
+        raw::sync(),
+    ];
+    step("parse skipped after an error", answer(a, &skipped).await);
+    step("run after the skipped parse", answer(a, &run()).await);
+    // The same once the statement is known to the server (pgdog answers the Parse itself).
+    step(
+        "a parses second",
+        answer(a, &[raw::parse("", "SELECT 'second'"), raw::sync()]).await,
+    );
+    step(
+        "a parses first again",
+        answer(a, &[raw::parse("", "SELECT 'first'"), raw::sync()]).await,
+    );
+    step("known parse skipped", answer(a, &skipped).await);
+    step("run after the known skipped parse", answer(a, &run()).await);
+    // In one pipeline: two unnamed statements one after the other.
+    let mut pipeline = vec![raw::parse("", "SELECT 'x'::text")];
+    pipeline.extend([raw::bind("", &[]), raw::execute()]);
+    pipeline.extend([
+        raw::parse("", "SELECT 'y'::text"),
+        raw::bind("", &[]),
+        raw::execute(),
+    ]);
+    pipeline.push(raw::sync());
+    step("two in one pipeline", answer(b, &pipeline).await);
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unnamed_statements_answer_as_postgres_and_are_parsed_once() {
+    let (topo, proxy) = pgdog("auth_type = \"trust\"", 1);
+    let direct = topo.primary().port;
+    let mut a = Conn::login(direct, "postgres", "postgres", None).await;
+    let mut b = Conn::login(direct, "postgres", "postgres", None).await;
+    let expected = sequences(&mut a, &mut b).await;
+    let mut a = Conn::login(proxy.port, USER, DB, None).await;
+    let mut b = Conn::login(proxy.port, USER, DB, None).await;
+    let got = sequences(&mut a, &mut b).await;
+    for (e, g) in expected.iter().zip(&got) {
+        assert_eq!(e, g, "direct vs through pgdog");
+    }
+    assert_eq!(expected.len(), got.len());
+    // Pool of 1: the one server connection holds the cached statement under pgdog's name.
+    let listed = answer(
+        &mut a,
+        &[raw::query(
+            "SELECT statement FROM pg_prepared_statements \
+             WHERE name LIKE '\\_\\_pgdog\\_%' AND statement LIKE 'SELECT $1::int + 1%'",
+        )],
+    )
+    .await;
+    assert_eq!(
+        listed, "TDCZ|SELECT $1::int + 1 AS n|",
+        "pg_prepared_statements"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unnamed_statements_stay_unnamed_when_the_cache_is_off() {
+    let (_topo, proxy) = pgdog("auth_type = \"trust\"\ncache_unnamed_statements = false", 1);
+    let mut a = Conn::login(proxy.port, USER, DB, None).await;
+    let parse = [raw::parse("", "SELECT $1::int + 1 AS n"), raw::sync()];
+    assert_eq!(answer(&mut a, &parse).await, "1Z||");
+    let with_param = [raw::bind("", &["1"]), raw::execute(), raw::sync()];
+    assert_eq!(answer(&mut a, &with_param).await, "2DCZ|2|");
+    let listed = answer(
+        &mut a,
+        &[raw::query("SELECT count(*) FROM pg_prepared_statements")],
+    )
+    .await;
+    assert_eq!(listed, "TDCZ|0|");
+}
