@@ -2,7 +2,7 @@
 # Pooler benchmark (issue 28): pgdog against PgBouncer 1.25 (the anchor), Debian's PgBouncer 1.18
 # and PostgreSQL directly, all in one run on one PG18 server, both PgBouncers in transaction mode
 # with pgdog's pool size. Writes benchmarks/results/pooler.md:
-#   - saturated: pgbench -n -S -M {simple,extended,prepared} -c {1,8,64} -j 2 -T $DURATION, TPS
+#   - saturated: pgbench -n -S -M {simple,extended,prepared} -c $CLIENTS -j 2 -T $DURATION, TPS
 #     and each proxy's CPU per transaction; latency p50/p99 at 1 client (simple);
 #   - fixed rate: pgbench -n -S -M MODE -R $RATE -c 8 -j 2 -T $FIXED_DURATION, $ROUNDS rounds with
 #     the proxies alternated, medians of the CPU per transaction (user, kernel), context switches
@@ -17,9 +17,10 @@
 #   FIXED_DURATION=10   seconds per fixed-rate run
 #   RATE=4000           fixed rate, transactions per second
 #   ROUNDS=3            fixed-rate rounds (medians reported)
-#   FIXED_MODES="simple prepared"   protocols at the fixed rate (add extended: ~75 s more)
+#   CLIENTS="1 8 64 500"  client counts of the saturated runs (direct fails at 500: max_connections)
+#   FIXED_MODES="simple extended prepared"   protocols at the fixed rate
 #   STRACE_DURATION=5   seconds of each fixed-rate run under strace
-#   POOL=20             server connections of every pooler
+#   POOL=10             server connections of every pooler
 #   WORKERS             pgdog's workers for the main instance (unset: pgdog's default)
 #   PGBOUNCER           the anchor PgBouncer binary (default: see above)
 #   PGBOUNCER_OLD=/usr/sbin/pgbouncer   the second PgBouncer column (Debian's 1.18)

@@ -19,9 +19,11 @@ impl Session {
     pub(super) async fn extended(&mut self, m: Message) -> Result<(), SessionError> {
         // A Parse's text, read once here for what every Parse needs checked.
         let (mut utf8, mut deallocate) = (true, false);
+        // What a Parse's text mentions, found once for every check below.
+        let mut mentions = Mentions::default();
         if m.tag() == frontend::PARSE {
             let (name, text) = read_parse_text(&m)?;
-            let mentions = Mentions::of(&text);
+            mentions = Mentions::of(&text);
             if mentions.ddl_word() && statements::may_change_catalog(&text) {
                 self.functions_changed |= super::catalog_changes(&text);
             }
@@ -74,7 +76,7 @@ impl Session {
             if !unnamed || crate::config::cache_unnamed_statements() {
                 let prepared = prepared::intern(fields.query, &fields.param_types);
                 if prepared.is_valid() {
-                    self.note_parse(fields.name, fields.query, Mentions::of(fields.query));
+                    self.note_parse(fields.name, fields.query, mentions);
                     self.unnamed = self.unnamed.take().filter(|_| !unnamed);
                     self.statements.insert(fields.name.to_string(), prepared);
                     self.send(&message::parse_complete());
@@ -111,7 +113,7 @@ impl Session {
             return Ok(());
         }
         match m.tag() {
-            frontend::PARSE => self.parse(m).await?,
+            frontend::PARSE => self.parse(m, mentions).await?,
             frontend::BIND => {
                 let (_, name, _) = message::read_bind_names(&m)?;
                 self.dealloc.bound(name);
@@ -246,9 +248,9 @@ impl Session {
         Ok(Expect::Close)
     }
 
-    async fn parse(&mut self, m: Message) -> Result<(), SessionError> {
+    /// A Parse (transaction mode) whose text mentions `mentions`.
+    async fn parse(&mut self, m: Message, mentions: Mentions) -> Result<(), SessionError> {
         let fields = read_parse(&m)?;
-        let mentions = Mentions::of(fields.query);
         self.may_begin |= mentions.may_begin();
         self.note_parse(fields.name, fields.query, mentions);
         let unnamed = fields.name.is_empty();
