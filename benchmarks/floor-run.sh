@@ -202,7 +202,7 @@ for p in names:
     if len(c) == 2 and c[1][0] > c[0][0]:
         d = c[1][0] - c[0][0]
         ipt = f"{(c[1][1] - c[0][1]) / d:,.0f}"
-        apt = f"{(c[1][2] - c[0][2]) / d:.2f}"
+        apt = f"{max(0.0, (c[1][2] - c[0][2]) / d):.2f}"  # (-0.00: one allocation fewer in the longer run)
     fx = "n/a" if total is None else f"{total:.1f} ({u:.1f} + {s:.1f})"
     rt = f"{total / anchor_total:.2f}x" if total and anchor_total else "n/a"
     st = f"{tps / anchor_tps:.2f}x" if tps and anchor_tps else "n/a"
