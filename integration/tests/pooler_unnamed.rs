@@ -107,7 +107,98 @@ async fn sequences(a: &mut Conn, b: &mut Conn) -> Vec<(String, String)> {
     ]);
     pipeline.push(raw::sync());
     step("two in one pipeline", answer(b, &pipeline).await);
+    // Two batches in one write: the first fails, the second's statement is the one left.
+    let batches = [
+        raw::parse("", "SELEC 1"),
+        raw::sync(),
+        raw::parse("", "SELECT 'kept'"),
+        raw::sync(),
+    ];
+    step("failed batch, then another", answers(b, &batches, 2).await);
+    step("run the later batch's statement", answer(b, &run()).await);
+    // The same failing text twice in one write: both fail.
+    let mut twice = vec![
+        raw::parse("", "SELEC 2"),
+        raw::sync(),
+        raw::parse("", "SELEC 2"),
+    ];
+    twice.extend(run());
+    step("a failing text twice", answers(b, &twice, 2).await);
+    // A new text twice in one write: both run.
+    let mut new_twice = vec![raw::parse("", "SELECT 'new'::text"), raw::sync()];
+    new_twice.extend([raw::parse("", "SELECT 'new'::text"), raw::bind("", &[])]);
+    new_twice.extend([raw::execute(), raw::sync()]);
+    step("a new text twice", answers(b, &new_twice, 2).await);
+    // A skipped Parse, then a simple query in the same write: the query drops the statement.
+    step(
+        "b parses",
+        answer(b, &[raw::parse("", "SELECT 5"), raw::sync()]).await,
+    );
+    let skipped_then_query = [
+        raw::bind("nosuch", &[]),
+        raw::parse("", "SELECT 6"),
+        raw::sync(),
+        raw::query("SELECT 1"),
+    ];
+    step(
+        "skipped, then a query",
+        answers(b, &skipped_then_query, 2).await,
+    );
+    step("run after that query", answer(b, &run()).await);
+    // DEALLOCATE ALL (run from a named statement) leaves the unnamed statement alone.
+    step(
+        "b parses 7",
+        answer(b, &[raw::parse("", "SELECT 7"), raw::sync()]).await,
+    );
+    let dealloc = [
+        raw::parse("d", "DEALLOCATE ALL"),
+        raw::bind("d", &[]),
+        raw::execute(),
+        raw::sync(),
+    ];
+    step("deallocate all", answer(b, &dealloc).await);
+    step("run after deallocate all", answer(b, &run()).await);
+    step(
+        "deallocate \"\"",
+        answer(b, &[raw::query("DEALLOCATE \"\"")]).await,
+    );
+    // A Parse of "" that pgdog answers itself replaces the statement too.
+    step(
+        "b parses 8",
+        answer(b, &[raw::parse("", "SELECT 8"), raw::sync()]).await,
+    );
+    step(
+        "parse a LISTEN",
+        answer(b, &[raw::parse("", "LISTEN ch"), raw::sync()]).await,
+    );
+    step(
+        "close it",
+        answer(b, &[raw::target(b'C', b'S', ""), raw::sync()]).await,
+    );
+    step("run after closing the LISTEN", answer(b, &run()).await);
     out
+}
+
+/// [`answer`] for `batches` ReadyForQuery-ended answers, joined by " / ".
+async fn answers(c: &mut Conn, msgs: &[Vec<u8>], batches: usize) -> String {
+    c.send(&msgs.concat()).await;
+    let mut all = Vec::new();
+    for _ in 0..batches {
+        let r = c.until_ready().await;
+        let values: Vec<String> = r
+            .iter()
+            .filter(|m| m.tag == b'D')
+            .map(|m| m.text())
+            .collect();
+        let code = r.iter().find(|m| m.tag == b'E').and_then(|m| m.sqlstate());
+        all.push(format!(
+            "{}|{}|{}",
+            raw::tags(&r),
+            values.join(","),
+            code.unwrap_or_default()
+        ));
+    }
+    all.join(" / ")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

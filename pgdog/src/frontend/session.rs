@@ -260,8 +260,14 @@ impl ServeClient for Session {
                     return Err(e);
                 }
             }
+            let to_server = !self.server_out.is_empty();
             self.flush_server().await;
-            self.flush().await?;
+            // Answers pgdog made itself (a ParseComplete for a statement the server has) ahead
+            // of requests now on their way to the server go out with the server's answers: one
+            // write to the client, not two (pgbench -M extended: 3 sendto a transaction before).
+            if !(to_server && self.server.is_some() && !self.expected.is_empty()) {
+                self.flush().await?;
+            }
             let (deadline, idle) = self.deadline();
             let stop = self.info.stop_requested(idle);
             let timer = expiry(deadline);
@@ -541,13 +547,17 @@ impl Session {
                 if self.pinned == Some("SQL-level PREPARE") {
                     return false;
                 }
-                self.statements
-                    .drain()
-                    .for_each(|(_, p)| prepared::retire(&p));
+                // (Not the unnamed statement, which DEALLOCATE ALL leaves alone.)
+                self.statements.retain(|name, p| {
+                    prepared::retire(p);
+                    name.is_empty()
+                });
                 // Its own DEALLOCATE statements go too.
                 self.dealloc = Default::default();
                 true
             }
+            // `DEALLOCATE ""`: the server's syntax error (42601).
+            Some(name) if name.is_empty() => false,
             Some(name) => self
                 .statements
                 .remove(&name)
@@ -771,22 +781,29 @@ impl Session {
     /// of them is forgotten, with what those messages would have created.
     fn skip_to_sync(&mut self) {
         let mut failed = true;
-        // The client's cached unnamed statement once the batch is undone, when a Parse of ""
-        // is among the skipped messages: the first one decides (see `Expect::unnamed_before`).
-        let mut unnamed = None;
+        // Parses of the cached unnamed statement among the undone messages: what the client's
+        // unnamed statement was before the first (none if the first is the one that failed,
+        // as with Postgres), and what the last one set.
+        let (mut before, mut last_set) = (None, None);
+        // (Unless a later Parse or a simple query already sent has changed it since.)
+        let current = self.statements.get("").map(|p| p.id);
         while let Some(front) = self.expected.pop_front() {
             if let Expect::Ready = front {
                 self.expected.push_front(Expect::Ready);
                 break;
             }
-            unnamed = unnamed.or_else(|| front.unnamed_before(failed));
+            if let Some(swap) = front.unnamed_swap() {
+                before = before.or_else(|| Some(swap.previous.clone().filter(|_| !failed)));
+                last_set = Some(swap.set);
+            }
             self.not_done(front, failed);
             failed = false;
         }
-        match unnamed {
-            Some(Some(p)) => drop(self.statements.insert(String::new(), p)),
-            Some(None) => drop(self.statements.remove("")),
-            None => {}
+        if let Some(before) = before.filter(|_| last_set.is_some() && current == last_set) {
+            match before {
+                Some(p) => self.statements.insert(String::new(), p),
+                None => self.statements.remove(""),
+            };
         }
     }
 

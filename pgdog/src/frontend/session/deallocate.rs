@@ -85,6 +85,7 @@ impl Session {
         };
         if name.is_empty() {
             self.unnamed = None;
+            self.unnamed_forgotten();
             self.dealloc.unnamed = Some(target);
         } else {
             if self.statements.contains_key(name) || self.dealloc.named.contains_key(name) {

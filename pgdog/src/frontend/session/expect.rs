@@ -3,17 +3,25 @@ use super::unnamed::UnnamedParse;
 use crate::backend::prepared::Prepared;
 use crate::net::Message;
 
+/// A Parse of the client's cached unnamed statement (`cache_unnamed_statements`): the global
+/// statement it set (by id) and the one it replaced, the client's again if the server skips
+/// the Parse.
+#[derive(Debug)]
+pub(super) struct UnnamedSwap {
+    pub set: u64,
+    pub previous: Option<Prepared>,
+}
+
 /// A response the session waits for from the server, in order.
 #[derive(Debug)]
 pub(super) enum Expect {
     /// ParseComplete; `prepared`: the global statement and the client's name for it (forgotten
     /// on this server and by the client if the Parse fails, known valid once it succeeds);
-    /// None for an unnamed statement not cached (or any Parse in session mode). `previous`:
-    /// the client's cached unnamed statement this Parse of "" replaced (its again if the server
-    /// skips the Parse).
+    /// None for an unnamed statement not cached (or any Parse in session mode). `swap`: for
+    /// the cached unnamed statement, the one this Parse replaced.
     Parse {
         prepared: Option<(Prepared, Box<str>)>,
-        previous: Option<Prepared>,
+        swap: Option<UnnamedSwap>,
     },
     /// ParseComplete of a Parse pgdog injected: not shown to the client (None: the client's
     /// unnamed statement parsed again).
@@ -24,7 +32,7 @@ pub(super) enum Expect {
     /// is forgotten if an error makes the server skip the batch first.
     LocalParse {
         name: Box<str>,
-        previous: Option<Prepared>,
+        swap: Option<UnnamedSwap>,
     },
     /// ParseComplete of the client's Parse of the unnamed statement (see `unnamed`).
     ParseUnnamed(UnnamedParse),
@@ -54,17 +62,10 @@ pub(super) enum Expect {
 }
 
 impl Expect {
-    /// For a Parse of the cached unnamed statement that the server failed (`failed`) or
-    /// skipped after an error: what the client's unnamed statement is then, as with Postgres
-    /// (a failed Parse of "" leaves none, a skipped one leaves the one before it). None for
-    /// other messages.
-    pub(super) fn unnamed_before(&self, failed: bool) -> Option<Option<Prepared>> {
+    /// The unnamed-statement swap of a Parse of "" (cached), if this is one.
+    pub(super) fn unnamed_swap(&self) -> Option<&UnnamedSwap> {
         match self {
-            Expect::Parse {
-                prepared: Some((_, name)),
-                previous,
-            } if name.is_empty() => Some(if failed { None } else { previous.clone() }),
-            Expect::LocalParse { name, previous } if name.is_empty() => Some(previous.clone()),
+            Expect::Parse { swap, .. } | Expect::LocalParse { swap, .. } => swap.as_ref(),
             _ => None,
         }
     }

@@ -5,6 +5,7 @@
 //! DEALLOCATE, `pg_prepared_statements` and re-preparing after DDL behave as directly. In both
 //! modes the client's unnamed statement follows it from server to server (`unnamed`); in
 //! transaction mode it is cached as a global statement too (`cache_unnamed_statements`).
+use super::expect::UnnamedSwap;
 use super::{Expect, Session, SessionError};
 use crate::backend::prepared::{self, Prepared};
 use crate::config::PoolerMode;
@@ -185,7 +186,7 @@ impl Session {
                 } else {
                     Expect::Parse {
                         prepared: None,
-                        previous: None,
+                        swap: None,
                     }
                 };
                 self.forward(&m, expect).await;
@@ -254,7 +255,16 @@ impl Session {
         self.may_begin |= mentions.may_begin();
         self.note_parse(fields.name, fields.query, mentions);
         let unnamed = fields.name.is_empty();
-        if unnamed && !crate::config::cache_unnamed_statements() {
+        let prepared = prepared::intern(fields.query, &fields.param_types);
+        let in_flight = !prepared.is_valid()
+            && self
+                .server
+                .as_ref()
+                .is_some_and(|s| s.prepared.contains(&prepared.id));
+        // Not cached: the setting is off, or this server's Parse of the same text has not been
+        // answered yet (it may fail: answering this one locally would hide that).
+        if unnamed && (!crate::config::cache_unnamed_statements() || in_flight) {
+            self.unnamed_forgotten();
             let expect = Expect::ParseUnnamed(self.unnamed_parsed(&m));
             self.forward(&m, expect).await;
             return Ok(());
@@ -267,10 +277,13 @@ impl Session {
         }
         // The unnamed statement, cached: one of the global statements under the client's name
         // "" (a Parse of it replaces the one before, which comes back if the server skips it).
-        let prepared = prepared::intern(fields.query, &fields.param_types);
         let previous = self
             .statements
             .insert(fields.name.to_string(), prepared.clone());
+        let swap = unnamed.then_some(UnnamedSwap {
+            set: prepared.id,
+            previous,
+        });
         if unnamed {
             self.unnamed = None;
         }
@@ -279,11 +292,11 @@ impl Session {
             .as_ref()
             .is_some_and(|s| s.prepared.contains(&prepared.id));
         if has {
-            self.local_parse(fields.name, previous);
+            self.local_parse(fields.name, swap);
         } else {
             let expect = Expect::Parse {
                 prepared: Some((prepared.clone(), fields.name.into())),
-                previous,
+                swap,
             };
             self.parse_on_server(&prepared, expect).await;
         }
@@ -306,13 +319,13 @@ impl Session {
 
     /// ParseComplete answered by pgdog for a statement the server already has; the client's
     /// name is forgotten again if an earlier error makes the server skip this Parse.
-    fn local_parse(&mut self, name: &str, previous: Option<Prepared>) {
+    fn local_parse(&mut self, name: &str, swap: Option<UnnamedSwap>) {
         if self.expected.is_empty() {
             self.send(&message::parse_complete());
         } else {
             self.expected.push_back(Expect::LocalParse {
                 name: name.into(),
-                previous,
+                swap,
             });
         }
     }

@@ -25,7 +25,8 @@ impl Session {
                 s.prepared.clear();
                 s.set_settings(Default::default());
             }
-            self.statements.clear();
+            // Every named statement, not the unnamed one (prepared again where it is used).
+            self.statements.retain(|name, _| name.is_empty());
         }
         if changes.is_empty() {
             return;

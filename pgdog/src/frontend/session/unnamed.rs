@@ -74,10 +74,7 @@ impl Session {
     /// behind an unsynced batch, the server may skip it: what it holds is not known then.
     pub(super) fn unnamed_closed(&mut self) {
         self.unnamed = None;
-        if !self.statements.is_empty() {
-            // The cached one (`cache_unnamed_statements`).
-            self.statements.remove("");
-        }
+        self.unnamed_forgotten();
         self.dealloc.unnamed_closed();
         let unsynced = self.unsynced;
         if let Some(s) = self.server.as_mut() {
@@ -86,6 +83,14 @@ impl Session {
             } else {
                 Unnamed::Empty
             };
+        }
+    }
+
+    /// The client's cached unnamed statement (`cache_unnamed_statements`) is gone or replaced
+    /// by one that is not cached.
+    pub(super) fn unnamed_forgotten(&mut self) {
+        if !self.statements.is_empty() {
+            self.statements.remove("");
         }
     }
 
