@@ -245,3 +245,34 @@ async fn unnamed_statements_stay_unnamed_when_the_cache_is_off() {
     .await;
     assert_eq!(listed, "TDCZ|0|");
 }
+
+/// Clients with different settings never share a statement: parse analysis reads TimeZone
+/// (a timestamptz literal without an offset is read in the session's zone when parsed).
+async fn zones(a: &mut Conn, b: &mut Conn) -> Vec<String> {
+    let sql = "SELECT '2000-01-02 03:00:00'::timestamptz::text";
+    let mut out = Vec::new();
+    for (c, zone) in [(&mut *a, "UTC"), (&mut *b, "Asia/Tokyo")] {
+        out.push(answer(c, &[raw::query(&format!("SET TimeZone TO '{zone}'"))]).await);
+        for _ in 0..2 {
+            out.push(answer(c, &[raw::run_unnamed(sql, &[]), raw::sync()]).await);
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_with_other_settings_do_not_share_a_statement() {
+    let (topo, proxy) = pgdog("auth_type = \"trust\"", 1);
+    let direct = topo.primary().port;
+    let mut a = Conn::login(direct, "postgres", "postgres", None).await;
+    let mut b = Conn::login(direct, "postgres", "postgres", None).await;
+    let expected = zones(&mut a, &mut b).await;
+    assert!(expected[5].contains("03:00:00+09"), "{expected:?}");
+    let mut a = Conn::login(proxy.port, USER, DB, None).await;
+    let mut b = Conn::login(proxy.port, USER, DB, None).await;
+    assert_eq!(
+        zones(&mut a, &mut b).await,
+        expected,
+        "direct vs through pgdog"
+    );
+}

@@ -15,6 +15,11 @@ use std::sync::{Arc, LazyLock};
 pub struct Statement {
     pub query: String,
     pub param_types: Vec<i32>,
+    /// The fingerprint of the session settings it was parsed under (the client's, as the
+    /// server has them: `Params::fingerprint`). Parse analysis reads some of them (a literal
+    /// cast to timestamptz or timetz takes TimeZone, DateStyle reads dates): clients whose
+    /// settings differ never share a statement.
+    pub settings: u64,
 }
 
 /// A cached statement with its global id and server-side name.
@@ -82,11 +87,13 @@ static NEXT: AtomicU64 = AtomicU64::new(1);
 /// Bumped by every `retire_all` (DDL through pgdog).
 static DDL_EPOCH: AtomicU64 = AtomicU64::new(0);
 
-/// The global entry for a statement, created on first use.
-pub fn intern(query: &str, param_types: &[i32]) -> Prepared {
+/// The global entry for a statement parsed under `settings` (see `Statement::settings`),
+/// created on first use.
+pub fn intern(query: &str, param_types: &[i32], settings: u64) -> Prepared {
     let statement = Statement {
         query: query.to_string(),
         param_types: param_types.to_vec(),
+        settings,
     };
     let mut cache = CACHE.lock();
     if let Some((id, name, valid)) = cache.get(&statement) {
@@ -158,9 +165,9 @@ pub fn list() -> Vec<Prepared> {
 mod tests {
     #[test]
     fn same_statement_same_id() {
-        let a = super::intern("SELECT $1 -- prepared test", &[23]);
-        let b = super::intern("SELECT $1 -- prepared test", &[23]);
-        let c = super::intern("SELECT $1 -- prepared test", &[25]);
+        let a = super::intern("SELECT $1 -- prepared test", &[23], 0);
+        let b = super::intern("SELECT $1 -- prepared test", &[23], 0);
+        let c = super::intern("SELECT $1 -- prepared test", &[25], 0);
         assert_eq!(a.id, b.id);
         assert_ne!(a.id, c.id);
         assert_eq!(a.server_name(), format!("__pgdog_{}", a.id));
@@ -168,12 +175,15 @@ mod tests {
 
     #[test]
     fn a_retired_statement_is_prepared_afresh() {
-        let a = super::intern("SELECT $1 -- retired test", &[23]);
+        let a = super::intern("SELECT $1 -- retired test", &[23], 0);
         super::retire(&a);
-        let b = super::intern("SELECT $1 -- retired test", &[23]);
+        let b = super::intern("SELECT $1 -- retired test", &[23], 0);
         assert_ne!(a.id, b.id);
         // Retiring an older copy leaves the current one.
         super::retire(&a);
-        assert_eq!(super::intern("SELECT $1 -- retired test", &[23]).id, b.id);
+        assert_eq!(
+            super::intern("SELECT $1 -- retired test", &[23], 0).id,
+            b.id
+        );
     }
 }

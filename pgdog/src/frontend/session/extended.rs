@@ -75,7 +75,11 @@ impl Session {
                 return Ok(());
             }
             if !unnamed || crate::config::cache_unnamed_statements() {
-                let prepared = prepared::intern(fields.query, &fields.param_types);
+                let prepared = prepared::intern(
+                    fields.query,
+                    &fields.param_types,
+                    self.client.params.fingerprint(),
+                );
                 if prepared.is_valid() {
                     self.note_parse(fields.name, fields.query, mentions);
                     self.unnamed = self.unnamed.take().filter(|_| !unnamed);
@@ -255,7 +259,11 @@ impl Session {
         self.may_begin |= mentions.may_begin();
         self.note_parse(fields.name, fields.query, mentions);
         let unnamed = fields.name.is_empty();
-        let prepared = prepared::intern(fields.query, &fields.param_types);
+        let prepared = prepared::intern(
+            fields.query,
+            &fields.param_types,
+            self.client.params.fingerprint(),
+        );
         let in_flight = !prepared.is_valid()
             && self
                 .server

@@ -62,7 +62,7 @@ impl Session {
     /// Takes up the state a client brought from another pgdog.
     pub(crate) fn restore(&mut self, state: HandedSession) {
         for s in state.statements {
-            let p = prepared::intern(&s.query, &s.param_types);
+            let p = prepared::intern(&s.query, &s.param_types, self.client.params.fingerprint());
             self.statements.insert(s.name, p);
         }
         self.unnamed = state.unnamed.map(ClientUnnamed::from_parse_bytes);

@@ -148,7 +148,11 @@ impl Session {
     /// name for it in this session points to a fresh statement of the same text.
     fn replace_statement(&mut self, p: &Prepared) {
         prepared::retire(p);
-        let fresh = prepared::intern(&p.statement.query, &p.statement.param_types);
+        let fresh = prepared::intern(
+            &p.statement.query,
+            &p.statement.param_types,
+            p.statement.settings,
+        );
         for held in self.statements.values_mut() {
             if held.id == p.id {
                 *held = fresh.clone();

@@ -77,7 +77,7 @@ impl ShardedSession {
         st: &Statement,
     ) -> Result<(Vec<i32>, Vec<Message>), ClientError> {
         let server = self.server(shard).await?;
-        let p = prepared::intern(&st.sql, &st.param_types);
+        let p = prepared::intern(&st.sql, &st.param_types, 0);
         let mut buf = BytesMut::new();
         let mut parsed_now = false;
         if !server.prepared.contains(&p.id) {

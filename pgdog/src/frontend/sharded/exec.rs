@@ -223,7 +223,7 @@ impl ShardedSession {
                             }
                             None => (*bind, statement.param_types.clone()),
                         };
-                        let p = prepared::intern(&w.sql, &types);
+                        let p = prepared::intern(&w.sql, &types, 0);
                         if !server.prepared.contains(&p.id) {
                             buf.extend_from_slice(
                                 message::parse(p.server_name(), &w.sql, &types).bytes(),
