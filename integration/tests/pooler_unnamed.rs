@@ -257,6 +257,16 @@ async fn zones(a: &mut Conn, b: &mut Conn) -> Vec<String> {
             out.push(answer(c, &[raw::run_unnamed(sql, &[]), raw::sync()]).await);
         }
     }
+    // Changed inside a transaction, for the transaction or for the session after it.
+    for set in [
+        "BEGIN; SET LOCAL TimeZone TO 'Asia/Kolkata'",
+        "BEGIN; SET TimeZone TO 'America/New_York'",
+    ] {
+        out.push(answer(a, &[raw::query(set)]).await);
+        out.push(answer(a, &[raw::run_unnamed(sql, &[]), raw::sync()]).await);
+        out.push(answer(a, &[raw::query("COMMIT")]).await);
+        out.push(answer(a, &[raw::run_unnamed(sql, &[]), raw::sync()]).await);
+    }
     out
 }
 

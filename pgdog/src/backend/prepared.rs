@@ -87,6 +87,13 @@ static NEXT: AtomicU64 = AtomicU64::new(1);
 /// Bumped by every `retire_all` (DDL through pgdog).
 static DDL_EPOCH: AtomicU64 = AtomicU64::new(0);
 
+/// A settings key no other statement has (a statement parsed while the client's settings are
+/// changing is shared with nobody).
+pub fn unshared() -> u64 {
+    static UNSHARED: AtomicU64 = AtomicU64::new(1 << 63);
+    UNSHARED.fetch_add(1, Ordering::Relaxed)
+}
+
 /// The global entry for a statement parsed under `settings` (see `Statement::settings`),
 /// created on first use.
 pub fn intern(query: &str, param_types: &[i32], settings: u64) -> Prepared {

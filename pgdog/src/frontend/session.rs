@@ -129,6 +129,9 @@ pub struct Session {
     verify: Option<Vec<String>>,
     /// A query in flight may have opened a transaction block (it mentions BEGIN or START).
     may_begin: bool,
+    /// A statement of the current transaction (or request) mentions SET: settings it changed
+    /// may not be in the client's fingerprint yet (see `statement_settings`).
+    set_in_transaction: bool,
     /// The FATAL a server sent before closing (why it was lost).
     server_fatal: Option<ServerFatal>,
     /// The client's transaction was lost with its server: pgdog answers until it ends it.
@@ -201,6 +204,7 @@ impl Session {
             batch_failed: false,
             verify: None,
             may_begin: false,
+            set_in_transaction: false,
             server_fatal: None,
             aborted: None,
             role_hint: None,
@@ -449,6 +453,7 @@ impl Session {
             return Ok(());
         }
         self.may_begin |= mentions.may_begin();
+        self.set_in_transaction |= mentions.has(Word::Set);
         if mentions.ddl_word() && statements::may_change_catalog(sql) {
             self.functions_changed |= catalog_changes(sql);
         }
@@ -843,6 +848,9 @@ impl Session {
     /// ReadyForQuery: one Sync/Query answered.
     fn ready(&mut self, status: TxStatus) {
         self.pop_if(|e| matches!(e, Expect::Ready));
+        if status == TxStatus::Idle && !self.expected.iter().any(|e| matches!(e, Expect::Ready)) {
+            self.set_in_transaction = false;
+        }
         if !self.expected.iter().any(|e| matches!(e, Expect::Execute)) {
             self.query_behind_execute = false;
         }

@@ -9,7 +9,7 @@ use super::expect::UnnamedSwap;
 use super::{Expect, Session, SessionError};
 use crate::backend::prepared::{self, Prepared};
 use crate::config::PoolerMode;
-use crate::frontend::mentions::Mentions;
+use crate::frontend::mentions::{Mentions, Word};
 use crate::frontend::read_only;
 use crate::frontend::statements;
 use crate::net::message::{self, read_parse, read_parse_text, read_target};
@@ -25,6 +25,7 @@ impl Session {
         if m.tag() == frontend::PARSE {
             let (name, text) = read_parse_text(&m)?;
             mentions = Mentions::of(&text);
+            self.set_in_transaction |= mentions.has(Word::Set);
             if mentions.ddl_word() && statements::may_change_catalog(&text) {
                 self.functions_changed |= super::catalog_changes(&text);
             }
@@ -74,12 +75,10 @@ impl Session {
                 self.skip_until_sync = true;
                 return Ok(());
             }
-            if !unnamed || crate::config::cache_unnamed_statements() {
-                let prepared = prepared::intern(
-                    fields.query,
-                    &fields.param_types,
-                    self.client.params.fingerprint(),
-                );
+            let settings = self.statement_settings();
+            if !unnamed || (crate::config::cache_unnamed_statements() && settings.is_some()) {
+                let settings = settings.unwrap_or_else(prepared::unshared);
+                let prepared = prepared::intern(fields.query, &fields.param_types, settings);
                 if prepared.is_valid() {
                     self.note_parse(fields.name, fields.query, mentions);
                     self.unnamed = self.unnamed.take().filter(|_| !unnamed);
@@ -259,24 +258,30 @@ impl Session {
         self.may_begin |= mentions.may_begin();
         self.note_parse(fields.name, fields.query, mentions);
         let unnamed = fields.name.is_empty();
-        let prepared = prepared::intern(
-            fields.query,
-            &fields.param_types,
-            self.client.params.fingerprint(),
-        );
-        let in_flight = !prepared.is_valid()
-            && self
-                .server
-                .as_ref()
-                .is_some_and(|s| s.prepared.contains(&prepared.id));
-        // Not cached: the setting is off, or this server's Parse of the same text has not been
-        // answered yet (it may fail: answering this one locally would hide that).
-        if unnamed && (!crate::config::cache_unnamed_statements() || in_flight) {
+        let settings = self.statement_settings();
+        let prepared = (!unnamed
+            || (crate::config::cache_unnamed_statements() && settings.is_some()))
+        .then(|| {
+            let settings = settings.unwrap_or_else(prepared::unshared);
+            prepared::intern(fields.query, &fields.param_types, settings)
+        });
+        // The unnamed statement is not cached when the setting is off, while the client's
+        // settings are changing in this transaction, or while this server's Parse of the same
+        // text is unanswered (it may fail: answering this one locally would hide that).
+        let prepared = prepared.filter(|p| {
+            !unnamed
+                || p.is_valid()
+                || !self
+                    .server
+                    .as_ref()
+                    .is_some_and(|s| s.prepared.contains(&p.id))
+        });
+        let Some(prepared) = prepared else {
             self.unnamed_forgotten();
             let expect = Expect::ParseUnnamed(self.unnamed_parsed(&m));
             self.forward(&m, expect).await;
             return Ok(());
-        }
+        };
         if !unnamed && self.statements.contains_key(fields.name) {
             // Postgres' answer comes in order, and fails the server's batch as its own would.
             let error = redefined(fields.name);
@@ -309,6 +314,14 @@ impl Session {
             self.parse_on_server(&prepared, expect).await;
         }
         Ok(())
+    }
+
+    /// The settings a statement parsed now is shared under (`Statement::settings`): the
+    /// client's fingerprint; None while a SET of the current transaction (SET LOCAL too) may
+    /// have changed what the server parses with, which the fingerprint does not show yet.
+    fn statement_settings(&self) -> Option<u64> {
+        (!self.set_in_transaction && self.pending.is_empty())
+            .then(|| self.client.params.fingerprint())
     }
 
     /// What a Parse of `query` as statement `name` means for the pooler (transaction mode).
