@@ -1,13 +1,16 @@
 //! Test support: a scratch folder for the configuration files unit tests write.
 use std::path::PathBuf;
 
-/// A folder under the system's temporary directory (named after the test and the process),
-/// removed when dropped.
+/// A folder under the system's temporary directory (named after the test, the process and a
+/// count: tests run in parallel, and two calls of one helper must not share a folder), removed
+/// when dropped.
 pub(crate) struct Scratch(PathBuf);
 
 impl Scratch {
     pub(crate) fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+        static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("{name}-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         Scratch(dir)
     }
