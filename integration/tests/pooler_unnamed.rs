@@ -9,20 +9,12 @@ use common::*;
 
 /// Sends `msgs` and returns the answers up to ReadyForQuery, as "tags|values|sqlstate".
 async fn answer(c: &mut Conn, msgs: &[Vec<u8>]) -> String {
-    c.send(&msgs.concat()).await;
-    let r = c.until_ready().await;
-    let values: Vec<String> = r
-        .iter()
-        .filter(|m| m.tag == b'D')
-        .map(|m| m.text())
-        .collect();
-    let code = r.iter().find(|m| m.tag == b'E').and_then(|m| m.sqlstate());
-    format!(
-        "{}|{}|{}",
-        raw::tags(&r),
-        values.join(","),
-        code.unwrap_or_default()
-    )
+    answers(c, msgs, 1).await
+}
+
+/// Parse of the unnamed statement as `sql`, then Sync.
+fn parsed(sql: &str) -> [Vec<u8>; 2] {
+    [raw::parse("", sql), raw::sync()]
 }
 
 fn run() -> Vec<Vec<u8>> {
@@ -65,20 +57,11 @@ async fn sequences(a: &mut Conn, b: &mut Conn) -> Vec<(String, String)> {
     );
     step("b runs after close", answer(b, &run()).await);
     // A Parse that fails leaves none.
-    step(
-        "a parses again",
-        answer(a, &[raw::parse("", "SELECT 7"), raw::sync()]).await,
-    );
-    step(
-        "failed parse",
-        answer(a, &[raw::parse("", "SELEC 8"), raw::sync()]).await,
-    );
+    step("a parses again", answer(a, &parsed("SELECT 7")).await);
+    step("failed parse", answer(a, &parsed("SELEC 8")).await);
     step("run after a failed parse", answer(a, &run()).await);
     // A Parse skipped after an earlier error keeps the one before it.
-    step(
-        "a parses first",
-        answer(a, &[raw::parse("", "SELECT 'first'"), raw::sync()]).await,
-    );
+    step("a parses first", answer(a, &parsed("SELECT 'first'")).await);
     let skipped = [
         raw::parse("broken", "SELEC 9"),
         raw::parse("", "SELECT 'second'"),
@@ -89,11 +72,11 @@ async fn sequences(a: &mut Conn, b: &mut Conn) -> Vec<(String, String)> {
     // The same once the statement is known to the server (pgdog answers the Parse itself).
     step(
         "a parses second",
-        answer(a, &[raw::parse("", "SELECT 'second'"), raw::sync()]).await,
+        answer(a, &parsed("SELECT 'second'")).await,
     );
     step(
         "a parses first again",
-        answer(a, &[raw::parse("", "SELECT 'first'"), raw::sync()]).await,
+        answer(a, &parsed("SELECT 'first'")).await,
     );
     step("known parse skipped", answer(a, &skipped).await);
     step("run after the known skipped parse", answer(a, &run()).await);
@@ -130,10 +113,7 @@ async fn sequences(a: &mut Conn, b: &mut Conn) -> Vec<(String, String)> {
     new_twice.extend([raw::execute(), raw::sync()]);
     step("a new text twice", answers(b, &new_twice, 2).await);
     // A skipped Parse, then a simple query in the same write: the query drops the statement.
-    step(
-        "b parses",
-        answer(b, &[raw::parse("", "SELECT 5"), raw::sync()]).await,
-    );
+    step("b parses", answer(b, &parsed("SELECT 5")).await);
     let skipped_then_query = [
         raw::bind("nosuch", &[]),
         raw::parse("", "SELECT 6"),
@@ -146,10 +126,7 @@ async fn sequences(a: &mut Conn, b: &mut Conn) -> Vec<(String, String)> {
     );
     step("run after that query", answer(b, &run()).await);
     // DEALLOCATE ALL (run from a named statement) leaves the unnamed statement alone.
-    step(
-        "b parses 7",
-        answer(b, &[raw::parse("", "SELECT 7"), raw::sync()]).await,
-    );
+    step("b parses 7", answer(b, &parsed("SELECT 7")).await);
     let dealloc = [
         raw::parse("d", "DEALLOCATE ALL"),
         raw::bind("d", &[]),
@@ -163,14 +140,8 @@ async fn sequences(a: &mut Conn, b: &mut Conn) -> Vec<(String, String)> {
         answer(b, &[raw::query("DEALLOCATE \"\"")]).await,
     );
     // A Parse of "" that pgdog answers itself replaces the statement too.
-    step(
-        "b parses 8",
-        answer(b, &[raw::parse("", "SELECT 8"), raw::sync()]).await,
-    );
-    step(
-        "parse a LISTEN",
-        answer(b, &[raw::parse("", "LISTEN ch"), raw::sync()]).await,
-    );
+    step("b parses 8", answer(b, &parsed("SELECT 8")).await);
+    step("parse a LISTEN", answer(b, &parsed("LISTEN ch")).await);
     step(
         "close it",
         answer(b, &[raw::target(b'C', b'S', ""), raw::sync()]).await,
