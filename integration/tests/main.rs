@@ -21,6 +21,7 @@ mod pooler_auth_query;
 mod pooler_auth_rules;
 mod pooler_caps;
 mod pooler_copy;
+mod pooler_dead_idle;
 mod pooler_encoding;
 mod pooler_handoff;
 mod pooler_import;

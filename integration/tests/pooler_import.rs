@@ -236,6 +236,8 @@ async fn import_a_config_using_every_mapped_key_and_serve_it() {
              server_reset_query = DISCARD ALL\n\
              server_lifetime = 3600\n\
              server_idle_timeout = 600\n\
+             server_check_delay = 10\n\
+             server_check_query = select 1\n\
              server_connect_timeout = 5\n\
              query_timeout = 0\n\
              query_wait_timeout = 120\n\
@@ -287,6 +289,8 @@ async fn import_a_config_using_every_mapped_key_and_serve_it() {
         "reserve_pool_size = 2",
         "min_pool_size = 1",
         "server_lifetime = 1800000",
+        "server_check_delay = 10000",
+        "server_check_query = \"select 1\"",
         "so_reuseport = true",
         "peer_id = 1",
         "[[peers]]\nhost = \"127.0.0.1\"\npeer_id = 2\nport = 7432",

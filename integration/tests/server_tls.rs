@@ -209,3 +209,56 @@ async fn server_tls_modes_against_an_ssl_server() {
     drop(server);
     let _ = std::fs::remove_dir_all(&certs);
 }
+
+/// Over TLS as over plain TCP (`pooler_dead_idle`): pooled connections that died while idle, by
+/// a restart or by `idle_session_timeout`, never reach a client. A raw read cannot tell under
+/// TLS: the check reads through the TLS stream once the socket is readable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_tls_connections_are_never_handed_out() {
+    use crate::pooler_dead_idle::{restart_fast, twenty_succeed, warm};
+    let certs = std::env::temp_dir().join(format!("pgdog-ssl-dead-{}", std::process::id()));
+    std::fs::create_dir_all(&certs).unwrap();
+    certificates(&certs);
+    let server = SslServer::start(&certs);
+    let config = format!(
+        "auth_type = \"trust\"\nserver_tls = \"require\"\nserver_check_query = \"\"\nmin_pool_size = 0\n\n[[databases]]\nname = \"app\"\nhost = \"127.0.0.1\"\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\npool_size = 5\n",
+        server.port
+    );
+    let proxy = Proxy::start(&config, "[[users]]\nname = \"app\"\ndatabase = \"app\"\n").unwrap();
+    let mut clients = Vec::new();
+    for _ in 0..5 {
+        clients.push(common::connect_as(&proxy, "app", "", "app").await.unwrap());
+    }
+    warm(&clients).await;
+    let data = server.dir.join("data");
+    let log = server.dir.join("log");
+    tokio::task::block_in_place(|| restart_fast(&server.install, &server.dir, &data, &log));
+    twenty_succeed(&clients[0], "TLS, after pg_ctl restart -m fast", &proxy).await;
+
+    // idle_session_timeout for pgdog's server user, then five fresh connections it closes.
+    let psql = |sql: &str| {
+        let out = run(server
+            .install
+            .server_command("psql", &server.dir)
+            .args(["-X", "-A", "-t", "-h"])
+            .arg(&server.dir)
+            .args(["-p", &server.port.to_string(), "-U", "postgres", "-c", sql]))
+        .expect("psql");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    psql("ALTER ROLE postgres SET idle_session_timeout = '300ms'");
+    tokio::task::block_in_place(|| restart_fast(&server.install, &server.dir, &data, &log));
+    twenty_succeed(&clients[0], "TLS, after a second restart", &proxy).await;
+    warm(&clients).await;
+    common::eventually(
+        "the server to close pgdog's idle connections",
+        std::time::Duration::from_secs(10),
+        || async {
+            psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgdog'") == "0"
+        },
+    )
+    .await;
+    twenty_succeed(&clients[0], "TLS, after idle_session_timeout", &proxy).await;
+    drop(server);
+    let _ = std::fs::remove_dir_all(&certs);
+}

@@ -16,6 +16,8 @@ pub const CHANGEABLE: &[&str] = &[
     "checkout_timeout",
     "idle_timeout",
     "server_lifetime",
+    "server_check_delay",
+    "server_check_query",
     "connect_timeout",
     "max_message_size",
     "pause_timeout",

@@ -58,6 +58,18 @@ pub struct PoolSettings {
     /// The caps a new server connection of this pool takes a slot of (its database's
     /// `max_db_connections`, its user's `max_user_connections`).
     pub caps: Vec<Arc<Cap>>,
+    /// A connection idle this long runs `check_query` before it is handed out
+    /// (`server_check_delay`; zero: before every use).
+    pub check_delay: Duration,
+    /// PgBouncer's `server_check_query`: None turns the check off, "" sends an empty query.
+    pub check_query: Option<String>,
+}
+
+impl PoolSettings {
+    /// Whether `server` runs `check_query` before it is handed out.
+    fn check_due(&self, server: &Server) -> bool {
+        self.check_query.is_some() && (server.check_due || self.check_delay.is_zero())
+    }
 }
 
 struct Inner {
@@ -180,6 +192,7 @@ impl Drop for PooledServer {
         if let Some(mut server) = self.server.take() {
             let now = self.returned_at.unwrap_or_else(Instant::now);
             server.last_used = now;
+            server.check_due = false;
             let inner = &self.pool.inner;
             let reusable = server.healthy
                 && server.status == TxStatus::Idle
@@ -324,6 +337,11 @@ impl Pool {
                 close(server);
                 continue;
             }
+            if self.inner.settings.check_due(&server) {
+                // The check takes a round trip: `get` runs it.
+                state.idle.push(server);
+                return None;
+            }
             return Some(self.wrap(server, permit, state));
         }
     }
@@ -347,6 +365,10 @@ impl Pool {
             match candidate {
                 Some(mut server) => {
                     if server.is_broken() || server.created.elapsed() >= s.server_lifetime {
+                        close(server);
+                        continue;
+                    }
+                    if s.check_due(&server) && !self.passes_check(&mut server).await {
                         close(server);
                         continue;
                     }
@@ -405,6 +427,26 @@ impl Pool {
             }
         })
         .await
+    }
+
+    /// Runs `server_check_query` on an idle connection: false if it failed (the connection is
+    /// closed and another taken, as PgBouncer does).
+    async fn passes_check(&self, server: &mut Server) -> bool {
+        let Some(query) = self.inner.settings.check_query.as_deref() else {
+            return true;
+        };
+        let limit = self.inner.settings.connect_timeout;
+        let checked = tokio::time::timeout(limit, server.execute(query)).await;
+        match checked {
+            Ok(Ok(())) if server.status == TxStatus::Idle => {
+                server.check_due = false;
+                true
+            }
+            other => {
+                tracing::info!("{}: server_check_query failed: {other:?}", self.name());
+                false
+            }
+        }
     }
 
     /// Reserve connections in use.
@@ -553,7 +595,9 @@ impl Pool {
             // Oldest-used first.
             idle.sort_by_key(|srv| std::cmp::Reverse(srv.last_used));
             while let Some(mut srv) = idle.pop() {
-                let too_idle = srv.last_used.elapsed() >= s.idle_timeout && count > s.min;
+                let unused = srv.last_used.elapsed();
+                srv.check_due = unused >= s.check_delay;
+                let too_idle = unused >= s.idle_timeout && count > s.min;
                 if too_idle || srv.created.elapsed() >= s.server_lifetime || srv.is_broken() {
                     count -= 1;
                     out.push(srv);

@@ -151,6 +151,9 @@ pub struct Server {
     pub unnamed: Unnamed,
     /// Its slots under `max_db_connections` / `max_user_connections` (freed when it closes).
     pub cap_slots: super::caps::Slots,
+    /// Idle longer than `server_check_delay`: `server_check_query` runs before its next use
+    /// (set by the pool's maintenance pass, so a checkout reads no clock).
+    pub check_due: bool,
 }
 
 /// The unnamed prepared statement of a server connection: the sessions track it so that a
@@ -248,6 +251,7 @@ impl Server {
             healthy: true,
             unnamed: Unnamed::Empty,
             cap_slots: Vec::new(),
+            check_due: false,
         };
         let mut params: Vec<(&str, &str)> = vec![
             ("user", &target.user),
@@ -604,18 +608,31 @@ impl Server {
         }
     }
 
-    /// Whether the connection is known to be unusable: the server closed it, or sent something
-    /// unsolicited (Postgres sends a FATAL error before closing on shutdown).
+    /// Whether the connection is known to be unusable, seen without a round trip and the same
+    /// for plain TCP and TLS: marked unhealthy, bytes nobody asked for (Postgres sends a FATAL
+    /// before it closes a connection: shutdown, `idle_session_timeout`), or its end. The socket
+    /// is read only when the runtime saw it become readable: no syscall for a quiet one.
     pub fn is_broken(&mut self) -> bool {
+        use std::pin::Pin;
+        use std::task::{Context, Poll, Waker};
+        use tokio::io::{AsyncRead, ReadBuf};
         if !self.healthy || self.reader.buffered() > 0 {
             return true;
         }
-        let Stream::Plain(tcp) = &self.stream else {
-            // Under TLS a raw read would take bytes of the TLS stream: errors show on use.
-            return false;
-        };
-        let mut buf = [0u8; 1];
-        !matches!(tcp.try_read(&mut buf), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+        let mut cx = Context::from_waker(Waker::noop());
+        match self.stream.tcp().poll_read_ready(&mut cx) {
+            Poll::Pending => return false,
+            Poll::Ready(Err(_)) => return true,
+            Poll::Ready(Ok(())) => {}
+        }
+        // Something arrived: read it, through TLS when the connection has it (a TLS record that
+        // is no message, such as a session ticket, reads as nothing: Pending).
+        let mut bytes = [0u8; 64];
+        let mut buf = ReadBuf::new(&mut bytes);
+        !matches!(
+            Pin::new(&mut self.stream).poll_read(&mut cx, &mut buf),
+            Poll::Pending
+        )
     }
 
     /// Ends the session politely.

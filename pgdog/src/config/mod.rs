@@ -159,6 +159,12 @@ pub struct General {
     pub idle_timeout: u64,
     /// Milliseconds after which a server connection is closed once it is idle.
     pub server_lifetime: u64,
+    /// Milliseconds a server connection may sit idle before `server_check_query` runs on it
+    /// at its next checkout (PgBouncer's key, in seconds there); 0: before every checkout.
+    pub server_check_delay: u64,
+    /// PgBouncer's `server_check_query`: `<empty>` sends an empty query, "" turns the check
+    /// off, any other text is run.
+    pub server_check_query: String,
     /// Milliseconds allowed to open a server connection (TCP and authentication).
     pub connect_timeout: u64,
     /// A server asking for a cleartext password gets it (else the connection fails).
@@ -345,6 +351,17 @@ pub const FALLBACK_DATABASE: &str = "*";
 /// PgBouncer's default `auth_query` (1.21 and later).
 pub const DEFAULT_AUTH_QUERY: &str = "SELECT rolname, CASE WHEN rolvaliduntil < now() THEN NULL ELSE rolpassword END FROM pg_authid WHERE rolname = $1 AND rolcanlogin";
 
+impl General {
+    /// `server_check_query` as the pools run it: None when the check is off.
+    pub fn check_query(&self) -> Option<String> {
+        match self.server_check_query.as_str() {
+            "" => None,
+            "<empty>" => Some(String::new()),
+            q => Some(q.to_string()),
+        }
+    }
+}
+
 impl Default for General {
     fn default() -> Self {
         General {
@@ -357,6 +374,8 @@ impl Default for General {
             checkout_timeout: 5_000,
             idle_timeout: 60_000,
             server_lifetime: 86_400_000,
+            server_check_delay: 30_000,
+            server_check_query: "<empty>".into(),
             connect_timeout: 5_000,
             server_allow_cleartext: false,
             server_tls: ServerTls::Prefer,

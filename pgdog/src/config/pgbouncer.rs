@@ -295,6 +295,8 @@ const GENERAL: &[(&str, Map)] = &[
     ("reserve_pool_timeout", Map::Seconds("reserve_pool_timeout")),
     ("server_reset_query", Map::Same("server_reset_query")),
     ("server_lifetime", Map::Seconds("server_lifetime")),
+    ("server_check_delay", Map::Seconds("server_check_delay")),
+    ("server_check_query", Map::Same("server_check_query")),
     ("server_idle_timeout", Map::Seconds("idle_timeout")),
     ("server_connect_timeout", Map::Seconds("connect_timeout")),
     ("query_timeout", Map::Seconds("query_timeout")),

@@ -138,6 +138,8 @@ fn host_pool(
         .into_iter()
         .flatten()
         .collect(),
+        check_delay: Duration::from_millis(g.server_check_delay),
+        check_query: g.check_query(),
     };
     let state = host::host_state(&db.host, db.port, db.database_name(), db.role);
     let reused = previous
