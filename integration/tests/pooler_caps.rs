@@ -1,6 +1,7 @@
 //! Caps across pools (`max_db_connections`, `max_user_connections`) with PgBouncer's meaning:
 //! the server never sees more connections than the cap, a checkout that needs a new connection
-//! waits for a slot (and takes a connection coming back to its own pool), then gets 53300
+//! closes an idle connection of another pool under the cap (PgBouncer's `evict_connection`),
+//! else waits for a slot (and takes a connection coming back to its own pool), then gets 53300
 //! naming the cap; the admin database shows the caps.
 use crate::common;
 use common::*;
@@ -120,4 +121,56 @@ async fn max_user_connections_caps_one_user() {
     );
     exec(&first, "COMMIT").await;
     assert_eq!(one(&second, "SELECT 'now'").await, "now");
+}
+
+/// Two users' pools hold the cap's two slots with idle connections (first warm `min_pool_size`
+/// ones, then ones left idle after use): a third user is served at once by closing one of
+/// them, within a checkout_timeout of 1 s, and the server never sees more than the cap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_of_other_pools_make_room_under_a_full_cap() {
+    let topo = Topology::single().unwrap();
+    let config = config(
+        &topo,
+        "max_db_connections = 2\ncheckout_timeout = 1000\nmin_pool_size = 1",
+        5,
+    );
+    let users: String = ["u1", "u2", "u3"]
+        .iter()
+        .map(|u| {
+            format!("[[users]]\nname = \"{u}\"\ndatabase = \"{DB}\"\npassword = \"{PASSWORD}\"\n")
+        })
+        .collect();
+    let proxy = start_with(&config, &users);
+    eventually(
+        "the warm connections to hold the cap",
+        Duration::from_secs(10),
+        || async { server_connections(&topo) == 2 },
+    )
+    .await;
+    let u3 = client(&proxy, "u3").await;
+    let got = simple_value(&u3, "SELECT 'u3 served'").await;
+    assert_eq!(
+        got.as_deref().map_err(err_text),
+        Ok("u3 served"),
+        "{}",
+        proxy.log()
+    );
+    assert!(server_connections(&topo) <= 2);
+
+    // u1 and u2 each hold a connection in a transaction, then leave them idle: u3 (whose own
+    // connection was taken meanwhile) is served again.
+    let (a, b) = (client(&proxy, "u1").await, client(&proxy, "u2").await);
+    exec(&a, "BEGIN; SELECT 1").await;
+    exec(&b, "BEGIN; SELECT 1").await;
+    assert!(server_connections(&topo) <= 2);
+    exec(&a, "COMMIT").await;
+    exec(&b, "COMMIT").await;
+    let got = simple_value(&u3, "SELECT 'u3 again'").await;
+    assert_eq!(
+        got.as_deref().map_err(err_text),
+        Ok("u3 again"),
+        "{}",
+        proxy.log()
+    );
+    assert!(server_connections(&topo) <= 2);
 }

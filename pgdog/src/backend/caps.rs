@@ -2,17 +2,29 @@
 //! (one database, every user's pools) and `max_user_connections` (one user, every database).
 //! A pool that needs a new server connection takes a slot of each cap it is under, first come
 //! first served (a fair semaphore), waiting at most the checkout's time; the slot goes with the
-//! connection and is freed when it closes. An idle connection of another pool keeps its slot
-//! until it closes (`idle_timeout`, `server_lifetime`), as in PgBouncer. Reusing an idle
+//! connection and is freed when it closes. When a cap is full and another pool under it holds
+//! an idle connection, that connection is closed for the waiting client, as PgBouncer's
+//! `evict_connection` does (warm `min_pool_size` connections included). Reusing an idle
 //! connection of the pool takes no slot: the hot path does not see the caps.
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// A pool under a cap, as the cap sees it: one that can give up an idle connection.
+pub trait Evict: Send + Sync {
+    /// When its least recently used idle connection was last used, if it has one.
+    fn oldest_idle(&self) -> Option<std::time::Instant>;
+    /// Closes its least recently used idle connection (its slots are freed as it closes);
+    /// false if it had none.
+    fn evict_idle(&self) -> bool;
+}
 
 /// One cap: its name (`database app`, `user alice`), its limit and its free slots.
 pub struct Cap {
     pub name: String,
     pub limit: usize,
     slots: Arc<Semaphore>,
+    /// The pools under it (dropped pools fall out as they are met).
+    members: parking_lot::Mutex<Vec<Weak<dyn Evict>>>,
 }
 
 impl std::fmt::Debug for Cap {
@@ -36,7 +48,34 @@ impl Cap {
             name,
             limit,
             slots: Arc::new(Semaphore::new(limit)),
+            members: parking_lot::Mutex::new(Vec::new()),
         })
+    }
+
+    /// `pool` takes slots of this cap.
+    pub fn join(&self, pool: Weak<dyn Evict>) {
+        let mut members = self.members.lock();
+        members.retain(|m| m.strong_count() > 0);
+        members.push(pool);
+    }
+
+    /// Closes the idle connection, of any pool under the cap, that was used least recently;
+    /// false if no pool has one.
+    fn evict_one(&self) -> bool {
+        let pools: Vec<Arc<dyn Evict>> = self
+            .members
+            .lock()
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        let oldest = pools
+            .iter()
+            .filter_map(|p| p.oldest_idle().map(|at| (at, p)))
+            .min_by_key(|(at, _)| *at);
+        match oldest {
+            Some((_, pool)) => pool.evict_idle(),
+            None => false,
+        }
     }
 
     /// Server connections holding a slot now.
@@ -53,6 +92,18 @@ pub type Slots = Vec<OwnedSemaphorePermit>;
 pub async fn take(caps: &[Arc<Cap>], deadline: tokio::time::Instant) -> Result<Slots, String> {
     let mut slots = Vec::with_capacity(caps.len());
     for cap in caps {
+        if let Ok(slot) = cap.slots.clone().try_acquire_owned() {
+            slots.push(slot);
+            continue;
+        }
+        // Full: an idle connection of another pool under it makes room (its slot is freed
+        // when it has closed, a moment later; the wait below takes it in arrival order).
+        if cap.evict_one() {
+            tracing::info!(
+                "{} reached: closed an idle connection for a waiting client",
+                cap.name
+            );
+        }
         let wait = tokio::time::timeout_at(deadline, cap.slots.clone().acquire_owned());
         match wait.await {
             Ok(Ok(slot)) => slots.push(slot),

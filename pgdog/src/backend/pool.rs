@@ -126,6 +126,32 @@ impl Hasher for IdHasher {
     }
 }
 
+impl caps::Evict for Inner {
+    fn oldest_idle(&self) -> Option<Instant> {
+        self.state.lock().idle.iter().map(|s| s.last_used).min()
+    }
+
+    fn evict_idle(&self) -> bool {
+        let evicted = {
+            let mut state = self.state.lock();
+            let oldest = state
+                .idle
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, s)| s.last_used)
+                .map(|(i, _)| i);
+            oldest.map(|i| state.idle.remove(i))
+        };
+        match evicted {
+            Some(server) => {
+                close(server);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 /// Closes a connection in the background (Terminate, then the socket).
 fn close(server: Box<Server>) {
     tokio::spawn((*server).terminate());
@@ -278,7 +304,7 @@ impl Pool {
     pub fn new(target: ServerTarget, settings: PoolSettings, host: Arc<HostState>) -> Pool {
         let permits = Arc::new(Semaphore::new(settings.size));
         let reserve = Arc::new(Semaphore::new(settings.reserve));
-        Pool {
+        let pool = Pool {
             inner: Arc::new(Inner {
                 target,
                 host,
@@ -292,7 +318,12 @@ impl Pool {
                 closed: AtomicBool::new(false),
                 params: Mutex::new(None),
             }),
+        };
+        for cap in &pool.inner.settings.caps {
+            let weak: std::sync::Weak<dyn caps::Evict> = Arc::downgrade(&pool.inner) as _;
+            cap.join(weak);
         }
+        pool
     }
 
     /// Whether both handles are the same pool.
