@@ -116,3 +116,61 @@ async fn server_check_query_runs_after_the_delay_and_a_failed_check_replaces_the
     let not_due = "server_check_delay = 600000\nserver_check_query = \"SELECT 1/0\"";
     assert_eq!(distinct(&backend_pids(not_due).await), 1, "{not_due}");
 }
+
+/// Keeps a process stopped (SIGSTOP) until dropped (SIGCONT), also when the test fails.
+struct Frozen(i32);
+
+impl Frozen {
+    fn postmaster(node: &topology::Node) -> Frozen {
+        let pidfile = std::fs::read_to_string(node.data_dir().join("postmaster.pid")).unwrap();
+        let pid: i32 = pidfile.lines().next().unwrap().trim().parse().unwrap();
+        // SAFETY: kill(2) on this test's own server.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        Frozen(pid)
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        // SAFETY: as above.
+        unsafe { libc::kill(self.0, libc::SIGCONT) };
+    }
+}
+
+fn pgdog_connections(node: &topology::Node) -> String {
+    node.psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgdog'")
+        .unwrap()
+}
+
+/// Database `b`'s server swallows connection attempts (its postmaster is SIGSTOPped: each
+/// attempt waits out connect_timeout, 10 s). Database `a`'s pool still refills its warm
+/// connections within a pass or two after the server closed them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_server_holds_up_no_other_pools_upkeep() {
+    let a = topology::Topology::single().unwrap();
+    let b = topology::Topology::single().unwrap();
+    let frozen = Frozen::postmaster(b.primary());
+    let config = format!(
+        "connect_timeout = 10000\nmin_pool_size = 2\n\n[[databases]]\nname = \"a\"\nhost = \"127.0.0.1\"\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n\n[[databases]]\nname = \"b\"\nhost = \"127.0.0.1\"\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\n",
+        a.primary().port,
+        b.primary().port
+    );
+    let users = format!(
+        "[[users]]\nname = \"{USER}\"\ndatabase = \"a\"\npassword = \"{PASSWORD}\"\n\n[[users]]\nname = \"{USER}\"\ndatabase = \"b\"\npassword = \"{PASSWORD}\"\n"
+    );
+    let _proxy = start_with(&config, &users);
+    let a_node = a.primary();
+    eventually("a's pool to warm up", Duration::from_secs(5), || async {
+        pgdog_connections(a_node) == "2"
+    })
+    .await;
+    a_node
+        .psql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'pgdog'")
+        .unwrap();
+    // One pass a second; b's stalled attempts must not delay a's.
+    eventually("a's pool to refill", Duration::from_secs(4), || async {
+        pgdog_connections(a_node) == "2"
+    })
+    .await;
+    drop(frozen);
+}

@@ -212,8 +212,9 @@ fn raise_fd_limit() {
     }
 }
 
-/// Pool upkeep once a second: idle and lifetime limits, minimum connections; and memory back
-/// to the system after many clients left.
+/// Pool upkeep once a second, each pool on its own (one still busy with its last pass is
+/// skipped): idle and lifetime limits, minimum connections; and memory back to the system after
+/// many clients left.
 async fn maintenance() {
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
     let mut peak = 0;
@@ -221,7 +222,14 @@ async fn maintenance() {
         tick.tick().await;
         let registry = Registry::current();
         for pool in registry.pools() {
-            pool.maintain().await;
+            // Each pool's pass is its own task: a server that swallows connection attempts
+            // holds up its own pool's warm-up (up to connect_timeout), no other's.
+            if let Some(pass) = pool.start_maintenance() {
+                tokio::spawn(async move {
+                    pool.maintain().await;
+                    drop(pass);
+                });
+            }
         }
         let clients = pgdog::stats::clients::count();
         peak = peak.max(clients);

@@ -89,6 +89,8 @@ struct Inner {
     /// Woken when a connection comes back to a pool under a cap (see `get`).
     returned: tokio::sync::Notify,
     closed: AtomicBool,
+    /// A maintenance pass is running (see `start_maintenance`).
+    maintaining: Arc<AtomicBool>,
     /// ParameterStatus values of the first connection, sent to clients at login.
     params: Mutex<Option<Vec<(String, String)>>>,
 }
@@ -149,6 +151,15 @@ impl caps::Evict for Inner {
             }
             None => false,
         }
+    }
+}
+
+/// A running maintenance pass of one pool (`Pool::start_maintenance`).
+pub struct MaintenancePass(Arc<AtomicBool>);
+
+impl Drop for MaintenancePass {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
     }
 }
 
@@ -316,6 +327,7 @@ impl Pool {
                 waiting: AtomicUsize::new(0),
                 returned: tokio::sync::Notify::new(),
                 closed: AtomicBool::new(false),
+                maintaining: Arc::new(AtomicBool::new(false)),
                 params: Mutex::new(None),
             }),
         };
@@ -607,6 +619,12 @@ impl Pool {
                 close(server);
             }
         }
+    }
+
+    /// Marks a maintenance pass as running until the guard is dropped; None while one is.
+    pub fn start_maintenance(&self) -> Option<MaintenancePass> {
+        let flag = &self.inner.maintaining;
+        (!flag.swap(true, Ordering::AcqRel)).then(|| MaintenancePass(flag.clone()))
     }
 
     /// One maintenance pass: close idle connections past `idle_timeout` (above the minimum) or
