@@ -336,3 +336,37 @@ async fn import_a_config_using_every_mapped_key_and_serve_it() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An ini that omits a key keeps PgBouncer's meaning for it: its defaults are written where
+/// pgdog's differ, and the result passes configcheck (reserve_pool_timeout = 5 with no
+/// query_wait_timeout once failed it: pgdog's 5 s checkout_timeout was under it).
+#[test]
+fn omitted_keys_import_as_pgbouncers_defaults() {
+    let dir = std::env::temp_dir().join(format!("pgdog-import-defaults-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let ini = dir.join("pgbouncer.ini");
+    std::fs::write(
+        &ini,
+        "[databases]\napp = host=127.0.0.1 port=5432 dbname=postgres\n\n[pgbouncer]\nlisten_port = 6432\nauth_type = md5\nreserve_pool_size = 2\nreserve_pool_timeout = 5\n",
+    )
+    .unwrap();
+    let userlist = dir.join("userlist.txt");
+    std::fs::write(&userlist, "\"app\" \"secret\"\n").unwrap();
+    import_and_check(&ini, &userlist, &dir.join("out"));
+    let config = std::fs::read_to_string(dir.join("out/pgdog.toml")).unwrap();
+    for expected in [
+        "pooler_mode = \"session\"",
+        "checkout_timeout = 120000",
+        "default_pool_size = 20",
+        "min_pool_size = 0",
+        "idle_timeout = 600000",
+        "server_lifetime = 3600000",
+        "connect_timeout = 15000",
+        "reserve_pool_timeout = 5000",
+        "max_client_connections = 100",
+    ] {
+        assert!(config.contains(expected), "{expected}:\n{config}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -85,6 +85,14 @@ impl Hba {
         Ok(Hba { rules })
     }
 
+    /// The line of the first `cert` rule, if any.
+    pub fn first_cert_rule(&self) -> Option<usize> {
+        self.rules
+            .iter()
+            .find(|r| r.method == HbaMethod::Cert)
+            .map(|r| r.line)
+    }
+
     /// The method of the first rule matching the connection (with its line); `None`: no rule
     /// matches and the connection is refused.
     pub fn method(&self, c: &Connection) -> Option<(HbaMethod, usize)> {

@@ -126,6 +126,24 @@ mod tests {
     }
 
     #[test]
+    fn cert_rules_need_tls_client_ca() {
+        let dir = Scratch::new("pgdog-hba-cert-config");
+        let hba = dir.write(
+            "hba.conf",
+            "host all all 127.0.0.1/32 trust\nhostssl all all 0.0.0.0/0 cert\n",
+        );
+        let general = format!("[general]\nauth_hba_file = \"{}\"\n", hba.display());
+        let err = load(&general).unwrap_err();
+        assert!(
+            err.contains("line 2") && err.contains("tls_client_ca"),
+            "{err}"
+        );
+        let ca = dir.write("ca.crt", "");
+        let with_ca = format!("{general}tls_client_ca = \"{}\"\n", ca.display());
+        assert!(load(&with_ca).is_ok());
+    }
+
+    #[test]
     fn dry_run_needs_a_planned_count_on_one_server() {
         let err = load("[general]\ndry_run = true\n").unwrap_err();
         assert!(err.contains("dry_run needs dry_run_shards"), "{err}");

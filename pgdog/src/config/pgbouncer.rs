@@ -53,6 +53,10 @@ pub fn import(ini: &Path, userlist: Option<&Path>) -> Result<Imported, String> {
         .find(|s| s.key == "admin_users")
         .map(|s| split_list(&s.value))
         .unwrap_or_default();
+    // PgBouncer's defaults where pgdog's differ: an ini that omits a key keeps its meaning.
+    for (key, value) in pgbouncer_defaults() {
+        out.set(key, value);
+    }
     for s in &pgbouncer {
         out.general_setting(s);
     }
@@ -262,7 +266,7 @@ struct Importer {
     hba: bool,
 }
 
-/// Settings where PgBouncer reads 0 as "off" or "the OS default": pgdog keeps its default.
+/// Settings where PgBouncer reads 0 as "off" or "the OS default": pgdog keeps the default.
 const ZERO_IS_OFF: &[&str] = &[
     "client_login_timeout",
     "query_wait_timeout",
@@ -274,6 +278,27 @@ const ZERO_IS_OFF: &[&str] = &[
     "tcp_keepcnt",
     "stats_period",
 ];
+
+/// PgBouncer 1.25's defaults (doc/config.md) of the settings whose pgdog default differs, as
+/// pgdog keys and values: written into every imported `[general]`, the ini's own values over
+/// them (pool_mode session, query_wait_timeout 120 s, default_pool_size 20, min_pool_size 0,
+/// server_idle_timeout 600 s, server_lifetime 3600 s, server_connect_timeout 15 s,
+/// client_login_timeout 60 s, reserve_pool_timeout 5 s, stats_period 60 s, max_client_conn 100).
+fn pgbouncer_defaults() -> [(&'static str, Value); 11] {
+    [
+        ("pooler_mode", Value::String("session".into())),
+        ("checkout_timeout", Value::Integer(120_000)),
+        ("default_pool_size", Value::Integer(20)),
+        ("min_pool_size", Value::Integer(0)),
+        ("idle_timeout", Value::Integer(600_000)),
+        ("server_lifetime", Value::Integer(3_600_000)),
+        ("connect_timeout", Value::Integer(15_000)),
+        ("client_login_timeout", Value::Integer(60_000)),
+        ("reserve_pool_timeout", Value::Integer(5_000)),
+        ("stats_period", Value::Integer(60_000)),
+        ("max_client_connections", Value::Integer(100)),
+    ]
+}
 
 /// A [pgbouncer] setting's pgdog key and how its value converts.
 enum Map {
@@ -377,7 +402,7 @@ impl Importer {
         if ZERO_IS_OFF.contains(&s.key.as_str()) && s.value.parse::<f64>() == Ok(0.0) {
             self.note(
                 s,
-                "0 turns it off (or leaves it to the OS) in PgBouncer; pgdog keeps its default",
+                "0 turns it off (or leaves it to the OS) in PgBouncer; pgdog keeps the default",
             );
             return;
         }
@@ -684,9 +709,12 @@ mod tests {
             "{}",
             imported.config
         );
+        // query_wait_timeout = 0: the default is kept (PgBouncer's, 120 s).
         assert!(
-            !imported.config.contains("checkout_timeout")
-                && !imported.config.contains("auth_hba_file")
+            imported.config.contains("checkout_timeout = 120000")
+                && !imported.config.contains("auth_hba_file"),
+            "{}",
+            imported.config
         );
     }
 }

@@ -57,6 +57,13 @@ impl Settings {
                 g.reserve_pool_timeout, g.checkout_timeout
             ));
         }
+        if let Some(line) = self.hba.as_ref().and_then(|h| h.first_cert_rule()) {
+            if g.tls_client_ca.is_none() {
+                return Err(format!(
+                    "general.auth_hba_file line {line}: a cert rule needs general.tls_client_ca (the CA that signs client certificates)"
+                ));
+            }
+        }
         self.check_peers()?;
         if g.admin_password.as_deref() == Some("") {
             return Err("general.admin_password is empty: the admin database always requires a password (set one, or remove the key to disable the admin database)".into());
