@@ -40,8 +40,9 @@ step "unit and integration tests"
 # mostly wait on PostgreSQL (2 at a time: 185 s; 3: 164 s; 4: 137 s, 2 cores). At 4, one run in
 # five lost a login through the TLS server test (server_tls) to a reset connection.
 cargo test --workspace --locked "${FEATURES[@]}" -- --test-threads 3
-step "protocol fuzzer (60 s against pgdog; replay a failure with the seed and case it prints)"
-target/debug/pgdog-topology single -- python3 integration/fuzz/protocol_fuzz.py --target pgdog --seconds 60
+step "protocol fuzzer (30 s against pgdog in transaction mode, 30 s in session mode; replay a failure with the seed and case it prints)"
+target/debug/pgdog-topology single -- python3 integration/fuzz/protocol_fuzz.py --target pgdog --seconds 30
+target/debug/pgdog-topology single -- python3 integration/fuzz/protocol_fuzz.py --target pgdog --mode session --seconds 30
 step "leak check (valgrind over the parser corpus, one part per core)"
 bash scripts/leak-check.sh target/debug/examples/leak_check
 step "all passed"

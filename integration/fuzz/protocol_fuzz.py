@@ -135,9 +135,26 @@ class FuzzClient:
     def close(self, rng):
         self.conn.close(rng.choice(["close", "close", "terminate", "rst"]))
 
+    def half_close_ends(self):
+        """Stops writing; the target must then end the connection within HALF_CLOSE_CAP
+        seconds (a session kept open after the client's EOF holds its server)."""
+        try:
+            self.conn.sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            return
+        deadline = time.monotonic() + HALF_CLOSE_CAP
+        while self.conn.next_message(deadline) is not None:
+            pass
+        if not self.conn.eof:
+            raise CaseFailure(f"still open {HALF_CLOSE_CAP} s after the client's EOF")
+        self.conn.close()
+
 
 # ---------------------------------------------------------------------------------------------
 # Mutations: deterministic from the rng, described for the failure report
+
+# Seconds a target may keep a connection open after the client's half-close.
+HALF_CLOSE_CAP = 3
 
 WEIRD_LENGTHS = [0, 1, 3, -1, -4, 0x7FFFFFFF, 0x40000000, 0x10000000 + 7]
 
@@ -449,6 +466,11 @@ def case_bad_length(new_client, rng):
         data = unknown_type_message(rng) + data
     c.send(data)
     c.drain()
+    if rng.random() < 0.4:
+        # The shape a fuzzer found holding session-mode connections open: a length claiming
+        # more than the body, the next message, then the client's half-close.
+        c.half_close_ends()
+        return f"after login: {m[:1]!r} with length {value}, then EOF: {data[:24].hex()}"
     c.close(rng)
     return f"after login: {m[:1]!r} with length {value}: {data[:24].hex()}"
 

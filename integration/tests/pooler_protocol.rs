@@ -445,3 +445,63 @@ fn protocol_3_2_from_libpq_18() {
     );
     assert!(out.ends_with("42\n42"), "{out}");
 }
+
+/// What `port` answers, as message tags, to a Flush whose length claims a body followed by a
+/// Query and the client's half-close (with the time the connection stayed open after it), and
+/// to an extended batch ended by a Sync with a body, followed by a simple query.
+async fn lying_fixed_lengths(port: u16, user: &str, db: &str) -> (String, Duration, String) {
+    let mut c = Conn::login(port, user, db, None).await;
+    let mut lie = vec![b'H', 0, 0, 0, 5];
+    lie.extend_from_slice(&raw::query("SELECT 1"));
+    c.send(&lie).await;
+    c.stream.shutdown().await.ok();
+    let started = Instant::now();
+    let msgs = tokio::time::timeout(Duration::from_secs(5), c.until_closed())
+        .await
+        .unwrap_or_default();
+    let open = started.elapsed();
+    let first = msgs.first().map(|m| (m.sqlstate(), m.field(b'M')));
+    let flush = format!("{first:?}");
+
+    let mut c = Conn::login(port, user, db, None).await;
+    let mut batch = raw::parse("", "SELECT 1");
+    batch.extend_from_slice(&raw::bind("", &[]));
+    batch.extend_from_slice(&raw::execute());
+    batch.extend_from_slice(&[b'S', 0, 0, 0, 5, 0]);
+    c.send(&batch).await;
+    let mut msgs = c.until_ready().await;
+    c.send(&raw::query("SELECT 2")).await;
+    msgs.extend(c.until_ready().await);
+    let errors: Vec<_> = msgs.iter().filter_map(|m| m.sqlstate()).collect();
+    (flush, open, format!("{} {errors:?}", raw::tags(&msgs)))
+}
+
+/// Flush and Sync have no body: one whose length claims one gets Postgres' ERROR 08P01
+/// "invalid message format", in session and transaction mode alike. After the Flush, the
+/// client's next message and its half-close end the session at once (a fuzzer once saw session
+/// mode keep such a connection, and its server, for over 10 s); a Sync with a body still ends
+/// its batch. pgdog's transcripts are Postgres' own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flush_and_sync_with_a_body_are_answered_as_postgres_does() {
+    for mode in ["session", "transaction"] {
+        let general = format!("auth_type = \"trust\"\npooler_mode = \"{mode}\"");
+        let (topo, proxy) = pgdog(&general, 2);
+        let direct = lying_fixed_lengths(topo.primary().port, "postgres", "postgres").await;
+        let through = lying_fixed_lengths(proxy.port, USER, DB).await;
+        let want = format!(
+            "{:?}",
+            Some((
+                Some("08P01".to_string()),
+                Some("invalid message format".to_string())
+            ))
+        );
+        assert_eq!(direct.0, want, "Postgres, {mode}");
+        assert_eq!(through.0, want, "pgdog, {mode} mode\n{}", proxy.log());
+        assert!(
+            through.1 < Duration::from_secs(2),
+            "pgdog, {mode} mode: open {:?} after the client's EOF",
+            through.1
+        );
+        assert_eq!(through.2, direct.2, "pgdog vs Postgres, {mode} mode");
+    }
+}

@@ -33,6 +33,11 @@ pub(crate) trait ServeClient: Sized {
     async fn run(&mut self) {
         let result = self.serve().await;
         self.client_mut().end(&result).await;
+        if !matches!(result, Err(SessionError::HandedOver)) {
+            // The client sees the end now, not after its server is cleaned up (a reset that
+            // waits for the server could hold it for server_query_timeout).
+            let _ = tokio::io::AsyncWriteExt::shutdown(&mut self.client_mut().stream).await;
+        }
         self.cleanup().await;
     }
 }

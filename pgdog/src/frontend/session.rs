@@ -387,6 +387,9 @@ impl Session {
             }
             return Ok(());
         }
+        let Some(m) = self.well_sized(m).await else {
+            return Ok(());
+        };
         if self.skip_until_sync {
             if m.tag() == frontend::SYNC {
                 self.skip_until_sync = false;
@@ -504,6 +507,23 @@ impl Session {
         self.expected.push_back(Expect::Ready);
         self.send_to_server(&m).await;
         Ok(())
+    }
+
+    /// A Flush or Sync with a body gets Postgres' answer, ERROR 08P01 "invalid message
+    /// format" (never forwarded: a Flush with a body left the server skipping to the next
+    /// Sync, unknown to pgdog). After a Flush the rest up to Sync is skipped (none when
+    /// skipping already); a Sync still ends the batch: it comes back as a Sync.
+    async fn well_sized(&mut self, m: Message) -> Option<Message> {
+        if !matches!(m.tag(), frontend::FLUSH | frontend::SYNC) || m.len() == 5 {
+            return Some(m);
+        }
+        let flush = m.tag() == frontend::FLUSH;
+        if flush && self.skip_until_sync {
+            return None;
+        }
+        let error = message::error("08P01", "invalid message format");
+        self.fail_in_order(error).await;
+        (!flush).then(message::sync)
     }
 
     /// Notes an extended-protocol message on its way to the server: until a Sync follows, the
