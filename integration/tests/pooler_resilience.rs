@@ -358,6 +358,12 @@ async fn bad_config_on_reload_keeps_the_old_one() {
             users(""),
         ),
         ("unknown key", format!("pool_sise = 3\n{cfg}"), users("")),
+        // Read only at start: refused by name, not half applied.
+        (
+            "change of workers",
+            format!("workers = 2\n{cfg}"),
+            users(""),
+        ),
         (
             "user on a missing database",
             cfg.clone(),
@@ -377,5 +383,12 @@ async fn bad_config_on_reload_keeps_the_old_one() {
     }
     exec(&a, "COMMIT").await;
     assert_eq!(hold_transactions(&proxy, 3).await, Ok(3));
+    assert!(
+        proxy
+            .log()
+            .contains("workers changed and takes effect only at a restart"),
+        "{}",
+        proxy.log()
+    );
     assert!(!proxy.log().contains("panicked"), "{}", proxy.log());
 }

@@ -106,10 +106,10 @@ fn run(config: &std::path::Path, users: &std::path::Path) -> ExitCode {
             eprintln!("pgdog: metrics endpoint: {e}");
             return ExitCode::FAILURE;
         }
-        let period = Registry::current().settings.config.general.stats_period;
-        tokio::spawn(pgdog::stats::counters::roll_every(
-            std::time::Duration::from_millis(period),
-        ));
+        tokio::spawn(pgdog::stats::counters::roll_every(|| {
+            let period = Registry::current().settings.config.general.stats_period;
+            std::time::Duration::from_millis(period.max(1))
+        }));
         tokio::spawn(pgdog::ops::shutdown::on_signals());
         // Until the shutdown starts; then the listening socket is handed over (so_reuseport),
         // or closed: new clients are refused while the others finish.
@@ -133,11 +133,19 @@ async fn two_phase_upkeep() {
     for (database, pools) in &databases {
         pgdog::backend::twophase::prepare_tables(database, pools).await;
     }
-    let every = registry.settings.config.general.two_phase_recovery_interval;
     drop(registry);
-    let mut tick = tokio::time::interval(std::time::Duration::from_millis(every));
+    let mut first = true;
     loop {
-        tick.tick().await;
+        if !first {
+            // Read each time: a reload's interval takes effect at the next pass.
+            let every = Registry::current()
+                .settings
+                .config
+                .general
+                .two_phase_recovery_interval;
+            tokio::time::sleep(std::time::Duration::from_millis(every.max(1))).await;
+        }
+        first = false;
         let registry = Registry::current();
         for (database, pools) in two_phase_databases(&registry) {
             let (c, r) = pgdog::backend::twophase::recover(&database, &pools).await;

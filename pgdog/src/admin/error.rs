@@ -19,6 +19,9 @@ pub enum AdminError {
     /// RELOAD could not read or validate the files; the old configuration stays in force.
     #[error("reload failed, keeping the current configuration: {0}")]
     Reload(#[from] ConfigError),
+    /// RELOAD of files that change settings read only at start; the old configuration stays.
+    #[error("reload failed, keeping the current configuration: {0} changed and takes effect only at a restart")]
+    NeedsRestart(String),
     /// RELOAD before `set_config_paths` (only possible in-process, not from the binary).
     #[error("reload: the configuration file paths were never recorded (set_config_paths)")]
     NoConfigPaths,
@@ -39,6 +42,8 @@ impl AdminError {
             AdminError::UnknownDatabase(_) => "3D000",
             AdminError::Pause(e) => e.code(),
             AdminError::Reload(_) => "F0000",
+            // Postgres' code for a parameter that cannot be changed without a restart.
+            AdminError::NeedsRestart(_) => "55P02",
             AdminError::NoConfigPaths => "55000",
             AdminError::Invalid(_) => "22023",
             AdminError::Failed { code, .. } => code,

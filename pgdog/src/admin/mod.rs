@@ -89,6 +89,13 @@ pub fn reload() -> Result<(), AdminError> {
     let (config, users) = config_paths().ok_or(AdminError::NoConfigPaths)?;
     let settings = crate::registry::load_settings(&config, &users)?;
     let current = Registry::current();
+    let changed = crate::config::restart_only_changes(
+        &current.settings.config.general,
+        &settings.config.general,
+    );
+    if !changed.is_empty() {
+        return Err(AdminError::NeedsRestart(changed.join(", ")));
+    }
     Registry::install(Registry::build(settings, Some(&current)));
     tracing::info!("configuration reloaded");
     Ok(())

@@ -11,6 +11,7 @@ mod mirroring;
 mod overrides;
 pub mod pgbouncer;
 mod resharding;
+mod restart;
 mod sharding;
 mod size;
 mod validate;
@@ -18,6 +19,7 @@ pub use flags::{cache_unnamed_statements, client_clocks, pin_unknown_functions};
 pub use mirroring::{MirrorLevel, Mirroring};
 pub use overrides::PoolConfig;
 pub use resharding::{CopyFormat as ReshardCopyFormat, Peer, Resharding};
+pub use restart::restart_only_changes;
 pub use sharding::{
     DataType, Mapping, MappingValue, OmnishardedTables, PrimaryKey, ShardedSchema, ShardedTable,
 };

@@ -197,11 +197,10 @@ pub fn averages(database: &str) -> Totals {
 }
 
 /// Rolls the stats period every `period` until the process ends.
-pub async fn roll_every(period: Duration) {
-    let mut tick = tokio::time::interval(period);
-    tick.tick().await;
+pub async fn roll_every(period: impl Fn() -> Duration) {
     loop {
-        tick.tick().await;
+        // Read each time: a reload's `stats_period` takes effect at the next roll.
+        tokio::time::sleep(period()).await;
         roll_period();
     }
 }
