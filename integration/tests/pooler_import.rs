@@ -6,6 +6,7 @@ use crate::common;
 use common::*;
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 use topology::{Proxy, Topology};
 
 async fn value(
@@ -48,6 +49,56 @@ async fn the_fallback_database_serves_any_database_name() {
         .await
         .unwrap_err();
     assert!(err.starts_with("28P01"), "{err}");
+}
+
+/// Pools made at login (here for a database of the fallback `*`) are dropped once unused for
+/// `autodb_idle_timeout`: their warm connection closes; the next login makes them again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pools_made_at_login_are_dropped_after_autodb_idle_timeout() {
+    let topo = Topology::single().unwrap();
+    let pg = topo.primary();
+    pg.psql("CREATE DATABASE other").unwrap();
+    let config = format!(
+        "autodb_idle_timeout = 1000\nmin_pool_size = 1\n\n[[databases]]\nname = \"*\"\nport = {}\nuser = \"postgres\"\n",
+        pg.port
+    );
+    let users = "[[users]]\nname = \"app\"\ndatabase = \"*\"\npassword = \"secret\"\n";
+    let proxy = start_with(&config, users);
+    let on_other = || {
+        pg.psql("SELECT count(*) FROM pg_stat_activity WHERE datname = 'other' AND application_name = 'pgdog'")
+            .unwrap()
+    };
+    let db = value(
+        &proxy,
+        "app",
+        "secret",
+        "other",
+        "SELECT current_database()",
+    )
+    .await;
+    assert_eq!(db.as_deref(), Ok("other"));
+    assert_ne!(on_other(), "0", "the pool's connection while in use");
+    eventually(
+        "the unused pool's connections to close",
+        Duration::from_secs(10),
+        || async { on_other() == "0" },
+    )
+    .await;
+    let log = proxy.log();
+    assert!(log.contains("unused for autodb_idle_timeout"), "{log}");
+    let db = value(
+        &proxy,
+        "app",
+        "secret",
+        "other",
+        "SELECT current_database()",
+    )
+    .await;
+    assert_eq!(
+        db.as_deref(),
+        Ok("other"),
+        "a login after the pool was dropped"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

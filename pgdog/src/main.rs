@@ -228,6 +228,7 @@ async fn maintenance() {
     let mut peak = 0;
     loop {
         tick.tick().await;
+        Registry::sweep_unused();
         let registry = Registry::current();
         for pool in registry.pools() {
             // Each pool's pass is its own task: a server that swallows connection attempts

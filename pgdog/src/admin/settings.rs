@@ -18,6 +18,7 @@ pub const CHANGEABLE: &[&str] = &[
     "server_lifetime",
     "server_check_delay",
     "server_check_query",
+    "autodb_idle_timeout",
     "connect_timeout",
     "max_message_size",
     "pause_timeout",

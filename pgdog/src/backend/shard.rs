@@ -125,6 +125,12 @@ impl Shard {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
+    /// Whether anything but its holder uses it: a session (each holds a handle) or a
+    /// connection of its pools checked out.
+    pub fn in_use(&self) -> bool {
+        Arc::strong_count(&self.inner) > 1 || self.inner.hosts.iter().any(|h| h.pool.counts().1 > 0)
+    }
+
     /// Whether reads can go anywhere but the primary: only then is a statement's read or
     /// write nature worth finding out.
     pub fn splits_reads(&self) -> bool {

@@ -167,6 +167,10 @@ pub struct General {
     /// PgBouncer's `server_check_query`: `<empty>` sends an empty query, "" turns the check
     /// off, any other text is run.
     pub server_check_query: String,
+    /// Milliseconds pools made at login (auth_query and pass-through users, databases served
+    /// by the fallback `*`) may go unused before they are dropped (PgBouncer's key, in seconds
+    /// there); 0: never.
+    pub autodb_idle_timeout: u64,
     /// Milliseconds allowed to open a server connection (TCP and authentication).
     pub connect_timeout: u64,
     /// A server asking for a cleartext password gets it (else the connection fails).
@@ -378,6 +382,7 @@ impl Default for General {
             server_lifetime: 86_400_000,
             server_check_delay: 30_000,
             server_check_query: "<empty>".into(),
+            autodb_idle_timeout: 3_600_000,
             connect_timeout: 5_000,
             server_allow_cleartext: false,
             server_tls: ServerTls::Prefer,

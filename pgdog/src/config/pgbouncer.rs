@@ -322,6 +322,7 @@ const GENERAL: &[(&str, Map)] = &[
     ("server_lifetime", Map::Seconds("server_lifetime")),
     ("server_check_delay", Map::Seconds("server_check_delay")),
     ("server_check_query", Map::Same("server_check_query")),
+    ("autodb_idle_timeout", Map::Seconds("autodb_idle_timeout")),
     ("server_idle_timeout", Map::Seconds("idle_timeout")),
     ("server_connect_timeout", Map::Seconds("connect_timeout")),
     ("query_timeout", Map::Seconds("query_timeout")),

@@ -74,6 +74,8 @@ pub enum Credential {
 struct Discovered {
     credential: Credential,
     shards: Vec<Shard>,
+    /// Since when nothing used them (`sweep_unused`).
+    unused_since: Option<std::time::Instant>,
 }
 
 /// Held while discovered users are added, and while `install` carries them over to the new
@@ -316,6 +318,7 @@ impl Registry {
                     let entry = Discovered {
                         credential,
                         shards: shards.clone(),
+                        unused_since: None,
                     };
                     map.insert(key, entry);
                     return Some(shards);
@@ -352,6 +355,7 @@ impl Registry {
         let entry = Discovered {
             credential,
             shards: fresh.clone(),
+            unused_since: None,
         };
         let replaced = map.insert(key, entry);
         drop(map);
@@ -362,6 +366,38 @@ impl Registry {
             pools_of(&old.shards).for_each(Pool::shutdown);
         }
         Some(fresh)
+    }
+
+    /// Drops the pools made at login (auth_query and pass-through users, databases of the
+    /// fallback `*`) that no session and no checkout used for `autodb_idle_timeout`
+    /// (PgBouncer's key; 0: kept): their connections close and SHOW POOLS and the metrics stop
+    /// listing them. The user's next login makes them again. Called once a second.
+    pub fn sweep_unused() {
+        let timeout = crate::config::active().autodb_idle_timeout;
+        if timeout == 0 {
+            return;
+        }
+        let timeout = Duration::from_millis(timeout);
+        let _guard = DISCOVERY.lock();
+        let registry = Registry::current();
+        let now = std::time::Instant::now();
+        let mut dropped = Vec::new();
+        registry.discovered.write().retain(|(user, database), d| {
+            if d.shards.iter().any(Shard::in_use) {
+                d.unused_since = None;
+                return true;
+            }
+            let since = *d.unused_since.get_or_insert(now);
+            if now.saturating_duration_since(since) < timeout {
+                return true;
+            }
+            tracing::info!(
+                "{user}@{database}: pools made at login unused for autodb_idle_timeout: dropped"
+            );
+            dropped.extend(pools_of(&d.shards).cloned());
+            false
+        });
+        dropped.iter().for_each(Pool::shutdown);
     }
 
     /// Forgets the pools made at login for (user, database) (their first connection failed:
@@ -427,6 +463,7 @@ impl Registry {
                 Discovered {
                     credential: d.credential.clone(),
                     shards,
+                    unused_since: d.unused_since,
                 },
             );
         }
