@@ -40,6 +40,10 @@ step "unit and integration tests"
 # mostly wait on PostgreSQL (2 at a time: 185 s; 3: 164 s; 4: 137 s, 2 cores). At 4, one run in
 # five lost a login through the TLS server test (server_tls) to a reset connection.
 cargo test --workspace --locked "${FEATURES[@]}" -- --test-threads 3
+step "session, pool, handover and two-phase suites again with workers = 2 (the multi-threaded runtime)"
+PGDOG_TEST_WORKERS=2 cargo test -p pgdog-integration --locked "${FEATURES[@]}" --test e2e -- --test-threads 3 \
+  pooler_pooling pooler_state pooler_prepared_clients pooler_unnamed pooler_handoff pooler_restart \
+  pooler_caps sharding_sessions sharding_twophase sharding_writes
 step "protocol fuzzer (30 s against pgdog in transaction mode, 30 s in session mode; replay a failure with the seed and case it prints)"
 target/debug/pgdog-topology single -- python3 integration/fuzz/protocol_fuzz.py --target pgdog --seconds 30
 target/debug/pgdog-topology single -- python3 integration/fuzz/protocol_fuzz.py --target pgdog --mode session --seconds 30

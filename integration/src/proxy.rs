@@ -37,7 +37,7 @@ impl Proxy {
     pub fn start_with_env(config: &str, users: &str, env: &[(&str, &str)]) -> Result<Proxy> {
         let lease = lease_port(&base_dir()?)?;
         let port = lease.port;
-        let config_text = format!("[general]\nhost = \"127.0.0.1\"\nport = {port}\n{config}");
+        let config_text = general_head(port, config);
         Proxy::start_leased(&config_text, users, env, lease)
     }
 
@@ -157,10 +157,7 @@ impl Proxy {
 
     /// Rewrites the configuration files (then call `reload`).
     pub fn rewrite(&self, config: &str, users: &str) -> Result<()> {
-        let config_text = format!(
-            "[general]\nhost = \"127.0.0.1\"\nport = {}\n{config}",
-            self.port
-        );
+        let config_text = general_head(self.port, config);
         std::fs::write(self.dir.join("pgdog.toml"), config_text)
             .context(|| "writing pgdog.toml".into())?;
         std::fs::write(self.dir.join("users.toml"), users).context(|| "writing users.toml".into())
@@ -219,6 +216,23 @@ impl Drop for Proxy {
 }
 
 /// Starts the pgdog binary on `dir`'s pgdog.toml and users.toml, logging to `dir`/pgdog.log.
+/// `config` (whose first lines are `[general]` keys) under a `[general]` that listens on
+/// 127.0.0.1:`port`. With `PGDOG_TEST_WORKERS` set (the test command's second run of the
+/// session, pool and two-phase suites), pgdog runs that many worker threads unless the test
+/// chose its own `workers`.
+fn general_head(port: u16, config: &str) -> String {
+    let workers = std::env::var("PGDOG_TEST_WORKERS")
+        .ok()
+        .filter(|_| {
+            !config
+                .lines()
+                .any(|l| l.trim_start().starts_with("workers"))
+        })
+        .map(|n| format!("workers = {n}\n"))
+        .unwrap_or_default();
+    format!("[general]\nhost = \"127.0.0.1\"\nport = {port}\n{workers}{config}")
+}
+
 fn spawn(dir: &std::path::Path, env: &[(&str, &str)]) -> Result<Child> {
     let log =
         std::fs::File::create(dir.join("pgdog.log")).context(|| "creating pgdog.log".into())?;

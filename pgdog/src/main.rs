@@ -94,7 +94,10 @@ fn run(config: &std::path::Path, users: &std::path::Path) -> ExitCode {
                 }
             },
         };
-        tracing::info!("pgdog listening on {addr}");
+        tracing::info!(
+            "pgdog listening on {addr} ({} worker thread(s))",
+            settings_workers(&Registry::current())
+        );
         tokio::spawn(maintenance());
         tokio::spawn(two_phase_upkeep());
         // SIGHUP and the admin database's RELOAD share the same reload code and file paths.
@@ -155,6 +158,14 @@ async fn two_phase_upkeep() {
                 );
             }
         }
+    }
+}
+
+/// The worker threads serving clients (`workers`; 0: one per core).
+fn settings_workers(registry: &Registry) -> String {
+    match registry.settings.config.general.workers {
+        0 => "one per core".into(),
+        n => n.to_string(),
     }
 }
 
