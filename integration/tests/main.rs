@@ -28,6 +28,7 @@ mod pooler_import;
 mod pooler_leaks;
 mod pooler_listen;
 mod pooler_pinning;
+mod pooler_pipeline_timeout;
 mod pooler_pooling;
 mod pooler_prepared_clients;
 mod pooler_protocol;
