@@ -208,3 +208,49 @@ fn a_decision_recorded_during_a_recovery_is_kept() {
     assert_eq!(rows.iter().sum::<usize>(), 30, "rows per shard {rows:?}");
     drop(running);
 }
+
+/// Two live processes of one instance (a zero-downtime restart): one holds its transaction
+/// between the PREPAREs and the decision while the other runs recovery every 200 ms. The
+/// recovering one leaves it alone (the coordinator's lease is held): the commit succeeds and
+/// every row is there. Then the coordinator is killed with a transaction prepared: the other
+/// one resolves it (its lease went with it).
+#[test]
+fn a_live_process_of_the_same_instance_is_never_undone() {
+    let (topo, setup) = three_shards_with_table();
+    drop(setup);
+    let recovering = Proxy::start(&config(&topo, "itest"), USERS).expect("pgdog");
+    let coordinator = Proxy::start_with_env(
+        &config(&topo, "itest"),
+        USERS,
+        &[("FAILPOINTS", "2pc-hold-before-decision=1*return(1500)")],
+    )
+    .expect("pgdog");
+    insert_batch(&coordinator, 1).unwrap_or_else(|e| {
+        panic!(
+            "the held commit failed: {e}\ncoordinator:\n{}\nrecovering:\n{}",
+            coordinator.log(),
+            recovering.log()
+        )
+    });
+    let rows = batch_rows(&topo, 1);
+    assert_eq!(rows.iter().sum::<usize>(), 30, "rows per shard {rows:?}");
+    assert!(prepared(&topo).iter().all(|n| *n == 0));
+    drop(coordinator);
+
+    // A coordinator that dies after its PREPAREs: the running process resolves it.
+    let crashing = Proxy::start_with_env(
+        &config(&topo, "itest"),
+        USERS,
+        &[("FAILPOINTS", "2pc-after-decision=return")],
+    )
+    .expect("pgdog");
+    assert!(
+        insert_batch(&crashing, 2).is_err(),
+        "the commit stops midway"
+    );
+    drop(crashing);
+    wait_resolved(&topo);
+    let rows = batch_rows(&topo, 2);
+    assert_eq!(rows.iter().sum::<usize>(), 30, "rows per shard {rows:?}");
+    drop(recovering);
+}

@@ -133,12 +133,21 @@ async fn two_phase_upkeep() {
         return;
     }
     let databases = two_phase_databases(&registry);
+    // This process' lease on each database's first shard, before anything else: another
+    // process of the instance leaves its transactions alone while it is held.
+    let mut leases: Vec<(pgdog::backend::Pool, Option<pgdog::backend::server::Server>)> = databases
+        .iter()
+        .filter_map(|(_, pools)| pools.first().cloned())
+        .map(|p| (p, None))
+        .collect();
+    keep_leases(&mut leases).await;
     for (database, pools) in &databases {
         pgdog::backend::twophase::prepare_tables(database, pools).await;
     }
     drop(registry);
     let mut first = true;
     loop {
+        keep_leases(&mut leases).await;
         if !first {
             // Read each time: a reload's interval takes effect at the next pass.
             let every = Registry::current()
@@ -166,6 +175,41 @@ fn settings_workers(registry: &Registry) -> String {
     match registry.settings.config.general.workers {
         0 => "one per core".into(),
         n => n.to_string(),
+    }
+}
+
+/// Takes (again, after its connection was lost) this process' two-phase lease on each first
+/// shard, on a connection of its own that is kept open.
+async fn keep_leases(
+    leases: &mut [(pgdog::backend::Pool, Option<pgdog::backend::server::Server>)],
+) {
+    use pgdog::backend::server::Server;
+    let timeout = std::time::Duration::from_millis(
+        Registry::current().settings.config.general.connect_timeout,
+    );
+    for (pool, lease) in leases.iter_mut() {
+        if lease.as_mut().is_some_and(|s| !s.is_broken()) {
+            continue;
+        }
+        *lease = match Server::connect(pool.target(), timeout).await {
+            Ok(mut server) => match server.execute(&pgdog::backend::twophase::lease_sql()).await {
+                Ok(()) => Some(server),
+                Err(e) => {
+                    tracing::warn!(
+                        "two-phase commit: taking the lease on {}: {e}",
+                        pool.target().addr()
+                    );
+                    None
+                }
+            },
+            Err(e) => {
+                tracing::warn!(
+                    "two-phase commit: taking the lease on {}: {e}",
+                    pool.target().addr()
+                );
+                None
+            }
+        };
     }
 }
 

@@ -12,6 +12,12 @@
 //! Transaction ids carry the pgdog instance (`instance_id`, or one generated at first start and
 //! kept next to pgdog.toml), not a PID: recovery touches only this instance's transactions,
 //! skips the ones this process is still committing, and runs at start and on a timer.
+//!
+//! Two processes of one instance run side by side during a zero-downtime restart. Each holds a
+//! lease for its own transactions, a session advisory lock on the first shard keyed by the
+//! instance and the process' start (which every id it makes carries): recovery leaves the
+//! transactions of a process whose lease is held alone, and resolves those of a process that
+//! is gone (its connection, and so its lock, went with it).
 use super::Pool;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashSet};
@@ -71,14 +77,57 @@ pub fn parse_gid(gid: &str) -> Option<Gid> {
 }
 
 static INSTANCE: Mutex<String> = Mutex::new(String::new());
-/// Unique across restarts: the start time in milliseconds times a million, plus a counter.
-static NEXT: LazyLock<AtomicU64> = LazyLock::new(|| {
-    let ms = std::time::SystemTime::now()
+/// This process' start in milliseconds: the high part of its transaction ids.
+static START_MS: LazyLock<u64> = LazyLock::new(|| {
+    std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    AtomicU64::new(ms.saturating_mul(1_000_000))
+        .map_or(0, |d| d.as_millis() as u64)
 });
+static COUNTER: AtomicU64 = AtomicU64::new(0);
 static IN_FLIGHT: LazyLock<Mutex<HashSet<u64>>> = LazyLock::new(Default::default);
+
+/// Ids a process makes: its start in milliseconds times a million, plus a counter that wraps
+/// at a million (a decision row is forgotten long before its key comes round again), so an id
+/// names the process that made it.
+const PER_PROCESS: u64 = 1_000_000;
+
+/// The process that made transaction number `n` (its start in milliseconds).
+fn owner(n: u64) -> u64 {
+    n / PER_PROCESS
+}
+
+/// The advisory lock key of the lease of process `owner` of `instance` (FNV-1a: the same in
+/// every process).
+fn lease_key(instance: &str, owner: u64) -> i64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in format!("pgdog_twophase {instance} {owner}").bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h as i64
+}
+
+/// The statement taking this process' lease (held by the connection that runs it).
+pub fn lease_sql() -> String {
+    format!(
+        "SELECT pg_advisory_lock({})",
+        lease_key(&instance(), *START_MS)
+    )
+}
+
+/// Whether the process that made `txn` still holds its lease (asked on the first shard's
+/// `pool`); an error counts as alive (its transactions wait for the next pass).
+async fn owner_alive(pool: &Pool, txn: &Txn) -> bool {
+    let key = lease_key(&txn.instance, owner(txn.n));
+    let sql = format!("SELECT pg_try_advisory_lock({key}) AND pg_advisory_unlock({key})");
+    match pool.get().await {
+        Ok(mut server) => match server.query_row(&sql).await {
+            Ok(row) => row.first().cloned().flatten().as_deref() != Some("t"),
+            Err(_) => true,
+        },
+        Err(_) => true,
+    }
+}
 
 /// Sets this instance's id (letters and digits).
 pub fn set_instance(id: &str) {
@@ -105,7 +154,8 @@ impl Drop for InFlight {
 
 /// A new transaction id, marked in flight.
 pub fn begin() -> InFlight {
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let n = START_MS.saturating_mul(PER_PROCESS)
+        + COUNTER.fetch_add(1, Ordering::Relaxed) % PER_PROCESS;
     IN_FLIGHT.lock().insert(n);
     InFlight(Txn {
         instance: instance(),
@@ -220,7 +270,13 @@ pub async fn recover(database: &str, pools: &[Pool]) -> (usize, usize) {
     }
     let (mut committed, mut rolled_back) = (0, 0);
     let mut unresolved: HashSet<String> = HashSet::new();
+    let me = *START_MS;
     for (txn, branches) in &found {
+        // Another live process of this instance is committing it (its lease is held).
+        if owner(txn.n) != me && pools.first().is_some() && owner_alive(&pools[0], txn).await {
+            unresolved.insert(txn.key());
+            continue;
+        }
         let first = branches[0].1.participants.first().copied().unwrap_or(0);
         let Some(commit) = (match pools.get(first) {
             Some(pool) => outcome(pool, txn).await,

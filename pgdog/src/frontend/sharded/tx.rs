@@ -304,6 +304,14 @@ impl ShardedSession {
                 break;
             }
         }
+        // Test hook: every branch prepared, the decision not yet written (another process of
+        // the instance runs its recovery meanwhile).
+        #[cfg(feature = "failpoints")]
+        if let Some(ms) = fail::eval("2pc-hold-before-decision", |arg| {
+            arg.and_then(|a| a.parse::<u64>().ok()).unwrap_or(1000)
+        }) {
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        }
         // The decision, atomically with the first participant's writes.
         let mut decided = false;
         if failure.is_none() {
