@@ -59,6 +59,7 @@ mod reshard_sharded_source;
 mod reshard_verify;
 mod reshard_verify_live;
 mod server_tls;
+mod sharding_batches;
 mod sharding_behaviour;
 mod sharding_differential;
 mod sharding_dry_run;

@@ -96,6 +96,13 @@ impl ShardedSession {
             self.fail_extended(e);
             return Ok(());
         }
+        if let Ok(parsed) = QueryCache::global().get(&portal.statement.sql) {
+            if let [st] = parsed.statements.as_slice() {
+                let sync_next =
+                    matches!(self.client.reader.complete_at(0), Some((frontend::SYNC, _)));
+                self.open_batch_tx(&st.kind, sync_next);
+            }
+        }
         if let Err(e) = self.execute_portal(&portal).await {
             self.fail_extended(e);
         }

@@ -172,6 +172,8 @@ pub struct ShardedSession {
     portals: HashMap<String, Portal>,
     /// After an error in the extended protocol: drop messages until Sync.
     skip_until_sync: bool,
+    /// `tx` is the implicit transaction of an extended-protocol batch (see `open_batch_tx`).
+    batch_tx: bool,
     /// Why servers stay attached until the client leaves (session state was created).
     pinned: Option<&'static str>,
     /// Registry generation the pools and router were taken from (a reload bumps it).
@@ -217,6 +219,7 @@ impl ShardedSession {
             statements: HashMap::new(),
             portals: HashMap::new(),
             skip_until_sync: false,
+            batch_tx: false,
             pinned: None,
             generation: crate::registry::Registry::generation(),
             reconfigured: None,
@@ -307,6 +310,7 @@ impl ShardedSession {
         if self.skip_until_sync {
             if m.tag() == frontend::SYNC {
                 self.skip_until_sync = false;
+                self.end_batch_tx().await;
                 self.end_of_request().await;
                 self.ready();
             }
@@ -342,6 +346,7 @@ impl ShardedSession {
             }
             frontend::FLUSH => {}
             frontend::SYNC => {
+                self.end_batch_tx().await;
                 self.end_of_request().await;
                 self.ready();
             }

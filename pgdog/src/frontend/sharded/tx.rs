@@ -68,7 +68,10 @@ impl ShardedSession {
     ) -> Result<String, ClientError> {
         match t {
             Transaction::Begin => {
-                if self.tx.is_some() {
+                if std::mem::take(&mut self.batch_tx) {
+                    // BEGIN inside a batch's implicit transaction makes it explicit (Postgres).
+                    self.status = TxStatus::InTransaction;
+                } else if self.tx.is_some() {
                     self.send(&crate::net::message::error_response(
                         "WARNING",
                         "25001",
@@ -192,7 +195,44 @@ impl ShardedSession {
         None
     }
 
-    /// Commits on every shard the transaction touched.
+    /// Postgres runs the Executes of one extended-protocol batch (up to Sync) in one implicit
+    /// transaction. A write (INSERT, UPDATE, DELETE, MERGE) with no transaction open and more
+    /// messages before the Sync (`sync_next`: the next buffered message is the Sync, as for
+    /// one statement and its Sync) opens that transaction on every shard the batch touches:
+    /// committed at Sync (two-phase when on), rolled back after an error or when the client
+    /// leaves.
+    pub(super) fn open_batch_tx(&mut self, kind: &StatementKind, sync_next: bool) {
+        let write = matches!(
+            kind,
+            StatementKind::Insert
+                | StatementKind::Update
+                | StatementKind::Delete
+                | StatementKind::Merge
+        );
+        if self.tx.is_some() || !write || sync_next {
+            return;
+        }
+        self.tx = Some(Tx::new("BEGIN", true, self.shards.len()));
+        self.batch_tx = true;
+    }
+
+    /// At Sync: commits the batch's implicit transaction, or rolls it back after an error
+    /// (whose ErrorResponse the client has); a failed COMMIT's error goes before ReadyForQuery.
+    pub(super) async fn end_batch_tx(&mut self) {
+        if !std::mem::take(&mut self.batch_tx) || self.tx.is_none() {
+            return;
+        }
+        let result = if self.status == TxStatus::Failed {
+            self.rollback().await
+        } else {
+            self.commit().await
+        };
+        self.status = TxStatus::Idle;
+        if let Err(e) = result {
+            self.send(&e.message());
+        }
+    }
+
     /// Opens the transaction pgdog runs one statement in when the client has none (`true`),
     /// so that it succeeds or fails as a whole across shards.
     pub(super) fn begin_implicit(&mut self) -> bool {
