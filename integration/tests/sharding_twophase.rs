@@ -254,3 +254,105 @@ fn a_live_process_of_the_same_instance_is_never_undone() {
     assert_eq!(rows.iter().sum::<usize>(), 30, "rows per shard {rows:?}");
     drop(recovering);
 }
+
+/// A zero-downtime restart under pgbench with two-phase commit on: 8 clients write pairs of
+/// rows (each pair on one or two shards, in one transaction) while a second pgdog of the same
+/// instance takes over and the first exits; both run recovery every 200 ms meanwhile. Every
+/// transaction pgbench saw commit has both rows, and no pair is half there.
+#[test]
+fn a_restart_under_pgbench_with_two_phase_commit_loses_and_halves_nothing() {
+    let topo = Topology::shards(2).expect("topology");
+    let mut c = format!(
+        "auth_type = \"trust\"\ntwo_phase_commit = true\ninstance_id = \"rtest\"\ntwo_phase_recovery_interval = 200\nso_reuseport = true\nshutdown_timeout = 20000\n"
+    );
+    for (i, node) in topo.nodes().iter().enumerate() {
+        c.push_str(&format!(
+            "\n[[databases]]\nname = \"app\"\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\nshard = {i}\npool_size = 10\n",
+            node.port
+        ));
+    }
+    c.push_str("\n[[sharded_tables]]\ndatabase = \"app\"\nname = \"pairs\"\ncolumn = \"id\"\n");
+    let mut first = Proxy::start(&c, USERS).expect("pgdog");
+    first
+        .psql(
+            "app",
+            "",
+            "app",
+            "CREATE TABLE pairs (id bigint PRIMARY KEY, pair bigint NOT NULL)",
+        )
+        .expect("ddl");
+    let script = std::env::temp_dir().join(format!("pgdog-2pc-pairs-{}.sql", std::process::id()));
+    std::fs::write(
+        &script,
+        "\\set a random(1, 1000000000000)\n\\set b :a * 2\n\\set c :a * 2 + 1\nBEGIN;\nINSERT INTO pairs VALUES (:b, :a);\nINSERT INTO pairs VALUES (:c, :a);\nCOMMIT;\n",
+    )
+    .unwrap();
+    let bench = std::process::Command::new(topo.install().tool("pgbench"))
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &first.port.to_string(),
+            "-U",
+            "app",
+        ])
+        .args(["-n", "-c", "8", "-j", "2", "-T", "12", "-f"])
+        .arg(&script)
+        .arg("app")
+        .env("PGSSLMODE", "disable")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("pgbench");
+    std::thread::sleep(Duration::from_secs(4));
+    let second = first.start_alongside("next").expect("second pgdog");
+    std::thread::sleep(Duration::from_secs(2));
+    first.signal(libc::SIGTERM);
+    let status = first
+        .wait_exit(Duration::from_secs(30))
+        .expect("the first pgdog exits");
+    assert!(status.success(), "{status}");
+    let out = bench.wait_with_output().expect("pgbench");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success() && stdout.contains("number of failed transactions: 0 (0.000%)"),
+        "pgbench across the restart:\n{stdout}\n{}\nsecond pgdog:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        second.log()
+    );
+    let processed: usize = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("number of transactions actually processed: "))
+        .and_then(|v| v.split('/').next()?.trim().parse().ok())
+        .expect("processed");
+    wait_resolved(&topo);
+    let rows = count_each(&topo, "SELECT count(*) FROM pairs")
+        .iter()
+        .sum::<usize>();
+    let halves: usize = {
+        // Pairs with one row on the shards together.
+        let lists: Vec<String> = topo
+            .nodes()
+            .iter()
+            .map(|n| {
+                n.psql("SELECT coalesce(string_agg(pair::text, ' '), '') FROM pairs")
+                    .unwrap()
+            })
+            .collect();
+        let mut seen = std::collections::HashMap::<&str, usize>::new();
+        for p in lists.iter().flat_map(|l| l.split_whitespace()) {
+            *seen.entry(p).or_default() += 1;
+        }
+        seen.values().filter(|n| **n != 2).count()
+    };
+    crate::common::report("twophase_restart_transactions", processed);
+    assert_eq!(halves, 0, "half-committed pairs");
+    assert_eq!(
+        rows,
+        2 * processed,
+        "rows against the transactions pgbench saw commit"
+    );
+    assert!(processed > 0);
+    let _ = std::fs::remove_file(&script);
+    drop(second);
+}
