@@ -262,9 +262,7 @@ fn a_live_process_of_the_same_instance_is_never_undone() {
 #[test]
 fn a_restart_under_pgbench_with_two_phase_commit_loses_and_halves_nothing() {
     let topo = Topology::shards(2).expect("topology");
-    let mut c = format!(
-        "auth_type = \"trust\"\ntwo_phase_commit = true\ninstance_id = \"rtest\"\ntwo_phase_recovery_interval = 200\nso_reuseport = true\nshutdown_timeout = 20000\n"
-    );
+    let mut c = "auth_type = \"trust\"\ntwo_phase_commit = true\ninstance_id = \"rtest\"\ntwo_phase_recovery_interval = 200\nso_reuseport = true\nshutdown_timeout = 20000\n".to_string();
     for (i, node) in topo.nodes().iter().enumerate() {
         c.push_str(&format!(
             "\n[[databases]]\nname = \"app\"\nport = {}\ndatabase_name = \"postgres\"\nuser = \"postgres\"\nshard = {i}\npool_size = 10\n",

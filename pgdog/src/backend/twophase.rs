@@ -273,7 +273,11 @@ pub async fn recover(database: &str, pools: &[Pool]) -> (usize, usize) {
     let me = *START_MS;
     for (txn, branches) in &found {
         // Another live process of this instance is committing it (its lease is held).
-        if owner(txn.n) != me && pools.first().is_some() && owner_alive(&pools[0], txn).await {
+        let alive = match pools.first() {
+            Some(lease_pool) if owner(txn.n) != me => owner_alive(lease_pool, txn).await,
+            _ => false,
+        };
+        if alive {
             unresolved.insert(txn.key());
             continue;
         }
