@@ -615,18 +615,21 @@ impl Server {
     pub fn is_broken(&mut self) -> bool {
         use std::pin::Pin;
         use std::task::{Context, Poll, Waker};
-        use tokio::io::{AsyncRead, ReadBuf};
+        use tokio::io::{AsyncRead, Interest, ReadBuf};
         if !self.healthy || self.reader.buffered() > 0 {
             return true;
         }
-        let mut cx = Context::from_waker(Waker::noop());
-        match self.stream.tcp().poll_read_ready(&mut cx) {
-            Poll::Pending => return false,
-            Poll::Ready(Err(_)) => return true,
-            Poll::Ready(Ok(())) => {}
+        // The socket's readiness as the runtime last saw it, without a syscall, a lock or a
+        // waker (`try_io` calls the closure only when it is set).
+        let readable = self.stream.tcp().try_io(Interest::READABLE, || {
+            Err::<(), _>(std::io::Error::other("readable"))
+        });
+        if matches!(&readable, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock) {
+            return false;
         }
         // Something arrived: read it, through TLS when the connection has it (a TLS record that
         // is no message, such as a session ticket, reads as nothing: Pending).
+        let mut cx = Context::from_waker(Waker::noop());
         let mut bytes = [0u8; 64];
         let mut buf = ReadBuf::new(&mut bytes);
         !matches!(
