@@ -86,6 +86,13 @@ static NEXT: AtomicU64 = AtomicU64::new(1);
 
 /// Bumped by every `retire_all` (DDL through pgdog).
 static DDL_EPOCH: AtomicU64 = AtomicU64::new(0);
+/// Bumped by every retirement: an answer of `intern` remembered before one may be stale.
+static RETIRED: AtomicU64 = AtomicU64::new(0);
+
+/// Retirements so far (see `RETIRED`).
+pub fn retirements() -> u64 {
+    RETIRED.load(Ordering::Relaxed)
+}
 
 /// A settings key no other statement has (a statement parsed while the client's settings are
 /// changing is shared with nobody).
@@ -130,6 +137,7 @@ pub fn intern(query: &str, param_types: &[i32], settings: u64) -> Prepared {
 /// global statement, parsed afresh on each server (a DEALLOCATE after DDL, as psycopg sends,
 /// must not give the client the old plan back). Other holders keep using this one.
 pub fn retire(p: &Prepared) {
+    RETIRED.fetch_add(1, Ordering::Relaxed);
     let mut cache = CACHE.lock();
     if cache
         .peek(&p.statement)
@@ -142,6 +150,7 @@ pub fn retire(p: &Prepared) {
 /// A statement that may change the catalog (DDL) ran: every cached statement is retired (see
 /// [`retire`]), so what is prepared from now on is planned against the new catalog.
 pub fn retire_all() {
+    RETIRED.fetch_add(1, Ordering::Relaxed);
     DDL_EPOCH.fetch_add(1, Ordering::Relaxed);
     CACHE.lock().clear();
 }

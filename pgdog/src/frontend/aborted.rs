@@ -4,13 +4,11 @@
 //! server was lost, SQLSTATE 08006; the next ones 25P02), and COMMIT, ROLLBACK, END or ABORT end
 //! it with the tag `ROLLBACK`. Nothing reaches a server meanwhile, so no statement of the lost
 //! transaction can run in autocommit on a new server and make its COMMIT look successful.
-use crate::backend::prepared::Prepared;
 use crate::net::message::{self, read_bind_names, read_parse, read_query, read_target};
 use crate::net::tag::{frontend, target};
 use crate::net::TxStatus;
 use crate::net::{Message, ProtocolError};
 use bytes::BytesMut;
-use std::collections::HashMap;
 
 /// The state of a lost transaction, owned by the session until the client ends it.
 #[derive(Debug)]
@@ -75,7 +73,7 @@ impl Aborted {
     pub fn answer(
         &mut self,
         m: &Message,
-        statements: &mut HashMap<String, Prepared>,
+        statements: &mut crate::frontend::session::Statements,
         out: &mut BytesMut,
     ) -> Result<bool, ProtocolError> {
         let put = |out: &mut BytesMut, m: Message| out.extend_from_slice(m.bytes());
@@ -226,7 +224,7 @@ mod tests {
 
     #[test]
     fn first_error_says_why_then_25p02_until_commit_answers_rollback() {
-        let mut statements = HashMap::new();
+        let mut statements = crate::frontend::session::Statements::default();
         let mut a = Aborted::new("server connection lost".into());
         let mut out = BytesMut::new();
         assert!(!a
@@ -256,7 +254,7 @@ mod tests {
 
     #[test]
     fn extended_commit_ends_it_and_other_batches_fail_until_sync() {
-        let mut statements = HashMap::new();
+        let mut statements = crate::frontend::session::Statements::default();
         let mut a = Aborted::told("lost".into(), false);
         let mut out = BytesMut::new();
         for m in [message::parse("", "SELECT 1", &[]), message::sync()] {

@@ -92,6 +92,10 @@ fn describe_fatal(m: &Message) -> String {
     )
 }
 
+/// A client's prepared statements by its names (foldhash, not SipHash: looked up at every
+/// Bind and Describe).
+pub(crate) type Statements = HashMap<String, Prepared, foldhash::fast::RandomState>;
+
 pub struct Session {
     /// The client's entry in the clients table (KILL and the shutdown reach it there).
     info: Arc<ClientInfo>,
@@ -109,7 +113,7 @@ pub struct Session {
     /// Registry generation `pool` was taken from (a reload bumps it).
     registry_generation: u64,
     /// Client statement name -> global statement.
-    statements: HashMap<String, Prepared>,
+    statements: Statements,
     expected: VecDeque<Expect>,
     /// Why the session holds its server until it ends (session state was created).
     pinned: Option<&'static str>,
@@ -132,6 +136,11 @@ pub struct Session {
     /// A statement of the current transaction (or request) mentions SET: settings it changed
     /// may not be in the client's fingerprint yet (see `statement_settings`).
     set_in_transaction: bool,
+    /// The text of the last Parse and what it mentions: a client repeating its Parse (the
+    /// unnamed statement of every `-M extended` transaction) is not scanned again.
+    last_parse: (Vec<u8>, crate::frontend::mentions::Mentions),
+    /// The last global statement `intern` gave and `prepared::retirements()` then.
+    last_interned: Option<(Prepared, u64)>,
     /// The FATAL a server sent before closing (why it was lost).
     server_fatal: Option<ServerFatal>,
     /// The client's transaction was lost with its server: pgdog answers until it ends it.
@@ -192,7 +201,7 @@ impl Session {
             server: None,
             server_out: BytesMut::with_capacity(1024),
             registry_generation: Registry::generation(),
-            statements: HashMap::new(),
+            statements: HashMap::default(),
             expected: VecDeque::new(),
             pinned: None,
             copy_in: false,
@@ -205,6 +214,8 @@ impl Session {
             verify: None,
             may_begin: false,
             set_in_transaction: false,
+            last_parse: Default::default(),
+            last_interned: None,
             server_fatal: None,
             aborted: None,
             role_hint: None,
