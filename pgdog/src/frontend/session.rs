@@ -398,8 +398,13 @@ impl Session {
             }
             return Ok(());
         }
-        let Some(m) = self.well_sized(m).await else {
-            return Ok(());
+        let m = if matches!(m.tag(), frontend::FLUSH | frontend::SYNC) && m.len() != 5 {
+            match self.well_sized(m).await {
+                Some(m) => m,
+                None => return Ok(()),
+            }
+        } else {
+            m
         };
         if self.skip_until_sync {
             if m.tag() == frontend::SYNC {
@@ -520,14 +525,11 @@ impl Session {
         Ok(())
     }
 
-    /// A Flush or Sync with a body gets Postgres' answer, ERROR 08P01 "invalid message
+    /// A Flush or Sync with a body (the caller checks) gets Postgres' answer, ERROR 08P01 "invalid message
     /// format" (never forwarded: a Flush with a body left the server skipping to the next
     /// Sync, unknown to pgdog). After a Flush the rest up to Sync is skipped (none when
     /// skipping already); a Sync still ends the batch: it comes back as a Sync.
     async fn well_sized(&mut self, m: Message) -> Option<Message> {
-        if !matches!(m.tag(), frontend::FLUSH | frontend::SYNC) || m.len() == 5 {
-            return Some(m);
-        }
         let flush = m.tag() == frontend::FLUSH;
         if flush && self.skip_until_sync {
             return None;
