@@ -19,22 +19,12 @@ enum Shape {
     SecondQuery,
 }
 
-fn tags_and_codes(msgs: &[raw::Msg]) -> String {
-    msgs.iter()
-        .map(|m| match m.sqlstate() {
-            Some(code) => format!("E{code}"),
-            None => (m.tag as char).to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// The transcripts (one per round trip) of `shape` on `port`, then of the batches after it.
 async fn transcript(port: u16, user: &str, db: &str, name: &str, shape: Shape) -> Vec<String> {
     let mut c = Conn::login(port, user, db, None).await;
     let mut out = Vec::new();
     c.send(&raw::query("SET statement_timeout = '100ms'")).await;
-    out.push(tags_and_codes(&c.until_ready().await));
+    out.push(raw::tags_and_codes(&c.until_ready().await));
     let (before, after) = match shape {
         Shape::ParseThenDescribe => (
             raw::parse(name, "SELECT $1::int AS x"),
@@ -62,9 +52,9 @@ async fn transcript(port: u16, user: &str, db: &str, name: &str, shape: Shape) -
     c.send(&before).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     c.send(&after).await;
-    out.push(tags_and_codes(&c.until_ready().await));
+    out.push(raw::tags_and_codes(&c.until_ready().await));
     c.send(&raw::query("SET statement_timeout = 0")).await;
-    out.push(tags_and_codes(&c.until_ready().await));
+    out.push(raw::tags_and_codes(&c.until_ready().await));
     let next = if name.is_empty() { "" } else { "s2" };
     let describe = [
         raw::parse(next, "SELECT $1::int AS y"),
@@ -72,10 +62,10 @@ async fn transcript(port: u16, user: &str, db: &str, name: &str, shape: Shape) -
         raw::sync(),
     ];
     c.send(&describe.concat()).await;
-    out.push(tags_and_codes(&c.until_ready().await));
+    out.push(raw::tags_and_codes(&c.until_ready().await));
     c.send(&[raw::bind(next, &["5"]), raw::execute(), raw::sync()].concat())
         .await;
-    out.push(tags_and_codes(&c.until_ready().await));
+    out.push(raw::tags_and_codes(&c.until_ready().await));
     out
 }
 

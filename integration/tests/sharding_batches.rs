@@ -18,16 +18,6 @@ fn insert(id: i64) -> Vec<u8> {
     raw::run_unnamed(&format!("INSERT INTO t (id) VALUES ({id})"), &[])
 }
 
-fn tags(msgs: &[raw::Msg]) -> String {
-    msgs.iter()
-        .map(|m| match m.sqlstate() {
-            Some(code) => format!("E{code}"),
-            None => (m.tag as char).to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// Reads until `n` CommandCompletes (or an error) arrived.
 async fn completes(c: &mut Conn, n: usize) -> String {
     let mut got = Vec::new();
@@ -39,7 +29,7 @@ async fn completes(c: &mut Conn, n: usize) -> String {
             break;
         }
     }
-    tags(&got)
+    raw::tags_and_codes(&got)
 }
 
 /// The batches on `port`: (1) two INSERTs on different shards, read, then the client leaves
@@ -55,10 +45,10 @@ async fn batches(port: u16, user: &str, db: &str) -> Vec<String> {
     let mut c = Conn::login(port, user, db, None).await;
     let failing = [insert(-6), insert(160), insert(-6), raw::sync()].concat();
     c.send(&failing).await;
-    out.push(tags(&c.until_ready().await));
+    out.push(raw::tags_and_codes(&c.until_ready().await));
     c.send(&[insert(-7), insert(170), raw::sync()].concat())
         .await;
-    out.push(tags(&c.until_ready().await));
+    out.push(raw::tags_and_codes(&c.until_ready().await));
     out
 }
 

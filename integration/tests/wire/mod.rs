@@ -365,6 +365,18 @@ impl Msg {
     }
 }
 
+/// Message type bytes separated by spaces, an ErrorResponse as `E` and its SQLSTATE: a
+/// transcript to compare with Postgres'.
+pub fn tags_and_codes(msgs: &[Msg]) -> String {
+    msgs.iter()
+        .map(|m| match m.sqlstate() {
+            Some(code) if m.tag == b'E' => format!("E{code}"),
+            _ => (m.tag as char).to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Message type bytes, for assertion messages.
 pub fn tags(msgs: &[Msg]) -> String {
     msgs.iter().map(|m| m.tag as char).collect()
