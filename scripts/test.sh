@@ -41,7 +41,8 @@ step "unit and integration tests"
 # five lost a login through the TLS server test (server_tls) to a reset connection.
 cargo test --workspace --locked "${FEATURES[@]}" -- --test-threads 3
 step "session, pool, handover and two-phase suites again with workers = 2 (the multi-threaded runtime)"
-PGDOG_TEST_WORKERS=2 cargo test -p pgdog-integration --locked "${FEATURES[@]}" --test e2e -- --test-threads 3 \
+# (--workspace as above: the same build, nothing compiled again; the filters pick the suites.)
+PGDOG_TEST_WORKERS=2 cargo test --workspace --locked "${FEATURES[@]}" -- --test-threads 3 \
   pooler_pooling pooler_state pooler_prepared_clients pooler_unnamed pooler_handoff pooler_restart \
   pooler_caps sharding_sessions sharding_twophase sharding_writes
 step "protocol fuzzer (30 s against pgdog in transaction mode, 30 s in session mode; replay a failure with the seed and case it prints)"
