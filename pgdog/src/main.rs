@@ -145,19 +145,8 @@ async fn two_phase_upkeep() {
         pgdog::backend::twophase::prepare_tables(database, pools).await;
     }
     drop(registry);
-    let mut first = true;
     loop {
         keep_leases(&mut leases).await;
-        if !first {
-            // Read each time: a reload's interval takes effect at the next pass.
-            let every = Registry::current()
-                .settings
-                .config
-                .general
-                .two_phase_recovery_interval;
-            tokio::time::sleep(std::time::Duration::from_millis(every.max(1))).await;
-        }
-        first = false;
         let registry = Registry::current();
         for (database, pools) in two_phase_databases(&registry) {
             let (c, r) = pgdog::backend::twophase::recover(&database, &pools).await;
@@ -167,6 +156,10 @@ async fn two_phase_upkeep() {
                 );
             }
         }
+        // Read each time: a reload's interval takes effect at the next pass.
+        let every = registry.settings.config.general.two_phase_recovery_interval;
+        drop(registry);
+        tokio::time::sleep(std::time::Duration::from_millis(every.max(1))).await;
     }
 }
 
