@@ -46,6 +46,7 @@ fn main() {
                 values: vec![Some(aid.as_bytes()), Some(&delta[..])],
                 formats: Vec::new(),
                 types: Vec::new(),
+                codec: Default::default(),
             };
             let parsed = cache.get(sql).expect("parse");
             router

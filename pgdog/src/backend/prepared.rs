@@ -13,7 +13,12 @@ use std::sync::{Arc, LazyLock};
 /// A statement as the client defined it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Statement {
+    /// The text as UTF-8 (read in the client's encoding).
     pub query: String,
+    /// The text as the client sent it, when that is not `query` in UTF-8 (another
+    /// client_encoding): what servers get. Clients share a statement only under the same
+    /// settings, `client_encoding` included.
+    pub wire: Option<Box<[u8]>>,
     pub param_types: Vec<i32>,
     /// The fingerprint of the session settings it was parsed under (the client's, as the
     /// server has them: `Params::fingerprint`). Parse analysis reads some of them (a literal
@@ -32,6 +37,13 @@ pub struct Prepared {
     valid: Arc<std::sync::atomic::AtomicBool>,
     /// `DDL_EPOCH` when this holder got it (the client's Parse).
     epoch: u64,
+}
+
+impl Statement {
+    /// The text servers get: the client's bytes.
+    pub fn wire_text(&self) -> &[u8] {
+        self.wire.as_deref().unwrap_or(self.query.as_bytes())
+    }
 }
 
 impl Prepared {
@@ -104,8 +116,14 @@ pub fn unshared() -> u64 {
 /// The global entry for a statement parsed under `settings` (see `Statement::settings`),
 /// created on first use.
 pub fn intern(query: &str, param_types: &[i32], settings: u64) -> Prepared {
+    intern_wire(query, query.as_bytes(), param_types, settings)
+}
+
+/// [`intern`] of a text the client sent as `wire` (in its encoding), read as `query`.
+pub fn intern_wire(query: &str, wire: &[u8], param_types: &[i32], settings: u64) -> Prepared {
     let statement = Statement {
         query: query.to_string(),
+        wire: (wire != query.as_bytes()).then(|| wire.into()),
         param_types: param_types.to_vec(),
         settings,
     };

@@ -4,7 +4,7 @@
 //! server was lost, SQLSTATE 08006; the next ones 25P02), and COMMIT, ROLLBACK, END or ABORT end
 //! it with the tag `ROLLBACK`. Nothing reaches a server meanwhile, so no statement of the lost
 //! transaction can run in autocommit on a new server and make its COMMIT look successful.
-use crate::net::message::{self, read_bind_names, read_parse, read_query, read_target};
+use crate::net::message::{self, read_bind_names, read_parse, read_query_text, read_target};
 use crate::net::tag::{frontend, target};
 use crate::net::TxStatus;
 use crate::net::{Message, ProtocolError};
@@ -82,7 +82,7 @@ impl Aborted {
         }
         match m.tag() {
             frontend::QUERY => {
-                if ends_transaction(read_query(m)?) {
+                if ends_transaction(&String::from_utf8_lossy(read_query_text(m)?)) {
                     put(out, message::command_complete("ROLLBACK"));
                     put(out, message::ready_for_query(crate::net::TxStatus::Idle));
                     return Ok(true);
@@ -92,7 +92,7 @@ impl Aborted {
             }
             frontend::PARSE => {
                 let fields = read_parse(m)?;
-                if ends_transaction(fields.query) {
+                if ends_transaction(&String::from_utf8_lossy(fields.text)) {
                     if fields.name.is_empty() {
                         self.unnamed_ends = true;
                     }
@@ -107,7 +107,7 @@ impl Aborted {
                     self.unnamed_ends
                 } else {
                     statements
-                        .get(statement)
+                        .get(&*statement)
                         .is_some_and(|p| ends_transaction(&p.statement.query))
                 };
                 if ends {
@@ -136,7 +136,7 @@ impl Aborted {
             frontend::CLOSE => {
                 let (kind, name) = read_target(m)?;
                 if kind == target::STATEMENT {
-                    statements.remove(name);
+                    statements.remove(&*name);
                 }
                 put(out, message::close_complete());
             }

@@ -10,6 +10,7 @@ use crate::backend::pause::{Gate, Ticket};
 use crate::backend::pool::PooledServer;
 use crate::backend::shard::{CheckoutError, Shard};
 use crate::config::PoolerMode;
+use crate::net::encoding::Codec;
 use crate::net::stream::Stream;
 use crate::net::tag::frontend;
 use crate::net::{buffers, message};
@@ -60,6 +61,9 @@ pub struct Client {
     /// Registry generation last checked for the database changing its kind (one server or
     /// sharded) while servers stay attached (session mode, pinned sessions).
     pub checked_generation: u64,
+    /// How pgdog reads the client's text: its `client_encoding` now (the last the client was
+    /// told of, at login or by a ParameterStatus).
+    pub codec: Codec,
 }
 
 impl Client {
@@ -80,12 +84,22 @@ impl Client {
             gate: crate::backend::pause::gate(&database),
             database,
             mode: PoolerMode::default(),
-            params,
             cancel,
             out: buffers::take(),
             meter,
             ticket: None,
             checked_generation: crate::registry::Registry::generation(),
+            codec: Codec::of(&params.startup_value("client_encoding").unwrap_or_default()),
+            params,
+        }
+    }
+
+    /// A ParameterStatus on its way to the client: a new `client_encoding` changes how pgdog
+    /// reads the client's text from now on.
+    pub fn parameter_reported(&mut self, m: &Message) {
+        let mut r = m.reader();
+        if let (Ok("client_encoding"), Ok(value)) = (r.cstr(), r.cstr()) {
+            self.codec = Codec::of(value);
         }
     }
 

@@ -87,6 +87,10 @@ impl HandedSession {
 pub(crate) struct HandedStatement {
     pub name: String,
     pub query: String,
+    /// The text as the client sent it, when it is not `query` in UTF-8 (another
+    /// client_encoding).
+    #[serde(default)]
+    pub wire: Option<Vec<u8>>,
     pub param_types: Vec<i32>,
     #[serde(default)]
     pub inferred: Vec<i32>,

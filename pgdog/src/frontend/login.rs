@@ -352,7 +352,7 @@ async fn check_startup_settings(
     params: &[(String, String)],
 ) -> Result<(), Refusal> {
     if let Some(v) = client.startup_value("client_encoding") {
-        if super::encoding::canonical(&v).is_none() {
+        if crate::net::encoding::canonical(&v).is_none() {
             return Err(Refusal(
                 "22023",
                 format!("invalid value for parameter \"client_encoding\": \"{v}\""),

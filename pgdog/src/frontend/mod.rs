@@ -4,7 +4,6 @@
 pub mod aborted;
 pub mod cancel;
 pub mod client;
-pub mod encoding;
 pub mod handover;
 pub mod listen;
 pub mod listener;

@@ -46,7 +46,7 @@ impl Params {
         }
         // Reported back under Postgres' name for it (an unknown one is refused at login).
         if let Some(v) = startup_raw.get_mut("client_encoding") {
-            if let Some(name) = super::encoding::canonical(v) {
+            if let Some(name) = crate::net::encoding::canonical(v) {
                 *v = name.to_string();
             }
         }

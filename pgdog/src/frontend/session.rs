@@ -71,9 +71,9 @@ pub enum SessionError {
     HandedOver,
 }
 
-/// A statement whose text is not UTF-8 (another client_encoding) was read through a lossy
-/// view: the session state it changes stays on its server (pinned), pgdog cannot replay it.
-/// `text` is the statement as read: borrowed when it was UTF-8.
+/// A statement whose text is not UTF-8 (another client_encoding) was read as UTF-8 (see
+/// `Session::client_text`): the session state it changes stays on its server (pinned), pgdog
+/// replays only UTF-8 text. `text` is the statement as read: borrowed when it was UTF-8.
 #[allow(clippy::ptr_arg)] // Borrowed or Owned is the point
 fn not_utf8(mut c: Classified, text: &std::borrow::Cow<'_, str>) -> Classified {
     let lossy = matches!(text, std::borrow::Cow::Owned(_));
@@ -337,6 +337,16 @@ impl ServeClient for Session {
 }
 
 impl Session {
+    /// A client's query text as UTF-8 for pgdog to read: as the client's encoding reads it
+    /// (borrowed when it was UTF-8), else a view with the unreadable bytes replaced (U+FFFD).
+    /// The client's bytes are what servers get either way.
+    pub(super) fn client_text<'a>(&self, bytes: &'a [u8]) -> std::borrow::Cow<'a, str> {
+        self.client
+            .codec
+            .decode(bytes)
+            .unwrap_or_else(|| String::from_utf8_lossy(bytes))
+    }
+
     /// What `sql` means for the pooler (see `statements::classify`), calls judged against the
     /// server's own catalog of built-in functions; `simple`: a Query message's text.
     fn classify(&self, sql: &str, mentions: Mentions, simple: bool) -> Classified {
@@ -442,7 +452,7 @@ impl Session {
     }
 
     async fn query(&mut self, m: Message) -> Result<(), SessionError> {
-        let text = message::read_query_lossy(&m)?;
+        let text = self.client_text(message::read_query_text(&m)?);
         let sql: &str = &text;
         let transaction = self.client.mode == PoolerMode::Transaction;
         // One pass over the text for every cheap filter below.
@@ -735,6 +745,7 @@ impl Session {
                 if let Some(s) = self.server.as_mut() {
                     s.record_parameter(&m);
                 }
+                self.client.parameter_reported(&m);
             }
             backend::READY_FOR_QUERY
                 if matches!(self.expected.front(), Some(Expect::HiddenReady)) =>

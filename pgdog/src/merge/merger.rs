@@ -69,6 +69,8 @@ pub struct Merger {
     failed: bool,
     /// The servers' DateStyle (text dates and timestamps are read in it).
     pub(super) dates: DateStyle,
+    /// The client's encoding does not order text as its bytes (see `set_text_unordered`).
+    text_unordered: bool,
     /// INTERSECT / EXCEPT / UNION: each branch's rows, counted.
     pub(super) set_rows: Option<Collector>,
     /// The set operation's branch number comes in binary.
@@ -122,6 +124,7 @@ impl Merger {
             error: None,
             failed: false,
             dates: DateStyle::default(),
+            text_unordered: false,
             set_rows: None,
             branch_binary: false,
             budget: Budget::new(limits),
@@ -142,6 +145,14 @@ impl Merger {
         if let Some(groups) = &mut self.groups {
             groups.set_date_style(ds);
         }
+    }
+
+    /// Text reaches the client in an encoding whose byte order is not the servers' order
+    /// (anything but UTF8, SQL_ASCII and LATIN1): text columns are then compared for equality
+    /// only, and ORDER BY or min/max on them across shards is refused. Call before the rows
+    /// arrive.
+    pub fn set_text_unordered(&mut self) {
+        self.text_unordered = true;
     }
 
     /// A shard's RowDescription. Returns the client's (hidden columns stripped) for the first
@@ -173,6 +184,13 @@ impl Merger {
                 ..ColType::of(f)
             })
             .collect();
+        if self.text_unordered {
+            for t in &mut self.types {
+                if matches!(t.kind, Kind::Text | Kind::Bpchar) {
+                    t.kind = Kind::Other;
+                }
+            }
+        }
         let absolute = |c: ColumnRef| -> Result<usize, MergeError> {
             let i = match c {
                 ColumnRef::Index(i) => i,

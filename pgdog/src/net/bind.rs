@@ -1,14 +1,15 @@
 //! Bind messages read into their parts (parameter formats and values, result formats) and built
 //! back, for routing by parameter values and for rewriting a Bind for one shard.
-use super::message::{build, put_cstr, Message, Reader};
+use super::message::{build, name_bytes, put_cstr, Message, Name, Reader};
 use super::ProtocolError;
 use bytes::BufMut;
 
 /// A Bind's fields, borrowing from the message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bind<'a> {
-    pub portal: &'a str,
-    pub statement: &'a str,
+    /// The names as keys (see [`Reader::name`]).
+    pub portal: Name<'a>,
+    pub statement: Name<'a>,
     pub param_formats: Vec<i16>,
     /// Each parameter's bytes (`None`: NULL).
     pub values: Vec<Option<&'a [u8]>>,
@@ -18,8 +19,8 @@ pub struct Bind<'a> {
 /// Reads a Bind message.
 pub fn read_bind(m: &Message) -> Result<Bind<'_>, ProtocolError> {
     let mut r = m.reader();
-    let portal = r.cstr()?;
-    let statement = r.cstr()?;
+    let portal = r.name()?;
+    let statement = r.name()?;
     let param_formats = r.list(Reader::i16)?;
     let values = r.list(Reader::nullable)?;
     let result_formats = r.list(Reader::i16)?;
@@ -45,7 +46,8 @@ impl Bind<'_> {
     /// The message, with `statement` as the statement name.
     pub fn to_message(&self, statement: &str) -> Message {
         build(b'B', |b| {
-            put_cstr(b, self.portal);
+            b.put_slice(&name_bytes(&self.portal));
+            b.put_u8(0);
             put_cstr(b, statement);
             b.put_i16(self.param_formats.len() as i16);
             for f in &self.param_formats {
@@ -72,8 +74,8 @@ impl Bind<'_> {
     pub fn subset(&self, params: &[u32]) -> Bind<'_> {
         let pick = |n: &u32| (*n as usize).checked_sub(1);
         Bind {
-            portal: self.portal,
-            statement: self.statement,
+            portal: self.portal.clone(),
+            statement: self.statement.clone(),
             param_formats: if self.param_formats.len() > 1 {
                 params
                     .iter()
@@ -100,8 +102,8 @@ mod tests {
     #[test]
     fn round_trip_and_subset() {
         let b = Bind {
-            portal: "",
-            statement: "s",
+            portal: "".into(),
+            statement: "s".into(),
             param_formats: vec![0, 1, 0],
             values: vec![Some(b"1"), None, Some(b"x")],
             result_formats: vec![1],

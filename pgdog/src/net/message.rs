@@ -1,5 +1,6 @@
 //! Protocol messages: a [`Message`] is one framed message (tag, length and payload) held as
 //! `Bytes`; builders make the messages pgdog sends, readers take apart the ones it inspects.
+use super::encoding::Codec;
 use super::error::ProtocolError;
 use super::tag::{backend, field, frontend};
 use bytes::{BufMut, Bytes, BytesMut};
@@ -174,6 +175,21 @@ impl<'a> Reader<'a> {
     pub fn cstr(&mut self) -> Result<&'a str, ProtocolError> {
         let bytes = self.until_nul()?;
         std::str::from_utf8(bytes).map_err(|_| self.bad())
+    }
+
+    /// A statement or portal name in any encoding, as a key that tells every name apart: the
+    /// name itself when it is UTF-8, else [`NAME_ESCAPE`] and each byte as the character of
+    /// its number (a UTF-8 name starting with `NAME_ESCAPE` is escaped too, so no two names
+    /// share a key).
+    pub fn name(&mut self) -> Result<std::borrow::Cow<'a, str>, ProtocolError> {
+        let bytes = self.until_nul()?;
+        Ok(match std::str::from_utf8(bytes) {
+            Ok(s) if !s.starts_with(NAME_ESCAPE) => std::borrow::Cow::Borrowed(s),
+            _ => std::iter::once(NAME_ESCAPE)
+                .chain(bytes.iter().map(|&b| char::from(b)))
+                .collect::<String>()
+                .into(),
+        })
     }
 
     /// A NUL-terminated string in any encoding: as UTF-8 when it is, else a UTF-8 view with
@@ -389,7 +405,15 @@ pub fn sasl_initial_response(mechanism: &str, data: &[u8]) -> Message {
 }
 
 pub fn query(sql: &str) -> Message {
-    build(b'Q', |b| put_cstr(b, sql))
+    query_bytes(sql.as_bytes())
+}
+
+/// Query of text in any encoding.
+pub fn query_bytes(sql: &[u8]) -> Message {
+    build(b'Q', |b| {
+        b.put_slice(sql);
+        b.put_u8(0);
+    })
 }
 
 pub fn terminate() -> Message {
@@ -402,9 +426,15 @@ pub fn sync() -> Message {
 
 /// Parse: statement name, query text, parameter type OIDs.
 pub fn parse(name: &str, query: &str, param_types: &[i32]) -> Message {
+    parse_bytes(name, query.as_bytes(), param_types)
+}
+
+/// Parse of query text in any encoding.
+pub fn parse_bytes(name: &str, query: &[u8], param_types: &[i32]) -> Message {
     build(b'P', |b| {
         put_cstr(b, name);
-        put_cstr(b, query);
+        b.put_slice(query);
+        b.put_u8(0);
         b.put_i16(param_types.len() as i16);
         for t in param_types {
             b.put_i32(*t);
@@ -470,58 +500,80 @@ pub fn read_error(m: &Message) -> Result<ErrorFields, ProtocolError> {
     Ok(e)
 }
 
+/// The first character of a name key that is not the name itself (see [`Reader::name`]).
+pub const NAME_ESCAPE: char = '\u{FFFF}';
+
+/// A name key as text for messages: the name's bytes read as LATIN1 when it was escaped.
+pub fn shown_name(key: &str) -> &str {
+    key.strip_prefix(NAME_ESCAPE).unwrap_or(key)
+}
+
+/// A statement or portal name key (see [`Reader::name`]).
+pub type Name<'a> = std::borrow::Cow<'a, str>;
+
+/// A name key's bytes as the client sent them (see [`Reader::name`]).
+pub fn name_bytes(key: &str) -> std::borrow::Cow<'_, [u8]> {
+    match key.strip_prefix(NAME_ESCAPE) {
+        Some(escaped) => escaped.chars().map(|c| c as u8).collect::<Vec<u8>>().into(),
+        None => key.as_bytes().into(),
+    }
+}
+
 /// Parse message fields.
 pub struct ParseFields<'a> {
-    pub name: &'a str,
-    pub query: &'a str,
+    pub name: std::borrow::Cow<'a, str>,
+    /// The query text as the client sent it, in its encoding.
+    pub text: &'a [u8],
     pub param_types: Vec<i32>,
+}
+
+impl<'a> ParseFields<'a> {
+    /// The query text as UTF-8 (see [`Codec::decode`](crate::net::encoding::Codec)).
+    pub fn query(&self, codec: Codec) -> Option<std::borrow::Cow<'a, str>> {
+        codec.decode(self.text)
+    }
 }
 
 pub fn read_parse(m: &Message) -> Result<ParseFields<'_>, ProtocolError> {
     let mut r = m.reader();
-    let name = r.cstr()?;
-    let query = r.cstr()?;
+    let name = r.name()?;
+    let text = r.until_nul()?;
     let param_types = r.list(Reader::i32)?;
     Ok(ParseFields {
         name,
-        query,
+        text,
         param_types,
     })
 }
 
-/// Parse's statement name and its query text in the client's encoding (see
-/// [`Reader::cstr_lossy`]).
-pub fn read_parse_text(m: &Message) -> Result<(&str, std::borrow::Cow<'_, str>), ProtocolError> {
-    let mut r = m.reader();
-    let name = r.cstr()?;
-    Ok((name, r.cstr_lossy()?))
-}
-
 /// Bind: (portal, statement) names and the offset of what follows them.
-pub fn read_bind_names(m: &Message) -> Result<(&str, &str, usize), ProtocolError> {
+pub fn read_bind_names(m: &Message) -> Result<(Name<'_>, Name<'_>, usize), ProtocolError> {
     let mut r = m.reader();
-    let portal = r.cstr()?;
-    let statement = r.cstr()?;
+    let portal = r.name()?;
+    let statement = r.name()?;
     let offset = m.payload().len() - r.remaining();
     Ok((portal, statement, offset))
 }
 
-/// Bind with another statement name, the rest copied.
+/// Bind with another statement name, the rest copied (the portal's name as the client sent
+/// it).
 pub fn rewrite_bind(m: &Message, statement: &str) -> Result<Message, ProtocolError> {
-    let (portal, _, offset) = read_bind_names(m)?;
-    let rest = &m.payload()[offset..];
+    let (_, _, offset) = read_bind_names(m)?;
+    let payload = m.payload();
+    let portal_end = memchr::memchr(0, payload).unwrap_or(0);
+    let rest = &payload[offset..];
     Ok(build(b'B', |b| {
-        put_cstr(b, portal);
+        b.put_slice(&payload[..=portal_end]);
         put_cstr(b, statement);
         b.put_slice(rest);
     }))
 }
 
 /// Describe / Close: kind (`S` statement or `P` portal) and name.
-pub fn read_target(m: &Message) -> Result<(u8, &str), ProtocolError> {
+pub fn read_target(m: &Message) -> Result<(u8, Name<'_>), ProtocolError> {
     let mut r = m.reader();
     let kind = r.u8()?;
-    let name = r.cstr()?;
+    let name = r.name()?;
     if kind != b'S' && kind != b'P' {
         return Err(ProtocolError::Malformed("Describe/Close"));
     }
@@ -541,9 +593,9 @@ pub fn read_query(m: &Message) -> Result<&str, ProtocolError> {
     m.reader().cstr()
 }
 
-/// A Query's text in the client's encoding: see [`Reader::cstr_lossy`].
-pub fn read_query_lossy(m: &Message) -> Result<std::borrow::Cow<'_, str>, ProtocolError> {
-    m.reader().cstr_lossy()
+/// A Query's text as the client sent it, in its encoding.
+pub fn read_query_text(m: &Message) -> Result<&[u8], ProtocolError> {
+    m.reader().until_nul()
 }
 
 #[cfg(test)]
@@ -551,12 +603,39 @@ mod tests {
     use super::*;
 
     #[test]
+    fn names_in_any_encoding_are_distinct_keys_and_read_back() {
+        let names: [&[u8]; 4] = [
+            b"caf\xe9",
+            "café".as_bytes(),
+            "\u{FFFF}x".as_bytes(),
+            b"plain",
+        ];
+        let keys: Vec<String> = names
+            .iter()
+            .map(|n| {
+                let m = build(b'P', |b| {
+                    b.put_slice(n);
+                    b.put_u8(0);
+                    put_cstr(b, "SELECT 1");
+                    b.put_i16(0);
+                });
+                read_parse(&m).unwrap().name.into_owned()
+            })
+            .collect();
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(&*name_bytes(k), names[i]);
+            assert!(keys.iter().filter(|o| *o == k).count() == 1, "{k:?}");
+        }
+        assert_eq!(keys[3], "plain");
+    }
+
+    #[test]
     fn builds_and_reads() {
         let p = parse("s1", "SELECT $1", &[23]);
         let f = read_parse(&p).unwrap();
         assert_eq!(
-            (f.name, f.query, f.param_types),
-            ("s1", "SELECT $1", vec![23])
+            (f.name.as_ref(), f.text, f.param_types),
+            ("s1", &b"SELECT $1"[..], vec![23])
         );
         let e = error("42P01", "nope");
         let ef = read_error(&e).unwrap();

@@ -4,6 +4,7 @@
 pub mod bind;
 pub mod buffers;
 pub mod codec;
+pub mod encoding;
 pub mod error;
 pub mod keepalive;
 pub mod message;

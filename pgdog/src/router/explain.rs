@@ -24,6 +24,7 @@ pub fn explain(
         values,
         formats: Vec::new(),
         types: Vec::new(),
+        codec: Default::default(),
     };
     let mut overrides = Overrides::default();
     let mut out = Vec::new();

@@ -5,6 +5,7 @@
 use super::schema::TableSharding;
 use super::RouterError;
 use crate::config::DataType;
+use crate::net::encoding::Codec;
 use crate::sharding::{Key, ShardingError};
 use pg_query_raw::router::{Const, Expr, Quantifier, Relation};
 use std::collections::BTreeSet;
@@ -17,6 +18,8 @@ pub struct Params<'a> {
     /// Each parameter's type OID when known (0: unknown), to read binary values by their own
     /// type rather than the key column's.
     pub types: Vec<i32>,
+    /// How text values read (the client's encoding): a value it cannot read proves no shard.
+    pub codec: Codec,
 }
 
 impl<'a> Params<'a> {
@@ -72,11 +75,11 @@ pub fn value_of<'a>(expr: &Expr, params: Option<&Params<'a>>) -> Option<Value<'a
                 Some(v) if binary => match params.type_of(*n) {
                     // text, varchar, bpchar, name, unknown: the bytes are the text.
                     25 | 1043 | 1042 | 19 | 705 => {
-                        Value::Text(String::from_utf8_lossy(v).into_owned())
+                        Value::Text(params.codec.decode(v)?.into_owned())
                     }
                     _ => Value::Binary(v),
                 },
-                Some(v) => Value::Text(String::from_utf8_lossy(v).into_owned()),
+                Some(v) => Value::Text(params.codec.decode(v)?.into_owned()),
             })
         }
         _ => None,

@@ -4,7 +4,7 @@
 //! pipelined beyond it stay for the next transaction. Nothing here waits.
 use super::lane::{Job, Lane, ServeFn};
 use super::Mirror;
-use crate::net::message::{read_parse, read_query};
+use crate::net::message::{read_parse, read_query_text};
 use crate::net::tag::frontend;
 use crate::net::{Message, TxStatus};
 use bytes::BytesMut;
@@ -85,8 +85,8 @@ impl Tap {
         self.started.get_or_insert_with(Instant::now);
         if self.check_ddl && !self.ddl {
             let text = match tag {
-                frontend::QUERY => read_query(m).ok().map(|t| t.to_string()),
-                frontend::PARSE => read_parse(m).ok().map(|p| p.query.to_string()),
+                frontend::QUERY => read_query_text(m).ok().map(String::from_utf8_lossy),
+                frontend::PARSE => read_parse(m).ok().map(|p| String::from_utf8_lossy(p.text)),
                 _ => None,
             };
             self.ddl = text.is_some_and(|t| super::has_ddl(&t));

@@ -129,7 +129,7 @@ impl Session {
         match m.tag() {
             frontend::BIND => {
                 let (portal, statement, _) = read_bind_names(m)?;
-                let target = match statement {
+                let target = match &*statement {
                     "" => self.dealloc.unnamed.clone(),
                     _ if self.dealloc.named.is_empty() => None,
                     name => self.dealloc.named.get(name).cloned(),
@@ -145,7 +145,7 @@ impl Session {
             }
             frontend::DESCRIBE => {
                 let (kind, name) = read_target(m)?;
-                let ours = match (kind, name) {
+                let ours = match (kind, &*name) {
                     (target::PORTAL, "") => self.dealloc.portal.is_some(),
                     (target::STATEMENT, "") => self.dealloc.unnamed.is_some(),
                     (target::STATEMENT, name) => self.dealloc.named.contains_key(name),
@@ -160,7 +160,7 @@ impl Session {
                 self.synthetic(message::empty(b'n'));
             }
             frontend::EXECUTE if self.dealloc.portal.is_some() => {
-                if !m.reader().cstr()?.is_empty() {
+                if !m.reader().name()?.is_empty() {
                     return Ok(false);
                 }
                 match self.dealloc.portal.take() {
@@ -171,7 +171,7 @@ impl Session {
             }
             frontend::CLOSE => {
                 let (kind, name) = read_target(m)?;
-                let ours = match (kind, name) {
+                let ours = match (kind, &*name) {
                     (target::STATEMENT, "") => self.dealloc.unnamed.take().is_some(),
                     (target::STATEMENT, name) => self.dealloc.named.remove(name).is_some(),
                     (target::PORTAL, "") => self.dealloc.portal.take().is_some(),

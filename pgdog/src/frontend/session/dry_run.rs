@@ -62,7 +62,7 @@ impl DryRunTap {
             frontend::PARSE => {
                 if let Ok(p) = read_parse(m) {
                     let st = Statement {
-                        sql: Arc::from(p.query),
+                        sql: Arc::from(String::from_utf8_lossy(p.text)),
                         types: p.param_types,
                     };
                     self.statements.insert(p.name.to_string(), Arc::new(st));
@@ -70,7 +70,7 @@ impl DryRunTap {
             }
             frontend::BIND => {
                 let Ok(b) = read_bind(m) else { return };
-                let Some(statement) = self.statements.get(b.statement).cloned() else {
+                let Some(statement) = self.statements.get(&*b.statement).cloned() else {
                     return;
                 };
                 let portal = Portal {
@@ -84,9 +84,9 @@ impl DryRunTap {
             frontend::CLOSE => {
                 if let Ok((kind, name)) = read_target(m) {
                     if kind == target::STATEMENT {
-                        self.statements.remove(name);
+                        self.statements.remove(&*name);
                     } else {
-                        self.portals.remove(name);
+                        self.portals.remove(&*name);
                     }
                 }
             }
@@ -95,8 +95,8 @@ impl DryRunTap {
     }
 
     fn execute(&mut self, m: &Message) {
-        let Ok(name) = m.reader().cstr() else { return };
-        let Some((name, portal)) = self.portals.remove_entry(name) else {
+        let Ok(name) = m.reader().name() else { return };
+        let Some((name, portal)) = self.portals.remove_entry(&*name) else {
             return;
         };
         let st = portal.statement.clone();
@@ -107,6 +107,7 @@ impl DryRunTap {
             values: portal.values.iter().map(|v| v.as_deref()).collect(),
             formats: portal.formats.clone(),
             types: st.types.clone(),
+            codec: Default::default(),
         };
         if parsed.statements.len() == 1 {
             self.count(&parsed, 0, &st.sql, Some(&params));

@@ -12,7 +12,7 @@ use crate::config::PoolerMode;
 use crate::frontend::mentions::{Mentions, Word};
 use crate::frontend::read_only;
 use crate::frontend::statements;
-use crate::net::message::{self, read_parse, read_parse_text, read_target};
+use crate::net::message::{self, read_parse, read_target};
 use crate::net::tag::{frontend, target};
 use crate::net::Message;
 
@@ -41,30 +41,31 @@ impl Session {
     /// same statement without the global lookup (which copied the text to look it up: three
     /// allocations and a SipHash of the text a `-M extended` transaction, callgrind). Any
     /// retirement since makes it look up again.
-    fn intern(&mut self, query: &str, param_types: &[i32], settings: u64) -> Prepared {
+    fn intern(&mut self, query: &str, wire: &[u8], types: &[i32], settings: u64) -> Prepared {
         let retired = prepared::retirements();
         if let Some((p, at)) = &self.last_interned {
             let s = &p.statement;
             if *at == retired
                 && s.settings == settings
-                && s.query == query
-                && s.param_types == param_types
+                && s.wire_text() == wire
+                && s.param_types == types
             {
                 return p.clone();
             }
         }
-        let p = prepared::intern(query, param_types, settings);
+        let p = prepared::intern_wire(query, wire, types, settings);
         self.last_interned = Some((p.clone(), retired));
         p
     }
 
     pub(super) async fn extended(&mut self, m: Message) -> Result<(), SessionError> {
         // A Parse's text, read once here for what every Parse needs checked.
-        let (mut utf8, mut deallocate) = (true, false);
+        let mut deallocate = false;
         // What a Parse's text mentions, found once for every check below.
         let mut mentions = Mentions::default();
         if m.tag() == frontend::PARSE {
-            let (name, text) = read_parse_text(&m)?;
+            let fields = read_parse(&m)?;
+            let (name, text) = (fields.name, self.client_text(fields.text));
             mentions = self.parse_mentions(&text);
             self.set_in_transaction |= mentions.has(Word::Set);
             if mentions.ddl_word() && statements::may_change_catalog(&text) {
@@ -75,9 +76,8 @@ impl Session {
                 self.fail_in_order(error).await;
                 return Ok(());
             }
-            utf8 = matches!(text, std::borrow::Cow::Borrowed(_));
             deallocate = self.client.mode == PoolerMode::Transaction
-                && self.parse_deallocate(name, &text, mentions);
+                && self.parse_deallocate(&name, &text, mentions);
         }
         if let Some(error) = invalid_subtype(&m) {
             // Postgres' answer; the session goes on after the next Sync.
@@ -91,16 +91,6 @@ impl Session {
         if deallocate {
             return Ok(());
         }
-        if !utf8 {
-            // Another client_encoding: pgdog's shared statements are kept as UTF-8 text.
-            let error = message::error(
-                "0A000",
-                "pgdog: in transaction mode, prepared statements need query text in UTF-8 \
-                 (client_encoding UTF8); use the simple protocol or session mode",
-            );
-            self.fail_in_order(error).await;
-            return Ok(());
-        }
         if self.answer_deallocate(&m).await? {
             return Ok(());
         }
@@ -109,9 +99,10 @@ impl Session {
         // synchronous prepares (libpq PQprepare) from waiting for a connection.
         if m.tag() == frontend::PARSE && self.server.is_none() && self.expected.is_empty() {
             let fields = read_parse(&m)?;
+            let query = self.client_text(fields.text);
             let unnamed = fields.name.is_empty();
-            if !unnamed && self.statements.contains_key(fields.name) {
-                let error = redefined(fields.name);
+            if !unnamed && self.statements.contains_key(&*fields.name) {
+                let error = redefined(&fields.name);
                 self.send(&error);
                 self.skip_until_sync = true;
                 return Ok(());
@@ -119,9 +110,9 @@ impl Session {
             let settings = self.statement_settings();
             if !unnamed || (crate::config::cache_unnamed_statements() && settings.is_some()) {
                 let settings = settings.unwrap_or_else(prepared::unshared);
-                let prepared = self.intern(fields.query, &fields.param_types, settings);
+                let prepared = self.intern(&query, fields.text, &fields.param_types, settings);
                 if prepared.is_valid() {
-                    self.note_parse(fields.name, fields.query, mentions);
+                    self.note_parse(&fields.name, &query, mentions);
                     self.unnamed = self.unnamed.take().filter(|_| !unnamed);
                     self.statements.insert(fields.name.to_string(), prepared);
                     self.send(&message::parse_complete());
@@ -146,7 +137,7 @@ impl Session {
             frontend::CLOSE => {
                 let (kind, name) = read_target(&m)?;
                 if kind == target::STATEMENT && !name.is_empty() {
-                    self.statements.remove(name);
+                    self.statements.remove(&*name);
                     self.synthetic(message::close_complete());
                     return Ok(());
                 }
@@ -161,8 +152,8 @@ impl Session {
             frontend::PARSE => self.parse(m, mentions).await?,
             frontend::BIND => {
                 let (_, name, _) = message::read_bind_names(&m)?;
-                self.dealloc.bound(name);
-                match self.ensure_prepared(name).await {
+                self.dealloc.bound(&name);
+                match self.ensure_prepared(&name).await {
                     Some(prepared) => {
                         let rewritten = message::rewrite_bind(&m, prepared.server_name())?;
                         self.forward(&rewritten, Expect::Bind(Some(prepared))).await;
@@ -179,7 +170,7 @@ impl Session {
             frontend::DESCRIBE => {
                 let (kind, name) = read_target(&m)?;
                 if kind == target::STATEMENT {
-                    if let Some(prepared) = self.ensure_prepared(name).await {
+                    if let Some(prepared) = self.ensure_prepared(&name).await {
                         let server_name = prepared.server_name_arc();
                         self.forward(
                             &message::target(frontend::DESCRIBE, target::STATEMENT, &server_name),
@@ -215,7 +206,8 @@ impl Session {
         }
         match m.tag() {
             frontend::PARSE => {
-                let (name, text) = read_parse_text(&m)?;
+                let fields = read_parse(&m)?;
+                let (name, text) = (fields.name, self.client_text(fields.text));
                 let mentions = Mentions::of(&text);
                 self.may_begin |= mentions.may_begin();
                 if self.query_parser {
@@ -242,7 +234,7 @@ impl Session {
                 self.forward(&m, Expect::Bind(None)).await;
             }
             frontend::DESCRIBE => {
-                if read_target(&m)? == (target::STATEMENT, "") {
+                if read_target(&m)? == (target::STATEMENT, "".into()) {
                     self.ensure_unnamed().await;
                 }
                 self.forward(&m, Expect::Describe(None)).await;
@@ -286,7 +278,7 @@ impl Session {
     /// A Close reaching the server (what to expect of it): closing the unnamed statement
     /// leaves the client none.
     fn closing(&mut self, m: &Message) -> Result<Expect, SessionError> {
-        if read_target(m)? == (target::STATEMENT, "") {
+        if read_target(m)? == (target::STATEMENT, "".into()) {
             self.unnamed_closed();
             return Ok(Expect::CloseUnnamed);
         }
@@ -296,15 +288,16 @@ impl Session {
     /// A Parse (transaction mode) whose text mentions `mentions`.
     async fn parse(&mut self, m: Message, mentions: Mentions) -> Result<(), SessionError> {
         let fields = read_parse(&m)?;
+        let query = self.client_text(fields.text);
         self.may_begin |= mentions.may_begin();
-        self.note_parse(fields.name, fields.query, mentions);
+        self.note_parse(&fields.name, &query, mentions);
         let unnamed = fields.name.is_empty();
         let settings = self.statement_settings();
         let prepared = (!unnamed
             || (crate::config::cache_unnamed_statements() && settings.is_some()))
         .then(|| {
             let settings = settings.unwrap_or_else(prepared::unshared);
-            self.intern(fields.query, &fields.param_types, settings)
+            self.intern(&query, fields.text, &fields.param_types, settings)
         });
         // The unnamed statement is not cached when the setting is off, while the client's
         // settings are changing in this transaction, or while this server's Parse of the same
@@ -323,9 +316,9 @@ impl Session {
             self.forward(&m, expect).await;
             return Ok(());
         };
-        if !unnamed && self.statements.contains_key(fields.name) {
+        if !unnamed && self.statements.contains_key(&*fields.name) {
             // Postgres' answer comes in order, and fails the server's batch as its own would.
-            let error = redefined(fields.name);
+            let error = redefined(&fields.name);
             self.fail_on_server(error).await;
             return Ok(());
         }
@@ -346,7 +339,7 @@ impl Session {
             .as_ref()
             .is_some_and(|s| s.prepared.contains(&prepared.id));
         if has {
-            self.local_parse(fields.name, swap);
+            self.local_parse(&fields.name, swap);
         } else {
             let expect = Expect::Parse {
                 prepared: Some((prepared.clone(), fields.name.into())),
@@ -421,9 +414,9 @@ impl Session {
         if let Some(s) = self.server.as_mut() {
             s.prepared.insert(prepared.id);
         }
-        let parse = message::parse(
+        let parse = message::parse_bytes(
             prepared.server_name(),
-            &prepared.statement.query,
+            prepared.statement.wire_text(),
             &prepared.statement.param_types,
         );
         self.forward(&parse, expect).await;
@@ -452,6 +445,7 @@ const MISSING: &str = "__pgdog_missing";
 
 /// Postgres' answer to a Parse of a name the client has already prepared.
 fn redefined(name: &str) -> Message {
+    let name = message::shown_name(name);
     message::error(
         "42P05",
         &format!("prepared statement \"{name}\" already exists"),

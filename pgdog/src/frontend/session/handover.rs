@@ -37,6 +37,7 @@ impl Session {
             .map(|(name, p)| HandedStatement {
                 name: name.clone(),
                 query: p.statement.query.clone(),
+                wire: p.statement.wire.as_deref().map(<[u8]>::to_vec),
                 param_types: p.statement.param_types.clone(),
                 inferred: Vec::new(),
                 generated: 0,
@@ -62,7 +63,9 @@ impl Session {
     /// Takes up the state a client brought from another pgdog.
     pub(crate) fn restore(&mut self, state: HandedSession) {
         for s in state.statements {
-            let p = prepared::intern(&s.query, &s.param_types, self.client.params.fingerprint());
+            let wire = s.wire.as_deref().unwrap_or(s.query.as_bytes());
+            let settings = self.client.params.fingerprint();
+            let p = prepared::intern_wire(&s.query, wire, &s.param_types, settings);
             self.statements.insert(s.name, p);
         }
         self.unnamed = state.unnamed.map(ClientUnnamed::from_parse_bytes);

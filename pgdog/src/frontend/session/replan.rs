@@ -148,8 +148,9 @@ impl Session {
     /// name for it in this session points to a fresh statement of the same text.
     fn replace_statement(&mut self, p: &Prepared) {
         prepared::retire(p);
-        let fresh = prepared::intern(
+        let fresh = prepared::intern_wire(
             &p.statement.query,
+            p.statement.wire_text(),
             &p.statement.param_types,
             p.statement.settings,
         );

@@ -57,17 +57,20 @@ impl Session {
             return Ok(false);
         }
         let named = match m.tag() {
-            frontend::PARSE => return Ok(self.wants_read(read_parse(m)?.query, false)),
+            frontend::PARSE => {
+                let text = self.client_text(read_parse(m)?.text);
+                return Ok(self.wants_read(&text, false));
+            }
             frontend::BIND => message::read_bind_names(m)?.1,
             frontend::DESCRIBE => match read_target(m)? {
                 (target::STATEMENT, name) => name,
-                _ => "",
+                _ => "".into(),
             },
-            _ => "",
+            _ => "".into(),
         };
         Ok(self
             .statements
-            .get(named)
+            .get(&*named)
             .is_some_and(|p| self.wants_read(&p.statement.query, false)))
     }
 

@@ -3,7 +3,7 @@
 //! binary), all inside one transaction per shard so a bad row rolls back every shard.
 //! `COPY ... TO STDOUT`: every shard's rows, one after the other, as one COPY (one header, one
 //! binary trailer, counts added up).
-use super::{ClientError, ShardedSession};
+use super::{in_client_encoding, ClientError, ShardedSession};
 use crate::backend::ServerError;
 use crate::net::message;
 use crate::net::quote::ident as quote_ident;
@@ -32,6 +32,12 @@ impl ShardedSession {
             return Err(ClientError::new(
                 "0A000",
                 "COPY to or from a server file or program is not supported on sharded databases: use STDIN/STDOUT",
+            ));
+        }
+        if from && !self.client.codec.is_utf8() {
+            return Err(ClientError::new(
+                "0A000",
+                "COPY FROM STDIN on a sharded database needs client_encoding UTF8: pgdog routes its rows by their text",
             ));
         }
         if from {
@@ -167,8 +173,9 @@ impl ShardedSession {
     async fn start_copy_in(&mut self, sql: &str, shards: &[usize]) -> Result<Message, ClientError> {
         let mut copy_in_response: Option<Message> = None;
         for &shard in shards {
+            let text = in_client_encoding(self.client.codec, sql)?;
             let server = self.server(shard).await?;
-            server.write(&message::query(sql)).await?;
+            server.write(&message::query_bytes(&text)).await?;
             loop {
                 let m = server.read().await?;
                 match m.tag() {
@@ -391,8 +398,9 @@ impl ShardedSession {
         shards: &[usize],
     ) -> Result<(), ClientError> {
         for &shard in shards {
+            let text = in_client_encoding(self.client.codec, sql)?;
             let server = self.server(shard).await?;
-            server.write(&message::query(sql)).await?;
+            server.write(&message::query_bytes(&text)).await?;
         }
         let binary = stmt.options.format == CopyFormat::Binary;
         let csv_header = stmt.options.format == CopyFormat::Csv && stmt.options.header;

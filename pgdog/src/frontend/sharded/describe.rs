@@ -1,7 +1,7 @@
 //! Describe of a prepared statement: any one shard can answer (every shard has the same
 //! schema), so the statement is prepared there and its ParameterDescription and RowDescription
 //! are relayed.
-use super::{ClientError, ShardedSession, Statement};
+use super::{in_client_encoding, ClientError, ShardedSession, Statement};
 use crate::backend::prepared;
 use crate::net::tag::{backend, frontend, target};
 use crate::net::TxStatus;
@@ -76,13 +76,15 @@ impl ShardedSession {
         shard: usize,
         st: &Statement,
     ) -> Result<(Vec<i32>, Vec<Message>), ClientError> {
+        let codec = self.client.codec;
         let server = self.server(shard).await?;
         let p = prepared::intern(&st.sql, &st.param_types, 0);
         let mut buf = BytesMut::new();
         let mut parsed_now = false;
         if !server.prepared.contains(&p.id) {
+            let text = in_client_encoding(codec, &st.sql)?;
             buf.extend_from_slice(
-                message::parse(p.server_name(), &st.sql, &st.param_types).bytes(),
+                message::parse_bytes(p.server_name(), &text, &st.param_types).bytes(),
             );
             server.prepared.insert(p.id);
             parsed_now = true;

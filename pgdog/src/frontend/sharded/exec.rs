@@ -1,7 +1,7 @@
 //! Running one routed statement: what each shard is sent, and how their answers become one
 //! answer for the client (passed through from one shard, or merged: RowDescriptions checked,
 //! rows streamed or merged by the cross-shard plan, CommandComplete counts added up).
-use super::{ClientError, ShardedSession, Statement};
+use super::{in_client_encoding, ClientError, ShardedSession, Statement};
 use crate::backend::prepared;
 use crate::backend::ServerError;
 use crate::merge::{CrossShardPlan, MemoryLimits, MergePlan, Merger};
@@ -193,13 +193,17 @@ impl ShardedSession {
     ) -> Result<Vec<String>, ClientError> {
         // Write to every shard first, so they all work at once.
         let mut parsed_ids: Vec<Vec<u64>> = Vec::with_capacity(work.len());
+        let codec = self.client.codec;
         for w in work {
             let mut buf = BytesMut::with_capacity(256);
             let mut ids = Vec::new();
             {
+                let text = in_client_encoding(codec, &w.sql)?;
                 let server = self.server(w.shard).await?;
                 match req {
-                    Request::Simple(_) => buf.extend_from_slice(message::query(&w.sql).bytes()),
+                    Request::Simple(_) => {
+                        buf.extend_from_slice(message::query_bytes(&text).bytes())
+                    }
                     Request::Extended {
                         statement,
                         bind,
@@ -226,13 +230,13 @@ impl ShardedSession {
                         let p = prepared::intern(&w.sql, &types, 0);
                         if !server.prepared.contains(&p.id) {
                             buf.extend_from_slice(
-                                message::parse(p.server_name(), &w.sql, &types).bytes(),
+                                message::parse_bytes(p.server_name(), &text, &types).bytes(),
                             );
                             server.prepared.insert(p.id);
                             ids.push(p.id);
                         }
                         let mut b = bind.clone();
-                        b.portal = "";
+                        b.portal = "".into();
                         let hidden = plan.map(|p| p.merge.hidden_columns()).unwrap_or(0);
                         let mut formats = b.result_formats.clone();
                         if hidden > 0 && formats.len() > 1 {
@@ -392,6 +396,7 @@ impl ShardedSession {
                 if let Some(s) = self.servers[shard].as_mut() {
                     s.record_parameter(&m);
                 }
+                self.client.parameter_reported(&m);
             }
             backend::READY_FOR_QUERY => {
                 if let Some(s) = self.servers[shard].as_mut() {
@@ -437,6 +442,9 @@ impl ShardedSession {
                 .and_then(|s| s.params.get("DateStyle").cloned());
             if let Some(style) = style {
                 mg.set_datestyle(&style);
+            }
+            if !self.client.codec.orders_text_as_bytes() {
+                mg.set_text_unordered();
             }
         }
         let mut c = Collected {

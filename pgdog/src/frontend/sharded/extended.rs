@@ -2,21 +2,24 @@
 //! statement is parsed once, its Bind kept in a portal); Describe is answered from a shard;
 //! each Execute is routed by its Bind's parameter values.
 use super::*;
+use crate::net::encoding::Codec;
 use crate::router::Params;
 
 impl ShardedSession {
     pub(super) fn parse(&mut self, m: &Message) -> Result<(), SessionError> {
-        let Some(fields) = utf8_text(read_parse(m), m)? else {
-            self.fail_extended(not_utf8());
+        let fields = read_parse(m)?;
+        let codec = self.client.codec;
+        let Some(query) = fields.query(codec) else {
+            self.fail_extended(unreadable(codec));
             return Ok(());
         };
         // Syntax errors are reported at Parse time, as Postgres does.
-        if let Err(e) = QueryCache::global().get(fields.query) {
+        if let Err(e) = QueryCache::global().get(&query) {
             self.fail_extended(e.into());
             return Ok(());
         }
-        let statement = self.prepared_with_ids(fields.query, &fields.param_types);
-        self.statements.insert(fields.name.to_string(), statement);
+        let statement = self.prepared_with_ids(&query, &fields.param_types);
+        self.statements.insert(fields.name.into_owned(), statement);
         self.send(&message::parse_complete());
         Ok(())
     }
@@ -48,7 +51,7 @@ impl ShardedSession {
     pub(super) async fn describe(&mut self, m: &Message) -> Result<(), SessionError> {
         let (kind, name) = read_target(m)?;
         if kind == target::PORTAL {
-            match self.portals.get_mut(name) {
+            match self.portals.get_mut(&*name) {
                 Some(p) => p.describe = true,
                 None => self.fail_extended(ClientError::new(
                     "34000",
@@ -57,7 +60,7 @@ impl ShardedSession {
             }
             return Ok(());
         }
-        let Some(st) = self.statements.get(name).cloned() else {
+        let Some(st) = self.statements.get(&*name).cloned() else {
             self.fail_extended(ClientError::new(
                 "26000",
                 format!("prepared statement \"{name}\" does not exist"),
@@ -128,7 +131,7 @@ impl ShardedSession {
         }
         if self.router.dry_run().is_some() {
             if let Ok(bind) = read_bind(&portal.bind) {
-                let params = params_of(&portal.statement, &bind);
+                let params = params_of(&portal.statement, &bind, self.client.codec);
                 self.count_route(&parsed, 0, &sql, Some(&params));
             }
         }
@@ -174,7 +177,7 @@ impl ShardedSession {
             bind.param_formats = formats;
             bind.values.extend(ids.iter().map(|v| Some(v.as_slice())));
         }
-        let params = params_of(&portal.statement, &bind);
+        let params = params_of(&portal.statement, &bind, self.client.codec);
         let origin = key_update::Origin::Extended {
             statement: &portal.statement,
             bind: &bind,
@@ -204,8 +207,13 @@ impl ShardedSession {
 
 /// The parameters of a Bind for routing: values, formats, and each one's type (declared at
 /// Parse, else inferred).
-fn params_of<'a>(statement: &Statement, bind: &crate::net::bind::Bind<'a>) -> Params<'a> {
+fn params_of<'a>(
+    statement: &Statement,
+    bind: &crate::net::bind::Bind<'a>,
+    codec: Codec,
+) -> Params<'a> {
     Params {
+        codec,
         values: bind.values.clone(),
         formats: bind.param_formats.clone(),
         types: (0..bind.values.len())

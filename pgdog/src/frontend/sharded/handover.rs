@@ -34,6 +34,7 @@ impl ShardedSession {
             .map(|(name, s)| HandedStatement {
                 name: name.clone(),
                 query: s.sql.to_string(),
+                wire: None,
                 param_types: s.param_types.clone(),
                 inferred: s.inferred.clone(),
                 generated: s.generated,

@@ -13,6 +13,7 @@
 use super::{exec, ClientError, ShardedSession};
 use crate::backend::unique_id;
 use crate::merge::{MemoryLimits, Spool, SpoolReader};
+use crate::net::encoding::Codec;
 use crate::net::message;
 use crate::net::rows::{self, DataRow};
 use crate::net::tag::backend;
@@ -168,7 +169,7 @@ impl ShardedSession {
                 }
                 _ => continue,
             }
-            let mut row = texts(m)?;
+            let mut row = texts(m, self.client.codec)?;
             let k = match key {
                 Some(k) => k,
                 None => {
@@ -208,7 +209,7 @@ impl ShardedSession {
             let mut spooled = spool.reader()?;
             let mut batch: Rows = Vec::new();
             while let Some(m) = spooled.read()? {
-                batch.push(texts(m)?);
+                batch.push(texts(m, self.client.codec)?);
                 if batch.len() >= CHUNK {
                     self.insert_batch(tree, &columns, shard, Some(&batch), describe, &mut done)
                         .await?;
@@ -296,11 +297,23 @@ impl ShardedSession {
 }
 
 /// A DataRow's values as text.
-fn texts(m: Message) -> Result<Vec<Option<String>>, ClientError> {
+/// A DataRow's values as text (in the client's encoding, as the shards send them).
+pub(super) fn texts(m: Message, codec: Codec) -> Result<Vec<Option<String>>, ClientError> {
     let r = DataRow::parse(m).map_err(|e| ClientError::new("08P01", e.to_string()))?;
-    Ok((0..r.len())
-        .map(|i| r.get(i).map(|v| String::from_utf8_lossy(v).into_owned()))
-        .collect())
+    (0..r.len())
+        .map(|i| r.get(i).map(|v| text_value(codec, v)).transpose())
+        .collect()
+}
+
+/// One value of a row as text (see [`texts`]).
+pub(super) fn text_value(codec: Codec, v: &[u8]) -> Result<String, ClientError> {
+    match codec.decode(v) {
+        Some(text) => Ok(text.into_owned()),
+        None => Err(ClientError::new(
+            "0A000",
+            "pgdog cannot read a value in the client's encoding (client_encoding) to move it between shards",
+        )),
+    }
 }
 
 fn width_error(targets: usize, width: usize) -> ClientError {

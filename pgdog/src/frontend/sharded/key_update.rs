@@ -7,6 +7,7 @@
 //! all in one transaction across the shards (two-phase commit when enabled). The client gets
 //! its own RETURNING columns and `UPDATE n`. Each shard's answer is spooled (memory up to
 //! `merge_work_mem`, then a temporary file) and moved 1,000 rows at a time.
+use super::insert_select::text_value;
 use super::{exec, ClientError, ShardedSession, Statement};
 use crate::merge::SpoolReader;
 use crate::net::bind::Bind;
@@ -135,9 +136,10 @@ impl ShardedSession {
                     }
                     backend::DATA_ROW => {
                         let row = DataRow::parse(m).map_err(bad)?;
+                        let codec = self.client.codec;
                         let whole: Vec<Option<String>> = (split + 1..row.len())
-                            .map(|i| row.get(i).map(|v| String::from_utf8_lossy(v).into_owned()))
-                            .collect();
+                            .map(|i| row.get(i).map(|v| text_value(codec, v)).transpose())
+                            .collect::<Result<_, _>>()?;
                         let to = ts
                             .shard_of_text(whole.get(key).cloned().flatten().as_deref())
                             .map_err(RouterError::from)?;

@@ -25,6 +25,7 @@ use super::statements;
 use crate::backend::{PooledServer, ServerError, Shard};
 use crate::config::PoolerMode;
 use crate::net::bind::read_bind;
+use crate::net::encoding::Codec;
 use crate::net::message::{self, read_parse, read_target};
 use crate::net::tag::{backend, frontend, target};
 use crate::net::TxStatus;
@@ -39,26 +40,19 @@ use tx::Tx;
 
 pub use super::session::SessionError;
 
-/// A Query's or Parse's fields; None when the message is well formed but its text is not
-/// UTF-8 (another client_encoding), which the router cannot read yet.
-fn utf8_text<T>(read: Result<T, ProtocolError>, m: &Message) -> Result<Option<T>, ProtocolError> {
-    match read {
-        Ok(fields) => Ok(Some(fields)),
-        Err(e) => match message::read_parse_text(m)
-            .or_else(|_| message::read_query_lossy(m).map(|q| ("", q)))
-        {
-            Ok(_) => Ok(None),
-            Err(_) => Err(e),
-        },
-    }
+/// Query text the client's encoding does not let pgdog read: it cannot be routed.
+fn unreadable(codec: Codec) -> ClientError {
+    ClientError::new("0A000", codec.unreadable())
 }
 
-/// The answer to query text that is not UTF-8 on a sharded database.
-fn not_utf8() -> ClientError {
-    ClientError::new(
-        "0A000",
-        "sharded databases need query text in UTF-8 (client_encoding UTF8): pgdog routes by it",
-    )
+/// SQL pgdog sends to a shard, in the client's encoding (the shard's connection speaks it).
+fn in_client_encoding(codec: Codec, sql: &str) -> Result<std::borrow::Cow<'_, [u8]>, ClientError> {
+    codec.encode(sql).ok_or_else(|| {
+        ClientError::new(
+            "0A000",
+            "pgdog cannot write this query in the client's encoding (client_encoding)",
+        )
+    })
 }
 
 /// A statement the client prepared (named or unnamed).
@@ -318,12 +312,13 @@ impl ShardedSession {
         }
         match m.tag() {
             frontend::QUERY => {
-                let Some(sql) = utf8_text(message::read_query(&m), &m)? else {
-                    self.fail(not_utf8());
+                let codec = self.client.codec;
+                let Some(sql) = codec.decode(message::read_query_text(&m)?) else {
+                    self.fail(unreadable(codec));
                     self.ready();
                     return Ok(());
                 };
-                let sql = sql.to_string();
+                let sql = sql.into_owned();
                 match self.pass_gate().await {
                     Ok(()) => self.simple_query(&sql).await?,
                     Err(e) => self.fail(e),
@@ -338,9 +333,9 @@ impl ShardedSession {
             frontend::CLOSE => {
                 let (kind, name) = read_target(&m)?;
                 if kind == target::STATEMENT {
-                    self.statements.remove(name);
+                    self.statements.remove(&*name);
                 } else {
-                    self.portals.remove(name);
+                    self.portals.remove(&*name);
                 }
                 self.send(&message::close_complete());
             }

@@ -199,6 +199,7 @@ pub fn route_log(dry: &DryRun, logged: &[Logged]) -> Routed {
             values,
             formats: Vec::new(),
             types: Vec::new(),
+            codec: Default::default(),
         };
         let params = (!l.params.is_empty()).then_some(&params);
         let n = parsed.statements.len().max(1) as u64;
