@@ -313,6 +313,11 @@ async fn sharded_databases_route_text_in_the_clients_encoding() {
         query_bytes(&mut japanese, b"SELECT count(*) FROM t").await,
         vec![b"16".to_vec()]
     );
+    // Equal text still merges (DISTINCT, GROUP BY compare bytes).
+    assert_eq!(
+        query_bytes(&mut japanese, b"SELECT DISTINCT left(id, 3) FROM t").await,
+        vec![b"caf".to_vec()]
+    );
     let key = [b"SELECT v FROM t WHERE id = '", &euc_jp("日本")[..], b"'"].concat();
     assert_eq!(
         query_bytes(&mut japanese, &key).await,

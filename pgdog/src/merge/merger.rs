@@ -181,16 +181,10 @@ impl Merger {
             .iter()
             .map(|f| ColType {
                 dates,
+                unordered_text: self.text_unordered,
                 ..ColType::of(f)
             })
             .collect();
-        if self.text_unordered {
-            for t in &mut self.types {
-                if matches!(t.kind, Kind::Text | Kind::Bpchar) {
-                    t.kind = Kind::Other;
-                }
-            }
-        }
         let absolute = |c: ColumnRef| -> Result<usize, MergeError> {
             let i = match c {
                 ColumnRef::Index(i) => i,

@@ -115,6 +115,9 @@ pub struct ColType {
     pub binary: bool,
     /// How the servers print dates and timestamps (text format).
     pub dates: DateStyle,
+    /// Text reaches the client in an encoding whose bytes do not sort as the text (see
+    /// `Merger::set_text_unordered`): text is then compared for equality only.
+    pub unordered_text: bool,
 }
 
 /// Why two values could not be compared.
@@ -134,6 +137,7 @@ impl ColType {
             oid: field.type_oid,
             binary: field.is_binary(),
             dates: DateStyle::default(),
+            unordered_text: false,
         }
     }
 
@@ -141,7 +145,7 @@ impl ColType {
     pub fn ordered(&self) -> bool {
         match self.kind {
             Kind::Other => false,
-            Kind::Numeric => true,
+            Kind::Text | Kind::Bpchar => !self.unordered_text,
             _ => true,
         }
     }
@@ -298,6 +302,7 @@ mod tests {
             oid,
             binary,
             dates: DateStyle::default(),
+            unordered_text: false,
         }
     }
 
