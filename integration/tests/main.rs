@@ -38,6 +38,7 @@ mod pooler_settings;
 mod pooler_smoke;
 mod pooler_state;
 mod pooler_tls;
+mod pooler_unix;
 mod pooler_unnamed;
 mod replication_client;
 mod replication_decode;

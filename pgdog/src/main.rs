@@ -56,7 +56,7 @@ fn run(config: &std::path::Path, users: &std::path::Path) -> ExitCode {
         // Without so_reuseport the port is taken first (a second pgdog fails at once). With it,
         // once the first health checks are done: the kernel hands this pgdog connections as
         // soon as it listens, and the handover socket says it is ready to take over.
-        let mut listener = None;
+        let (mut listener, mut unix) = (None, None);
         if !reuseport {
             match pgdog::frontend::listener::bind(&addr, false).await {
                 Ok(l) => listener = Some(l),
@@ -64,6 +64,11 @@ fn run(config: &std::path::Path, users: &std::path::Path) -> ExitCode {
                     eprintln!("pgdog: listening on {addr}: {e}");
                     return ExitCode::FAILURE;
                 }
+            }
+            // The socket file with the port: a client that reached one finds the other.
+            match bind_unix(&settings.config.general) {
+                Ok(u) => unix = Some(u),
+                Err(code) => return code,
             }
         }
         let check_timeout = settings.config.general.healthcheck_timeout;
@@ -83,6 +88,16 @@ fn run(config: &std::path::Path, users: &std::path::Path) -> ExitCode {
             eprintln!("pgdog: handover socket: {e}");
             return ExitCode::FAILURE;
         }
+        let unix = match unix {
+            Some(u) => u,
+            None => match bind_unix(&Registry::current().settings.config.general) {
+                Ok(u) => u,
+                Err(code) => {
+                    pgdog::ops::handover::remove_own();
+                    return code;
+                }
+            },
+        };
         let listener = match listener {
             Some(l) => l,
             None => match pgdog::frontend::listener::bind(&addr, true).await {
@@ -95,11 +110,16 @@ fn run(config: &std::path::Path, users: &std::path::Path) -> ExitCode {
             },
         };
         tracing::info!(
-            "pgdog listening on {addr} ({} worker thread(s))",
+            "pgdog listening on {addr}{} ({} worker thread(s))",
+            unix.as_ref()
+                .map(|u| format!(" and {}", u.path()))
+                .unwrap_or_default(),
             settings_workers(&Registry::current())
         );
+        let leases = two_phase_start().await;
+        tokio::spawn(two_phase_upkeep(leases));
+        let unix = unix.map(|u| tokio::spawn(pgdog::frontend::unix_listener::listen(u)));
         tokio::spawn(maintenance());
-        tokio::spawn(two_phase_upkeep());
         // SIGHUP and the admin database's RELOAD share the same reload code and file paths.
         pgdog::admin::set_config_paths(config.to_path_buf(), users.to_path_buf());
         tokio::spawn(pgdog::admin::reload_on_sighup());
@@ -119,32 +139,63 @@ fn run(config: &std::path::Path, users: &std::path::Path) -> ExitCode {
         pgdog::frontend::listener::listen(listener).await;
         // Listening sockets other pgdogs handed over go on to the successor too.
         pgdog::frontend::listener::adopted_done().await;
+        if let Some(unix) = unix {
+            let _ = unix.await;
+        }
         pgdog::ops::shutdown::drain().await;
         ExitCode::SUCCESS
+    })
+}
+
+/// pgdog's Unix-domain socket (None: `unix_socket_dir` is empty); the exit status when it
+/// cannot be made.
+fn bind_unix(
+    general: &pgdog::config::General,
+) -> Result<Option<pgdog::frontend::unix_listener::UnixSocket>, ExitCode> {
+    pgdog::frontend::unix_listener::bind(general).map_err(|e| {
+        eprintln!("pgdog: Unix-domain socket: {e}");
+        ExitCode::FAILURE
     })
 }
 
 /// Two-phase commit upkeep: this instance's id, the decision tables, and recovery of the
 /// in-doubt transactions this instance left (at start, then every
 /// `two_phase_recovery_interval`).
-async fn two_phase_upkeep() {
+/// Two-phase commit's start, before clients are served (a first commit needs the decision
+/// table): this process' lease on each database's first shard (another process of the
+/// instance leaves its transactions alone while it is held), then the decision tables. Bounded
+/// by `connect_timeout` per step: servers down at start are retried by the upkeep.
+async fn two_phase_start() -> Leases {
     let registry = Registry::current();
     if !registry.settings.config.general.two_phase_commit {
-        return;
+        return Vec::new();
     }
     let databases = two_phase_databases(&registry);
-    // This process' lease on each database's first shard, before anything else: another
-    // process of the instance leaves its transactions alone while it is held.
-    let mut leases: Vec<(pgdog::backend::Pool, Option<pgdog::backend::server::Server>)> = databases
+    let mut leases: Leases = databases
         .iter()
         .filter_map(|(_, pools)| pools.first().cloned())
         .map(|p| (p, None))
         .collect();
-    keep_leases(&mut leases).await;
+    let bound = std::time::Duration::from_millis(
+        registry.settings.config.general.connect_timeout.max(1) * 2,
+    );
+    let _ = tokio::time::timeout(bound, keep_leases(&mut leases)).await;
     for (database, pools) in &databases {
-        pgdog::backend::twophase::prepare_tables(database, pools).await;
+        let prepare = pgdog::backend::twophase::prepare_tables(database, pools);
+        if tokio::time::timeout(bound, prepare).await.is_err() {
+            tracing::warn!("two-phase commit: {database}: decision tables not made at start");
+        }
     }
-    drop(registry);
+    leases
+}
+
+/// Leases held by this process (see `keep_leases`).
+type Leases = Vec<(pgdog::backend::Pool, Option<pgdog::backend::server::Server>)>;
+
+async fn two_phase_upkeep(mut leases: Leases) {
+    if !Registry::current().settings.config.general.two_phase_commit {
+        return;
+    }
     loop {
         keep_leases(&mut leases).await;
         let registry = Registry::current();

@@ -77,7 +77,7 @@ impl Observed {
 
 impl HostState {
     pub fn addr(&self) -> String {
-        format!("{}:{}", self.host, self.port)
+        crate::net::unix::address(&self.host, self.port)
     }
 
     pub fn status(&self) -> HostStatus {

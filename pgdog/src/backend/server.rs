@@ -8,7 +8,7 @@ use crate::net::{Message, MessageReader, ProtocolError};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, UnixStream};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -116,7 +116,7 @@ pub enum PassThrough {
 
 impl ServerTarget {
     pub fn addr(&self) -> String {
-        format!("{}:{}", self.host, self.port)
+        crate::net::unix::address(&self.host, self.port)
     }
 }
 
@@ -221,16 +221,22 @@ impl Server {
         extra: &[(&str, &str)],
     ) -> Result<Server, ServerError> {
         let addr = target.addr();
-        let stream = TcpStream::connect((target.host.as_str(), target.port))
-            .await
-            .map_err(|source| ServerError::Connect {
-                addr: addr.clone(),
-                source,
-            })?;
-        let _ = stream.set_nodelay(true);
+        let failed = |source| ServerError::Connect {
+            addr: addr.clone(),
+            source,
+        };
         let general = crate::config::active();
-        crate::net::keepalive::apply(&stream, &general);
-        let stream = negotiate_tls(stream, target, &general).await?;
+        // A socket folder: no TLS there, as libpq and PgBouncer do.
+        let stream = if crate::net::unix::is_socket_dir(&target.host) {
+            Stream::Unix(UnixStream::connect(&addr).await.map_err(failed)?)
+        } else {
+            let stream = TcpStream::connect((target.host.as_str(), target.port))
+                .await
+                .map_err(failed)?;
+            let _ = stream.set_nodelay(true);
+            crate::net::keepalive::apply(&stream, &general);
+            negotiate_tls(stream, target, &general).await?
+        };
         let mut server = Server {
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             stream,
@@ -617,15 +623,15 @@ impl Server {
     pub fn is_broken(&mut self) -> bool {
         use std::pin::Pin;
         use std::task::{Context, Poll, Waker};
-        use tokio::io::{AsyncRead, Interest, ReadBuf};
+        use tokio::io::{AsyncRead, ReadBuf};
         if !self.healthy || self.reader.buffered() > 0 {
             return true;
         }
         // The socket's readiness as the runtime last saw it, without a syscall, a lock or a
         // waker (`try_io` calls the closure only when it is set).
-        let readable = self.stream.tcp().try_io(Interest::READABLE, || {
-            Err::<(), _>(std::io::Error::other("readable"))
-        });
+        let readable = self
+            .stream
+            .try_io_readable(|| Err::<(), _>(std::io::Error::other("readable")));
         if matches!(&readable, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock) {
             return false;
         }

@@ -2,7 +2,7 @@
 //! configuration. Each line is `host`, `hostssl` or `hostnossl`, then databases, users, an
 //! address (CIDR, address and mask, or `all`) and a method (`trust`, `reject`, `password`,
 //! `md5`, `scram-sha-256`, `cert`). The first line matching a connection decides; `local`
-//! lines are skipped (pgdog has no Unix socket). What pgdog cannot check (groups, `@file`,
+//! lines (no address) are for clients on pgdog's Unix-domain socket. What pgdog cannot check (groups, `@file`,
 //! host names, options) is an error naming the line, never a rule silently ignored.
 use std::net::IpAddr;
 
@@ -20,6 +20,7 @@ pub enum HbaMethod {
 /// Which connections a rule is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
+    Local,
     Host,
     HostSsl,
     HostNoSsl,
@@ -65,7 +66,8 @@ pub struct Connection<'a> {
     pub tls: bool,
     pub database: &'a str,
     pub user: &'a str,
-    pub addr: IpAddr,
+    /// None: a client on the Unix-domain socket.
+    pub addr: Option<IpAddr>,
 }
 
 impl Hba {
@@ -78,9 +80,7 @@ impl Hba {
             if fields.is_empty() {
                 continue;
             }
-            if let Some(rule) = rule(line, &fields).map_err(|e| format!("line {line}: {e}"))? {
-                rules.push(rule);
-            }
+            rules.push(rule(line, &fields).map_err(|e| format!("line {line}: {e}"))?);
         }
         Ok(Hba { rules })
     }
@@ -105,14 +105,16 @@ impl Hba {
 
 impl Rule {
     fn matches(&self, c: &Connection) -> bool {
-        let kind = match self.kind {
-            Kind::Host => true,
-            Kind::HostSsl => c.tls,
-            Kind::HostNoSsl => !c.tls,
+        let kind = match (self.kind, c.addr) {
+            (Kind::Local, None) => true,
+            (Kind::Local, Some(_)) | (_, None) => false,
+            (Kind::Host, _) => true,
+            (Kind::HostSsl, _) => c.tls,
+            (Kind::HostNoSsl, _) => !c.tls,
         };
         kind && self.databases.matches(c.database, c.user)
             && self.users.matches(c.user, c.user)
-            && self.address.matches(c.addr)
+            && c.addr.is_none_or(|addr| self.address.matches(addr))
     }
 }
 
@@ -208,8 +210,8 @@ fn tokens(line: &str) -> Result<Vec<Vec<Token>>, String> {
     }
 }
 
-/// One line's rule (`None` for a `local` line).
-fn rule(line: usize, fields: &[Vec<Token>]) -> Result<Option<Rule>, String> {
+/// One line's rule.
+fn rule(line: usize, fields: &[Vec<Token>]) -> Result<Rule, String> {
     let word = |i: usize| -> Result<&str, String> {
         match fields.get(i).map(|f| f.as_slice()) {
             Some([(t, _)]) => Ok(t.as_str()),
@@ -218,7 +220,7 @@ fn rule(line: usize, fields: &[Vec<Token>]) -> Result<Option<Rule>, String> {
         }
     };
     let kind = match word(0)? {
-        "local" => return Ok(None),
+        "local" => Kind::Local,
         "host" => Kind::Host,
         "hostssl" => Kind::HostSsl,
         "hostnossl" => Kind::HostNoSsl,
@@ -230,7 +232,11 @@ fn rule(line: usize, fields: &[Vec<Token>]) -> Result<Option<Rule>, String> {
     };
     let databases = names(fields.get(1), true)?;
     let users = names(fields.get(2), false)?;
-    let (address, next) = address(word)?;
+    // A `local` line has no address: the method comes right after the users.
+    let (address, next) = match kind {
+        Kind::Local => (Address::All, 3),
+        _ => address(word)?,
+    };
     let method = match word(next)? {
         "trust" => HbaMethod::Trust,
         "reject" => HbaMethod::Reject,
@@ -251,14 +257,14 @@ fn rule(line: usize, fields: &[Vec<Token>]) -> Result<Option<Rule>, String> {
                 .join(" ")
         ));
     }
-    Ok(Some(Rule {
+    Ok(Rule {
         line,
         kind,
         databases,
         users,
         address,
         method,
-    }))
+    })
 }
 
 fn names(field: Option<&Vec<Token>>, database: bool) -> Result<Names, String> {
@@ -350,7 +356,7 @@ mod tests {
             tls,
             database,
             user,
-            addr: addr.parse().unwrap(),
+            addr: (addr != "local").then(|| addr.parse().unwrap()),
         }
     }
 
@@ -396,6 +402,19 @@ mod tests {
         );
         assert_eq!(m(conn(false, "db", "x", "192.168.2.1")), None);
         assert_eq!(hba.method(&conn(false, "db", "x", "::1")).unwrap().1, 6);
+        // A client of the Unix-domain socket: the `local` line, and only it.
+        assert_eq!(
+            m(conn(false, "any", "one", "local")),
+            Some(HbaMethod::Trust)
+        );
+        let hosts_only = Hba::parse("host all all all trust\nlocal app all reject\n").unwrap();
+        let local = |db| {
+            hosts_only
+                .method(&conn(false, db, "u", "local"))
+                .map(|(m, _)| m)
+        };
+        assert_eq!(local("app"), Some(HbaMethod::Reject));
+        assert_eq!(local("other"), None);
     }
 
     #[test]

@@ -319,6 +319,13 @@ pub struct General {
     /// Folder of the handover sockets of the pgdogs sharing a port (unset: the system's
     /// temporary folder).
     pub handover_dir: Option<PathBuf>,
+    /// Folder of the Unix-domain socket `.s.PGSQL.<port>` clients may connect to, next to TCP
+    /// (PgBouncer's key and default, `/tmp`); empty: none.
+    pub unix_socket_dir: String,
+    /// The socket file's permissions, in octal (`0777`).
+    pub unix_socket_mode: String,
+    /// The socket file's group, by name (empty: the process' group).
+    pub unix_socket_group: String,
     /// This pgdog's number among `[[peers]]` (1 to 32767; 0: none). Its clients' cancel keys
     /// carry it, so a peer that gets one of their CancelRequests forwards it here.
     pub peer_id: u16,
@@ -358,6 +365,13 @@ pub const FALLBACK_DATABASE: &str = "*";
 pub const DEFAULT_AUTH_QUERY: &str = "SELECT rolname, CASE WHEN rolvaliduntil < now() THEN NULL ELSE rolpassword END FROM pg_authid WHERE rolname = $1 AND rolcanlogin";
 
 impl General {
+    /// `unix_socket_mode` as permission bits (None: not octal, or beyond 0777).
+    pub fn unix_socket_mode_bits(&self) -> Option<u32> {
+        u32::from_str_radix(&self.unix_socket_mode, 8)
+            .ok()
+            .filter(|m| *m <= 0o777)
+    }
+
     /// `server_check_query` as the pools run it: None when the check is off.
     pub fn check_query(&self) -> Option<String> {
         match self.server_check_query.as_str() {
@@ -447,6 +461,9 @@ impl Default for General {
             read_only: false,
             so_reuseport: false,
             handover_dir: None,
+            unix_socket_dir: "/tmp".into(),
+            unix_socket_mode: "0777".into(),
+            unix_socket_group: String::new(),
             peer_id: 0,
         }
     }

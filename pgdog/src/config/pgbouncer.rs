@@ -284,7 +284,7 @@ const ZERO_IS_OFF: &[&str] = &[
 /// them (pool_mode session, query_wait_timeout 120 s, default_pool_size 20, min_pool_size 0,
 /// server_idle_timeout 600 s, server_lifetime 3600 s, server_connect_timeout 15 s,
 /// client_login_timeout 60 s, reserve_pool_timeout 5 s, stats_period 60 s, max_client_conn 100).
-fn pgbouncer_defaults() -> [(&'static str, Value); 11] {
+fn pgbouncer_defaults() -> [(&'static str, Value); 12] {
     [
         ("pooler_mode", Value::String("session".into())),
         ("checkout_timeout", Value::Integer(120_000)),
@@ -297,6 +297,7 @@ fn pgbouncer_defaults() -> [(&'static str, Value); 11] {
         ("reserve_pool_timeout", Value::Integer(5_000)),
         ("stats_period", Value::Integer(60_000)),
         ("max_client_connections", Value::Integer(100)),
+        ("unix_socket_dir", Value::String("/tmp".into())),
     ]
 }
 
@@ -322,6 +323,9 @@ const GENERAL: &[(&str, Map)] = &[
     ("server_lifetime", Map::Seconds("server_lifetime")),
     ("server_check_delay", Map::Seconds("server_check_delay")),
     ("server_check_query", Map::Same("server_check_query")),
+    ("unix_socket_dir", Map::Same("unix_socket_dir")),
+    ("unix_socket_mode", Map::Same("unix_socket_mode")),
+    ("unix_socket_group", Map::Same("unix_socket_group")),
     ("autodb_idle_timeout", Map::Seconds("autodb_idle_timeout")),
     ("server_idle_timeout", Map::Seconds("idle_timeout")),
     ("server_connect_timeout", Map::Seconds("connect_timeout")),
@@ -383,10 +387,6 @@ impl Importer {
                     .map(|(_, v)| v.clone())
             };
             let host = get("host").unwrap_or_else(|| "127.0.0.1".into());
-            if host.starts_with('/') {
-                self.note(&s, "a Unix socket folder: pgdog reaches its peers over TCP (host and port); not carried");
-                continue;
-            }
             let port = get("port")
                 .and_then(|p| p.parse::<i64>().ok())
                 .unwrap_or(6432);
@@ -548,9 +548,6 @@ impl Importer {
                 };
                 let int = || value.parse::<i64>().ok().map(Value::Integer);
                 match key.as_str() {
-                    "host" if value.starts_with('/') => {
-                        self.note(&entry, "Unix sockets are not supported: use a TCP host")
-                    }
                     "host" if value.contains(',') => {
                         match split_list(&value).into_iter().next() {
                             Some(first) => {
@@ -588,6 +585,18 @@ impl Importer {
                         db.insert("pooler_mode".into(), Value::String(value));
                     }
                     _ => self.note(&entry, "no pgdog equivalent; not carried"),
+                }
+            }
+            if !db.contains_key("host") {
+                // PgBouncer's rule: no host is the Unix socket in unix_socket_dir.
+                match self.general.get("unix_socket_dir") {
+                    Some(Value::String(dir)) if !dir.is_empty() => {
+                        db.insert("host".into(), Value::String(dir.clone()));
+                    }
+                    _ => self.note(
+                        &s,
+                        "no host, and no unix_socket_dir: pgdog's default host is used",
+                    ),
                 }
             }
             out.push(db);
@@ -717,5 +726,25 @@ mod tests {
             "{}",
             imported.config
         );
+    }
+
+    #[test]
+    fn socket_folders_are_carried_and_no_host_is_the_unix_socket() {
+        let dir = crate::scratch::Scratch::new("pgdog-import-unix");
+        let ini = dir.write(
+            "pgbouncer.ini",
+            "[databases]\nlocal = dbname=postgres\nrun = host=/var/run/postgresql dbname=x\n\
+             [pgbouncer]\nunix_socket_dir = /run/pgb\nunix_socket_mode = 0770\n",
+        );
+        let imported = import(&ini, None).unwrap();
+        let config: toml::Table = toml::from_str(&imported.config).unwrap();
+        let hosts: Vec<&str> = config["databases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["host"].as_str().unwrap())
+            .collect();
+        assert_eq!(hosts, ["/run/pgb", "/var/run/postgresql"]);
+        assert_eq!(config["general"]["unix_socket_mode"].as_str(), Some("0770"));
     }
 }

@@ -17,6 +17,18 @@ pub fn restart_only_changes(old: &General, new: &General) -> Vec<&'static str> {
     check("so_reuseport", old.so_reuseport == new.so_reuseport);
     check("handover_dir", old.handover_dir == new.handover_dir);
     check(
+        "unix_socket_dir",
+        old.unix_socket_dir == new.unix_socket_dir,
+    );
+    check(
+        "unix_socket_mode",
+        old.unix_socket_mode == new.unix_socket_mode,
+    );
+    check(
+        "unix_socket_group",
+        old.unix_socket_group == new.unix_socket_group,
+    );
+    check(
         "openmetrics_port",
         old.openmetrics_port == new.openmetrics_port,
     );

@@ -99,7 +99,7 @@ pub async fn cancel(pid: i32, secret: &[u8]) {
     }
     if let Some(peer) = peer_of(pid) {
         let request = crate::net::message::cancel_request(pid, &secret);
-        send_cancel(&format!("{}:{}", peer.host, peer.port), &request).await;
+        send_cancel(&crate::net::unix::address(&peer.host, peer.port), &request).await;
         return;
     }
     crate::ops::handover::forward_cancel(pid, secret).await;
@@ -130,14 +130,10 @@ pub async fn cancel_server(key: &CancelKey) {
     send_cancel(&key.addr, &request).await;
 }
 
-/// Writes a CancelRequest packet to `addr` (a server, or a peer pgdog) and closes.
+/// Writes a CancelRequest packet to `addr` (a server, or a peer pgdog; `host:port` or a
+/// socket file) and closes.
 async fn send_cancel(addr: &str, request: &[u8]) {
-    match tokio::net::TcpStream::connect(addr).await {
-        Ok(mut stream) => {
-            use tokio::io::AsyncWriteExt;
-            let _ = stream.write_all(request).await;
-            let _ = stream.shutdown().await;
-        }
-        Err(e) => tracing::warn!("forwarding cancel to {addr}: {e}"),
+    if let Err(e) = crate::net::unix::send_and_close(addr, request).await {
+        tracing::warn!("forwarding cancel to {addr}: {e}");
     }
 }

@@ -146,8 +146,10 @@ pub(crate) async fn pass(
         );
         stopped()
     };
-    let Stream::Plain(tcp) = &client.stream else {
-        return stays("a TLS connection");
+    let fd = match &client.stream {
+        Stream::Plain(tcp) => tcp.as_raw_fd(),
+        Stream::Unix(unix) => unix.as_raw_fd(),
+        _ => return stays("a TLS connection"),
     };
     if !client.reader.is_empty() || !client.out.is_empty() {
         return stays("bytes in flight");
@@ -161,7 +163,7 @@ pub(crate) async fn pass(
         Err(e) => return stays(&format!("session state: {e}")),
     };
     use crate::ops::handover::Sent;
-    match crate::ops::handover::pass_session(&bytes, tcp.as_raw_fd()).await {
+    match crate::ops::handover::pass_session(&bytes, fd).await {
         Sent::Taken => SessionError::HandedOver,
         Sent::Refused(why) => stays(&why),
         Sent::Unknown(why) => {
@@ -229,12 +231,9 @@ pub fn resume(payload: &[u8], fd: OwnedFd) -> Result<(), String> {
     if shards[0].mode() != crate::config::PoolerMode::Transaction {
         return Err("the pool is in session mode here".into());
     }
-    let tcp = std::net::TcpStream::from(fd);
-    tcp.set_nonblocking(true).map_err(|e| e.to_string())?;
-    let tcp = tokio::net::TcpStream::from_std(tcp).map_err(|e| e.to_string())?;
+    let (stream, guard) = adopt_socket(fd)?;
     let registration = cancel::register_as(state.pid, state.secret)
         .ok_or("its cancel key is held by another client here")?;
-    let guard = stats::clients::register(tcp.peer_addr().ok(), tcp.local_addr().ok());
     guard.0.set_login(stats::clients::Login {
         user: state.user.clone(),
         database: state.database.clone(),
@@ -245,7 +244,7 @@ pub fn resume(payload: &[u8], fd: OwnedFd) -> Result<(), String> {
     let meter = stats::Meter::new(guard.0.clone(), &state.user, &state.database);
     let reader = MessageReader::for_client(general.max_message_size);
     let client = Client::new(
-        Stream::Plain(tcp),
+        stream,
         reader,
         state.user.clone(),
         state.database.clone(),
@@ -272,4 +271,29 @@ pub fn resume(payload: &[u8], fd: OwnedFd) -> Result<(), String> {
         });
     }
     Ok(())
+}
+
+/// A client's socket passed over by another pgdog (TCP, or a client of the Unix-domain
+/// socket), and its entry in the clients table.
+fn adopt_socket(fd: OwnedFd) -> Result<(Stream, stats::clients::ClientGuard), String> {
+    let unix = socket2::SockRef::from(&fd)
+        .domain()
+        .map_err(|e| e.to_string())?
+        == socket2::Domain::UNIX;
+    if unix {
+        let std = std::os::unix::net::UnixStream::from(fd);
+        std.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let path = std
+            .local_addr()
+            .ok()
+            .and_then(|a| a.as_pathname().map(|p| p.display().to_string()))
+            .unwrap_or_default();
+        let unix = tokio::net::UnixStream::from_std(std).map_err(|e| e.to_string())?;
+        return Ok((Stream::Unix(unix), stats::clients::register_unix(&path)));
+    }
+    let tcp = std::net::TcpStream::from(fd);
+    tcp.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let tcp = tokio::net::TcpStream::from_std(tcp).map_err(|e| e.to_string())?;
+    let guard = stats::clients::register(tcp.peer_addr().ok(), tcp.local_addr().ok());
+    Ok((Stream::Plain(tcp), guard))
 }

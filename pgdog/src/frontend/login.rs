@@ -37,20 +37,37 @@ impl From<ProtocolError> for Refusal {
 pub async fn serve(socket: TcpStream, tls: Option<tokio_rustls::TlsAcceptor>) {
     let _ = socket.set_nodelay(true);
     let client = stats::clients::register(socket.peer_addr().ok(), socket.local_addr().ok());
-    let peer = format!("{}:{}", client.addr, client.port);
     let registry = Registry::current();
+    crate::net::keepalive::apply(&socket, &registry.settings.config.general);
+    serve_stream(Stream::Plain(socket), tls, client, registry).await
+}
+
+/// Serves one client of pgdog's Unix-domain socket `path` (no TLS there: an SSLRequest is
+/// answered `N`, as Postgres does).
+pub async fn serve_unix(socket: tokio::net::UnixStream, path: std::sync::Arc<str>) {
+    let client = stats::clients::register_unix(&path);
+    serve_stream(Stream::Unix(socket), None, client, Registry::current()).await
+}
+
+async fn serve_stream(
+    stream: Stream,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    client: stats::clients::ClientGuard,
+    registry: std::sync::Arc<Registry>,
+) {
+    let peer = format!("{}:{}", client.addr, client.port);
     let general = &registry.settings.config.general;
-    crate::net::keepalive::apply(&socket, general);
     let deadline = tokio::time::Instant::now()
         + std::time::Duration::from_millis(general.client_login_timeout);
     let mut reader = MessageReader::for_client(general.max_message_size);
-    let startup = startup(Stream::Plain(socket), &mut reader, tls, &peer);
+    let startup = startup(stream, &mut reader, tls, &peer);
     // Past the deadline before the StartupMessage: closed without a word, as Postgres does.
     let Ok(Some((mut stream, minor, params))) = tokio::time::timeout_at(deadline, startup).await
     else {
         return;
     };
-    if general.tls_mode == crate::config::TlsMode::Required && !matches!(stream, Stream::Tls(_)) {
+    // (The Unix-domain socket has no TLS: its clients are local, as PgBouncer has it.)
+    if general.tls_mode == crate::config::TlsMode::Required && matches!(stream, Stream::Plain(_)) {
         let refusal = Refusal(
             "28000",
             "pgdog accepts TLS connections only (tls_mode = \"required\"): connect with sslmode=require".into(),

@@ -14,6 +14,7 @@ pub mod read_only;
 pub mod session;
 pub mod sharded;
 pub mod statements;
+pub mod unix_listener;
 
 /// The mirroring tap of a session of (user, database), if that database is mirrored.
 fn tap(user: &str, database: &str) -> Option<Box<crate::backend::mirror::Tap>> {

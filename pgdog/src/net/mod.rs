@@ -14,6 +14,7 @@ pub mod startup;
 pub mod stream;
 pub mod tag;
 pub mod tls_client;
+pub mod unix;
 
 pub use codec::{MessageReader, MAX_STARTUP_PACKET};
 pub use error::ProtocolError;

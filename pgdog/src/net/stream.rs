@@ -1,23 +1,60 @@
-//! A connection: plain TCP, TLS as the server (clients of pgdog) or TLS as the client (pgdog
-//! to Postgres), behind one type.
+//! A connection: plain TCP, a Unix-domain socket (never TLS), TLS as the server (clients of
+//! pgdog) or TLS as the client (pgdog to Postgres), behind one type.
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
+use tokio::net::{TcpStream, UnixStream};
 
 pub enum Stream {
     Plain(TcpStream),
+    Unix(UnixStream),
     Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
     TlsClient(Box<tokio_rustls::client::TlsStream<TcpStream>>),
 }
 
+/// Runs the same expression on whichever stream `$s` holds (bound as `$x`, pinned).
+macro_rules! each {
+    ($s:expr, $x:ident => $e:expr) => {
+        match $s {
+            Stream::Plain($x) => $e,
+            Stream::Unix($x) => $e,
+            Stream::Tls($x) => {
+                let $x = $x.as_mut();
+                $e
+            }
+            Stream::TlsClient($x) => {
+                let $x = $x.as_mut();
+                $e
+            }
+        }
+    };
+}
+
 impl Stream {
-    /// The TCP socket underneath.
-    pub fn tcp(&self) -> &TcpStream {
+    /// The TCP socket underneath (None for a Unix-domain socket).
+    pub fn tcp(&self) -> Option<&TcpStream> {
         match self {
-            Stream::Plain(s) => s,
-            Stream::Tls(s) => s.get_ref().0,
-            Stream::TlsClient(s) => s.get_ref().0,
+            Stream::Plain(s) => Some(s),
+            Stream::Unix(_) => None,
+            Stream::Tls(s) => Some(s.get_ref().0),
+            Stream::TlsClient(s) => Some(s.get_ref().0),
+        }
+    }
+
+    /// The client's IP address; None for a Unix-domain socket (Postgres' `[local]`).
+    pub fn peer_ip(&self) -> Option<std::net::IpAddr> {
+        self.tcp()?.peer_addr().ok().map(|a| a.ip())
+    }
+
+    /// `f` if the runtime has seen the socket readable (tokio's `try_io`: no system call when
+    /// it has not, and readiness cleared when `f` would block).
+    pub fn try_io_readable<R>(&self, f: impl FnOnce() -> std::io::Result<R>) -> std::io::Result<R> {
+        match self.tcp() {
+            Some(tcp) => tcp.try_io(Interest::READABLE, f),
+            None => match self {
+                Stream::Unix(u) => u.try_io(Interest::READABLE, f),
+                _ => Err(std::io::ErrorKind::WouldBlock.into()),
+            },
         }
     }
 }
@@ -28,11 +65,7 @@ impl AsyncRead for Stream {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-            Stream::TlsClient(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-        }
+        each!(self.get_mut(), s => Pin::new(s).poll_read(cx, buf))
     }
 }
 
@@ -42,27 +75,15 @@ impl AsyncWrite for Stream {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-            Stream::TlsClient(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-        }
+        each!(self.get_mut(), s => Pin::new(s).poll_write(cx, buf))
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
-            Stream::TlsClient(s) => Pin::new(s.as_mut()).poll_flush(cx),
-        }
+        each!(self.get_mut(), s => Pin::new(s).poll_flush(cx))
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
-            Stream::TlsClient(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
-        }
+        each!(self.get_mut(), s => Pin::new(s).poll_shutdown(cx))
     }
 
     fn poll_write_vectored(
@@ -70,16 +91,13 @@ impl AsyncWrite for Stream {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
-            Stream::TlsClient(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
-        }
+        each!(self.get_mut(), s => Pin::new(s).poll_write_vectored(cx, bufs))
     }
 
     fn is_write_vectored(&self) -> bool {
         match self {
             Stream::Plain(s) => s.is_write_vectored(),
+            Stream::Unix(s) => s.is_write_vectored(),
             Stream::Tls(s) => s.is_write_vectored(),
             Stream::TlsClient(s) => s.is_write_vectored(),
         }

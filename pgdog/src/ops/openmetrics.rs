@@ -204,7 +204,7 @@ fn server_metrics(out: &mut Out) {
                 user: user.clone(),
                 shard: shard.index().to_string(),
                 role: host.state.role().name(),
-                host: format!("{}:{}", t.host, t.port),
+                host: crate::net::unix::address(&t.host, t.port),
                 idle,
                 active,
                 waiting: host.pool.waiting(),

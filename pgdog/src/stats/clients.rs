@@ -207,8 +207,19 @@ pub fn register(
     peer: Option<std::net::SocketAddr>,
     local: Option<std::net::SocketAddr>,
 ) -> ClientGuard {
-    let (addr, port) = split(peer);
-    let (local_addr, local_port) = split(local);
+    register_at(split(peer), split(local))
+}
+
+/// Registers a client of the Unix-domain socket `path`: its address is `unix` (as PgBouncer
+/// shows it), pgdog's is the socket file.
+pub fn register_unix(path: &str) -> ClientGuard {
+    register_at(("unix".into(), 0), (path.into(), 0))
+}
+
+fn register_at(
+    (addr, port): (String, u16),
+    (local_addr, local_port): (String, u16),
+) -> ClientGuard {
     let now = now_us();
     let info = Arc::new(ClientInfo {
         id: NEXT_ID.fetch_add(1, Relaxed),

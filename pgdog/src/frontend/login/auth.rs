@@ -12,7 +12,6 @@ use crate::net::stream::Stream;
 use crate::net::tag::frontend;
 use crate::net::{Message, MessageReader, ProtocolError};
 use crate::registry::{Credential, Registry};
-use std::net::IpAddr;
 use tokio::io::AsyncWriteExt;
 
 /// A client that passed authentication.
@@ -221,7 +220,7 @@ fn method(
                 tls: matches!(stream, Stream::Tls(_)),
                 database,
                 user,
-                addr: peer_ip(stream),
+                addr: stream.peer_ip(),
             };
             match hba.method(&connection) {
                 Some((m, _)) => match m {
@@ -249,14 +248,6 @@ fn method(
     })
 }
 
-fn peer_ip(stream: &Stream) -> IpAddr {
-    stream
-        .tcp()
-        .peer_addr()
-        .map(|a| a.ip())
-        .unwrap_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED))
-}
-
 /// Postgres' refusal of a connection by its rules (28000), word for word.
 fn hba_refusal(stream: &Stream, what: &str, user: &str, database: &str) -> Refusal {
     let encryption = if matches!(stream, Stream::Tls(_)) {
@@ -268,7 +259,9 @@ fn hba_refusal(stream: &Stream, what: &str, user: &str, database: &str) -> Refus
         "28000",
         format!(
             "{what} for host \"{}\", user \"{user}\", database \"{database}\", {encryption}",
-            peer_ip(stream)
+            stream
+                .peer_ip()
+                .map_or_else(|| "[local]".to_string(), |ip| ip.to_string())
         ),
     )
 }

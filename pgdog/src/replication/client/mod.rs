@@ -423,20 +423,13 @@ impl ReplicationClient {
 
 /// A CancelRequest for `key`'s backend.
 pub async fn send_cancel(key: &CancelKey) -> Result<()> {
-    use tokio::io::AsyncWriteExt;
-    let wrap = |source| ReplicationError::Cancel {
-        addr: key.addr.clone(),
-        source,
-    };
-    let mut stream = tokio::net::TcpStream::connect(&key.addr)
+    let request = message::cancel_request(key.pid, &key.secret);
+    crate::net::unix::send_and_close(&key.addr, &request)
         .await
-        .map_err(wrap)?;
-    stream
-        .write_all(&message::cancel_request(key.pid, &key.secret))
-        .await
-        .map_err(wrap)?;
-    let _ = stream.shutdown().await;
-    Ok(())
+        .map_err(|source| ReplicationError::Cancel {
+            addr: key.addr.clone(),
+            source,
+        })
 }
 
 /// An ErrorResponse as a [`ServerError`].
