@@ -169,6 +169,32 @@ async fn a_moved_client_keeps_its_session() {
     assert_sqlstate(&err, "57014");
 }
 
+/// A client of the Unix-domain socket moves like a TCP one; the successor binds the socket
+/// name anew and the first pgdog leaves it in place at exit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_moved_socket_client_keeps_its_session() {
+    let dir = std::env::temp_dir().join(format!("pgdog-unix-moved-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let general = format!("{RESTART}\nunix_socket_dir = \"{}\"", dir.display());
+    let (_topo, mut first) = pgdog(&general, 2);
+    let conninfo = format!(
+        "host={} port={} user={USER} dbname={DB} password={PASSWORD}",
+        dir.display(),
+        first.port
+    );
+    let (client, _) = connect_str(&conninfo).await.expect("socket login");
+    exec(&client, "SET application_name = 'moved'").await;
+    let _second = tokio::task::block_in_place(|| first.start_alongside("next")).unwrap();
+    first.signal(libc::SIGTERM);
+    tokio::task::block_in_place(|| first.wait_exit(Duration::from_secs(20)))
+        .expect("the first pgdog exits");
+    assert_eq!(one(&client, "SHOW application_name").await, "moved");
+    let (other, _) = connect_str(&conninfo)
+        .await
+        .expect("the socket is the second's");
+    assert_eq!(one(&other, "SELECT 'new'").await, "new");
+}
+
 /// The payload of the next notification among a client's messages, within 10 s.
 async fn next_payload(messages: &mut tokio::sync::mpsc::UnboundedReceiver<AsyncMessage>) -> String {
     let next = async {
