@@ -581,5 +581,5 @@ async fn admin_show_of_one_setting() {
         .simple_query("SHOW no_such_setting")
         .await
         .unwrap_err();
-    assert_sqlstate(&err, "42601");
+    assert_sqlstate(&err, "08P01");
 }

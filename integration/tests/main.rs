@@ -10,6 +10,7 @@ mod sharding_common;
 mod wire;
 
 mod admin;
+mod admin_pgbouncer;
 mod faults;
 mod ha_integrity;
 mod ha_replicas;

@@ -4,7 +4,7 @@
 //! `client_login_timeout` (57014 during authentication), `max_client_connections` (53300),
 //! pre-authentication message limits, `prepared_statements_limit` (the global cache and each
 //! server's statements), `server_query_timeout` (pgdog's ROLLBACK on a frozen server), and
-//! SIGTERM / SIGINT / SHUTDOWN draining.
+//! SIGINT / SIGQUIT / SHUTDOWN draining (SIGTERM and the other signals: `admin_pgbouncer.rs`).
 use crate::common;
 use common::raw::{self, Conn};
 use common::*;
@@ -199,7 +199,7 @@ async fn server_query_timeout_closes_a_frozen_server() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sigterm_drains_transactions_then_exits() {
+async fn sigint_drains_transactions_then_exits() {
     let (_topo, mut proxy) = pgdog("shutdown_timeout = 10000", 4);
     let idle = connect(&proxy).await;
     let busy = connect(&proxy).await;
@@ -208,7 +208,8 @@ async fn sigterm_drains_transactions_then_exits() {
         "CREATE TABLE IF NOT EXISTS drain_t (v int); BEGIN; INSERT INTO drain_t VALUES (1)",
     )
     .await;
-    proxy.signal(libc::SIGTERM);
+    // SIGINT: PgBouncer's SHUTDOWN WAIT_FOR_SERVERS.
+    proxy.signal(libc::SIGINT);
     // The idle client is told and dropped; new clients are refused.
     eventually(
         "the idle client to be closed",
@@ -225,7 +226,7 @@ async fn sigterm_drains_transactions_then_exits() {
     // The transaction in flight finishes.
     busy.batch_execute("INSERT INTO drain_t VALUES (2); COMMIT")
         .await
-        .expect("COMMIT after SIGTERM");
+        .expect("COMMIT after SIGINT");
     let status = proxy
         .wait_exit(Duration::from_secs(10))
         .expect("pgdog exits");
@@ -234,12 +235,12 @@ async fn sigterm_drains_transactions_then_exits() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sigint_and_admin_shutdown() {
-    // SIGINT: no wait for the transaction in flight.
+async fn sigquit_and_admin_shutdown() {
+    // SIGQUIT: no wait for the transaction in flight.
     let (topo, mut proxy) = pgdog("shutdown_timeout = 60000", 2);
     let busy = connect(&proxy).await;
     exec(&busy, "BEGIN; SELECT 1").await;
-    proxy.signal(libc::SIGINT);
+    proxy.signal(libc::SIGQUIT);
     let status = proxy
         .wait_exit(Duration::from_secs(10))
         .expect("pgdog exits");
@@ -247,7 +248,7 @@ async fn sigint_and_admin_shutdown() {
     assert!(busy.simple_query("SELECT 1").await.is_err());
     drop(proxy);
 
-    // Admin SHUTDOWN: graceful, as SIGTERM.
+    // Admin SHUTDOWN: graceful, as SIGINT.
     let proxy = start(&topo, "admin_password = \"pw\"", 2);
     let mut proxy = proxy;
     let a = connect_as(&proxy, "admin", "pw", "admin").await.unwrap();

@@ -3,15 +3,20 @@
 //! else to the registered extensions, and building the replies. Case-insensitive; a trailing
 //! `;` is optional.
 use super::servers::{self, ServerRef};
+use super::{control, show_more};
 use super::{show, AdminError, Reply};
+use crate::ops::shutdown::Mode;
 use crate::registry::Registry;
 
 /// The built-in commands, for error messages.
 pub const COMMANDS: &str =
     "SHOW CLIENTS, SHOW SERVERS, SHOW POOLS, SHOW STATS, SHOW STATS_TOTALS, \
 SHOW STATS_AVERAGES, SHOW CONFIG, SHOW LISTS, SHOW DATABASES, SHOW USERS, SHOW VERSION, \
-SHOW PREPARED_STATEMENTS, SHOW QUERY_CACHE, SHOW MERGE, SHOW ROUTES, RESET ROUTES, SHOW MIRRORS, SHOW PAUSED, SHOW BANS, SHOW LISTENERS, SHOW <setting>, PAUSE [db], \
-RESUME [db], RELOAD, SHUTDOWN, KILL db, RECONNECT [db], SET key = value, BAN host:port [db], \
+SHOW PREPARED_STATEMENTS, SHOW QUERY_CACHE, SHOW MERGE, SHOW ROUTES, RESET ROUTES, SHOW MIRRORS, SHOW PAUSED, SHOW BANS, SHOW LISTENERS, \
+SHOW STATE, SHOW MEM, SHOW FDS, SHOW SOCKETS, SHOW ACTIVE_SOCKETS, SHOW PEERS, SHOW PEER_POOLS, SHOW DNS_HOSTS, \
+SHOW DNS_ZONES, SHOW TOTALS, SHOW HELP, SHOW <setting>, PAUSE [db], \
+RESUME [db], RELOAD, SHUTDOWN [WAIT_FOR_SERVERS|WAIT_FOR_CLIENTS], KILL [db], KILL_CLIENT id, \
+SUSPEND, DISABLE db, ENABLE db, WAIT_CLOSE [db], RECONNECT [db], SET key = value, BAN host:port [db], \
 UNBAN host:port [db], HEALTHCHECK [host:port [db]], and RESHARD, SHOW RESHARD, CUTOVER, STOP, \
 ABORT RESHARD";
 
@@ -23,8 +28,13 @@ pub enum Command {
     Pause(Option<String>),
     Resume(Option<String>),
     Reload,
-    Shutdown,
-    Kill(String),
+    Shutdown(Mode),
+    Kill(Option<String>),
+    KillClient(String),
+    Suspend,
+    Disable(String),
+    Enable(String),
+    WaitClose(Option<String>),
     Reconnect(Option<String>),
     Set(String, String),
     /// `SHOW <key>` of a setting (lower case).
@@ -56,6 +66,17 @@ const SHOWS: &[&str] = &[
     "PAUSED",
     "BANS",
     "LISTENERS",
+    "STATE",
+    "MEM",
+    "FDS",
+    "SOCKETS",
+    "ACTIVE_SOCKETS",
+    "PEERS",
+    "PEER_POOLS",
+    "DNS_HOSTS",
+    "DNS_ZONES",
+    "TOTALS",
+    "HELP",
 ];
 
 /// Splits a Query's text at `;` outside quotes; statements trimmed, empty ones dropped.
@@ -151,8 +172,17 @@ pub fn parse(statement: &str) -> Option<Command> {
         ["RESUME", _] => Command::Resume(Some(name(tokens[1]))),
         ["RELOAD"] => Command::Reload,
         ["RESET", "ROUTES"] => Command::ResetRoutes,
-        ["SHUTDOWN"] => Command::Shutdown,
-        ["KILL", _] => Command::Kill(name(tokens[1])),
+        ["SHUTDOWN"] => Command::Shutdown(Mode::WaitForServers),
+        ["SHUTDOWN", "WAIT_FOR_SERVERS"] => Command::Shutdown(Mode::WaitForServers),
+        ["SHUTDOWN", "WAIT_FOR_CLIENTS"] => Command::Shutdown(Mode::WaitForClients),
+        ["KILL"] => Command::Kill(None),
+        ["KILL", _] => Command::Kill(Some(name(tokens[1]))),
+        ["KILL_CLIENT", _] => Command::KillClient(tokens[1].to_string()),
+        ["SUSPEND"] => Command::Suspend,
+        ["DISABLE", _] => Command::Disable(name(tokens[1])),
+        ["ENABLE", _] => Command::Enable(name(tokens[1])),
+        ["WAIT_CLOSE"] => Command::WaitClose(None),
+        ["WAIT_CLOSE", _] => Command::WaitClose(Some(name(tokens[1]))),
         ["RECONNECT"] => Command::Reconnect(None),
         ["RECONNECT", _] => Command::Reconnect(Some(name(tokens[1]))),
         _ => return None,
@@ -171,7 +201,6 @@ pub async fn run(statement: &str) -> Result<Reply, AdminError> {
     }
     Err(AdminError::UnknownCommand {
         statement: statement.to_string(),
-        commands: COMMANDS.into(),
     })
 }
 
@@ -195,6 +224,17 @@ fn show(what: &str) -> Reply {
         "PAUSED" => show_paused(),
         "BANS" => servers::show_bans(),
         "LISTENERS" => servers::show_listeners(),
+        "STATE" => show_more::state(),
+        "MEM" => show_more::mem(),
+        "FDS" => show_more::fds(),
+        "SOCKETS" => show_more::sockets(false),
+        "ACTIVE_SOCKETS" => show_more::sockets(true),
+        "PEERS" => show_more::peers(),
+        "PEER_POOLS" => show_more::peer_pools(),
+        "DNS_HOSTS" => show_more::dns_hosts(),
+        "DNS_ZONES" => show_more::dns_zones(),
+        "TOTALS" => show_more::totals(),
+        "HELP" => show_more::help(),
         _ => rows(
             &["version"],
             vec![vec![Some(format!("pgdog {}", env!("CARGO_PKG_VERSION")))]],
@@ -232,6 +272,9 @@ async fn run_command(command: Command) -> Result<Reply, AdminError> {
             Ok(Reply::Tag("PAUSE".into()))
         }
         Command::Resume(db) => {
+            if db.is_none() {
+                control::unsuspend();
+            }
             super::resume(db.as_deref());
             Ok(Reply::Tag("RESUME".into()))
         }
@@ -240,19 +283,13 @@ async fn run_command(command: Command) -> Result<Reply, AdminError> {
             super::reload()?;
             Ok(Reply::Tag("RELOAD".into()))
         }
-        Command::Shutdown => {
-            crate::ops::shutdown::request(true);
-            Ok(Reply::Tag("SHUTDOWN".into()))
-        }
-        Command::Kill(db) => {
-            let pools = pools_of(Some(&db))?;
-            let n = crate::stats::clients::kill(Some(&db));
-            for p in pools {
-                p.reconnect();
-            }
-            tracing::info!("KILL {db}: {n} client(s) disconnected");
-            Ok(Reply::Tag("KILL".into()))
-        }
+        Command::Shutdown(mode) => Ok(control::shutdown(mode)),
+        Command::Kill(db) => control::kill(db.as_deref()),
+        Command::KillClient(id) => control::kill_client(&id),
+        Command::Suspend => control::suspend().await,
+        Command::Disable(db) => control::disable(&db, true),
+        Command::Enable(db) => control::disable(&db, false),
+        Command::WaitClose(db) => control::wait_close(db.as_deref()).await,
         Command::Reconnect(db) => {
             for p in pools_of(db.as_deref())? {
                 p.reconnect();
@@ -266,7 +303,6 @@ async fn run_command(command: Command) -> Result<Reply, AdminError> {
         Command::ShowSetting(key) => {
             super::settings::show_one(&key).ok_or_else(|| AdminError::UnknownCommand {
                 statement: format!("SHOW {key}"),
-                commands: COMMANDS.into(),
             })
         }
         Command::Ban(r) => servers::ban(&r),
@@ -343,10 +379,23 @@ mod tests {
             Some(Command::Set("client_idle_timeout".into(), "10".into()))
         );
         assert_eq!(parse("set x"), None);
-        assert_eq!(parse("kill app"), Some(Command::Kill("app".into())));
-        assert_eq!(parse("kill"), None);
+        assert_eq!(parse("kill app"), Some(Command::Kill(Some("app".into()))));
+        assert_eq!(parse("kill"), Some(Command::Kill(None)));
+        assert_eq!(
+            parse("kill_client 7"),
+            Some(Command::KillClient("7".into()))
+        );
+        assert_eq!(
+            parse("shutdown wait_for_clients"),
+            Some(Command::Shutdown(Mode::WaitForClients))
+        );
+        assert_eq!(parse("wait_close"), Some(Command::WaitClose(None)));
+        assert_eq!(parse("disable app"), Some(Command::Disable("app".into())));
         assert_eq!(parse("RECONNECT"), Some(Command::Reconnect(None)));
-        assert_eq!(parse("shutdown"), Some(Command::Shutdown));
+        assert_eq!(
+            parse("shutdown"),
+            Some(Command::Shutdown(Mode::WaitForServers))
+        );
         assert_eq!(
             parse("pause \"App\""),
             Some(Command::Pause(Some("App".into())))

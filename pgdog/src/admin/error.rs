@@ -5,9 +5,9 @@ use crate::config::ConfigError;
 /// What went wrong running an admin command.
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
-    /// Not an admin command (or not one with these arguments).
-    #[error("unknown admin command \"{statement}\"; commands: {commands}")]
-    UnknownCommand { statement: String, commands: String },
+    /// Not an admin command (or not one with these arguments): PgBouncer's words.
+    #[error("invalid command '{statement}', use SHOW HELP;")]
+    UnknownCommand { statement: String },
     /// The admin database speaks the simple query protocol only.
     #[error("the admin database only supports the simple query protocol; commands: {commands}")]
     Unsupported { commands: String },
@@ -37,7 +37,8 @@ impl AdminError {
     /// The SQLSTATE sent to the admin client.
     pub fn code(&self) -> &'static str {
         match self {
-            AdminError::UnknownCommand { .. } => "42601",
+            // PgBouncer's code for every console error.
+            AdminError::UnknownCommand { .. } => "08P01",
             AdminError::Unsupported { .. } => "0A000",
             AdminError::UnknownDatabase(_) => "3D000",
             AdminError::Pause(e) => e.code(),

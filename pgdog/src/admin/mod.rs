@@ -13,6 +13,7 @@
 //! - `settings`: SHOW CONFIG and SET;
 //! - `session`: the admin client's protocol loop.
 pub mod commands;
+mod control;
 pub mod error;
 mod mirrors;
 pub mod routes;
@@ -20,6 +21,7 @@ pub mod servers;
 pub mod session;
 pub mod settings;
 pub mod show;
+mod show_more;
 
 pub use error::AdminError;
 
@@ -117,17 +119,7 @@ pub async fn reload_on_sighup() {
 
 /// The configured database names (sorted, once each).
 pub(crate) fn configured_databases() -> Vec<String> {
-    let registry = Registry::current();
-    let mut names: Vec<String> = registry
-        .settings
-        .config
-        .databases
-        .iter()
-        .map(|d| d.name.clone())
-        .collect();
-    names.sort();
-    names.dedup();
-    names
+    Registry::current().settings.database_names()
 }
 
 /// Pauses one database (`None`: every configured database): new transactions of its clients

@@ -47,7 +47,7 @@ fn mode_name(m: PoolerMode) -> &'static str {
 }
 
 /// PgBouncer's leading columns of SHOW CLIENTS and SHOW SERVERS.
-const CONNECTION_COLUMNS: [&str; 19] = [
+pub(super) const CONNECTION_COLUMNS: [&str; 19] = [
     "type",
     "user",
     "database",

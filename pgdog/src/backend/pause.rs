@@ -201,6 +201,34 @@ pub fn states() -> Vec<(String, bool, usize, usize)> {
     out
 }
 
+/// Marks `databases` paused without waiting for their transactions (KILL: the sessions are
+/// being ended; new ones wait for RESUME, as PgBouncer's KILL has them).
+pub fn hold(databases: &[String]) {
+    for db in databases {
+        gate(db).paused.store(true, SeqCst);
+    }
+}
+
+/// Databases DISABLEd in the admin database: new clients are refused at login.
+static DISABLED: LazyLock<RwLock<std::collections::BTreeSet<String>>> =
+    LazyLock::new(Default::default);
+
+/// DISABLE (`true`) or ENABLE a database.
+pub fn set_disabled(database: &str, disabled: bool) {
+    let mut set = DISABLED.write();
+    if disabled {
+        set.insert(database.to_string());
+    } else {
+        set.remove(database);
+    }
+}
+
+/// Whether new clients of `database` are refused (DISABLE).
+pub fn is_disabled(database: &str) -> bool {
+    let set = DISABLED.read();
+    !set.is_empty() && set.contains(database)
+}
+
 /// Whether `database` is paused.
 pub fn is_paused(database: &str) -> bool {
     GATES

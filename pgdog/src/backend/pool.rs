@@ -577,6 +577,16 @@ impl Pool {
         idle.into_iter().for_each(close);
     }
 
+    /// Checked-out connections a RECONNECT marked (they close when they come back): what
+    /// `WAIT_CLOSE` waits for.
+    pub fn close_needed(&self) -> usize {
+        let state = self.inner.state.lock();
+        match state.reconnect_before {
+            Some(t) => state.active.values().filter(|r| r.created < t).count(),
+            None => 0,
+        }
+    }
+
     /// Clients waiting for a connection.
     pub fn waiting(&self) -> usize {
         self.inner.waiting.load(Ordering::Relaxed)

@@ -816,6 +816,19 @@ impl Settings {
         self.config.databases.iter().any(|d| d.name == name)
     }
 
+    /// The configured database names, sorted, once each.
+    pub fn database_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .config
+            .databases
+            .iter()
+            .map(|d| d.name.clone())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
     /// Number of shards of a database (highest `shard` + 1; 0 when it is not configured).
     pub fn shards(&self, name: &str) -> usize {
         self.config

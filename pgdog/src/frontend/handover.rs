@@ -136,7 +136,7 @@ pub(crate) async fn pass(
     use super::session::timeouts::stopped;
     use std::os::fd::AsRawFd;
     if client.meter.client().is_killed() || crate::ops::handover::successor().is_none() {
-        return stopped();
+        return stopped(client.meter.client());
     }
     let stays = |why: &str| {
         tracing::info!(
@@ -144,7 +144,7 @@ pub(crate) async fn pass(
             client.user,
             client.database
         );
-        stopped()
+        stopped(client.meter.client())
     };
     let fd = match &client.stream {
         Stream::Plain(tcp) => tcp.as_raw_fd(),

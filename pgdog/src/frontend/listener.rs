@@ -53,6 +53,7 @@ fn linger_ms() -> Option<u64> {
 
 async fn accept(listener: &TcpListener) {
     loop {
+        crate::ops::suspend::accepting().await;
         match listener.accept().await {
             Ok((socket, _)) => {
                 let tls = tls_acceptor();

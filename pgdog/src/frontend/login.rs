@@ -25,6 +25,7 @@ use tokio::net::TcpStream;
 const NEWEST_MINOR: u16 = 2;
 
 /// Why a login was refused: SQLSTATE and message, sent as FATAL.
+#[derive(Clone)]
 struct Refusal(&'static str, String);
 
 impl From<ProtocolError> for Refusal {
@@ -278,6 +279,12 @@ async fn start_session(
         drop(registry);
         client.set_login(login_info);
         return greet_admin(stream, reader, client).await.map(|()| None);
+    }
+    if crate::backend::pause::is_disabled(&database) {
+        // PgBouncer's answer to a client of a DISABLEd database.
+        let refusal = Refusal("08P01", format!("database \"{database}\" is disabled"));
+        refuse(&mut stream, refusal.clone()).await;
+        return Err(refusal);
     }
     // Pools made at login (auth_query users, the fallback database, pass-through): each login
     // hands its credential over, so that a changed password moves them to the new one. The

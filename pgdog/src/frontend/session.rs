@@ -302,7 +302,7 @@ impl ServeClient for Session {
                     // Server first: its answers are drained before more requests are read.
                     tokio::select! {
                         biased;
-                        _ = stop => return Err(stopped()),
+                        _ = stop => return Err(stopped(&self.info)),
                         _ = timer, if deadline.is_some() => self.timed_out(deadline).await?,
                         r = server.fill() => match r {
                             Ok(()) => {

@@ -90,6 +90,7 @@ pub async fn listen(socket: UnixSocket) {
 
 async fn accept(socket: &UnixSocket) {
     loop {
+        crate::ops::suspend::accepting().await;
         match socket.listener.accept().await {
             Ok((stream, _)) => {
                 tokio::spawn(super::login::serve_unix(stream, socket.path.clone()));

@@ -8,3 +8,4 @@ pub mod http;
 pub mod openmetrics;
 pub mod sequences;
 pub mod shutdown;
+pub mod suspend;

@@ -61,6 +61,8 @@ pub struct ClientInfo {
     /// Set after login.
     login: Mutex<Login>,
     killed: AtomicBool,
+    /// Killed by KILL_CLIENT: ends with PgBouncer's "admin forced disconnect" (08P01).
+    forced: AtomicBool,
     /// Why the session keeps its server connection until it leaves (transaction mode).
     pinned: Mutex<Option<&'static str>>,
     /// Shutdown: end the session once it is between transactions.
@@ -150,6 +152,16 @@ impl ClientInfo {
         self.stop.wake();
     }
 
+    /// KILL_CLIENT: ends the session at once with "admin forced disconnect".
+    pub fn kill_forced(&self) {
+        self.forced.store(true, Relaxed);
+        self.kill();
+    }
+
+    pub fn is_forced(&self) -> bool {
+        self.forced.load(Relaxed)
+    }
+
     /// Asks the session to end once it is between transactions (shutdown).
     pub fn drain(&self) {
         self.draining.store(true, Relaxed);
@@ -233,6 +245,7 @@ fn register_at(
         wait_since: AtomicU64::new(0),
         login: Mutex::new(Login::default()),
         killed: AtomicBool::new(false),
+        forced: AtomicBool::new(false),
         pinned: Mutex::new(None),
         draining: AtomicBool::new(false),
         stop: AtomicWaker::new(),

@@ -25,8 +25,12 @@ pub(crate) async fn expiry(deadline: Deadline) {
     }
 }
 
-/// The session was asked to end (KILL, shutdown).
-pub(crate) fn stopped() -> SessionError {
+/// The session was asked to end: KILL, shutdown (Postgres' words for a terminated backend),
+/// or KILL_CLIENT (PgBouncer's).
+pub(crate) fn stopped(client: &crate::stats::clients::ClientInfo) -> SessionError {
+    if client.is_forced() {
+        return SessionError::Terminated("08P01", "admin forced disconnect".into());
+    }
     SessionError::Terminated(
         "57P01",
         "terminating connection due to administrator command".into(),

@@ -255,7 +255,7 @@ impl ShardedSession {
             // Between transactions: the client may move to the pgdog taking over.
             return Err(self.stop_between_transactions().await);
         }
-        Err(stopped())
+        Err(stopped(self.client.meter.client()))
     }
 
     async fn flush(&mut self) -> Result<(), ProtocolError> {
