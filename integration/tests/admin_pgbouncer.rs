@@ -139,6 +139,9 @@ async fn control_commands_as_pgbouncer() {
         format!("FATAL 08P01: database \"{DB}\" is disabled")
     );
     assert_eq!(one(&bystander, "SELECT 3").await, "3");
+    let (columns, databases) = show(&a, "SHOW DATABASES").await;
+    let disabled = columns.iter().position(|c| c == "disabled").unwrap();
+    assert_eq!(databases[0][disabled], "1");
     a.simple_query(&format!("ENABLE {DB}")).await.unwrap();
     let fresh = connect(&proxy).await;
     assert_eq!(one(&fresh, "SELECT 4").await, "4");

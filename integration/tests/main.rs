@@ -16,6 +16,7 @@ mod ha_integrity;
 mod ha_replicas;
 mod mirroring;
 mod ops_limits;
+mod ops_logging;
 mod ops_metrics;
 mod pooler_auth;
 mod pooler_auth_query;

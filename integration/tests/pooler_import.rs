@@ -225,11 +225,10 @@ fn import_pgbouncers_own_example() {
     };
     assert!(ini.is_file() && userlist.is_file(), "PgBouncer's example configuration: neither ../shared/vendor nor Debian's pgbouncer package");
     let out = import_and_check(&ini, &userlist, &dir.join("out"));
-    // What pgdog has no use for is listed with its line, never dropped silently.
-    for key in ["logfile", "pidfile"] {
-        let at = format!("pgbouncer.ini:{}: {key} =", line_of(&ini, key));
-        assert!(out.contains(&at), "{at} missing from:\n{out}");
-    }
+    // What pgdog has no use for is listed with its line, never dropped silently (the logfile is
+    // carried).
+    let at = format!("pgbouncer.ini:{}: pidfile =", line_of(&ini, "pidfile"));
+    assert!(out.contains(&at), "{at} missing from:\n{out}");
     // Its users have no database to log in to (the example lists none): said, not dropped.
     let users = std::fs::read_to_string(&userlist).unwrap();
     for user in users.lines().filter_map(|l| l.split('"').nth(1)) {
@@ -299,7 +298,8 @@ async fn import_a_config_using_every_mapped_key_and_serve_it() {
              tcp_keepalive = 1\n\
              tcp_keepidle = 30\n\
              reserve_pool_size = 5\n\
-             logfile = /var/log/pgbouncer.log\n\
+             logfile = pgbouncer.log\n\
+             log_connections = 0\n\
              %include extra.ini\n",
             lease.port,
             lease.port
@@ -318,10 +318,9 @@ async fn import_a_config_using_every_mapped_key_and_serve_it() {
     )
     .unwrap();
     let out = import_and_check(&ini, &userlist, &dir.join("out"));
-    for key in ["logfile", "ignore_startup_parameters"] {
-        let at = format!("pgbouncer.ini:{}:", line_of(&ini, key));
-        assert!(out.contains(&at), "{key}: {at} missing from:\n{out}");
-    }
+    let key = "ignore_startup_parameters";
+    let at = format!("pgbouncer.ini:{}:", line_of(&ini, key));
+    assert!(out.contains(&at), "{key}: {at} missing from:\n{out}");
     assert!(out.contains("extra.ini:3: stats_users"), "{out}");
     let users_toml = std::fs::read_to_string(dir.join("out/users.toml")).unwrap();
     assert!(
@@ -330,6 +329,14 @@ async fn import_a_config_using_every_mapped_key_and_serve_it() {
     );
 
     let config = std::fs::read_to_string(dir.join("out/pgdog.toml")).unwrap();
+    // The logfile (next to the ini) and the log switches are carried.
+    assert!(
+        config.contains(&format!(
+            "logfile = \"{}\"",
+            dir.join("pgbouncer.log").display()
+        )) && config.contains("log_connections = false"),
+        "{config}"
+    );
     // A peer on a socket folder is carried (cancels reach it there).
     assert!(
         config.contains("host = \"/var/run/pgbouncer-3\""),

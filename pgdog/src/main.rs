@@ -18,11 +18,6 @@ fn main() -> ExitCode {
 }
 
 fn run(config: &std::path::Path, users: &std::path::Path) -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
     let settings = match pgdog::registry::load_settings(config, users) {
         Ok(s) => s,
         Err(e) => {
@@ -30,6 +25,10 @@ fn run(config: &std::path::Path, users: &std::path::Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Err(e) = pgdog::ops::logging::init(&settings.config.general) {
+        eprintln!("pgdog: {e}");
+        return ExitCode::FAILURE;
+    }
     match instance_id(&settings, config) {
         Ok(id) => pgdog::backend::twophase::set_instance(&id),
         Err(e) => {

@@ -89,7 +89,14 @@ pub fn config_paths() -> Option<(PathBuf, PathBuf)> {
 /// databases stay paused (the pause is keyed by database name).
 pub fn reload() -> Result<(), AdminError> {
     let (config, users) = config_paths().ok_or(AdminError::NoConfigPaths)?;
-    let settings = crate::registry::load_settings(&config, &users)?;
+    let settings = crate::registry::load_settings(&config, &users);
+    // The logfile is opened again whatever the outcome (logrotate's SIGHUP).
+    let logfile = settings
+        .as_ref()
+        .ok()
+        .and_then(|s| s.config.general.logfile.clone());
+    crate::ops::logging::reopen(logfile.as_ref());
+    let settings = settings?;
     let current = Registry::current();
     let changed = crate::config::restart_only_changes(
         &current.settings.config.general,

@@ -440,7 +440,7 @@ pub fn databases() -> Reply {
                 s(registry.settings.max_db_connections(&d.name)),
                 s(current),
                 s(u8::from(crate::backend::pause::is_paused(&d.name))),
-                s(0),
+                s(u8::from(crate::backend::pause::is_disabled(&d.name))),
                 s(d.shard),
                 s(d.role.name()),
             ]

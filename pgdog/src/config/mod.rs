@@ -326,6 +326,22 @@ pub struct General {
     pub unix_socket_mode: String,
     /// The socket file's group, by name (empty: the process' group).
     pub unix_socket_group: String,
+    /// `text` or `json` (one object per line).
+    pub log_format: String,
+    /// A file the log lines are appended to (unset: stderr), reopened at SIGHUP and RELOAD.
+    pub logfile: Option<PathBuf>,
+    /// Log to syslog too, as `syslog_ident`, facility `syslog_facility`.
+    pub syslog: bool,
+    pub syslog_ident: String,
+    pub syslog_facility: String,
+    /// Log each login (PgBouncer's `login attempt` line).
+    pub log_connections: bool,
+    /// Log each client's end, with the reason (`closing because: ...`).
+    pub log_disconnections: bool,
+    /// Log the errors pgdog itself sends clients (`pooler error: ...`).
+    pub log_pooler_errors: bool,
+    /// Log one line of each database's figures every `stats_period`.
+    pub log_stats: bool,
     /// This pgdog's number among `[[peers]]` (1 to 32767; 0: none). Its clients' cancel keys
     /// carry it, so a peer that gets one of their CancelRequests forwards it here.
     pub peer_id: u16,
@@ -344,6 +360,7 @@ pub struct CancelPeer {
 
 /// `[general]` keys that are unset by default (absent from a serialized `General`).
 pub const GENERAL_OPTIONAL_KEYS: &[&str] = &[
+    "logfile",
     "temp_directory",
     "server_tls_ca",
     "tls_certificate",
@@ -464,6 +481,15 @@ impl Default for General {
             unix_socket_dir: "/tmp".into(),
             unix_socket_mode: "0777".into(),
             unix_socket_group: String::new(),
+            log_format: "text".into(),
+            logfile: None,
+            syslog: false,
+            syslog_ident: "pgdog".into(),
+            syslog_facility: "daemon".into(),
+            log_connections: true,
+            log_disconnections: true,
+            log_pooler_errors: true,
+            log_stats: true,
             peer_id: 0,
         }
     }

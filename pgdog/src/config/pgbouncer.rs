@@ -324,6 +324,9 @@ const GENERAL: &[(&str, Map)] = &[
     ("server_check_delay", Map::Seconds("server_check_delay")),
     ("server_check_query", Map::Same("server_check_query")),
     ("unix_socket_dir", Map::Same("unix_socket_dir")),
+    ("logfile", Map::Path("logfile")),
+    ("syslog_ident", Map::Same("syslog_ident")),
+    ("syslog_facility", Map::Same("syslog_facility")),
     ("unix_socket_mode", Map::Same("unix_socket_mode")),
     ("unix_socket_group", Map::Same("unix_socket_group")),
     ("autodb_idle_timeout", Map::Seconds("autodb_idle_timeout")),
@@ -466,6 +469,7 @@ impl Importer {
                 };
                 self.set("server_tls", Value::String(mode.into()));
             }
+            "syslog" | "log_connections" | "log_disconnections" | "log_pooler_errors" | "log_stats" => self.set(&s.key, Value::Boolean(matches!(s.value.as_str(), "1" | "on" | "true" | "yes"))),
             "tcp_keepalive" | "so_reuseport" => self.set(&s.key, Value::Boolean(matches!(s.value.as_str(), "1" | "on" | "true" | "yes"))),
             "max_prepared_statements" => match s.value.parse::<i64>() {
                 Ok(n) if n > 0 => self.set("prepared_statements_limit", Value::Integer(n)),

@@ -25,6 +25,12 @@ impl Settings {
         if g.default_pool_size == 0 {
             return Err("general.default_pool_size must be at least 1".into());
         }
+        if !matches!(g.log_format.as_str(), "text" | "json") {
+            return Err(format!(
+                "general.log_format = \"{}\": \"text\" or \"json\"",
+                g.log_format
+            ));
+        }
         if g.unix_socket_mode_bits().is_none() {
             return Err(format!(
                 "general.unix_socket_mode = \"{}\" is not permissions in octal (e.g. \"0777\")",

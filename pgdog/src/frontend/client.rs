@@ -33,6 +33,7 @@ pub(crate) trait ServeClient: Sized {
     /// reference: owned, it would be stored twice in the future (argument and local).
     async fn run(&mut self) {
         let result = self.serve().await;
+        self.client_mut().log_end(&result);
         self.client_mut().end(&result).await;
         if !matches!(result, Err(SessionError::HandedOver)) {
             // The client sees the end now, not after its server is cleaned up (a reset that
@@ -177,6 +178,47 @@ impl Client {
             written?;
         }
         Ok(())
+    }
+
+    /// `log_disconnections` and `log_pooler_errors`: PgBouncer's `closing because: <reason>
+    /// (age=<s>s)` line, and `pooler error: <message>` for an end pgdog decided.
+    fn log_end(&self, result: &Result<(), SessionError>) {
+        let general = crate::config::active();
+        let info = self.meter.client();
+        let reason = match result {
+            Ok(()) | Err(SessionError::ClientLeft) => "client close request".to_string(),
+            Err(SessionError::Client(ProtocolError::Closed)) => "client unexpected eof".into(),
+            Err(SessionError::HandedOver) => "handed over to another pgdog".into(),
+            Err(e) => e.to_string(),
+        };
+        let code = match result {
+            Err(SessionError::Terminated(code, _)) => Some(*code),
+            Err(SessionError::Client(e))
+                if !matches!(e, ProtocolError::Closed | ProtocolError::Io(_)) =>
+            {
+                Some(e.code())
+            }
+            _ => None,
+        };
+        let client = format!("{}:{}", info.addr, info.port);
+        if let (true, Some(code)) = (general.log_pooler_errors, code) {
+            tracing::warn!(
+                database = %self.database,
+                user = %self.user,
+                client = %client,
+                sqlstate = code,
+                "pooler error: {reason}"
+            );
+        }
+        if general.log_disconnections {
+            let age = crate::stats::clients::now_us().saturating_sub(info.connect_time) / 1_000_000;
+            tracing::info!(
+                database = %self.database,
+                user = %self.user,
+                client = %client,
+                "closing because: {reason} (age={age}s)"
+            );
+        }
     }
 
     /// Tells the client why its session ended (nothing for a clean end or a closed socket) and

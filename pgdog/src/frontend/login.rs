@@ -96,6 +96,12 @@ async fn serve_stream(
         // Boxed: a sharded session's future is larger; one-server clients do not pay for it.
         Ok(Some(LoggedIn::Sharded(mut session))) => Box::pin(session.run()).await,
         Ok(None) => {}
+        Err(refusal) if crate::config::active().log_pooler_errors => tracing::warn!(
+            client = %peer,
+            sqlstate = refusal.0,
+            "pooler error: {}",
+            refusal.1
+        ),
         Err(refusal) => tracing::debug!("{peer}: login refused: {}", refusal.1),
     }
 }
@@ -275,6 +281,16 @@ async fn start_session(
         tls: matches!(stream, Stream::Tls(_)),
         pid: 0,
     };
+    if registry.settings.config.general.log_connections {
+        // PgBouncer's line.
+        tracing::info!(
+            database = %database,
+            user = %user,
+            client = %format!("{}:{}", client.addr, client.port),
+            "login attempt: db={database} user={user} tls={} replication=no",
+            if login_info.tls { "yes" } else { "no" }
+        );
+    }
     if admin {
         drop(registry);
         client.set_login(login_info);

@@ -5,6 +5,7 @@
 //! imports `frontend/` or `admin/`: data flows from the sessions down, not back up.
 pub mod handover;
 pub mod http;
+pub mod logging;
 pub mod openmetrics;
 pub mod sequences;
 pub mod shutdown;

@@ -202,6 +202,30 @@ pub async fn roll_every(period: impl Fn() -> Duration) {
         // Read each time: a reload's `stats_period` takes effect at the next roll.
         tokio::time::sleep(period()).await;
         roll_period();
+        if crate::config::active().log_stats {
+            log_period();
+        }
+    }
+}
+
+/// `log_stats`: PgBouncer's line per database for the period that just ended (counts and
+/// bytes per second, times in microseconds).
+fn log_period() {
+    let last = PERIOD.lock().last.clone();
+    let mut databases: Vec<_> = last.into_iter().collect();
+    databases.sort_by(|a, b| a.0.cmp(&b.0));
+    for (database, a) in databases {
+        tracing::info!(
+            database = %database,
+            "stats: {} xacts/s, {} queries/s, in {} B/s, out {} B/s, xact {} us, query {} us, wait {} us",
+            a.xact_count,
+            a.query_count,
+            a.received,
+            a.sent,
+            a.xact_time_us,
+            a.query_time_us,
+            a.wait_time_us
+        );
     }
 }
 
