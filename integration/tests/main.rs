@@ -39,6 +39,7 @@ mod pooler_restart;
 mod pooler_settings;
 mod pooler_smoke;
 mod pooler_state;
+mod pooler_statement;
 mod pooler_tls;
 mod pooler_unix;
 mod pooler_unnamed;

@@ -43,6 +43,7 @@ fn mode_name(m: PoolerMode) -> &'static str {
     match m {
         PoolerMode::Transaction => "transaction",
         PoolerMode::Session => "session",
+        PoolerMode::Statement => "statement",
     }
 }
 

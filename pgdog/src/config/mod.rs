@@ -42,13 +42,16 @@ pub enum ConfigError {
     Invalid { path: PathBuf, message: String },
 }
 
-/// Transaction or session pooling.
+/// Transaction, session or statement pooling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum PoolerMode {
     #[default]
     Transaction,
     Session,
+    /// PgBouncer's statement pooling: transaction pooling where a statement that leaves a
+    /// transaction open ends the client (08P01).
+    Statement,
 }
 
 /// How clients authenticate to pgdog.

@@ -448,8 +448,8 @@ impl Importer {
                 }
             }
             "pool_mode" => match s.value.as_str() {
-                "session" | "transaction" => self.set("pooler_mode", Value::String(s.value.clone())),
-                _ => self.note(s, "pgdog has session and transaction pooling only"),
+                "session" | "transaction" | "statement" => self.set("pooler_mode", Value::String(s.value.clone())),
+                _ => self.note(s, "not a pool mode (session, transaction, statement)"),
             },
             "auth_type" => self.auth_type(s),
             "client_tls_sslmode" => {
@@ -585,7 +585,9 @@ impl Importer {
                         }
                         _ => self.note(&entry, "not a number of seconds; not carried"),
                     },
-                    "pool_mode" if matches!(value.as_str(), "session" | "transaction") => {
+                    "pool_mode"
+                        if matches!(value.as_str(), "session" | "transaction" | "statement") =>
+                    {
                         db.insert("pooler_mode".into(), Value::String(value));
                     }
                     _ => self.note(&entry, "no pgdog equivalent; not carried"),
@@ -621,7 +623,9 @@ impl Importer {
         for s in user_settings {
             for (key, value) in conninfo(&s.value) {
                 let setting = match key.as_str() {
-                    "pool_mode" if matches!(value.as_str(), "session" | "transaction") => {
+                    "pool_mode"
+                        if matches!(value.as_str(), "session" | "transaction" | "statement") =>
+                    {
                         Some(("pooler_mode".to_string(), Value::String(value.clone())))
                     }
                     "max_user_connections" | "pool_size" | "reserve_pool_size" => value

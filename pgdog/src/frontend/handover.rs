@@ -228,7 +228,10 @@ pub fn resume(payload: &[u8], fd: OwnedFd) -> Result<(), String> {
                 state.user, state.database
             )
         })?;
-    if shards[0].mode() != crate::config::PoolerMode::Transaction {
+    if !matches!(
+        shards[0].mode(),
+        crate::config::PoolerMode::Transaction | crate::config::PoolerMode::Statement
+    ) {
         return Err("the pool is in session mode here".into());
     }
     let (stream, guard) = adopt_socket(fd)?;

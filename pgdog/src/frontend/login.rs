@@ -321,6 +321,15 @@ async fn start_session(
             .await;
         return Err(refusal);
     };
+    if shard.mode() == crate::config::PoolerMode::Statement && registry.router(&database).is_some()
+    {
+        let refusal = Refusal(
+            "0A000",
+            "statement pooling is not supported on sharded databases (pooler_mode = \"statement\"): use transaction".into(),
+        );
+        refuse(&mut stream, refusal.clone()).await;
+        return Err(refusal);
+    }
     let server_params = match shard.any().params().await {
         Ok(p) => p,
         Err(e) => {
@@ -373,6 +382,7 @@ async fn start_session(
     );
     if let Some(router) = registry.router(&client.database) {
         let shards = shards.unwrap_or_default();
+
         let two_phase = registry.settings.config.general.two_phase_commit;
         let mut session = ShardedSession::new(client, shards, router, two_phase);
         session.set_generation(generation);

@@ -117,6 +117,11 @@ pub struct Session {
     expected: VecDeque<Expect>,
     /// Why the session holds its server until it ends (session state was created).
     pinned: Option<&'static str>,
+    /// Statement pooling (`client.mode` is then Transaction): a ReadyForQuery that is not idle
+    /// ends the client, as PgBouncer does.
+    statement_pooling: bool,
+    /// That happened: the session ends before reading more.
+    transaction_block: bool,
     copy_in: bool,
     /// After pgdog answered an extended-protocol message with an error: drop messages until Sync.
     skip_until_sync: bool,
@@ -189,6 +194,10 @@ impl Session {
     /// A session for `client` on one shard's servers (its pooling mode is the shard's).
     pub fn new(mut client: Client, shard: Shard, query_parser: bool) -> Session {
         client.mode = shard.mode();
+        let statement_pooling = client.mode == PoolerMode::Statement;
+        if statement_pooling {
+            client.mode = PoolerMode::Transaction;
+        }
         let read_only = shard.read_only();
         let mirror = super::tap(&client.user, &client.database);
         let dry_run = Registry::current().dry_run(&client.database);
@@ -204,6 +213,8 @@ impl Session {
             statements: HashMap::default(),
             expected: VecDeque::new(),
             pinned: None,
+            statement_pooling,
+            transaction_block: false,
             copy_in: false,
             skip_until_sync: false,
             status: TxStatus::Idle,
@@ -257,6 +268,12 @@ impl ServeClient for Session {
             ));
         }
         loop {
+            if self.transaction_block {
+                return Err(SessionError::Terminated(
+                    "08P01",
+                    "transaction blocks not allowed in statement pooling mode".into(),
+                ));
+            }
             // Everything already buffered from the client first.
             while let Some(m) = self.client.next_buffered()? {
                 let mark = self.client.out.len();
@@ -896,6 +913,15 @@ impl Session {
 
     /// ReadyForQuery: one Sync/Query answered.
     fn ready(&mut self, status: TxStatus) {
+        if self.statement_pooling && status != TxStatus::Idle {
+            // PgBouncer ends the client instead of forwarding this ReadyForQuery (just queued).
+            let ready = [b'Z', 0, 0, 0, 5, status.byte()];
+            if self.client.out.ends_with(&ready) {
+                let keep = self.client.out.len() - ready.len();
+                self.client.out.truncate(keep);
+            }
+            self.transaction_block = true;
+        }
         self.pop_if(|e| matches!(e, Expect::Ready));
         if status == TxStatus::Idle && !self.expected.iter().any(|e| matches!(e, Expect::Ready)) {
             self.set_in_transaction = false;
