@@ -29,6 +29,7 @@ mod pooler_handoff;
 mod pooler_import;
 mod pooler_leaks;
 mod pooler_listen;
+mod pooler_per_user;
 mod pooler_pinning;
 mod pooler_pipeline_timeout;
 mod pooler_pooling;

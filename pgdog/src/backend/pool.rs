@@ -48,6 +48,8 @@ pub struct PoolSettings {
     pub reserve_timeout: Duration,
     pub mode: PoolerMode,
     pub checkout_timeout: Duration,
+    /// Its clients' timeouts (query, idle in transaction, idle).
+    pub clocks: crate::config::ClientClocks,
     pub idle_timeout: Duration,
     pub server_lifetime: Duration,
     pub connect_timeout: Duration,

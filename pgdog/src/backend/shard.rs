@@ -143,6 +143,15 @@ impl Shard {
     }
 
     /// Transaction or session pooling (the same for every server of the shard).
+    /// The clients' timeouts of this shard's pools (the first server's).
+    pub fn clocks(&self) -> crate::config::ClientClocks {
+        self.inner
+            .hosts
+            .first()
+            .map(|h| h.pool.settings().clocks)
+            .unwrap_or_default()
+    }
+
     pub fn mode(&self) -> PoolerMode {
         self.inner
             .hosts

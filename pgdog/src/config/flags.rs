@@ -4,6 +4,12 @@ use super::{General, UnknownFunctions};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 static CLIENT_CLOCKS: AtomicBool = AtomicBool::new(false);
+/// A database's or user's own client timeout is on.
+static OVERRIDE_CLOCKS: AtomicBool = AtomicBool::new(false);
+
+pub(super) fn store_override_clocks(on: bool) {
+    OVERRIDE_CLOCKS.store(on, Relaxed);
+}
 static PIN_UNKNOWN_FUNCTIONS: AtomicBool = AtomicBool::new(true);
 static CACHE_UNNAMED_STATEMENTS: AtomicBool = AtomicBool::new(true);
 
@@ -21,7 +27,7 @@ pub(super) fn store(general: &General) {
 /// Whether any per-client timeout (query, idle, idle in transaction) is on: sessions skip their
 /// clocks entirely otherwise.
 pub fn client_clocks() -> bool {
-    CLIENT_CLOCKS.load(Relaxed)
+    CLIENT_CLOCKS.load(Relaxed) || OVERRIDE_CLOCKS.load(Relaxed)
 }
 
 /// `unknown_functions = "pin"` (the default): a call of a function pgdog does not know pins the

@@ -17,7 +17,7 @@ mod size;
 mod validate;
 pub use flags::{cache_unnamed_statements, client_clocks, pin_unknown_functions};
 pub use mirroring::{MirrorLevel, Mirroring};
-pub use overrides::PoolConfig;
+pub use overrides::{ClientClocks, PoolConfig};
 pub use resharding::{CopyFormat as ReshardCopyFormat, Peer, Resharding};
 pub use restart::restart_only_changes;
 pub use sharding::{
@@ -312,6 +312,9 @@ pub struct General {
     /// Milliseconds, sent to the servers as the `statement_timeout` startup parameter (0: not
     /// sent, the server's own setting applies).
     pub statement_timeout: u64,
+    /// Milliseconds, sent to the servers as Postgres' `transaction_timeout` startup parameter
+    /// (0: not sent): a transaction open longer ends its session there, FATAL 25P04.
+    pub transaction_timeout: u64,
     /// Server sessions start with `default_transaction_read_only = on`, and pgdog refuses
     /// statements that would turn it off (25006).
     pub read_only: bool,
@@ -329,6 +332,9 @@ pub struct General {
     pub unix_socket_mode: String,
     /// The socket file's group, by name (empty: the process' group).
     pub unix_socket_group: String,
+    /// PgBouncer's `track_extra_parameters`: accepted for its configurations. pgdog follows
+    /// every parameter a client SETs and every one the server reports (GUC_REPORT) anyway.
+    pub track_extra_parameters: Vec<String>,
     /// `text` or `json` (one object per line).
     pub log_format: String,
     /// A file the log lines are appended to (unset: stderr), reopened at SIGHUP and RELOAD.
@@ -478,12 +484,14 @@ impl Default for General {
             reserve_pool_size: 0,
             reserve_pool_timeout: 1_000,
             statement_timeout: 0,
+            transaction_timeout: 0,
             read_only: false,
             so_reuseport: false,
             handover_dir: None,
             unix_socket_dir: "/tmp".into(),
             unix_socket_mode: "0777".into(),
             unix_socket_group: String::new(),
+            track_extra_parameters: Vec::new(),
             log_format: "text".into(),
             logfile: None,
             syslog: false,
@@ -528,9 +536,19 @@ pub struct Database {
     pub min_pool_size: Option<usize>,
     pub reserve_pool_size: Option<usize>,
     pub server_lifetime: Option<u64>,
+    #[serde(alias = "pool_idle_timeout")]
     pub idle_timeout: Option<u64>,
     pub statement_timeout: Option<u64>,
     pub read_only: Option<bool>,
+    /// Client timeouts of these pools, ms (PgBouncer's names accepted: `query_wait_timeout`,
+    /// `idle_transaction_timeout`).
+    #[serde(alias = "query_wait_timeout")]
+    pub checkout_timeout: Option<u64>,
+    pub query_timeout: Option<u64>,
+    #[serde(alias = "idle_transaction_timeout")]
+    pub idle_in_transaction_timeout: Option<u64>,
+    pub client_idle_timeout: Option<u64>,
+    pub transaction_timeout: Option<u64>,
     /// This database's `auth_user` (overrides `[general]`).
     pub auth_user: Option<String>,
     /// This database's `auth_query` (overrides `[general]`).
@@ -601,9 +619,19 @@ pub struct User {
     pub min_pool_size: Option<usize>,
     pub reserve_pool_size: Option<usize>,
     pub server_lifetime: Option<u64>,
+    #[serde(alias = "pool_idle_timeout")]
     pub idle_timeout: Option<u64>,
     pub statement_timeout: Option<u64>,
     pub read_only: Option<bool>,
+    /// Client timeouts of these pools, ms (PgBouncer's names accepted: `query_wait_timeout`,
+    /// `idle_transaction_timeout`).
+    #[serde(alias = "query_wait_timeout")]
+    pub checkout_timeout: Option<u64>,
+    pub query_timeout: Option<u64>,
+    #[serde(alias = "idle_transaction_timeout")]
+    pub idle_in_transaction_timeout: Option<u64>,
+    pub client_idle_timeout: Option<u64>,
+    pub transaction_timeout: Option<u64>,
     /// Log in to the servers as this role (with `server_password`, else that role's plain
     /// password from users.toml).
     pub server_user: Option<String>,
@@ -705,6 +733,26 @@ impl Settings {
     /// Makes `[general]` the settings every part reads ([`active`]).
     pub fn activate(&self) {
         set_active(&self.config.general);
+        // Clocks a database or a user turns on (sessions skip them when none is).
+        let db_clocks = self.config.databases.iter().any(|d| {
+            [
+                d.query_timeout,
+                d.idle_in_transaction_timeout,
+                d.client_idle_timeout,
+            ]
+            .iter()
+            .any(|t| t.is_some_and(|ms| ms > 0))
+        });
+        let user_clocks = self.users.users.iter().any(|u| {
+            [
+                u.query_timeout,
+                u.idle_in_transaction_timeout,
+                u.client_idle_timeout,
+            ]
+            .iter()
+            .any(|t| t.is_some_and(|ms| ms > 0))
+        });
+        flags::store_override_clocks(db_clocks || user_clocks);
     }
 
     /// Reads and validates both files, without activating them.

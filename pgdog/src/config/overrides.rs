@@ -3,6 +3,16 @@
 //! database's server entry (`[[databases]]`), then `[general]`.
 use super::{Database, PoolerMode, Settings, User, FALLBACK_DATABASE};
 
+/// A pool's client timeouts, milliseconds (0: off): a request in flight (`query_timeout`), a
+/// transaction waiting for its client (`idle_in_transaction_timeout`), a client idle between
+/// transactions (`client_idle_timeout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ClientClocks {
+    pub query: u64,
+    pub idle_in_transaction: u64,
+    pub idle: u64,
+}
+
 /// The values in force for one user's pool on one server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PoolConfig {
@@ -17,6 +27,12 @@ pub struct PoolConfig {
     /// Milliseconds, sent as a startup parameter (0: not sent).
     pub statement_timeout: u64,
     pub read_only: bool,
+    /// The clients' clocks, ms (0: off).
+    pub clocks: ClientClocks,
+    /// Milliseconds a client waits for a server connection.
+    pub checkout_timeout: u64,
+    /// Milliseconds, sent as Postgres' `transaction_timeout` (0: not sent).
+    pub transaction_timeout: u64,
     /// The role pgdog logs in to the servers as, when not the client's own.
     pub server_user: Option<String>,
     /// Its password, when one is known.
@@ -38,6 +54,12 @@ impl PoolConfig {
         }
         if self.read_only {
             out.push(("default_transaction_read_only".into(), "on".into()));
+        }
+        if self.transaction_timeout > 0 {
+            out.push((
+                "transaction_timeout".into(),
+                self.transaction_timeout.to_string(),
+            ));
         }
         out
     }
@@ -90,6 +112,16 @@ impl Settings {
             idle_timeout: pick!(idle_timeout, g.idle_timeout),
             statement_timeout: pick!(statement_timeout, g.statement_timeout),
             read_only: pick!(read_only, g.read_only),
+            clocks: ClientClocks {
+                query: pick!(query_timeout, g.query_timeout),
+                idle_in_transaction: pick!(
+                    idle_in_transaction_timeout,
+                    g.idle_in_transaction_timeout
+                ),
+                idle: pick!(client_idle_timeout, g.client_idle_timeout),
+            },
+            checkout_timeout: pick!(checkout_timeout, g.checkout_timeout),
+            transaction_timeout: pick!(transaction_timeout, g.transaction_timeout),
             server_user,
             server_password,
             client_password,
@@ -152,5 +184,27 @@ mod tests {
                 ("default_transaction_read_only".into(), "on".into())
             ]
         );
+    }
+
+    #[test]
+    fn client_timeouts_per_user_under_pgbouncer_names() {
+        let s = settings(
+            "[general]\nquery_timeout = 7\n[[databases]]\nname = \"db\"\nclient_idle_timeout = 9\n",
+            "[[users]]\nname = \"a\"\ndatabase = \"db\"\nidle_transaction_timeout = 400\n\
+             query_wait_timeout = 500\ntransaction_timeout = 600\npool_idle_timeout = 1234\n",
+        );
+        let a = s.pool_config(&s.users.users[0], &s.config.databases[0]);
+        assert_eq!(
+            a.clocks,
+            ClientClocks {
+                query: 7,
+                idle_in_transaction: 400,
+                idle: 9
+            }
+        );
+        assert_eq!((a.checkout_timeout, a.idle_timeout), (500, 1234));
+        assert!(a
+            .startup_parameters()
+            .contains(&("transaction_timeout".to_string(), "600".to_string())));
     }
 }

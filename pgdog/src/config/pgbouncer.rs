@@ -475,6 +475,10 @@ impl Importer {
                 Ok(n) if n > 0 => self.set("prepared_statements_limit", Value::Integer(n)),
                 _ => self.note(s, "pgdog always supports prepared statements in transaction mode (prepared_statements_limit keeps its default)"),
             },
+            "track_extra_parameters" => self.set(
+                "track_extra_parameters",
+                Value::Array(split_list(&s.value).into_iter().map(Value::String).collect()),
+            ),
             "ignore_startup_parameters" => self.note(s, "not needed: pgdog accepts every startup parameter the server accepts (it applies them on the server)"),
             "auth_file" | "admin_users" => {} // read with the users
             _ => self.note(s, "no pgdog equivalent; not carried"),

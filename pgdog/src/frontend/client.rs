@@ -95,6 +95,31 @@ impl Client {
         }
     }
 
+    /// PgBouncer 1.26's session tracking (transaction mode): a parameter the server reports
+    /// (GUC_REPORT: on Postgres 18 `search_path` and `default_transaction_read_only` too)
+    /// changed by the client's own statement, however it did it (`set_config`, a function's
+    /// SET, a SET pgdog did not parse), follows the client to its next servers. The server's
+    /// own facts (`in_hot_standby`, `server_version`, ...) are not the client's to carry.
+    pub fn track_reported(&mut self, m: &Message) {
+        const SERVER_FACTS: &[&str] = &[
+            "in_hot_standby",
+            "server_version",
+            "server_encoding",
+            "integer_datetimes",
+            "is_superuser",
+            "session_authorization",
+            "scram_iterations",
+        ];
+        let mut r = m.reader();
+        let (Ok(name), Ok(value)) = (r.cstr(), r.cstr()) else {
+            return;
+        };
+        let name = name.to_ascii_lowercase();
+        if !SERVER_FACTS.contains(&name.as_str()) {
+            self.params.set_actual(&name, Some(value));
+        }
+    }
+
     /// A ParameterStatus on its way to the client: a new `client_encoding` changes how pgdog
     /// reads the client's text from now on.
     pub fn parameter_reported(&mut self, m: &Message) {

@@ -86,6 +86,10 @@ impl Params {
     /// Records a change the server has applied for this client.
     pub fn apply(&mut self, change: &SetChange) {
         match change {
+            SetChange::Config(name, raw) => {
+                self.wanted
+                    .insert(name.clone(), Some(set_config(name, raw)));
+            }
             SetChange::Set(name, value) => {
                 self.wanted.insert(
                     name.clone(),

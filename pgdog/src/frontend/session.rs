@@ -763,6 +763,9 @@ impl Session {
                     s.record_parameter(&m);
                 }
                 self.client.parameter_reported(&m);
+                if self.client.mode == PoolerMode::Transaction && self.pinned.is_none() {
+                    self.client.track_reported(&m);
+                }
             }
             backend::READY_FOR_QUERY
                 if matches!(self.expected.front(), Some(Expect::HiddenReady)) =>

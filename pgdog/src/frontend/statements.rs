@@ -15,6 +15,9 @@ use pg_query_raw::router::{self, Const, Expr, StatementKind};
 pub enum SetChange {
     /// `SET name TO value`; the value as SQL text.
     Set(String, String),
+    /// `set_config(name, value, false)`: the value as the raw string (a list parameter such as
+    /// `search_path` reads it as a list, where `SET ... TO 'a, b'` is one element).
+    Config(String, String),
     /// `RESET name` / `SET name TO DEFAULT`
     Reset(String),
     /// `RESET ALL` / `DISCARD ALL`
@@ -279,10 +282,9 @@ fn set_config_calls(st: &router::Statement, out: &mut Classified) {
             local,
         ) {
             (_, _, Some(true)) => {}
-            (Some(name), Some(value), Some(false)) => out.changes.push(SetChange::Set(
-                name.to_ascii_lowercase(),
-                format!("'{}'", value.replace('\'', "''")),
-            )),
+            (Some(name), Some(value), Some(false)) => out
+                .changes
+                .push(SetChange::Config(name.to_ascii_lowercase(), value)),
             _ => out.pin = Some("set_config with computed arguments"),
         }
     }
@@ -400,7 +402,10 @@ mod tests {
         assert!(classify("DISCARD ALL").discard_all);
         assert_eq!(
             classify("SELECT set_config('statement_timeout', '999ms', false)").changes,
-            vec![SetChange::Set("statement_timeout".into(), "'999ms'".into())]
+            vec![SetChange::Config(
+                "statement_timeout".into(),
+                "999ms".into()
+            )]
         );
         assert!(classify("SELECT set_config('x.y', '1', true)")
             .changes

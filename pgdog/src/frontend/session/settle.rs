@@ -35,7 +35,9 @@ impl Session {
             let mut names: Vec<String> = Vec::new();
             for change in &changes {
                 match change {
-                    SetChange::Set(name, _) | SetChange::Reset(name) => names.push(name.clone()),
+                    SetChange::Set(name, _)
+                    | SetChange::Config(name, _)
+                    | SetChange::Reset(name) => names.push(name.clone()),
                     SetChange::ResetAll => {
                         names.extend(self.client.params.names());
                         if let Some(s) = self.server.as_ref() {

@@ -53,7 +53,10 @@ pub(crate) fn idle_error(clock: Clock) -> SessionError {
 
 /// Picks the clock that applies: a request in flight, a transaction waiting for the client,
 /// or a client idle between transactions. Timeouts in milliseconds, 0 for off.
+/// `clocks`: the pool's timeouts (the most specific of the user's, the database's and
+/// `[general]`'s), read only when some clock is on anywhere.
 pub(crate) fn next_deadline(
+    clocks: impl FnOnce() -> crate::config::ClientClocks,
     busy_since: Option<std::time::Instant>,
     in_transaction: bool,
     last_message: std::time::Instant,
@@ -61,19 +64,17 @@ pub(crate) fn next_deadline(
     if !crate::config::client_clocks() {
         return None;
     }
-    let g = crate::config::active();
+    let c = clocks();
     let at =
         |from: std::time::Instant, ms: u64| Instant::from_std(from + Duration::from_millis(ms));
     match busy_since {
-        Some(start) if g.query_timeout > 0 => Some((at(start, g.query_timeout), Clock::Query)),
+        Some(start) if c.query > 0 => Some((at(start, c.query), Clock::Query)),
         Some(_) => None,
-        None if in_transaction && g.idle_in_transaction_timeout > 0 => Some((
-            at(last_message, g.idle_in_transaction_timeout),
+        None if in_transaction && c.idle_in_transaction > 0 => Some((
+            at(last_message, c.idle_in_transaction),
             Clock::IdleInTransaction,
         )),
-        None if !in_transaction && g.client_idle_timeout > 0 => {
-            Some((at(last_message, g.client_idle_timeout), Clock::Idle))
-        }
+        None if !in_transaction && c.idle > 0 => Some((at(last_message, c.idle), Clock::Idle)),
         None => None,
     }
 }
@@ -97,7 +98,12 @@ impl Session {
         } else {
             None
         };
-        let deadline = next_deadline(busy_since, !idle, self.client.meter.last_message());
+        let deadline = next_deadline(
+            || self.shard.clocks(),
+            busy_since,
+            !idle,
+            self.client.meter.last_message(),
+        );
         (deadline, idle)
     }
 

@@ -307,7 +307,7 @@ impl ShardedSession {
         if !crate::config::client_clocks() {
             return None;
         }
-        let ms = crate::config::active().query_timeout;
+        let ms = self.shards.first().map(|s| s.clocks().query).unwrap_or(0);
         let start = self.client.meter.request_started()?;
         (ms > 0)
             .then(|| tokio::time::Instant::from_std(start + std::time::Duration::from_millis(ms)))

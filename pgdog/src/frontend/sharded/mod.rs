@@ -237,7 +237,9 @@ impl ShardedSession {
     async fn wait_for_client(&mut self) -> Result<(), SessionError> {
         use super::session::timeouts::{expiry, idle_error, next_deadline, stopped};
         let idle = self.tx.is_none() && self.status == TxStatus::Idle;
-        let deadline = next_deadline(None, !idle, self.client.meter.last_message());
+        let shards = &self.shards;
+        let clocks = || shards.first().map(|s| s.clocks()).unwrap_or_default();
+        let deadline = next_deadline(clocks, None, !idle, self.client.meter.last_message());
         let client = self.client.meter.client();
         let timer = expiry(deadline);
         let stop = tokio::select! {
