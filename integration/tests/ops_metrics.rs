@@ -502,3 +502,94 @@ async fn admin_always_requires_a_password() {
     let a = admin(&proxy).await;
     assert_eq!(table(&a, "SHOW VERSION").await.len(), 1);
 }
+
+/// The families a running pgdog exports: name (without `pgdog_`) -> kind.
+fn families(exposition: &str) -> HashMap<String, String> {
+    exposition
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE pgdog_"))
+        .filter_map(|l| l.split_once(' '))
+        .map(|(name, kind)| (name.to_string(), kind.to_string()))
+        .collect()
+}
+
+/// The Grafana dashboard in the repo (grafana/pgdog.json) queries only series a running pgdog
+/// exports: each `pgdog_...` name in its expressions is a family (a counter's `_total`, a
+/// histogram's `_bucket`, `_sum` or `_count`), and it covers pools, rates, latency, errors,
+/// bans and failovers, merges and resharding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_grafana_dashboard_queries_only_exported_series() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../grafana/pgdog.json");
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("grafana/pgdog.json"))
+            .expect("the dashboard is JSON");
+    let mut exprs = Vec::new();
+    for panel in dashboard["panels"].as_array().expect("panels") {
+        for target in panel["targets"].as_array().expect("targets") {
+            exprs.push(target["expr"].as_str().expect("expr").to_string());
+        }
+    }
+    for var in dashboard["templating"]["list"]
+        .as_array()
+        .expect("variables")
+    {
+        exprs.push(var["query"].as_str().unwrap_or_default().to_string());
+    }
+    let lease = Proxy::lease_port().expect("port");
+    let mport = lease.port;
+    drop(lease);
+    let (_topo, proxy) = pgdog(&general(mport, ""), 2);
+    let app = connect(&proxy).await;
+    one(&app, "SELECT 1").await;
+    let (_, _, body) = http_get(mport, "/metrics").await;
+    let exported = families(&body);
+    let mut used = std::collections::BTreeSet::new();
+    for expr in &exprs {
+        let mut rest = expr.as_str();
+        while let Some(at) = rest.find("pgdog_") {
+            let name: String = rest[at + 6..]
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                .collect();
+            rest = &rest[at + 6 + name.len()..];
+            let family = [
+                ("_total", "counter"),
+                ("_bucket", "histogram"),
+                ("_sum", "histogram"),
+                ("_count", "histogram"),
+            ]
+            .iter()
+            .find_map(|(suffix, kind)| {
+                let base = name.strip_suffix(suffix)?;
+                (exported.get(base).map(String::as_str) == Some(*kind)).then(|| base.to_string())
+            })
+            .unwrap_or_else(|| name.clone());
+            assert!(
+                exported.contains_key(&family),
+                "the dashboard queries pgdog_{name}, which pgdog does not export: {expr}\nexported: {exported:?}"
+            );
+            used.insert(family);
+        }
+    }
+    for needed in [
+        "clients",
+        "pool_waiting_clients",
+        "server_connections",
+        "checkout_wait_seconds",
+        "transactions",
+        "queries",
+        "query_time_seconds",
+        "errors",
+        "host_banned",
+        "host_primary",
+        "merge_spilled_bytes",
+        "reshard_copied_rows",
+        "reshard_replay_lag_bytes",
+    ] {
+        assert!(
+            used.contains(needed),
+            "the dashboard shows no pgdog_{needed}"
+        );
+    }
+    drop(proxy);
+}

@@ -254,6 +254,16 @@ fn server_metrics(out: &mut Out) {
         out.sample("host_banned", &r.labels(), u8::from(r.banned));
     }
     out.family(
+        "host_primary",
+        "gauge",
+        "1 when the server is its shard's primary now (an `auto` one as its health checks saw it): a failover flips it.",
+    );
+    for r in &rows {
+        let [database, user, shard, _, host] = r.labels();
+        let labels = [database, user, shard, host];
+        out.sample("host_primary", &labels, u8::from(r.role == "primary"));
+    }
+    out.family(
         "replica_lag_bytes",
         "gauge",
         "Bytes of WAL the replica has not replayed yet.",
@@ -521,6 +531,10 @@ fn borrowed<'a>(l: &'a [(&'static str, String); 3]) -> [(&'a str, &'a str); 3] {
 
 fn reshard_metrics(out: &mut Out) {
     let Some(control) = crate::reshard::admin_commands::running() else {
+        // Declared without samples: dashboards find the series before the first reshard.
+        for (family, kind, help) in RESHARD_FAMILIES {
+            out.family(family, kind, help);
+        }
         return;
     };
     let now = std::time::Instant::now();
@@ -539,6 +553,7 @@ fn reshard_metrics(out: &mut Out) {
         })
         .collect();
     type Value = fn(&crate::reshard::display::Row) -> Option<String>;
+    // (RESHARD_FAMILIES lists the same families and help texts.)
     let per_table: [(&str, &str, &str, &str, Value); 3] = [
         (
             "reshard_copied_rows",
@@ -581,3 +596,23 @@ fn reshard_metrics(out: &mut Out) {
         out.sample("reshard_replay_lag_bytes", &[("shard", &shard)], lag.bytes);
     }
 }
+
+/// The resharding families: name, kind, help.
+const RESHARD_FAMILIES: [(&str, &str, &str); 4] = [
+    ("reshard_copied_rows", "counter", "Rows copied per table."),
+    (
+        "reshard_copied_bytes",
+        "counter",
+        "COPY bytes copied per table.",
+    ),
+    (
+        "reshard_copy_eta_seconds",
+        "gauge",
+        "Estimated seconds left to copy a table (planner row estimate / rows per second).",
+    ),
+    (
+        "reshard_replay_lag_bytes",
+        "gauge",
+        "WAL of the source not applied on the destination yet.",
+    ),
+];
