@@ -258,3 +258,36 @@ async fn a_second_signal_exits_at_once() {
     assert!(status.success(), "{status}");
     assert!(app.simple_query("SELECT 1").await.is_err());
 }
+
+/// Admin `SHUTDOWN WAIT_FOR_CLIENTS`: as SIGTERM, the connected client keeps being served and
+/// pgdog exits once it leaves; `SHUTDOWN WAIT_FOR_SERVERS`: as SIGINT, the idle client is
+/// ended (57P01) and pgdog exits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_shutdown_modes() {
+    let (topo, mut proxy) = pgdog(&general("shutdown_timeout = 20000"), 2);
+    let app = connect(&proxy).await;
+    let a = admin(&proxy).await;
+    let _ = a.simple_query("SHUTDOWN WAIT_FOR_CLIENTS").await;
+    drop(a);
+    eventually(
+        "new connections to be refused",
+        Duration::from_secs(5),
+        || async { connect_as(&proxy, USER, PASSWORD, DB).await.is_err() },
+    )
+    .await;
+    assert_eq!(one(&app, "SELECT 'served'").await, "served");
+    drop(app);
+    let status = tokio::task::block_in_place(|| proxy.wait_exit(Duration::from_secs(10)))
+        .expect("exits once its clients left");
+    assert!(status.success(), "{status}");
+    drop(proxy);
+
+    let mut proxy = start(&topo, &general("shutdown_timeout = 20000"), 2);
+    let idle = connect(&proxy).await;
+    let a = admin(&proxy).await;
+    let _ = a.simple_query("SHUTDOWN WAIT_FOR_SERVERS").await;
+    let status = tokio::task::block_in_place(|| proxy.wait_exit(Duration::from_secs(10)))
+        .expect("exits with its idle client ended");
+    assert!(status.success(), "{status}");
+    assert!(idle.simple_query("SELECT 1").await.is_err());
+}
