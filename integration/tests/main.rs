@@ -11,6 +11,7 @@ mod wire;
 
 mod admin;
 mod admin_pgbouncer;
+mod admin_vs_pgbouncer;
 mod faults;
 mod ha_integrity;
 mod ha_replicas;

@@ -8,6 +8,7 @@
 mod attach;
 mod deallocate;
 mod dry_run;
+mod error;
 mod expect;
 mod extended;
 mod handover;
@@ -22,6 +23,7 @@ mod unnamed;
 
 use crate::net::tag::{backend, frontend};
 use crate::net::TxStatus;
+pub use error::SessionError;
 use expect::Expect;
 use lost::{ReadRetry, ServerFatal};
 use timeouts::{expiry, stopped};
@@ -49,28 +51,6 @@ use bytes::BytesMut;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-#[derive(Debug, thiserror::Error)]
-pub enum SessionError {
-    #[error(transparent)]
-    Client(#[from] ProtocolError),
-    /// A reload made the database sharded: this session type cannot serve it any more.
-    #[error("{0}")]
-    Reconfigured(String),
-    /// Ended by pgdog (a timeout, KILL, shutdown): FATAL with this SQLSTATE and message.
-    #[error("{1}")]
-    Terminated(&'static str, String),
-    /// The server connection holding the client's session state ended: this FATAL (the
-    /// server's own, unchanged, or 08006), then the connection closes, as with Postgres.
-    #[error("{}", describe_fatal(.0))]
-    ServerClosed(Message),
-    /// The client sent Terminate: a clean end.
-    #[error("the client left")]
-    ClientLeft,
-    /// The client and its session went to another pgdog (a restart): nothing is sent.
-    #[error("handed over to another pgdog")]
-    HandedOver,
-}
-
 /// A statement whose text is not UTF-8 (another client_encoding) was read as UTF-8 (see
 /// `Session::client_text`): the session state it changes stays on its server (pinned), pgdog
 /// replays only UTF-8 text. `text` is the statement as read: borrowed when it was UTF-8.
@@ -82,14 +62,6 @@ fn not_utf8(mut c: Classified, text: &std::borrow::Cow<'_, str>) -> Classified {
         c.pin = c.pin.or(Some("a session change in text that is not UTF-8"));
     }
     c
-}
-
-/// The message of a FATAL, for logs.
-fn describe_fatal(m: &Message) -> String {
-    read_error(m).map_or_else(
-        |_| "server connection lost".into(),
-        |f| format!("{} ({})", f.message, f.code),
-    )
 }
 
 /// A client's prepared statements by its names (foldhash, not SipHash: looked up at every
