@@ -9,7 +9,7 @@ use std::time::Instant;
 
 type Row = Vec<Option<String>>;
 
-fn reply(columns: &[&str], rows: Vec<Row>) -> Reply {
+pub(super) fn reply(columns: &[&str], rows: Vec<Row>) -> Reply {
     Reply::Rows {
         columns: columns.iter().map(|c| c.to_string()).collect(),
         rows,
@@ -17,7 +17,7 @@ fn reply(columns: &[&str], rows: Vec<Row>) -> Reply {
     }
 }
 
-fn s(v: impl ToString) -> Option<String> {
+pub(super) fn s(v: impl ToString) -> Option<String> {
     Some(v.to_string())
 }
 

@@ -2,23 +2,12 @@
 //! `ACTIVE_SOCKETS`, `PEERS`, `PEER_POOLS`, `DNS_HOSTS`, `DNS_ZONES`, `TOTALS` and `HELP`.
 //! Where pgdog has no such thing (slab caches, a DNS cache, fds passed at a takeover, peer
 //! pools), the columns come with the rows that do apply, or none: never an error.
+use super::show::{reply, s};
 use super::Reply;
 use crate::registry::Registry;
 use crate::stats::{clients, counters};
 
 type Row = Vec<Option<String>>;
-
-fn reply(columns: &[&str], rows: Vec<Row>) -> Reply {
-    Reply::Rows {
-        columns: columns.iter().map(|c| c.to_string()).collect(),
-        rows,
-        tag: "SHOW".into(),
-    }
-}
-
-fn s(v: impl ToString) -> Option<String> {
-    Some(v.to_string())
-}
 
 fn yes(b: bool) -> Option<String> {
     s(if b { "yes" } else { "no" })
