@@ -91,7 +91,7 @@ async fn timeouts_per_user() {
     exec(&app, "BEGIN; SELECT pg_sleep(1); COMMIT").await;
     // idle_transaction_timeout: itx's idle transaction ends it (25P03), app's stays open.
     let itx = as_user(&proxy, "itx").await;
-    exec(&itx, "BEGIN; SELECT 1").await;
+    exec(&itx, "BEGIN").await;
     exec(&app, "BEGIN; SELECT 1").await;
     // (Polled without a query: a query would restart the clock.)
     eventually(
