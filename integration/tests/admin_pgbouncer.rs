@@ -291,3 +291,27 @@ async fn admin_shutdown_modes() {
     assert!(status.success(), "{status}");
     assert!(idle.simple_query("SELECT 1").await.is_err());
 }
+
+/// The last admin session leaving a SUSPEND resumes pgdog (nobody could connect to RESUME
+/// it any more), as PgBouncer does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_admin_leaving_a_suspend_resumes() {
+    let (_topo, proxy) = pgdog(&general(""), 2);
+    let a = admin(&proxy).await;
+    a.simple_query("SUSPEND").await.unwrap();
+    let port = proxy.port;
+    let pending = tokio::spawn(async move {
+        let c = connect_as_port(port).await;
+        one(&c, "SELECT 'in'").await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!pending.is_finished(), "suspended");
+    drop(a);
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(10), pending)
+            .await
+            .expect("resumed when the admin left")
+            .unwrap(),
+        "in"
+    );
+}

@@ -15,10 +15,26 @@ use tokio::io::AsyncWriteExt;
 /// OID of `text`.
 const TEXT_OID: i32 = 25;
 
+/// Admin sessions connected now.
+static SESSIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// Serves an authenticated admin client until it leaves (or KILL / the shutdown end it).
 pub async fn serve(mut stream: Stream, mut reader: MessageReader, client: &ClientInfo) {
+    use std::sync::atomic::Ordering::SeqCst;
+    SESSIONS.fetch_add(1, SeqCst);
+    serve_one(&mut stream, &mut reader, client).await;
+    // The last admin session gone while suspended: nobody could RESUME any more (no connection
+    // is accepted), so pgdog resumes, as PgBouncer does.
+    if SESSIONS.fetch_sub(1, SeqCst) == 1 && crate::ops::suspend::is_suspended() {
+        tracing::warn!("the last admin session left while suspended: resuming");
+        super::control::unsuspend();
+        super::resume(None);
+    }
+}
+
+async fn serve_one(stream: &mut Stream, reader: &mut MessageReader, client: &ClientInfo) {
     let served = tokio::select! {
-        r = serve_messages(&mut stream, &mut reader) => r,
+        r = serve_messages(stream, reader) => r,
         _ = client.stop_requested(true) => Err(ProtocolError::Terminated(
             "terminating connection due to administrator command".into(),
         )),
