@@ -54,7 +54,7 @@ impl Proxy {
         lease: PortLease,
     ) -> Result<Proxy> {
         let port = lease.port;
-        let dir = std::env::temp_dir().join(format!("pgdog-proxy-{}-{port}", std::process::id()));
+        let dir = proxy_dir(port);
         std::fs::create_dir_all(&dir).context(|| format!("creating {}", dir.display()))?;
         std::fs::write(dir.join("pgdog.toml"), config_text)
             .context(|| "writing pgdog.toml".into())?;
@@ -230,7 +230,19 @@ fn general_head(port: u16, config: &str) -> String {
         })
         .map(|n| format!("workers = {n}\n"))
         .unwrap_or_default();
-    format!("[general]\nhost = \"127.0.0.1\"\nport = {port}\n{workers}{config}")
+    // The Unix-domain socket in the proxy's own folder (removed with it), not in /tmp: a pgdog
+    // killed by a test leaves its socket file behind.
+    let unix = if config.contains("unix_socket_dir") {
+        String::new()
+    } else {
+        format!("unix_socket_dir = \"{}\"\n", proxy_dir(port).display())
+    };
+    format!("[general]\nhost = \"127.0.0.1\"\nport = {port}\n{workers}{unix}{config}")
+}
+
+/// The folder of the pgdog of `port` started by this process.
+fn proxy_dir(port: u16) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("pgdog-proxy-{}-{port}", std::process::id()))
 }
 
 fn spawn(dir: &std::path::Path, env: &[(&str, &str)]) -> Result<Child> {

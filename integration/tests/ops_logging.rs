@@ -91,6 +91,8 @@ async fn json_lines_in_a_logfile_reopened_at_sighup() {
         before,
         "nothing more in the rotated file"
     );
+    drop((again, proxy));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -120,4 +122,6 @@ async fn log_connections_off_silences_logins() {
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(!text.contains("login attempt"), "{text}");
     assert!(text.contains(" INFO "), "text format: {text}");
+    drop(proxy);
+    let _ = std::fs::remove_dir_all(&dir);
 }

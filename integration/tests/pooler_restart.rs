@@ -193,6 +193,8 @@ async fn a_moved_socket_client_keeps_its_session() {
         .await
         .expect("the socket is the second's");
     assert_eq!(one(&other, "SELECT 'new'").await, "new");
+    drop((other, _second));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The payload of the next notification among a client's messages, within 10 s.

@@ -90,6 +90,7 @@ async fn clients_and_servers_on_unix_sockets() {
         !std::path::Path::new(&path).exists(),
         "the socket file is removed at exit"
     );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -120,4 +121,6 @@ async fn hba_local_lines_are_for_socket_clients() {
         format!("no pg_hba.conf entry for host \"[local]\", user \"{USER}\", database \"{DB}\", no encryption")
     );
     assert!(connect_as(&proxy, USER, PASSWORD, DB).await.is_ok());
+    drop(proxy);
+    let _ = std::fs::remove_dir_all(&dir);
 }
