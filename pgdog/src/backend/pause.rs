@@ -79,15 +79,20 @@ impl Drop for Ticket {
     }
 }
 
+/// Admits the session now, unless the database is paused (None: it backed out, waking a PAUSE
+/// waiting for the count to drop).
+pub fn try_enter(gate: &Arc<Gate>) -> Option<Ticket> {
+    gate.in_flight.fetch_add(1, SeqCst);
+    let ticket = Ticket { gate: gate.clone() };
+    (!gate.paused.load(SeqCst)).then_some(ticket)
+}
+
 /// Waits while the database is paused, then admits the session.
 pub async fn enter(gate: &Arc<Gate>) -> Ticket {
     loop {
-        gate.in_flight.fetch_add(1, SeqCst);
-        if !gate.paused.load(SeqCst) {
-            return Ticket { gate: gate.clone() };
+        if let Some(ticket) = try_enter(gate) {
+            return ticket;
         }
-        // Paused: back out (waking a PAUSE waiting for the count to drop) and wait.
-        drop(Ticket { gate: gate.clone() });
         let resumed = gate.resumed.notified();
         tokio::pin!(resumed);
         resumed.as_mut().enable();

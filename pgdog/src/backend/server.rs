@@ -473,13 +473,18 @@ impl Server {
 
     /// Waits until more bytes arrive (cancel-safe: usable in `select!`).
     pub async fn fill(&mut self) -> Result<(), ServerError> {
-        match self.reader.fill(&mut self.stream).await {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                self.healthy = false;
-                Err(self.proto(e))
-            }
-        }
+        std::future::poll_fn(|cx| self.poll_fill(cx)).await
+    }
+
+    /// `fill` as a poll.
+    pub fn poll_fill(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), ServerError>> {
+        self.reader.poll_fill(cx, &mut self.stream).map_err(|e| {
+            self.healthy = false;
+            self.proto(e)
+        })
     }
 
     pub async fn write(&mut self, m: &Message) -> Result<(), ServerError> {

@@ -18,6 +18,7 @@ use crate::net::{Message, MessageReader, ProtocolError};
 use crate::stats::Meter;
 use bytes::BytesMut;
 use std::sync::Arc;
+use std::task::{ready, Context, Poll};
 use tokio::io::AsyncWriteExt;
 
 /// A session type (one server or sharded): serves its client until it leaves, then leaves its
@@ -154,25 +155,37 @@ impl Client {
     }
 
     /// Reads more from the client (at least one byte; `Closed` at its end). With nothing
-    /// buffered on a plain socket, the client's buffers go back to the thread's spares while
-    /// it is quiet and are taken again when bytes arrive (`net::buffers`): idle clients hold
-    /// no buffer memory.
-    pub async fn read(&mut self) -> Result<(), ProtocolError> {
+    /// buffered on a plain socket and nothing in flight (`idle`), the client's buffers go back
+    /// to the thread's spares while it is quiet and are taken again when bytes arrive
+    /// (`net::buffers`): idle clients hold no buffer memory. A client waiting for its
+    /// server's answer keeps them (3 returns and takes a `pgbench -S` transaction otherwise).
+    pub async fn read(&mut self, idle: bool) -> Result<(), ProtocolError> {
+        std::future::poll_fn(|cx| self.poll_read(cx, idle)).await
+    }
+
+    /// `read` as a poll (cancel-safe: bytes read are in the reader).
+    pub fn poll_read(
+        &mut self,
+        cx: &mut Context<'_>,
+        idle: bool,
+    ) -> Poll<Result<(), ProtocolError>> {
         if let Stream::Plain(tcp) = &self.stream {
             if self.reader.is_empty() && self.out.is_empty() {
-                self.reader.release_if_empty();
-                buffers::give(std::mem::take(&mut self.out));
+                if idle {
+                    self.reader.release_if_empty();
+                    buffers::give(std::mem::take(&mut self.out));
+                }
                 // The socket's own read-readiness slot: `readable()` queued a waiter under
                 // the registration's lock (about 300 instructions a wake-up, callgrind).
-                std::future::poll_fn(|cx| tcp.poll_read_ready(cx)).await?;
+                ready!(tcp.poll_read_ready(cx))?;
             }
         }
-        self.reader.fill(&mut self.stream).await?;
+        ready!(self.reader.poll_fill(cx, &mut self.stream))?;
         if self.out.capacity() == 0 {
             self.out = buffers::take();
         }
         self.meter.arrived();
-        Ok(())
+        Poll::Ready(Ok(()))
     }
 
     /// A server connection of `shard` for a read or a write; the wait is metered (a free

@@ -26,7 +26,6 @@ use crate::net::TxStatus;
 pub use error::SessionError;
 use expect::Expect;
 use lost::{ReadRetry, ServerFatal};
-use timeouts::{expiry, stopped};
 use unnamed::ClientUnnamed;
 
 /// Whether `server_reset_query` is set (query_parser off: run before a server goes back).
@@ -79,6 +78,8 @@ pub struct Session {
     /// Its pools are read-only (`read_only`).
     read_only: bool,
     server: Option<PooledServer>,
+    /// A connection `attach_now` took whose settings `attach` brings in line.
+    taken: Option<PooledServer>,
     /// Client messages waiting to be written to the server in one go (a pipeline of Bind,
     /// Execute, Sync written message by message would wake the server once per message).
     server_out: BytesMut,
@@ -180,6 +181,7 @@ impl Session {
             query_parser,
             read_only,
             server: None,
+            taken: None,
             server_out: BytesMut::with_capacity(1024),
             registry_generation: Registry::generation(),
             statements: HashMap::default(),
@@ -272,55 +274,7 @@ impl ServeClient for Session {
             if !(to_server && self.server.is_some() && !self.expected.is_empty()) {
                 self.flush().await?;
             }
-            let (deadline, idle) = self.deadline();
-            let stop = self.info.stop_requested(idle);
-            let timer = expiry(deadline);
-            match self.server.as_mut() {
-                // `biased`: fixed order, no random start per wake-up (tokio's rng: 40
-                // instructions a select, callgrind).
-                None => tokio::select! {
-                    biased;
-                    _ = stop => return Err(self.stop_between_transactions().await),
-                    r = self.client.read() => r?,
-                    n = listening::next(&mut self.listening), if self.listening.is_some() => {
-                        self.notified(n)?
-                    }
-                    _ = timer, if deadline.is_some() => self.timed_out(deadline).await?,
-                },
-                Some(server) => {
-                    // Server first: its answers are drained before more requests are read.
-                    tokio::select! {
-                        biased;
-                        _ = stop => return Err(stopped(&self.info)),
-                        _ = timer, if deadline.is_some() => self.timed_out(deadline).await?,
-                        r = server.fill() => match r {
-                            Ok(()) => {
-                                self.server_messages().await?;
-                                if self.verify.is_some() {
-                                    self.verify_settings().await;
-                                }
-                                if self.fetch_lsn {
-                                    self.record_write_lsn().await;
-                                }
-                                if self.reset_due {
-                                    self.reset_server().await;
-                                }
-                                self.replay_batch().await?;
-                            }
-                            Err(e) => self.server_lost(e).await?,
-                        },
-                        r = self.client.read() => r?,
-                        // A pinned client between transactions gets its LISTENs' notifications.
-                        n = listening::next(&mut self.listening),
-                            if self.listening.is_some()
-                                && self.expected.is_empty()
-                                && self.status == TxStatus::Idle =>
-                        {
-                            self.notified(n)?
-                        }
-                    }
-                }
-            }
+            self.wait().await?;
         }
     }
 }
@@ -488,7 +442,7 @@ impl Session {
         };
         self.note(not_utf8(classified, &text));
         let fresh = self.server.is_none() && self.status == TxStatus::Idle;
-        if !self.attach(read).await? {
+        if !self.attach_now(read) && !self.attach(read).await? {
             // The error is out; a simple query still ends with ReadyForQuery.
             self.send(&message::ready_for_query(self.status));
             return Ok(());

@@ -2,8 +2,10 @@
 //! `Bytes` slice of the read buffer, header included, so forwarding is a plain write).
 use super::error::ProtocolError;
 use super::message::Message;
-use bytes::{Buf, BytesMut};
-use tokio::io::{AsyncRead, AsyncReadExt};
+use bytes::{Buf, BufMut, BytesMut};
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+use tokio::io::{AsyncRead, AsyncReadExt, ReadBuf};
 
 /// Postgres' own limit for a startup packet.
 pub const MAX_STARTUP_PACKET: usize = 10_000;
@@ -121,21 +123,30 @@ impl MessageReader {
 
     /// Reads more bytes into the buffer.
     pub async fn fill<R: AsyncRead + Unpin>(&mut self, io: &mut R) -> Result<(), ProtocolError> {
+        std::future::poll_fn(|cx| self.poll_fill(cx, io)).await
+    }
+
+    /// `fill` as a poll (cancel-safe: bytes read are in the buffer).
+    pub fn poll_fill<R: AsyncRead + Unpin>(
+        &mut self,
+        cx: &mut Context<'_>,
+        io: &mut R,
+    ) -> Poll<Result<(), ProtocolError>> {
         if self.buf.capacity() == 0 {
             self.buf = super::buffers::take();
         }
         if self.buf.capacity() - self.buf.len() < self.chunk / 4 {
             self.buf.reserve(self.chunk);
         }
-        let n = io.read_buf(&mut self.buf).await?;
+        let n = ready!(poll_read_buf(Pin::new(io), cx, &mut self.buf))?;
         if n == 0 {
-            return Err(if self.buf.is_empty() {
+            return Poll::Ready(Err(if self.buf.is_empty() {
                 ProtocolError::Closed
             } else {
                 ProtocolError::Truncated
-            });
+            }));
         }
-        Ok(())
+        Poll::Ready(Ok(()))
     }
 
     /// Reads an untagged startup-phase packet (length + payload); returns the payload.
@@ -184,6 +195,27 @@ impl MessageReader {
         }
         Ok(self.buf.split_to(1)[0])
     }
+}
+
+/// Reads into the spare room of `buf` (what tokio's `read_buf` future does, as a poll).
+fn poll_read_buf<R: AsyncRead>(
+    io: Pin<&mut R>,
+    cx: &mut Context<'_>,
+    buf: &mut BytesMut,
+) -> Poll<std::io::Result<usize>> {
+    let dst = buf.chunk_mut();
+    // Safety: `ReadBuf` only writes initialised bytes into the uninitialised room and tells
+    // how many it filled; exactly those are then marked as written.
+    let dst = unsafe { dst.as_uninit_slice_mut() };
+    let mut read = ReadBuf::uninit(dst);
+    let ptr = read.filled().as_ptr();
+    ready!(io.poll_read(cx, &mut read))?;
+    // (A reader must not swap the buffer it was given.)
+    assert_eq!(ptr, read.filled().as_ptr());
+    let n = read.filled().len();
+    // Safety: `n` bytes of the room were just initialised by the read.
+    unsafe { buf.advance_mut(n) };
+    Poll::Ready(Ok(n))
 }
 
 #[cfg(test)]

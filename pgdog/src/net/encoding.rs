@@ -194,6 +194,13 @@ impl Codec {
     /// or when writing the text back would not give the same bytes (so text pgdog rewrites
     /// says exactly what the client's did).
     pub fn decode<'a>(&self, bytes: &'a [u8]) -> Option<Cow<'a, str>> {
+        if bytes.is_ascii() {
+            // Safety: ASCII is UTF-8. (`is_ascii` reads a word a step: about 20 instructions
+            // for `pgbench -S`'s query where `from_utf8` took 100, callgrind.)
+            return Some(Cow::Borrowed(unsafe {
+                std::str::from_utf8_unchecked(bytes)
+            }));
+        }
         if let Ok(ascii) = std::str::from_utf8(bytes) {
             // ASCII reads the same in every encoding pgdog reads (none of them reuses bytes
             // below 0x80 inside another character without a byte above it first).

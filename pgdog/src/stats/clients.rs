@@ -175,19 +175,22 @@ impl ClientInfo {
     /// Resolves when the session must end: killed, or draining while `idle` (between
     /// transactions). One task at a time waits on a client (its session).
     pub fn stop_requested(&self, idle: bool) -> impl std::future::Future<Output = ()> + '_ {
-        let due = move || self.is_killed() || (idle && self.draining.load(Relaxed));
-        std::future::poll_fn(move |cx| {
-            if due() {
-                return Poll::Ready(());
-            }
-            self.stop.register(cx.waker());
-            // Set between the check and the registration: seen now.
-            if due() {
-                Poll::Ready(())
-            } else {
-                Poll::Pending
-            }
-        })
+        std::future::poll_fn(move |cx| self.poll_stop(cx, idle))
+    }
+
+    /// `stop_requested` as a poll (the session's own poll over its sockets checks it first).
+    pub fn poll_stop(&self, cx: &mut std::task::Context<'_>, idle: bool) -> Poll<()> {
+        let due = || self.is_killed() || (idle && self.draining.load(Relaxed));
+        if due() {
+            return Poll::Ready(());
+        }
+        self.stop.register(cx.waker());
+        // Set between the check and the registration: seen now.
+        if due() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
     }
 }
 

@@ -126,6 +126,12 @@ impl Session {
     /// Answers a Bind, Describe, Execute or Close of a statement pgdog answers (or of its
     /// portal); false when `m` is not one of those (it goes its usual way).
     pub(super) async fn answer_deallocate(&mut self, m: &Message) -> Result<bool, SessionError> {
+        let d = &self.dealloc;
+        if d.unnamed.is_none() && d.named.is_empty() && d.portal.is_none() {
+            // None to answer (nearly always): no names read (a malformed message fails where
+            // it goes next).
+            return Ok(false);
+        }
         match m.tag() {
             frontend::BIND => {
                 let (portal, statement, _) = read_bind_names(m)?;

@@ -151,12 +151,21 @@ impl Session {
         match m.tag() {
             frontend::PARSE => self.parse(m, mentions).await?,
             frontend::BIND => {
-                let (_, name, _) = message::read_bind_names(&m)?;
+                let (_, name, offset) = message::read_bind_names(&m)?;
                 self.dealloc.bound(&name);
                 match self.ensure_prepared(&name).await {
                     Some(prepared) => {
-                        let rewritten = message::rewrite_bind(&m, prepared.server_name())?;
-                        self.forward(&rewritten, Expect::Bind(Some(prepared))).await;
+                        // Written straight into the bytes for the server (no message built).
+                        let out = &mut self.server_out;
+                        let mark = out.len();
+                        message::rewrite_bind_into(&m, offset, prepared.server_name(), out)?;
+                        if self.server.is_none() {
+                            self.server_out.truncate(mark);
+                        }
+                        self.expected.push_back(Expect::Bind(Some(prepared)));
+                        if self.server_out.len() >= 64 * 1024 {
+                            self.flush_server().await;
+                        }
                     }
                     None => {
                         if name.is_empty() {
@@ -252,7 +261,7 @@ impl Session {
     /// could be had: the error is out, the rest up to Sync is skipped (Sync gets its
     /// ReadyForQuery).
     async fn attach_for(&mut self, m: &Message, read: bool) -> Result<bool, SessionError> {
-        if !self.attach(read).await? {
+        if !self.attach_now(read) && !self.attach(read).await? {
             self.skip_until_sync = m.tag() != frontend::SYNC;
             if m.tag() == frontend::SYNC {
                 self.send(&message::ready_for_query(self.status));

@@ -5,9 +5,20 @@
 //! ParameterStatus, COPY IN, hidden answers) become `Message`s, for `server_message`, at the
 //! point where the run stops. Every message still goes through the same bookkeeping
 //! (`ReadRetry::forward`, the queue of expected answers), in order.
-use super::{Expect, Session};
+use super::listening;
+use super::timeouts::{expiry, stopped};
+use super::{Expect, Session, SessionError};
+use crate::backend::ServerError;
 use crate::net::tag::backend;
-use crate::net::TxStatus;
+use crate::net::{ProtocolError, TxStatus};
+use std::task::{Context, Poll};
+
+/// What woke a session waiting with no clock running.
+enum Woke {
+    Stop,
+    Server(Result<(), ServerError>),
+    Client(Result<(), ProtocolError>),
+}
 
 /// What a counted message answers in the queue of expected answers.
 #[derive(Clone, Copy)]
@@ -57,6 +68,94 @@ fn synthetic_due(front: Option<&Expect>) -> bool {
 }
 
 impl Session {
+    /// Waits for what comes next (the client, its server, a stop, a clock, a notification)
+    /// and handles it. With no clock running and no LISTEN (the steady state), that is one
+    /// poll over the stop flag and both sockets, no futures made per wake-up; else a
+    /// `select!` over all of them.
+    pub(super) async fn wait(&mut self) -> Result<(), SessionError> {
+        let (deadline, idle) = self.deadline();
+        if deadline.is_none() && self.listening.is_none() {
+            return match std::future::poll_fn(|cx| self.poll_woke(cx, idle)).await {
+                Woke::Stop if self.server.is_none() => Err(self.stop_between_transactions().await),
+                Woke::Stop => Err(stopped(&self.info)),
+                Woke::Server(r) => self.server_read(r).await,
+                Woke::Client(r) => Ok(r?),
+            };
+        }
+        let stop = self.info.stop_requested(idle);
+        let timer = expiry(deadline);
+        match self.server.as_mut() {
+            // `biased`: fixed order, no random start per wake-up (tokio's rng: 40
+            // instructions a select, callgrind).
+            None => tokio::select! {
+                biased;
+                _ = stop => return Err(self.stop_between_transactions().await),
+                r = self.client.read(true) => r?,
+                n = listening::next(&mut self.listening), if self.listening.is_some() => {
+                    self.notified(n)?
+                }
+                _ = timer, if deadline.is_some() => self.timed_out(deadline).await?,
+            },
+            Some(server) => {
+                let idle = self.expected.is_empty();
+                // Server first: its answers are drained before more requests are read.
+                tokio::select! {
+                    biased;
+                    _ = stop => return Err(stopped(&self.info)),
+                    _ = timer, if deadline.is_some() => self.timed_out(deadline).await?,
+                    r = server.fill() => self.server_read(r).await?,
+                    r = self.client.read(idle) => r?,
+                    // A pinned client between transactions gets its LISTENs' notifications.
+                    n = listening::next(&mut self.listening),
+                        if self.listening.is_some()
+                            && self.expected.is_empty()
+                            && self.status == TxStatus::Idle =>
+                    {
+                        self.notified(n)?
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The stop flag, then the server (its answers are drained before more requests are
+    /// read), then the client, in the order of `wait`'s `select!`.
+    fn poll_woke(&mut self, cx: &mut Context<'_>, idle: bool) -> Poll<Woke> {
+        if self.info.poll_stop(cx, idle).is_ready() {
+            return Poll::Ready(Woke::Stop);
+        }
+        let client_idle = match self.server.as_mut() {
+            Some(server) => {
+                if let Poll::Ready(r) = server.poll_fill(cx) {
+                    return Poll::Ready(Woke::Server(r));
+                }
+                self.expected.is_empty()
+            }
+            None => true,
+        };
+        self.client.poll_read(cx, client_idle).map(Woke::Client)
+    }
+
+    /// Bytes from the server arrived (or it was lost): its answers go to the client, then
+    /// what pgdog runs on the server between requests.
+    async fn server_read(&mut self, read: Result<(), ServerError>) -> Result<(), SessionError> {
+        if let Err(e) = read {
+            return self.server_lost(e).await;
+        }
+        self.server_messages().await?;
+        if self.verify.is_some() {
+            self.verify_settings().await;
+        }
+        if self.fetch_lsn {
+            self.record_write_lsn().await;
+        }
+        if self.reset_due {
+            self.reset_server().await;
+        }
+        self.replay_batch().await
+    }
+
     /// Relays the counted messages at the front of the server's read buffer, and the
     /// ReadyForQuery after them; stops at the first message that needs a closer look (left in
     /// the buffer) or one that has not fully arrived.
