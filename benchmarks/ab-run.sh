@@ -3,14 +3,14 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 bench_init ab
-: "${DURATION:=6}" "${ROUNDS:=3}" "${RATE:=4000}" "${MODES:=simple extended prepared}"
+: "${DURATION:=6}" "${ROUNDS:=3}" "${RATE:=4000}" "${MODES:=simple extended prepared}" "${WORKERS:=1}"
 "$PG_BIN/pgbench" -q -i -s 10 -h 127.0.0.1 -p "$PG_PG_PORT" -U postgres postgres >/dev/null 2>&1
 toml_entry users name=postgres database=postgres > "$WORK/users.toml"
 declare -A PORT PID
 for side in A B; do
   PORT[$side]=$(free_port)
   {
-    toml_section general host=127.0.0.1 port="${PORT[$side]}" default_pool_size=20 auth_type=trust workers=2
+    toml_section general host=127.0.0.1 port="${PORT[$side]}" default_pool_size=20 auth_type=trust workers="$WORKERS"
     toml_entry databases name=postgres host=127.0.0.1 port="$PG_PG_PORT" user=postgres
   } > "$WORK/$side.toml"
   binary=$([ "$side" = A ] && echo "$1" || echo "$2")

@@ -5,7 +5,7 @@
 # stime). Prints a table (no results file: a tool for comparing a change with its base).
 #
 #   usage: bash benchmarks/ab.sh PGDOG_A PGDOG_B     (e.g. a build of the base commit and HEAD)
-#   knobs: DURATION=6 ROUNDS=3 RATE=4000 MODES="simple extended prepared"
+#   knobs: DURATION=6 ROUNDS=3 RATE=4000 MODES="simple extended prepared" WORKERS=1
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 [ $# -eq 2 ] || { echo "usage: bash benchmarks/ab.sh PGDOG_A PGDOG_B" >&2; exit 2; }
