@@ -206,3 +206,50 @@ impl Session {
         result
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::message::{build, put_cstr};
+
+    fn parse(name: &str) -> Message {
+        build(frontend::PARSE, |b| {
+            put_cstr(b, name);
+            put_cstr(b, "SELECT 1");
+            b.extend_from_slice(&0i16.to_be_bytes());
+        })
+    }
+
+    #[test]
+    fn a_synced_batch_reads_back_message_by_message() {
+        let mut r = Replan::default();
+        let batch = [parse("a"), message::empty(frontend::FLUSH), parse("")];
+        for m in &batch {
+            r.note(m);
+        }
+        r.note(&message::sync());
+        let mut expected = batch.to_vec();
+        expected.push(message::sync());
+        assert_eq!(messages(&r.last), expected);
+        assert!(r.batch.is_empty());
+        // The next batch starts empty; the last one stays until the next Sync.
+        r.note(&parse("b"));
+        assert_eq!(messages(&r.batch), vec![parse("b")]);
+        assert_eq!(messages(&r.last).len(), 4);
+    }
+
+    #[test]
+    fn a_batch_over_the_limit_is_not_kept() {
+        let mut r = Replan::default();
+        let big = build(frontend::PARSE, |b| {
+            put_cstr(b, "");
+            put_cstr(b, &"x".repeat(MAX_BATCH));
+            b.extend_from_slice(&0i16.to_be_bytes());
+        });
+        r.note(&parse("a"));
+        r.note(&big);
+        assert!(r.overflow);
+        r.note(&message::sync());
+        assert!(r.last.is_empty() && !r.overflow);
+    }
+}
