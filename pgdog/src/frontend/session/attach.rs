@@ -69,10 +69,7 @@ impl Session {
                 None => return false,
             }
         }
-        let min_lsn = self
-            .write_lsn
-            .filter(|_| self.shard.policy().read_your_writes);
-        let Some(server) = self.shard.try_checkout(read, min_lsn) else {
+        let Some(server) = self.shard.try_checkout(read, self.min_lsn()) else {
             return false;
         };
         self.client.meter.waited_none();
@@ -83,6 +80,12 @@ impl Session {
         }
         self.install(server);
         true
+    }
+
+    /// read_your_writes: a replica for this client's reads must have replayed this far.
+    fn min_lsn(&self) -> Option<u64> {
+        self.write_lsn
+            .filter(|_| self.shard.policy().read_your_writes)
     }
 
     /// `server` serves the client from now on (its cancel requests go there).
@@ -119,11 +122,11 @@ impl Session {
                 }
             }
         }
-        let min_lsn = self
-            .write_lsn
-            .filter(|_| self.shard.policy().read_your_writes);
         self.on_primary = !read && self.shard.splits_reads();
-        let checkout = self.client.checkout(&self.shard, read, min_lsn).await;
+        let checkout = self
+            .client
+            .checkout(&self.shard, read, self.min_lsn())
+            .await;
         let server = match checkout {
             Ok(s) => s,
             Err(e) => {

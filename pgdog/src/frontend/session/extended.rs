@@ -77,10 +77,10 @@ impl Session {
             let name = &fields.name;
             mentions = self.parse_mentions(text);
             self.set_in_transaction |= mentions.has(Word::Set);
-            if mentions.ddl_word() && statements::may_change_catalog(&text) {
-                self.functions_changed |= super::catalog_changes(&text);
+            if mentions.ddl_word() && statements::may_change_catalog(text) {
+                self.functions_changed |= super::catalog_changes(text);
             }
-            if self.read_only && read_only::turns_off(&text) {
+            if self.read_only && read_only::turns_off(text) {
                 let error = message::error(read_only::CODE, read_only::MESSAGE);
                 self.fail_in_order(error).await;
                 return Ok(());
@@ -317,14 +317,14 @@ impl Session {
         mentions: Mentions,
     ) -> Result<(), SessionError> {
         self.may_begin |= mentions.may_begin();
-        self.note_parse(&fields.name, &query, mentions);
+        self.note_parse(&fields.name, query, mentions);
         let unnamed = fields.name.is_empty();
         let settings = self.statement_settings();
         let prepared = (!unnamed
             || (crate::config::cache_unnamed_statements() && settings.is_some()))
         .then(|| {
             let settings = settings.unwrap_or_else(prepared::unshared);
-            self.intern(&query, fields.text, &fields.param_types, settings)
+            self.intern(query, fields.text, &fields.param_types, settings)
         });
         // The unnamed statement is not cached when the setting is off, while the client's
         // settings are changing in this transaction, or while this server's Parse of the same
@@ -339,8 +339,8 @@ impl Session {
         });
         let Some(prepared) = prepared else {
             self.unnamed_forgotten();
-            let expect = Expect::ParseUnnamed(self.unnamed_parsed(&m));
-            self.forward(&m, expect).await;
+            let expect = Expect::ParseUnnamed(self.unnamed_parsed(m));
+            self.forward(m, expect).await;
             return Ok(());
         };
         if !unnamed && self.statements.contains_key(&*fields.name) {

@@ -1,4 +1,7 @@
-//! The steady state of a transaction, server to client: a run of messages the session only
+//! The relay core of a one-server session. Waiting: with no clock running and no LISTEN, one
+//! hand-written poll over the stop flag, the server and the client (`wait`), as PgBouncer's
+//! and Odyssey's relays do, instead of a `select!` that builds its futures each time.
+//! Server to client, the steady state of a transaction: a run of messages the session only
 //! counts (rows, command tags, descriptions, notices...) goes to the client straight from the
 //! server's read buffer in one copy, headers read in place; the ReadyForQuery that ends it
 //! too. Only the messages pgdog reads or rewrites (errors, ParseComplete, CloseComplete,
