@@ -125,24 +125,7 @@ for p in "${PROXIES[@]}"; do
     kill -"$sig" "$(proc_pid "$p")" 2>/dev/null || true
     wait "${PID[$p]}" 2>/dev/null || true
     PID=()
-    read -r ir allocs < <(python3 - "$out" <<'PY'
-import re, sys
-names, total, allocs, callee = {}, 0, 0, None
-alloc = {"malloc", "calloc", "realloc", "posix_memalign", "aligned_alloc"}
-for line in open(sys.argv[1], errors="replace"):
-    if line.startswith("summary:") or line.startswith("totals:"):
-        total = int(line.split()[1])
-    m = re.match(r"c?fn=\((\d+)\)(?: (.*))?", line)
-    if m:
-        if m.group(2):
-            names[m.group(1)] = m.group(2).strip()
-        callee = names.get(m.group(1)) if line.startswith("cfn=") else None
-        continue
-    if line.startswith("calls=") and callee in alloc:
-        allocs += int(line.split("=")[1].split()[0])
-print(total, allocs)
-PY
-)
+    read -r ir allocs < <(python3 "$ROOT/benchmarks/callgrind.py" "$out")
     printf '%s\t%s\t%s\t%s\n' "$p" "$TX" "$ir" "$allocs" >> "$WORK/callgrind.tsv"
     echo "callgrind $p: $TX tx, $ir instructions, $allocs allocations" >&2
   done

@@ -71,38 +71,23 @@ profile extended plain plain -S -M extended
 profile prepared plain plain -S -M prepared
 profile sharded sharded bench -f "$WORK/select.sql" -M simple
 
-export WORK OUT CG_SMALL CG_LARGE TOP
+export WORK OUT CG_SMALL CG_LARGE TOP ROOT
 COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 [ -z "$(git -C "$ROOT" status --porcelain --untracked-files=no -- pgdog 2>/dev/null)" ] || COMMIT="$COMMIT with uncommitted changes"
 export COMMIT
 python3 - <<'PY'
-import os, re, subprocess
+import os, re, subprocess, sys
 e = os.environ
+sys.path.insert(0, os.path.join(e["ROOT"], "benchmarks"))
+from callgrind import totals
 work, small, large, top = e["WORK"], int(e["CG_SMALL"]), int(e["CG_LARGE"]), int(e["TOP"])
 span = large - small
-ALLOC = {"malloc", "calloc", "realloc", "posix_memalign", "aligned_alloc"}
 WORKLOADS = {
     "simple": "`-S -M simple`, plain database",
     "extended": "`-S -M extended`, plain database",
     "prepared": "`-S -M prepared`, plain database",
     "sharded": "`-M simple`, 2 shards (routed by the literal key)",
 }
-
-def totals(path):
-    """Instructions and allocation calls of one callgrind file."""
-    names, total, allocs, callee = {}, 0, 0, None
-    for line in open(path, errors="replace"):
-        if line.startswith(("summary:", "totals:")):
-            total = int(line.split()[1])
-        m = re.match(r"c?fn=\((\d+)\)(?: (.*))?", line)
-        if m:
-            if m.group(2):
-                names[m.group(1)] = m.group(2).strip()
-            callee = names.get(m.group(1)) if line.startswith("cfn=") else None
-            continue
-        if line.startswith("calls=") and callee in ALLOC:
-            allocs += int(line.split("=")[1].split()[0])
-    return total, allocs
 
 def functions(path):
     """pgdog's own functions, instructions inclusive of their callees."""
