@@ -29,10 +29,7 @@ wait $l0 $l1 $l2
 
 {
   toml_section general host=127.0.0.1 port="$PORT" auth_type=trust admin_password=bench
-  for shard in 0 1 2; do
-    port_var="PG_SHARD${shard}_PORT"
-    toml_entry databases name=bench host=127.0.0.1 port="${!port_var}" database_name=postgres user=postgres shard="$shard"
-  done
+  toml_shard_databases bench 3
   toml_entry sharded_tables database=bench name=events column=id data_type=bigint
 } > "$WORK/merge.toml"
 toml_entry users name=postgres database=bench > "$WORK/merge-users.toml"

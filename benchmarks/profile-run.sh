@@ -18,10 +18,7 @@ general() { toml_section general host=127.0.0.1 auth_type=trust workers=1 "$@"; 
 } > "$WORK/plain.toml"
 {
   general port=PORT default_pool_size=5
-  for shard in 0 1; do
-    port_var="PG_SHARD${shard}_PORT"
-    toml_entry databases name=bench host=127.0.0.1 port="${!port_var}" database_name=postgres user=postgres shard="$shard"
-  done
+  toml_shard_databases bench 2
   toml_pgbench_sharding bench
 } > "$WORK/sharded.toml"
 toml_entry users name=postgres database=plain > "$WORK/plain.users.toml"

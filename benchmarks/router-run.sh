@@ -17,10 +17,7 @@ psql_at "$PG_SHARD0_PORT" -c "CREATE DATABASE single" >/dev/null
 general() { toml_section general host=127.0.0.1 default_pool_size="$POOL" auth_type=trust "$@"; }
 {
   general port="$SHARDED_PORT"
-  for shard in 0 1; do
-    port_var="PG_SHARD${shard}_PORT"
-    toml_entry databases name=bench host=127.0.0.1 port="${!port_var}" database_name=postgres user=postgres shard="$shard"
-  done
+  toml_shard_databases bench 2
   toml_pgbench_sharding bench
 } > "$WORK/sharded.toml"
 {

@@ -211,6 +211,16 @@ toml_entry() {
   _toml_pairs "${@:2}"
 }
 
+# toml_shard_databases NAME COUNT: database NAME as one [[databases]] entry per shard of the
+# topology (`pgdog-topology shards COUNT`: PG_SHARD<i>_PORT, database postgres, user postgres).
+toml_shard_databases() {
+  local shard port_var
+  for ((shard = 0; shard < $2; shard++)); do
+    port_var="PG_SHARD${shard}_PORT"
+    toml_entry databases name="$1" host=127.0.0.1 port="${!port_var}" database_name=postgres user=postgres shard="$shard"
+  done
+}
+
 # toml_pgbench_sharding DATABASE [KEY=VALUE...]: pgbench's tables in a sharded DATABASE:
 # pgbench_accounts and pgbench_history sharded by aid (each entry with the extra KEY=VALUEs,
 # e.g. data_type=integer), pgbench_branches and pgbench_tellers on every shard.

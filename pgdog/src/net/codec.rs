@@ -2,10 +2,10 @@
 //! `Bytes` slice of the read buffer, header included, so forwarding is a plain write).
 use super::error::ProtocolError;
 use super::message::Message;
-use bytes::{Buf, BufMut, BytesMut};
+use bytes::{Buf, BytesMut};
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
-use tokio::io::{AsyncRead, AsyncReadExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Postgres' own limit for a startup packet.
 pub const MAX_STARTUP_PACKET: usize = 10_000;
@@ -138,7 +138,11 @@ impl MessageReader {
         if self.buf.capacity() - self.buf.len() < self.chunk / 4 {
             self.buf.reserve(self.chunk);
         }
-        let n = ready!(poll_read_buf(Pin::new(io), cx, &mut self.buf))?;
+        let n = ready!(tokio_util::io::poll_read_buf(
+            Pin::new(io),
+            cx,
+            &mut self.buf
+        ))?;
         if n == 0 {
             return Poll::Ready(Err(if self.buf.is_empty() {
                 ProtocolError::Closed
@@ -195,27 +199,6 @@ impl MessageReader {
         }
         Ok(self.buf.split_to(1)[0])
     }
-}
-
-/// Reads into the spare room of `buf` (what tokio's `read_buf` future does, as a poll).
-fn poll_read_buf<R: AsyncRead>(
-    io: Pin<&mut R>,
-    cx: &mut Context<'_>,
-    buf: &mut BytesMut,
-) -> Poll<std::io::Result<usize>> {
-    let dst = buf.chunk_mut();
-    // Safety: `ReadBuf` only writes initialised bytes into the uninitialised room and tells
-    // how many it filled; exactly those are then marked as written.
-    let dst = unsafe { dst.as_uninit_slice_mut() };
-    let mut read = ReadBuf::uninit(dst);
-    let ptr = read.filled().as_ptr();
-    ready!(io.poll_read(cx, &mut read))?;
-    // (A reader must not swap the buffer it was given.)
-    assert_eq!(ptr, read.filled().as_ptr());
-    let n = read.filled().len();
-    // Safety: `n` bytes of the room were just initialised by the read.
-    unsafe { buf.advance_mut(n) };
-    Poll::Ready(Ok(n))
 }
 
 #[cfg(test)]
