@@ -72,6 +72,7 @@ mod sharding_dry_run;
 mod sharding_explain;
 mod sharding_hash;
 mod sharding_not_in;
+mod sharding_points;
 mod sharding_schemas;
 mod sharding_sessions;
 mod sharding_spill;

@@ -537,6 +537,7 @@ pub fn query_cache() -> Reply {
             "shape_misses",
             "shape_not_cacheable",
             "shape_mismatches",
+            "shape_points",
         ],
         vec![vec![
             s(cache.len()),
@@ -548,6 +549,7 @@ pub fn query_cache() -> Reply {
             s(shapes.misses),
             s(shapes.not_cacheable),
             s(shapes.mismatches),
+            s(shapes.points),
         ]],
     )
 }

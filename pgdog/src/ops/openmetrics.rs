@@ -372,6 +372,11 @@ fn cache_metrics(out: &mut Out) {
             "Simple-protocol texts parsed every time: a literal form or a shape the cache cannot serve exactly.",
             shapes.not_cacheable,
         ),
+        (
+            "points",
+            "Shape cache hits routed by their key literal alone (point queries: no parse, no router walk).",
+            shapes.points,
+        ),
     ] {
         let family = format!("query_shape_cache_{name}");
         out.family(&family, "counter", help);

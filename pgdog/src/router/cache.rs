@@ -32,6 +32,31 @@ pub(super) struct PerStatement {
 
 pub(super) type Calls = Arc<Vec<PerStatement>>;
 
+/// [`Parsed::calls`] of `statements` (a parse, or a shape's) whose shared lists are `calls`.
+pub(super) fn calls_in<'a>(
+    calls: &'a Calls,
+    statements: &[Statement],
+    i: usize,
+    sql: &str,
+) -> &'a [String] {
+    let (Some(cell), Some(st)) = (calls.get(i), statements.get(i)) else {
+        return &[];
+    };
+    cell.calls.get_or_init(|| {
+        let mut names: Vec<String> = pg_query_raw::parse(sql)
+            .map(|r| r.call_functions())
+            .unwrap_or_default();
+        // libpg_query's walk skips INSERT ... VALUES rows.
+        let mut funcs = Vec::new();
+        st.values
+            .iter()
+            .flatten()
+            .for_each(|e| e.functions(&mut funcs));
+        names.extend(funcs.iter().map(|f| f.name.clone()));
+        names.iter().map(|f| f.to_ascii_lowercase()).collect()
+    })
+}
+
 /// A statement's shape as the routes report names it: pg_query's fingerprint (constants and
 /// their count in lists ignored) and a sample text with its constants replaced by `$n`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,22 +114,7 @@ impl Parsed {
     /// FROM, VALUES, CALL, nested queries (libpg_query's own walk over the whole tree); lower
     /// case, with their schema when the call names one (`pg_catalog.now`).
     pub fn calls(&self, i: usize, sql: &str) -> &[String] {
-        let (Some(cell), Some(st)) = (self.calls.get(i), self.statements.get(i)) else {
-            return &[];
-        };
-        cell.calls.get_or_init(|| {
-            let mut names: Vec<String> = pg_query_raw::parse(sql)
-                .map(|r| r.call_functions())
-                .unwrap_or_default();
-            // libpg_query's walk skips INSERT ... VALUES rows.
-            let mut funcs = Vec::new();
-            st.values
-                .iter()
-                .flatten()
-                .for_each(|e| e.functions(&mut funcs));
-            names.extend(funcs.iter().map(|f| f.name.clone()));
-            names.iter().map(|f| f.to_ascii_lowercase()).collect()
-        })
+        calls_in(&self.calls, &self.statements, i, sql)
     }
 
     /// The fingerprint of statement `i` (whose text is `sql`), made once per shape; `None`

@@ -30,7 +30,8 @@ pub fn needed(sql: &str, stmt: &Statement, schema: &Schema) -> bool {
     mentions_unique_id(sql) || missing_key(stmt, schema).is_some()
 }
 
-fn mentions_unique_id(sql: &str) -> bool {
+/// Whether `sql` names `unique_id` (in any case, anywhere in the text).
+pub fn mentions_unique_id(sql: &str) -> bool {
     sql.len() >= 9
         && sql
             .as_bytes()

@@ -110,7 +110,10 @@ pub fn shard_of(table: &TableSharding, value: &Value<'_>) -> Result<usize, Route
 
 /// The shard rows matching `key = value` live on; `None` when no row can match (NULL, a
 /// fraction or an out-of-range number compared with an integer key).
-fn shard_matching(table: &TableSharding, value: &Value<'_>) -> Result<Option<usize>, RouterError> {
+pub(super) fn shard_matching(
+    table: &TableSharding,
+    value: &Value<'_>,
+) -> Result<Option<usize>, RouterError> {
     match value {
         Value::Null => Ok(None),
         Value::Number(n) if is_integer(table) => {

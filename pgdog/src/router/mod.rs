@@ -8,6 +8,7 @@ pub mod generate;
 pub mod insert;
 pub mod keys;
 mod not_in;
+pub mod point;
 pub mod read_write;
 pub mod route;
 pub mod schema;
@@ -21,7 +22,7 @@ pub use cache::{Parsed, QueryCache};
 pub use keys::Params;
 pub use route::{Route, Router};
 pub use schema::Schema;
-pub use shapes::ShapeCache;
+pub use shapes::{PointHit, Served, ShapeCache};
 
 /// Whether a DISCARD statement's `sql` is `DISCARD ALL` (which also drops prepared statements).
 pub(crate) fn discards_all(sql: &str) -> bool {

@@ -11,7 +11,7 @@ use super::RouterError;
 use crate::merge::{CrossShardPlan, KeyColumn};
 use pg_query_raw::router::{Expr, Relation, Statement, StatementKind};
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Where a statement goes.
@@ -57,6 +57,8 @@ pub struct Overrides {
 #[derive(Debug)]
 pub struct Router {
     pub schema: Arc<Schema>,
+    /// Unique in the process: what a shape's point plans are kept by.
+    id: u64,
     next: AtomicUsize,
     /// `dry_run`: the planned layout's router, whose verdicts the session counts.
     dry_run: Option<Box<super::verdict::DryRun>>,
@@ -64,8 +66,10 @@ pub struct Router {
 
 impl Router {
     pub fn new(schema: Schema) -> Router {
+        static IDS: AtomicU64 = AtomicU64::new(0);
         Router {
             schema: Arc::new(schema),
+            id: IDS.fetch_add(1, Ordering::Relaxed),
             next: AtomicUsize::new(0),
             dry_run: None,
         }
@@ -75,6 +79,11 @@ impl Router {
     pub fn with_dry_run(mut self, dry_run: super::verdict::DryRun) -> Router {
         self.dry_run = Some(Box::new(dry_run));
         self
+    }
+
+    /// This router's id (unique in the process).
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     pub fn dry_run(&self) -> Option<&super::verdict::DryRun> {
@@ -593,7 +602,7 @@ pub(super) fn is_catalog(r: &Relation) -> bool {
 }
 
 /// Column names an expression mentions (outside subqueries).
-fn column_names<'a>(e: &'a Expr, out: &mut Vec<&'a str>) {
+pub(super) fn column_names<'a>(e: &'a Expr, out: &mut Vec<&'a str>) {
     match e {
         Expr::Column { name, .. } => out.push(name),
         Expr::Cast { expr, .. } | Expr::Not(expr) | Expr::IsNull { expr, .. } => {

@@ -26,8 +26,14 @@
 //! text when it has only plain forms (`quick`), else by the scanner. Debug builds (the test
 //! suites) check every hit against a real parse and every quick scan against the scanner.
 //! Bounded by `query_shape_cache_limit` (0: off, every text goes to the text cache).
-use super::cache::{parse_off_the_workers, Calls, Parsed, QueryCache};
-use super::RouterError;
+//!
+//! A sharded session asks with its router (`serve`): a shape that router routes by one literal
+//! (`super::point`, decided once per shape and router) comes back as that literal and plan, with
+//! no parse made for the text at all.
+use super::cache::{calls_in, parse_off_the_workers, Calls, Parsed, QueryCache};
+use super::point::Point;
+use super::route::{Overrides, Route};
+use super::{Router, RouterError};
 use lru::LruCache;
 use parking_lot::Mutex;
 use pg_query_raw::router::{Const, Expr, Statement, VisitMut};
@@ -168,6 +174,8 @@ struct Shape {
     calls: Calls,
     /// The last text served and its parse (with the merge plans made for it).
     last: Mutex<Option<(String, Arc<Parsed>)>>,
+    /// Per router (by id): whether it routes this shape by one literal (see [`super::point`]).
+    points: Mutex<Vec<(u64, Option<Point>)>>,
 }
 
 impl Shape {
@@ -190,6 +198,7 @@ impl Shape {
             exprs,
             calls: real.shared_calls(),
             last: Mutex::new(Some((sql.to_string(), real.clone()))),
+            points: Mutex::new(Vec::new()),
         };
         if shape.instance(sql, lits)? != real.statements {
             return None;
@@ -220,6 +229,22 @@ impl Shape {
         let mut fill = Fill { lits, ok: true };
         statements.iter_mut().for_each(|st| st.walk_mut(&mut fill));
         (fill.ok && self.locate(&mut statements, sql, lits).is_some()).then_some(statements)
+    }
+
+    /// `router`'s point plan of this shape (`sql`: a text of it), made once per router.
+    fn point(&self, router: &Router, sql: &str) -> Option<Point> {
+        let mut points = self.points.lock();
+        if let Some((_, p)) = points.iter().find(|(id, _)| *id == router.id()) {
+            return *p;
+        }
+        let calls = calls_in(&self.calls, &self.statements, 0, sql);
+        let p = router.point(&self.statements, sql, calls);
+        // A few routers share a shape (databases, reloads): the oldest goes.
+        if points.len() >= 8 {
+            points.remove(0);
+        }
+        points.push((router.id(), p));
+        p
     }
 
     /// Moves the statements' offsets (the shape's) to those of `sql`, whose literals are
@@ -318,6 +343,58 @@ impl VisitMut for Fill<'_> {
     }
 }
 
+/// What [`ShapeCache::serve`] gives for a text.
+pub enum Served {
+    Parsed(Arc<Parsed>),
+    /// A text of a shape its router routes by one literal: that literal, not parsed.
+    Point(PointHit),
+}
+
+/// A text of a point shape (see [`super::point`]).
+pub struct PointHit {
+    pub(super) point: Point,
+    pub(super) value: Const,
+    shape: Arc<Shape>,
+}
+
+impl PointHit {
+    /// The shape's statements (literals as `$k`): what the text's parse would be but for its
+    /// literals.
+    pub fn statements(&self) -> &[Statement] {
+        &self.shape.statements
+    }
+
+    /// The shard `router` (the router that made the plan) sends the text `sql` to. Debug
+    /// builds check it against the full route of a real parse, which wins if they differ
+    /// (counted in `mismatches` and logged: the plan would have been wrong).
+    pub fn shard(&self, router: &Router, sql: &str) -> Result<usize, RouterError> {
+        let shard = router.point_shard(self.point, &self.value);
+        if !cfg!(debug_assertions) {
+            return shard;
+        }
+        let real = parse_off_the_workers(sql)
+            .and_then(|p| router.route(&p, 0, sql, None, &Overrides::default()));
+        let agrees = match (&shard, &real) {
+            // Any shard when no row can match: round robin, so only the kind is compared.
+            (Ok(_), Ok(Route::Shard(_))) if router.point_matches_none(self.point, &self.value) => {
+                true
+            }
+            (Ok(a), Ok(Route::Shard(b))) => a == b,
+            (Err(a), Err(b)) => a.code() == b.code() && a.to_string() == b.to_string(),
+            _ => false,
+        };
+        if agrees {
+            return shard;
+        }
+        ShapeCache::global().mismatches.fetch_add(1, Relaxed);
+        tracing::error!("shape cache: the point plan of {sql:?} differs from its route ({real:?})");
+        match real? {
+            Route::Shard(s) => Ok(s),
+            _ => shard,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 enum Entry {
     Shape(Arc<Shape>),
@@ -340,6 +417,7 @@ pub struct ShapeCache {
     misses: AtomicU64,
     not_cacheable: AtomicU64,
     mismatches: AtomicU64,
+    points: AtomicU64,
 }
 
 /// Counters of the shape cache (SHOW QUERY_CACHE, metrics).
@@ -351,9 +429,12 @@ pub struct ShapeStats {
     /// Texts parsed every time: a literal the cache does not take out, or a shape it cannot
     /// serve exactly.
     pub not_cacheable: u64,
-    /// Hits whose statements differed from a real parse, and quick scans that differed from
-    /// the scanner's (checked in debug builds only).
+    /// Hits whose statements differed from a real parse, quick scans that differed from the
+    /// scanner's, and point plans that differed from the full route (checked in debug builds
+    /// only).
     pub mismatches: u64,
+    /// Hits served as point queries: routed by their key literal, not parsed (`point`).
+    pub points: u64,
 }
 
 impl ShapeCache {
@@ -364,6 +445,7 @@ impl ShapeCache {
             misses: AtomicU64::new(0),
             not_cacheable: AtomicU64::new(0),
             mismatches: AtomicU64::new(0),
+            points: AtomicU64::new(0),
         }
     }
 
@@ -376,15 +458,25 @@ impl ShapeCache {
     /// its shape kept). A text without literals, or not cacheable, goes to the text cache (as
     /// every text does when this cache is off).
     pub fn get(&self, sql: &str) -> Result<Arc<Parsed>, RouterError> {
+        match self.serve(sql, None)? {
+            Served::Parsed(p) => Ok(p),
+            // Not without a router.
+            Served::Point(_) => QueryCache::global().get(sql),
+        }
+    }
+
+    /// `get`, except that a text of a cached shape `router` routes by one literal (see
+    /// [`super::point`]) comes back as that literal and plan, with no parse made for it.
+    pub fn serve(&self, sql: &str, router: Option<&Router>) -> Result<Served, RouterError> {
         if self.lru.lock().is_none() {
-            return QueryCache::global().get(sql);
+            return QueryCache::global().get(sql).map(Served::Parsed);
         }
         let lits = match literals(sql) {
             Some(lits) if !lits.is_empty() => lits,
-            Some(_) => return QueryCache::global().get(sql),
+            Some(_) => return QueryCache::global().get(sql).map(Served::Parsed),
             None => {
                 self.not_cacheable.fetch_add(1, Relaxed);
-                return QueryCache::global().get(sql);
+                return QueryCache::global().get(sql).map(Served::Parsed);
             }
         };
         let key = key(sql, &lits);
@@ -395,14 +487,25 @@ impl ShapeCache {
             .and_then(|lru| lru.get(key.as_str()).cloned());
         match entry {
             Some(Entry::Shape(shape)) => {
+                if let Some(point) = router.and_then(|r| shape.point(r, sql)) {
+                    if let Some(value) = lits.get(point.literal) {
+                        self.hits.fetch_add(1, Relaxed);
+                        self.points.fetch_add(1, Relaxed);
+                        return Ok(Served::Point(PointHit {
+                            point,
+                            value: value.value.clone(),
+                            shape,
+                        }));
+                    }
+                }
                 if let Some(parsed) = self.hit(&shape, sql, &lits) {
                     self.hits.fetch_add(1, Relaxed);
-                    return parsed;
+                    return parsed.map(Served::Parsed);
                 }
             }
             Some(Entry::NotCacheable) => {
                 self.not_cacheable.fetch_add(1, Relaxed);
-                return QueryCache::global().get(sql);
+                return QueryCache::global().get(sql).map(Served::Parsed);
             }
             None => {}
         }
@@ -418,7 +521,7 @@ impl ShapeCache {
         if let Some(lru) = self.lru.lock().as_mut() {
             lru.put(key.into_boxed_str(), entry);
         }
-        Ok(real)
+        Ok(Served::Parsed(real))
     }
 
     /// The parse of `sql` from `shape` (None: it does not fit, parse it). The last text's
@@ -498,6 +601,7 @@ impl ShapeCache {
             misses: self.misses.load(Relaxed),
             not_cacheable: self.not_cacheable.load(Relaxed),
             mismatches: self.mismatches.load(Relaxed),
+            points: self.points.load(Relaxed),
         }
     }
 }

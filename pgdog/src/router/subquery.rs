@@ -410,6 +410,11 @@ fn aggregates_empty_input(b: &Statement) -> bool {
 
 /// The statement's subqueries: FROM subqueries, CTEs and set-operation branches, then those in
 /// its expressions (WHERE, JOIN conditions, targets, HAVING, ORDER BY, GROUP BY, RETURNING).
+/// Whether a statement holds a subquery anywhere (FROM, CTE, set operation, expressions).
+pub(super) fn has_nested(st: &Statement) -> bool {
+    !nested(st).is_empty()
+}
+
 fn nested(st: &Statement) -> Vec<Nested<'_>> {
     let mut out: Vec<Nested<'_>> = st
         .subqueries

@@ -34,7 +34,7 @@ struct Work {
 
 /// How CommandComplete tags of several shards combine.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Tags {
+pub(super) enum Tags {
     /// Counts added up.
     Sum,
     /// Every shard did the same thing: the first tag.
@@ -42,19 +42,19 @@ enum Tags {
 }
 
 /// What [`ShardedSession::collect`] gathers from the shards' answers.
-struct Collected<'a> {
-    shards: &'a [usize],
-    merger: Option<Merger>,
+pub(super) struct Collected<'a> {
+    pub(super) shards: &'a [usize],
+    pub(super) merger: Option<Merger>,
     /// ParseComplete seen, per shard.
-    parse_ok: &'a mut [bool],
+    pub(super) parse_ok: &'a mut [bool],
     /// Relay the row description (Describe, or a simple query).
-    describe: bool,
+    pub(super) describe: bool,
     /// Relay the rows of a single shard without a merge.
-    keep_rows: bool,
-    error: Option<ClientError>,
-    tag_parts: Vec<String>,
-    described: bool,
-    empty_query: bool,
+    pub(super) keep_rows: bool,
+    pub(super) error: Option<ClientError>,
+    pub(super) tag_parts: Vec<String>,
+    pub(super) described: bool,
+    pub(super) empty_query: bool,
 }
 
 impl ShardedSession {
@@ -303,7 +303,7 @@ impl ShardedSession {
     }
 
     /// When the request in flight reaches `query_timeout` (none when it is off).
-    fn query_deadline(&self) -> Option<tokio::time::Instant> {
+    pub(super) fn query_deadline(&self) -> Option<tokio::time::Instant> {
         if !crate::config::client_clocks() {
             return None;
         }
@@ -314,7 +314,7 @@ impl ShardedSession {
     }
 
     /// Sends a CancelRequest to the servers of `shards` still answering.
-    fn cancel_running(&self, shards: &[usize], pending: &[bool]) {
+    pub(super) fn cancel_running(&self, shards: &[usize], pending: &[bool]) {
         tracing::info!(
             "client {}@{}: query_timeout, cancelling the query on its shards",
             self.client.user,
@@ -329,7 +329,12 @@ impl ShardedSession {
     }
 
     /// One message of shard `idx` while collecting; whether the shard reached ReadyForQuery.
-    async fn collect_message(&mut self, c: &mut Collected<'_>, idx: usize, m: Message) -> bool {
+    pub(super) async fn collect_message(
+        &mut self,
+        c: &mut Collected<'_>,
+        idx: usize,
+        m: Message,
+    ) -> bool {
         let shard = c.shards[idx];
         let merge_error = |e: crate::merge::MergeError| ClientError::new(e.code(), e.to_string());
         match m.tag() {
@@ -632,7 +637,7 @@ fn with_shard(m: &Message, shard: usize) -> Message {
 }
 
 /// One CommandComplete tag for several shards.
-fn combine_tags(parts: &[String], how: Tags) -> Option<String> {
+pub(super) fn combine_tags(parts: &[String], how: Tags) -> Option<String> {
     let first = parts.first()?;
     if how == Tags::First || parts.len() == 1 {
         return Some(first.clone());

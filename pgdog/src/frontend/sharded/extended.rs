@@ -189,7 +189,7 @@ impl ShardedSession {
         }
         let route: Route = self.route(&parsed, 0, &sql, Some(&params)).await?;
         self.note_pin(&sql, st);
-        self.read_intent = self.reads(&parsed, 0, &sql);
+        self.read_intent = self.reads(&parsed.statements[0], &sql);
         let result = self
             .run_route(
                 &route,

@@ -17,6 +17,7 @@ mod handover;
 mod ids;
 mod insert_select;
 mod key_update;
+mod point;
 mod reload;
 mod tx;
 
@@ -32,7 +33,7 @@ use crate::net::TxStatus;
 use crate::net::{Message, ProtocolError};
 use crate::router::read_write::{self, RoleHint};
 use crate::router::route::Overrides;
-use crate::router::{Parsed, QueryCache, Route, Router, RouterError, ShapeCache};
+use crate::router::{Parsed, QueryCache, Route, Router, RouterError, Served, ShapeCache};
 use pg_query_raw::router::StatementKind;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -181,6 +182,8 @@ pub struct ShardedSession {
     routes: dry_run::Counted,
     /// `[[mirroring]]`: its transactions go to the mirrors of its database.
     mirror: Option<Box<crate::backend::mirror::Tap>>,
+    /// The Query a point query writes (kept: no allocation per query).
+    query: Vec<u8>,
 }
 
 impl ShardedSession {
@@ -220,6 +223,7 @@ impl ShardedSession {
             out_of_step: false,
             routes: Default::default(),
             mirror,
+            query: Vec::new(),
         }
     }
 
@@ -320,7 +324,6 @@ impl ShardedSession {
                     self.ready();
                     return Ok(());
                 };
-                let sql = sql.into_owned();
                 match self.pass_gate().await {
                     Ok(()) => self.simple_query(&sql).await?,
                     Err(e) => self.fail(e),
@@ -377,8 +380,14 @@ impl ShardedSession {
     // ---- simple query ----
 
     async fn simple_query(&mut self, sql: &str) -> Result<(), SessionError> {
-        let parsed = match ShapeCache::global().get(sql) {
-            Ok(p) => p,
+        let parsed = match ShapeCache::global().serve(sql, self.point_router(sql)) {
+            Ok(Served::Parsed(p)) => p,
+            Ok(Served::Point(hit)) => {
+                if let Err(e) = self.point(&hit, sql).await {
+                    self.fail(e);
+                }
+                return Ok(());
+            }
             Err(e) => {
                 self.fail(e.into());
                 return Ok(());
@@ -463,7 +472,7 @@ impl ShardedSession {
         if let Some(reason) = statements::unknown_call_in(parsed, i, sql, builtins.as_deref()) {
             self.pin(reason);
         }
-        self.read_intent = self.reads(parsed, i, sql);
+        self.read_intent = self.reads(st, sql);
         let result = self.run_route(&route, exec::Request::Simple(sql)).await;
         self.read_intent = false;
         result
@@ -539,7 +548,7 @@ impl ShardedSession {
 
     /// Whether statement `i` may go to replicas: the database has some, the client did not ask
     /// for the primary, and the parser proves it a read.
-    fn reads(&self, parsed: &Parsed, i: usize, sql: &str) -> bool {
+    fn reads(&self, st: &pg_query_raw::router::Statement, sql: &str) -> bool {
         if self.client.mode == PoolerMode::Session || !self.shards.iter().any(|s| s.splits_reads())
         {
             return false;
@@ -548,7 +557,7 @@ impl ShardedSession {
             return hint == RoleHint::Replica;
         }
         let strategy = self.shards[0].policy().reads;
-        read_write::is_read(std::slice::from_ref(&parsed.statements[i]), sql, strategy)
+        read_write::is_read(std::slice::from_ref(st), sql, strategy)
     }
 
     /// Routes a statement; the column order of a table is read from a shard when an INSERT
