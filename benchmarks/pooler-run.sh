@@ -39,8 +39,16 @@ run_pgdog() {
   PORT[$name]=$(free_port)
   {
     toml_section general host=127.0.0.1 port="${PORT[$name]}" default_pool_size="$POOL" auth_type=trust admin_password=bench "$@"
-    toml_entry databases name=postgres host=127.0.0.1 port="$PG_PG_PORT" user=postgres
-    [ "$name" != router ] || toml_entry sharded_tables database=postgres name=pgbench_accounts column=aid
+    if [ "$name" = sharded ]; then
+      # Two shards on this server, half the pool each, pgbench's tables split by aid.
+      for shard in 0 1; do
+        toml_entry databases name=postgres host=127.0.0.1 port="$PG_PG_PORT" user=postgres \
+          database_name="shard_$shard" shard="$shard" pool_size="$((POOL / 2))"
+      done
+      toml_pgbench_sharding postgres
+    else
+      toml_entry databases name=postgres host=127.0.0.1 port="$PG_PG_PORT" user=postgres
+    fi
   } > "$dir/pgdog.toml"
   local pid
   start_pgdog pid "$dir/pgdog.toml" "$WORK/users.toml" "$dir/pgdog.log"
@@ -52,10 +60,12 @@ workers=()
 run_pgdog pgdog "${workers[@]}"
 run_pgdog pgdog_w1 workers=1
 run_pgdog pgdog_w2 workers=2
-# The same database with the parser off (no reset query: the raw pooling baseline), and as a
-# one-shard sharded database (the router parses every query).
+# The same database with the parser off (no reset query: the raw pooling baseline), and the
+# same rows in 2 shards on this server (databases shard_0 and shard_1, loaded through pgdog
+# below): its router reads each query's key.
 run_pgdog noparse "${workers[@]}" query_parser=false server_reset_query=""
-run_pgdog router "${workers[@]}"
+for shard in 0 1; do psql_at "$PG_PG_PORT" -c "CREATE DATABASE shard_$shard" >/dev/null; done
+run_pgdog sharded "${workers[@]}"
 
 # run_pgbouncer NAME BINARY: starts that PgBouncer in transaction mode with pgdog's pool size
 # (with max_prepared_statements = 200 where the version has it: 1.21 and later).
@@ -79,7 +89,9 @@ run_pgbouncer() {
 run_pgbouncer pgb "$PGBOUNCER"
 run_pgbouncer pgb_old "$PGBOUNCER_OLD"
 
-for name in pgdog pgdog_w1 pgdog_w2 noparse router; do wait_port "${PORT[$name]}" "${PID[$name]}"; done
+for name in pgdog pgdog_w1 pgdog_w2 noparse sharded; do wait_port "${PORT[$name]}" "${PID[$name]}"; done
+"$PG_BIN/pgbench" -q -i -s 10 -h 127.0.0.1 -p "${PORT[sharded]}" -U postgres postgres > "$WORK/sharded.init.log" 2>&1 \
+  || { cat "$WORK/sharded.init.log" >&2; exit 1; }
 for name in pgb pgb_old; do
   wait_port "${PORT[$name]}"
   PID[$name]=$(cat "$WORK/$name/pgbouncer.pid")
@@ -181,13 +193,22 @@ if command -v strace >/dev/null; then
   done
 fi
 
-# 3. Parsing every query: the one-shard sharded database (router) vs query_parser = false.
-printf 'mode\toff\ton\n' > "$WORK/parser.tsv"
-for mode in simple extended; do
-  pgb "${PORT[noparse]}" -M "$mode" -c 8 -j 2 -T "$DURATION"
-  off=$TPS
-  pgb "${PORT[router]}" -M "$mode" -c 8 -j 2 -T "$DURATION"
-  printf '%s\t%s\t%s\n' "$mode" "$off" "$TPS" >> "$WORK/parser.tsv"
+# 3. The sharded session: the 2-shard database routing `pgbench -S` by its key vs the same
+# rows in one database with query_parser = false, at 8 clients, ROUNDS rounds alternated (the
+# order swapped each round), with each pgdog's CPU per transaction.
+printf 'round\tmode\ttarget\ttps\ttx\tticks\n' > "$WORK/sharded.tsv"
+for round in $(seq "$ROUNDS"); do
+  for mode in simple extended; do
+    order="noparse sharded"
+    [ $((round % 2)) = 1 ] || order="sharded noparse"
+    for t in $order; do
+      before=$(awk '{print $14 + $15}' "/proc/${PID[$t]}/stat")
+      pgb "${PORT[$t]}" -M "$mode" -c 8 -j 2 -T "$DURATION"
+      after=$(awk '{print $14 + $15}' "/proc/${PID[$t]}/stat")
+      printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$mode" "$t" "$TPS" "$TX" "$((after - before))" >> "$WORK/sharded.tsv"
+      echo "sharded round=$round mode=$mode $t: $TPS tps $ERR" >&2
+    done
+  done
 done
 
 # 4. RSS of pgdog at rest, with 1,000 and 10,000 idle clients (each ran one query, then holds
@@ -385,16 +406,31 @@ if w1 and w2:
       f"`workers = 2` (the main instance, workers = {workers}: {fixed_total.get(('simple', 'pgdog'), 0):.1f}); "
       f"the lower CPU per transaction is `workers = {best}` ({ratio(min(w1, w2), max(w1, w2))} of the other).\n")
 
-# Parser.
-w("""## Parsing every query
+# The sharded session.
+sharded = {}
+for r in rows("sharded"):
+    t, tx = num(r["tps"]), num(r["tx"])
+    cpu = int(r["ticks"]) * tick / tx if tx else None
+    sharded.setdefault((r["mode"], r["target"]), []).append((t, cpu))
+def sharded_med(mode, target, i):
+    vals = [x[i] for x in sharded.get((mode, target), []) if x[i] is not None]
+    return med(vals) if vals else None
+w(f"""## Sharded session
 
-The same server as a one-shard sharded database (whose router parses each query) vs
-`query_parser = false`, TPS at 8 clients:
+`pgbench -n -S -M <mode> -c 8 -j 2 -T {e['DURATION']}` through pgdog over 2 shards on this server
+(databases shard_0 and shard_1, pool {int(e['POOL']) // 2} each, pgbench_accounts split by aid, loaded
+through pgdog; the router reads each query's key, in simple mode a literal) and through pgdog
+over the same rows in one database with `query_parser = false` (pool {e['POOL']}). {rounds} rounds,
+the two alternated; medians (TPS, and each pgdog's CPU per transaction in µs).
 
-| protocol | clients | parser off | router parses | ratio |
-|---|---|---|---|---|""")
-for r in rows("parser"):
-    w(f"| {r['mode']} | 8 | {r['off']} | {r['on']} | {ratio(num(r['on']), num(r['off']))} |")
+| protocol | parser off | 2 shards, routed | ratio | CPU µs/tx parser off | CPU µs/tx 2 shards |
+|---|---|---|---|---|---|""")
+sharded_ratio = {}
+for mode in ("simple", "extended"):
+    off, on = sharded_med(mode, "noparse", 0), sharded_med(mode, "sharded", 0)
+    sharded_ratio[mode] = on / off if on and off else None
+    w(f"| {mode} | {fmt(off, 0)} | {fmt(on, 0)} | {ratio(on, off)} | "
+      f"{fmt(sharded_med(mode, 'noparse', 1))} | {fmt(sharded_med(mode, 'sharded', 1))} |")
 
 # RSS.
 mib = lambda kb: f"{int(kb) / 1024:.0f}"
@@ -412,7 +448,7 @@ w(f"""## Targets (issue 47)
 Fixed rate ({rate}/s, 8 clients): total CPU per transaction ≤ 0.9x PgBouncer 1.25 for simple,
 extended and prepared, and user time ≤ 1.0x; saturated TPS ≥ 1.0x PgBouncer 1.25 at 1, 8, 64 and
 500 clients for simple and prepared, ≥ 1.1x for extended (the unnamed-statement cache); RSS with
-1,000 idle clients ≤ 20 MB.
+1,000 idle clients ≤ 20 MB; the sharded session ≥ 0.95x of one database with the parser off.
 
 Each figure from the tables above (pgdog with workers = {workers}, {'its default' if not e.get('WORKERS') else 'set by WORKERS'};
 against {anchor}{'' if anchor_is_125 else ', not 1.25'}); n/a: a side failed or was not measured.
@@ -439,6 +475,9 @@ for mode in ("simple", "extended", "prepared"):
         r = sat_ratio.get((mode, c))
         w(f"| saturated TPS, pgdog / {anchor}, {mode}, {c} client{'s' if c > 1 else ''}: ≥ {floor}x | "
           f"{'n/a' if r is None else f'{r:.2f}x'} | {verdict(r, lambda v: v >= floor)} |")
+r = sharded_ratio.get("simple")
+w(f"| sharded session TPS, 2 shards routed / one database with the parser off, simple, 8 clients: ≥ 0.95x | "
+  f"{'n/a' if r is None else f'{r:.2f}x'} | {verdict(r, lambda v: v >= 0.95)} |")
 w(f"| RSS with 1,000 idle clients: ≤ 20 MB | {rss_1k_mb:.1f} MB ({mib(e['RSS_1K'])} MiB) | "
   f"{verdict(rss_1k_mb, lambda v: v <= 20)} |")
 

@@ -8,7 +8,8 @@
 #     the proxies alternated, medians of the CPU per transaction (user, kernel), context switches
 #     per transaction; syscalls per transaction from a separate run under `strace -f -c`; pgdog
 #     also with workers = 1 and workers = 2 (simple);
-#   - the parser on/off table, pgdog's RSS with 1,000 and 10,000 idle clients, and the issue's
+#   - the sharded session (2 shards on the same server, routed by key) against one database with
+#     the parser off, pgdog's RSS with 1,000 and 10,000 idle clients, and the issue's
 #     targets, each marked met or missed.
 # The anchor is PgBouncer 1.25 from ../shared/tools/build-pgbouncer.sh (built once) when
 # ../shared/tools exists, else Debian's pgbouncer, and the table says which.

@@ -19,6 +19,7 @@ use super::keys::{shard_matching, value_of, Predicates};
 use super::route::{column_names, Router};
 use super::subquery::{has_nested, hidden_subquery};
 use super::RouterError;
+use crate::sharding::{Key, ShardingError};
 use pg_query_raw::router::{Const, Expr, Statement, StatementKind};
 
 /// A shape routed by one of its literals (see the module doc).
@@ -100,6 +101,19 @@ impl Router {
         let Some(ts) = self.schema.tables.get(point.table) else {
             return Err(RouterError::Invalid("point plan of another layout".into()));
         };
+        if let Const::Integer(i) = value {
+            // An integer key: the placement of the integer itself (`shard_matching` goes through
+            // its digits); past the type's range no row matches, as there.
+            if let Some(key) = Key::from_integer(ts.config.data_type, *i) {
+                return match key.and_then(|k| ts.placement.shard(&k)) {
+                    Ok(shard) => Ok(shard),
+                    Err(
+                        ShardingError::OutOfRange { .. } | ShardingError::ValueOutOfRange { .. },
+                    ) => Ok(self.any_shard()),
+                    Err(e) => Err(e.into()),
+                };
+            }
+        }
         let Some(value) = value_of(&Expr::Const(value.clone()), None) else {
             return Err(RouterError::Invalid("point plan without a value".into()));
         };

@@ -145,6 +145,12 @@ const MARK: char = '\0';
 /// The cache key of `sql`: its text with each literal replaced by a mark and its kind.
 fn key(sql: &str, lits: &[Literal]) -> String {
     let mut out = String::with_capacity(sql.len());
+    key_into(sql, lits, &mut out);
+    out
+}
+
+fn key_into(sql: &str, lits: &[Literal], out: &mut String) {
+    out.clear();
     let mut at = 0;
     for l in lits {
         out.push_str(&sql[at..l.start]);
@@ -157,7 +163,11 @@ fn key(sql: &str, lits: &[Literal]) -> String {
         at = l.end;
     }
     out.push_str(&sql[at..]);
-    out
+}
+
+thread_local! {
+    /// The key of the text being looked up (one per thread: no allocation per lookup).
+    static KEY: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
 }
 
 /// One shape: its statements with `$k` for the k-th literal, and where each `$k` is in the
@@ -479,12 +489,19 @@ impl ShapeCache {
                 return QueryCache::global().get(sql).map(Served::Parsed);
             }
         };
-        let key = key(sql, &lits);
-        let entry = self
-            .lru
-            .lock()
-            .as_mut()
-            .and_then(|lru| lru.get(key.as_str()).cloned());
+        let entry = KEY.with_borrow_mut(|key| {
+            key_into(sql, &lits, key);
+            let entry = self
+                .lru
+                .lock()
+                .as_mut()
+                .and_then(|lru| lru.get(key.as_str()).cloned());
+            // A long text's key is not kept for the next lookup.
+            if key.capacity() > 4096 {
+                *key = String::new();
+            }
+            entry
+        });
         match entry {
             Some(Entry::Shape(shape)) => {
                 if let Some(point) = router.and_then(|r| shape.point(r, sql)) {
@@ -519,7 +536,7 @@ impl ShapeCache {
             }
         };
         if let Some(lru) = self.lru.lock().as_mut() {
-            lru.put(key.into_boxed_str(), entry);
+            lru.put(key(sql, &lits).into_boxed_str(), entry);
         }
         Ok(Served::Parsed(real))
     }

@@ -196,6 +196,13 @@ impl Key {
         Value::from_text(data_type, text).map(Value::to_key)
     }
 
+    /// An integer for an integer-typed key (`None` for the other types): what `from_text` of
+    /// its digits gives, without the digits (the range checked, `ValueOutOfRange` past it).
+    pub fn from_integer(data_type: DataType, value: i64) -> Option<Result<Key, ShardingError>> {
+        let bits = integer_bits(data_type)?;
+        Some(check_range(data_type, bits, value).map(Key::Integer))
+    }
+
     /// Reads a binary-format parameter: big-endian integers of 2, 4 or 8 bytes for any integer
     /// type (a client may bind an int4 for a bigint column; the value must fit the column),
     /// 16 bytes for a uuid, UTF-8 for text.

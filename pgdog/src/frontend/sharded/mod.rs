@@ -244,6 +244,23 @@ impl ShardedSession {
         let shards = &self.shards;
         let clocks = || shards.first().map(|s| s.clocks()).unwrap_or_default();
         let deadline = next_deadline(clocks, None, !idle, self.client.meter.last_message());
+        if deadline.is_none() {
+            // No clock running (the steady state): one poll over the stop flag and the
+            // socket, as the one-server session waits (`session::relay`), no futures made.
+            let info = self.client.meter.client().clone();
+            let read = std::future::poll_fn(|cx| {
+                if info.poll_stop(cx, idle).is_ready() {
+                    return std::task::Poll::Ready(None);
+                }
+                self.client.poll_read(cx, idle).map(Some)
+            })
+            .await;
+            return match read {
+                Some(r) => Ok(r?),
+                None if idle => Err(self.stop_between_transactions().await),
+                None => Err(stopped(&info)),
+            };
+        }
         let client = self.client.meter.client();
         let timer = expiry(deadline);
         let stop = tokio::select! {

@@ -25,6 +25,8 @@ fn router(shards: usize) -> Router {
         tables: vec![
             table("users", "id", DataType::Bigint),
             table("sessions", "sid", DataType::Varchar),
+            table("small", "k", DataType::Smallint),
+            table("ints", "k", DataType::Integer),
         ],
         ..Default::default()
     };
@@ -102,6 +104,8 @@ fn points_agree_with_the_route() {
         "SELECT * FROM sessions WHERE sid = '{}' LIMIT 5",
         "SELECT * FROM sessions WHERE sid = {}",
         "SELECT name FROM users WHERE name = 'x' AND id = {} AND age > 3",
+        "SELECT * FROM small WHERE k = {}",
+        "SELECT * FROM ints WHERE {} = k",
     ];
     let values = [
         "1",
@@ -115,6 +119,10 @@ fn points_agree_with_the_route() {
         "3.0",
         "0",
         "12345678901234567890",
+        "32767",
+        "32768",
+        "40000",
+        "2147483647",
     ];
     let mut points = 0;
     for t in templates {

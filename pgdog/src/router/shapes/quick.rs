@@ -22,44 +22,80 @@ pub(super) fn literals(sql: &str) -> Option<Vec<Literal>> {
     let mut out = Vec::new();
     let mut i = 0;
     while let Some(&c) = b.get(i) {
-        i = match c {
-            b'-' if b.get(i + 1) == Some(&b'-') => line_comment(b, i),
-            b'/' if b.get(i + 1) == Some(&b'*') => block_comment(b, i)?,
-            b'"' => quoted_identifier(b, i)?,
-            b'\'' => {
-                let end = string_end(b, i)?;
-                let value = Const::String(string(sql.get(i..end)?)?);
-                out.push(Literal {
-                    start: i,
-                    end,
-                    value,
-                });
-                end
-            }
-            b'0'..=b'9' => {
-                let (end, value) = number(sql, i)?;
-                out.push(Literal {
-                    start: i,
-                    end,
-                    value,
-                });
-                end
-            }
-            c if ident_start(c) => {
+        i = match CLASS[c as usize] {
+            // Spaces, operators, punctuation: most bytes of a text that are not in a word.
+            OTHER => i + 1,
+            IDENT => {
                 let end = ident_end(b, i);
                 if matches!(b.get(end), Some(b'\'')) {
                     return None;
                 }
                 end
             }
-            b'$' | b'\0' | b'\\' => return None,
-            b'.' if b.get(i + 1).is_some_and(u8::is_ascii_digit) => return None,
-            b'&' if b.get(i + 1) == Some(&b'\'') => return None,
-            _ => i + 1,
+            _ => special(sql, i, &mut out)?,
         };
     }
     Some(out)
 }
+
+/// What follows the byte at `i`, which is not a plain one (see [`CLASS`]), when it is read.
+fn special(sql: &str, i: usize, out: &mut Vec<Literal>) -> Option<usize> {
+    let b = sql.as_bytes();
+    Some(match b[i] {
+        b'-' if b.get(i + 1) == Some(&b'-') => line_comment(b, i),
+        b'/' if b.get(i + 1) == Some(&b'*') => block_comment(b, i)?,
+        b'"' => quoted_identifier(b, i)?,
+        b'\'' => {
+            let end = string_end(b, i)?;
+            let value = Const::String(string(sql.get(i..end)?)?);
+            out.push(Literal {
+                start: i,
+                end,
+                value,
+            });
+            end
+        }
+        b'0'..=b'9' => {
+            let (end, value) = number(sql, i)?;
+            out.push(Literal {
+                start: i,
+                end,
+                value,
+            });
+            end
+        }
+        b'$' | b'\0' | b'\\' => return None,
+        b'.' if b.get(i + 1).is_some_and(u8::is_ascii_digit) => return None,
+        b'&' if b.get(i + 1) == Some(&b'\'') => return None,
+        _ => i + 1,
+    })
+}
+
+/// Byte classes: a byte that starts a word, one [`special`] looks at, or any other.
+const OTHER: u8 = 0;
+const IDENT: u8 = 1;
+const SPECIAL: u8 = 2;
+static CLASS: [u8; 256] = {
+    let mut t = [OTHER; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = if b.is_ascii_alphabetic() || b == b'_' || b >= 0x80 {
+            IDENT
+        } else if b.is_ascii_digit()
+            || matches!(
+                b,
+                b'-' | b'/' | b'"' | b'\'' | b'$' | b'\0' | b'\\' | b'.' | b'&'
+            )
+        {
+            SPECIAL
+        } else {
+            OTHER
+        };
+        c += 1;
+    }
+    t
+};
 
 fn ident_start(c: u8) -> bool {
     c.is_ascii_alphabetic() || c == b'_' || c >= 0x80
