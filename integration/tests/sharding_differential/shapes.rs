@@ -116,6 +116,8 @@ const TEMPLATES: &[&str] = &[
     "SELECT id, name FROM users WHERE id = '{uid}'",
     "SELECT id FROM users WHERE id = {uid}.0",
     "SELECT id FROM users WHERE id = int8 '{uid}'",
+    "SELECT id, age FROM users WHERE id = {uid}.4::bigint ORDER BY 1",
+    "SELECT n FROM sessions WHERE sid::text = '{sid}' ORDER BY 1 NULLS FIRST",
     "SELECT id, age FROM users WHERE id = -{negid} OR id = - {uid} ORDER BY 1",
     "SELECT id FROM users WHERE id IN ({uids}) ORDER BY id",
     "SELECT id FROM users WHERE id = ANY(ARRAY[{uid}, {uid}, {uid}]) ORDER BY 1",

@@ -66,7 +66,7 @@ pub fn value_of<'a>(expr: &Expr, params: Option<&Params<'a>>) -> Option<Value<'a
             Const::Numeric(n) => Value::Number(n.clone()),
             Const::String(s) | Const::Bits(s) => Value::Text(s.clone()),
         }),
-        Expr::Cast { expr, .. } => value_of(expr, params),
+        Expr::Cast { expr, type_name } => cast(value_of(expr, params)?, type_name),
         Expr::Param(n) => {
             let params = params?;
             let (value, binary) = params.get(*n)?;
@@ -83,6 +83,37 @@ pub fn value_of<'a>(expr: &Expr, params: Option<&Params<'a>>) -> Option<Value<'a
             })
         }
         _ => None,
+    }
+}
+
+/// `value::type_name` where the cast keeps what the value says about a key: a string or text
+/// parameter read by the type's input function (as the column's would read it), a number as an
+/// integer (rounded, as Postgres casts numeric to integers) or a numeric. `None` (unknown: every
+/// shard) for casts that may change it: to text of a number (`1e3::text` is `'1000'`), to
+/// varchar or char (a length truncates or pads), to floats, and the rest.
+fn cast<'a>(value: Value<'a>, type_name: &str) -> Option<Value<'a>> {
+    let integer = matches!(type_name, "int2" | "int4" | "int8");
+    match value {
+        Value::Null => Some(Value::Null),
+        Value::Text(t) if integer || matches!(type_name, "text" | "uuid") => Some(Value::Text(t)),
+        Value::Text(t) if type_name == "numeric" => Some(Value::Number(t)),
+        Value::Number(n) if integer => Some(Value::Number(integral(&n, true)?.to_string())),
+        Value::Number(n) if type_name == "numeric" => Some(Value::Number(n)),
+        // A binary parameter's bytes are of the type the server inferred for it: the cast's.
+        Value::Binary(b) => Some(Value::Binary(b)),
+        _ => None,
+    }
+}
+
+/// Whether a key column cast to `type_name` compares as the key itself: another integer type
+/// or numeric for an integer key, text for a text key, uuid for a uuid key.
+fn keeps_key(table: &TableSharding, type_name: &str) -> bool {
+    match table.config.data_type {
+        DataType::Bigint | DataType::Integer | DataType::Smallint => {
+            matches!(type_name, "int2" | "int4" | "int8" | "numeric")
+        }
+        DataType::Varchar => type_name == "text",
+        DataType::Uuid => type_name == "uuid",
     }
 }
 
@@ -237,11 +268,13 @@ pub type ShardSet = Option<BTreeSet<usize>>;
 
 impl<'s, 'p> Predicates<'s, 'p> {
     /// The sharded relation a column reference names, if it is that relation's key.
+    /// A cast of the column counts only when it keeps the key's equality (`keeps_key`):
+    /// `sid::int = 5` matches `'05'` too, rows of other shards.
     pub fn key_column(&self, expr: &Expr) -> Option<&'s TableSharding> {
         let Expr::Column { table, name } = strip_cast(expr) else {
             return None;
         };
-        self.relations.iter().find_map(|(rel, ts)| {
+        let ts = self.relations.iter().find_map(|(rel, ts)| {
             let matches_table = match table {
                 None => true,
                 Some(t) => match &rel.alias {
@@ -250,7 +283,15 @@ impl<'s, 'p> Predicates<'s, 'p> {
                 },
             };
             (matches_table && ts.column() == name).then_some(*ts)
-        })
+        })?;
+        let mut e = expr;
+        while let Expr::Cast { expr, type_name } = e {
+            if !keeps_key(ts, type_name) {
+                return None;
+            }
+            e = expr;
+        }
+        Some(ts)
     }
 
     /// The shards rows matching `expr` can be on.
@@ -405,6 +446,25 @@ fn mirror(op: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::integral;
+
+    #[test]
+    fn casts_keep_or_drop_what_a_value_says() {
+        use super::{cast, Value};
+        let n = |v: &str| Value::Number(v.into());
+        let t = |v: &str| Value::Text(v.into());
+        // Postgres rounds numeric to integers: 7.5::bigint is 8.
+        assert_eq!(cast(n("7.5"), "int8"), Some(n("8")));
+        assert_eq!(cast(n("-7.5"), "int4"), Some(n("-8")));
+        assert_eq!(cast(n("7"), "numeric"), Some(n("7")));
+        assert_eq!(cast(t("5"), "int8"), Some(t("5")));
+        assert_eq!(cast(t("7.5"), "numeric"), Some(n("7.5")));
+        // 1e3::text is '1000'; varchar(n) and char(n) may cut or pad; floats round.
+        assert_eq!(cast(n("1e3"), "text"), None);
+        assert_eq!(cast(t("abc"), "varchar"), None);
+        assert_eq!(cast(t("abc"), "bpchar"), None);
+        assert_eq!(cast(n("1.5"), "float8"), None);
+        assert_eq!(cast(Value::Null, "int8"), Some(Value::Null));
+    }
 
     #[test]
     fn integral_values() {

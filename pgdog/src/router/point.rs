@@ -14,7 +14,7 @@
 //! of rows matching `key = <literal>` (`shard_matching`), or any shard when no row can match.
 //! What depends on the text rather than its shape (comments, manual overrides, `unique_id`)
 //! is checked by the session on every text. Debug builds (the test suites) check every use
-//! against the full route (`shapes::ShapeHit::point`).
+//! against the full route (`shapes::PointHit::shard`).
 use super::keys::{shard_matching, value_of, Predicates};
 use super::route::{column_names, Router};
 use super::subquery::{has_nested, hidden_subquery};
@@ -135,7 +135,7 @@ impl Router {
     }
 }
 
-/// `key = $k` or `$k = key` (casts allowed on either side): `k`.
+/// `key = $k` or `$k = key` (a cast of the key column as `Predicates::key_column` allows it): `k`.
 fn key_param(preds: &Predicates<'_, '_>, e: &Expr) -> Option<u32> {
     let Expr::Op {
         op,
@@ -149,7 +149,9 @@ fn key_param(preds: &Predicates<'_, '_>, e: &Expr) -> Option<u32> {
     if op != "=" {
         return None;
     }
-    let param = |e: &Expr| match strip_cast(e) {
+    // A bare literal: a cast may change its value (`keys::value_of`), `point_shard` reads it
+    // as written.
+    let param = |e: &Expr| match e {
         Expr::Param(k) => Some(*k),
         _ => None,
     };
@@ -157,13 +159,6 @@ fn key_param(preds: &Predicates<'_, '_>, e: &Expr) -> Option<u32> {
         (Some(_), _) => param(right),
         (None, Some(_)) => param(left),
         _ => None,
-    }
-}
-
-fn strip_cast(e: &Expr) -> &Expr {
-    match e {
-        Expr::Cast { expr, .. } => strip_cast(expr),
-        other => other,
     }
 }
 

@@ -91,7 +91,8 @@ pub fn is_read(statements: &[Statement], sql: &str, strategy: ReadWriteStrategy)
         })
 }
 
-fn statement_is_read(st: &Statement, text: &str, strategy: ReadWriteStrategy) -> bool {
+/// Whether one statement (not a BEGIN), whose text is `text`, is a read.
+pub fn statement_is_read(st: &Statement, text: &str, strategy: ReadWriteStrategy) -> bool {
     match &st.kind {
         StatementKind::Select => {
             select_is_read(st)

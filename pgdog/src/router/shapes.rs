@@ -250,7 +250,7 @@ impl Shape {
         let calls = calls_in(&self.calls, &self.statements, 0, sql);
         let p = router.point(&self.statements, sql, calls);
         // A few routers share a shape (databases, reloads): the oldest goes.
-        if points.len() >= 8 {
+        if points.len() >= 16 {
             points.remove(0);
         }
         points.push((router.id(), p));

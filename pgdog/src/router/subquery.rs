@@ -408,13 +408,13 @@ fn aggregates_empty_input(b: &Statement) -> bool {
             .any(|f| !f.window && crate::merge::is_aggregate(&f.name))
 }
 
-/// The statement's subqueries: FROM subqueries, CTEs and set-operation branches, then those in
-/// its expressions (WHERE, JOIN conditions, targets, HAVING, ORDER BY, GROUP BY, RETURNING).
 /// Whether a statement holds a subquery anywhere (FROM, CTE, set operation, expressions).
 pub(super) fn has_nested(st: &Statement) -> bool {
     !nested(st).is_empty()
 }
 
+/// The statement's subqueries: FROM subqueries, CTEs and set-operation branches, then those in
+/// its expressions (WHERE, JOIN conditions, targets, HAVING, ORDER BY, GROUP BY, RETURNING).
 fn nested(st: &Statement) -> Vec<Nested<'_>> {
     let mut out: Vec<Nested<'_>> = st
         .subqueries

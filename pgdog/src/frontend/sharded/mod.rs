@@ -24,7 +24,7 @@ mod tx;
 use super::client::{Client, ServeClient};
 use super::statements;
 use crate::backend::{PooledServer, ServerError, Shard};
-use crate::config::PoolerMode;
+use crate::config::{PoolerMode, ReadWriteStrategy};
 use crate::net::bind::read_bind;
 use crate::net::encoding::Codec;
 use crate::net::message::{self, read_parse, read_target};
@@ -566,6 +566,13 @@ impl ShardedSession {
     /// Whether statement `i` may go to replicas: the database has some, the client did not ask
     /// for the primary, and the parser proves it a read.
     fn reads(&self, st: &pg_query_raw::router::Statement, sql: &str) -> bool {
+        self.may_read(sql, |strategy| {
+            read_write::is_read(std::slice::from_ref(st), sql, strategy)
+        })
+    }
+
+    /// `reads`, with `is_read` saying whether the statement (whose text is `sql`) is a read.
+    fn may_read(&self, sql: &str, is_read: impl FnOnce(ReadWriteStrategy) -> bool) -> bool {
         if self.client.mode == PoolerMode::Session || !self.shards.iter().any(|s| s.splits_reads())
         {
             return false;
@@ -573,8 +580,7 @@ impl ShardedSession {
         if let Some(hint) = read_write::comment_hint(sql).or(self.role_hint) {
             return hint == RoleHint::Replica;
         }
-        let strategy = self.shards[0].policy().reads;
-        read_write::is_read(std::slice::from_ref(st), sql, strategy)
+        is_read(self.shards[0].policy().reads)
     }
 
     /// Routes a statement; the column order of a table is read from a shard when an INSERT

@@ -9,7 +9,7 @@ use super::{in_client_encoding, ClientError, ShardedSession};
 use crate::net::message;
 use crate::net::tag::backend;
 use crate::net::TxStatus;
-use crate::router::{generate, PointHit, Router};
+use crate::router::{generate, read_write, PointHit, Router};
 
 impl ShardedSession {
     /// The router, when a text of a point shape may run as one here (see the module doc).
@@ -29,8 +29,11 @@ impl ShardedSession {
         let shard = hit.shard(&self.router, sql)?;
         let st = &hit.statements()[0];
         self.note_pin(sql, st);
-        // The shape calls no function: nothing unknown to pin the session for.
-        self.read_intent = self.reads(st, sql);
+        // The shape calls no function: nothing unknown to pin the session for. Its statement's
+        // offsets are the shape's: the text read for the read/write split is all of `sql`.
+        self.read_intent = self.may_read(sql, |strategy| {
+            read_write::statement_is_read(st, sql, strategy)
+        });
         let result = self.run_point(shard, sql).await;
         self.read_intent = false;
         result
@@ -55,6 +58,10 @@ impl ShardedSession {
             Some(server) => server.write_raw(&self.query).await,
             None => return Err(ClientError::new("08006", "server connection lost")),
         };
+        if self.query.capacity() > 64 * 1024 {
+            // A long text's buffer is not kept for the session's life.
+            self.query = Vec::new();
+        }
         if let Err(e) = written {
             return Err(self.lose(shard, &e));
         }

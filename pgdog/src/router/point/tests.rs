@@ -51,7 +51,7 @@ fn point_shapes() {
         ("SELECT name FROM users WHERE $1 = id", 0),
         ("SELECT name FROM users u WHERE u.id = $2 AND name = $1", 1),
         (
-            "SELECT name FROM users WHERE name = $1 AND id = $2::bigint AND age > $3",
+            "SELECT name FROM users WHERE name = $1 AND id::int8 = $2 AND age > $3",
             1,
         ),
         (
@@ -85,6 +85,8 @@ fn point_shapes() {
         "SELECT * FROM users WHERE other.id = $1",
         "SELECT * FROM users WHERE id <> $1",
         "SELECT * FROM users WHERE id = name",
+        "SELECT * FROM users WHERE id = $1::bigint",
+        "SELECT * FROM sessions WHERE sid::int = $1",
     ];
     for sql in no {
         assert_eq!(plan(&r, sql), None, "{sql}");
