@@ -567,10 +567,20 @@ impl Reader {
                 let type_name = if tc.typeName.is_null() {
                     String::new()
                 } else {
-                    list_items((*tc.typeName).names)
+                    let tn = &*tc.typeName;
+                    let mut name: String = list_items(tn.names)
                         .last()
                         .and_then(|n| str_node(n.ptr_value as *const c::Node))
-                        .unwrap_or_default()
+                        .unwrap_or_default();
+                    // A modifier (`varchar(2)` cuts, `char` is `char(1)`) or array bounds
+                    // change what the cast makes: marked, so no one reads it as the bare type.
+                    if !tn.typmods.is_null() {
+                        name.push_str("()");
+                    }
+                    if !tn.arrayBounds.is_null() {
+                        name.push_str("[]");
+                    }
+                    name
                 };
                 Expr::Cast {
                     expr: self.boxed(tc.arg)?,

@@ -195,3 +195,21 @@ fn subqueries_copy_and_utility() {
     );
     assert!(parse("SELEC 1").is_err());
 }
+
+#[test]
+fn casts_say_when_the_type_has_a_modifier_or_is_an_array() {
+    let names = |sql: &str| -> Vec<String> {
+        let st = &parse(sql).unwrap()[0];
+        st.targets
+            .iter()
+            .map(|t| match &t.expr {
+                Expr::Cast { type_name, .. } => type_name.clone(),
+                other => panic!("{sql}: {other:?}"),
+            })
+            .collect()
+    };
+    assert_eq!(
+        names("SELECT 'a'::varchar, 'a'::varchar(2), 'a'::char, 'a'::bpchar, '{1}'::int[], 5::bigint, 'a'::text"),
+        ["varchar", "varchar()", "bpchar()", "bpchar", "int4[]", "int8", "text"]
+    );
+}

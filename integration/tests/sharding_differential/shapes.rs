@@ -132,6 +132,7 @@ const TEMPLATES: &[&str] = &[
     "SELECT id, amount FROM orders WHERE user_id = {uid} AND amount > {amount} ORDER BY id",
     "SELECT count(*), sum(amount) FROM orders WHERE user_id IN (SELECT id FROM users WHERE age = {age} AND tenant = '{tenant}')",
     "SELECT sku, qty FROM items WHERE sku = '{sku}'",
+    "SELECT sku, qty FROM items WHERE sku = '{sku}'::varchar",
     "SELECT n FROM sessions WHERE sid = '{sid}'",
     "SELECT n FROM sessions WHERE sid = '{sid}'::uuid OR sid = '{sid}' ORDER BY 1 NULLS FIRST",
     "SELECT id, n FROM counters WHERE id = {cid}",

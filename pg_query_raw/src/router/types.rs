@@ -84,7 +84,9 @@ pub enum Expr {
     /// `$n`
     Param(u32),
     Const(Const),
-    /// `expr::type`; `type_name` is the last name part (`int8`, `text`, `uuid`...).
+    /// `expr::type`; `type_name` is the last name part (`int8`, `text`, `uuid`...), with `()`
+    /// when the type has a modifier (`varchar(2)` is `varchar()`, `char` is `bpchar()`) and `[]`
+    /// for an array.
     Cast {
         expr: Box<Expr>,
         type_name: String,

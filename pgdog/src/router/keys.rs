@@ -89,13 +89,15 @@ pub fn value_of<'a>(expr: &Expr, params: Option<&Params<'a>>) -> Option<Value<'a
 /// `value::type_name` where the cast keeps what the value says about a key: a string or text
 /// parameter read by the type's input function (as the column's would read it), a number as an
 /// integer (rounded, as Postgres casts numeric to integers) or a numeric. `None` (unknown: every
-/// shard) for casts that may change it: to text of a number (`1e3::text` is `'1000'`), to
-/// varchar or char (a length truncates or pads), to floats, and the rest.
+/// shard) for casts that may change it: to text of a number (`1e3::text` is `'1000'`), to a
+/// type with a modifier (`varchar(2)` cuts, `char` pads), to floats, and the rest.
 fn cast<'a>(value: Value<'a>, type_name: &str) -> Option<Value<'a>> {
     let integer = matches!(type_name, "int2" | "int4" | "int8");
     match value {
         Value::Null => Some(Value::Null),
-        Value::Text(t) if integer || matches!(type_name, "text" | "uuid") => Some(Value::Text(t)),
+        Value::Text(t) if integer || matches!(type_name, "text" | "varchar" | "uuid") => {
+            Some(Value::Text(t))
+        }
         Value::Text(t) if type_name == "numeric" => Some(Value::Number(t)),
         Value::Number(n) if integer => Some(Value::Number(integral(&n, true)?.to_string())),
         Value::Number(n) if type_name == "numeric" => Some(Value::Number(n)),
@@ -112,7 +114,7 @@ fn keeps_key(table: &TableSharding, type_name: &str) -> bool {
         DataType::Bigint | DataType::Integer | DataType::Smallint => {
             matches!(type_name, "int2" | "int4" | "int8" | "numeric")
         }
-        DataType::Varchar => type_name == "text",
+        DataType::Varchar => matches!(type_name, "text" | "varchar"),
         DataType::Uuid => type_name == "uuid",
     }
 }
@@ -460,8 +462,11 @@ mod tests {
         assert_eq!(cast(t("7.5"), "numeric"), Some(n("7.5")));
         // 1e3::text is '1000'; varchar(n) and char(n) may cut or pad; floats round.
         assert_eq!(cast(n("1e3"), "text"), None);
-        assert_eq!(cast(t("abc"), "varchar"), None);
+        assert_eq!(cast(t("abc"), "varchar"), Some(t("abc")));
+        assert_eq!(cast(t("abc"), "varchar()"), None);
+        assert_eq!(cast(t("abc"), "bpchar()"), None);
         assert_eq!(cast(t("abc"), "bpchar"), None);
+        assert_eq!(cast(t("5"), "int8[]"), None);
         assert_eq!(cast(n("1.5"), "float8"), None);
         assert_eq!(cast(Value::Null, "int8"), Some(Value::Null));
     }
