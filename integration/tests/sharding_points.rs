@@ -81,16 +81,7 @@ async fn point_queries_answer_like_the_full_path() {
         .await
         .expect("insert");
     let ports: Vec<u16> = topo.nodes().iter().map(|n| n.port).collect();
-    let mut per_shard = Vec::new();
-    for port in &ports {
-        let direct = connect_port(*port).await;
-        let n: i64 = direct
-            .query_one("SELECT count(*) FROM t", &[])
-            .await
-            .expect("count")
-            .get(0);
-        per_shard.push(n);
-    }
+    let per_shard = shard_counts(&ports).await;
     assert!(
         per_shard.iter().all(|n| *n > 0),
         "rows on every shard: {per_shard:?}"

@@ -235,13 +235,3 @@ async fn cancel_disconnect_shard_down_and_concurrency() {
         "only shard 2's keys fail: {served}"
     );
 }
-
-/// Rows of `t` on each shard, read directly.
-async fn shard_counts(ports: &[u16]) -> Vec<i64> {
-    let mut out = Vec::new();
-    for port in ports {
-        let direct = connect_port(*port).await;
-        out.push(rows_in_t(&direct, "count").await);
-    }
-    out
-}

@@ -97,6 +97,21 @@ pub async fn connect_port(port: u16) -> Client {
     .await
 }
 
+/// Rows of table `t` on each shard (by port), read directly.
+pub async fn shard_counts(ports: &[u16]) -> Vec<i64> {
+    let mut out = Vec::new();
+    for port in ports {
+        let direct = connect_port(*port).await;
+        let n: i64 = direct
+            .query_one("SELECT count(*) FROM t", &[])
+            .await
+            .expect("count")
+            .get(0);
+        out.push(n);
+    }
+    out
+}
+
 /// An error with its SQLSTATE, message, position and context.
 pub fn err_text(err: &tokio_postgres::Error) -> String {
     match err.as_db_error() {

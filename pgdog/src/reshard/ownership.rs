@@ -56,23 +56,11 @@ pub(crate) fn owned_shards(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{DataType, ShardedTable};
-    use crate::sharding::{Key, Placement};
+    use crate::config::DataType;
+    use crate::sharding::Key;
 
     fn sharding(column: &str, data_type: DataType, shards: usize) -> TableSharding {
-        let config = ShardedTable {
-            database: "db".into(),
-            name: Some("orders".into()),
-            column: column.into(),
-            data_type,
-            mapping: Vec::new(),
-            default_shard: None,
-            primary_key: None,
-        };
-        TableSharding {
-            placement: Placement::new(&config, shards).unwrap(),
-            config,
-        }
+        TableSharding::hashed("orders", column, data_type, shards)
     }
 
     #[test]

@@ -28,6 +28,29 @@ impl TableSharding {
         }
     }
 
+    /// A hash-sharded entry for tests: table `name` of database "app" by `column`.
+    #[cfg(test)]
+    pub fn hashed(
+        name: &str,
+        column: &str,
+        data_type: crate::config::DataType,
+        shards: usize,
+    ) -> TableSharding {
+        let config = ShardedTable {
+            database: "app".into(),
+            name: Some(name.into()),
+            column: column.into(),
+            data_type,
+            mapping: Vec::new(),
+            default_shard: None,
+            primary_key: None,
+        };
+        TableSharding {
+            placement: Placement::new(&config, shards).expect("a hash placement"),
+            config,
+        }
+    }
+
     /// The shard of a key value in a parameter's binary format.
     pub fn shard_of_binary(&self, value: &[u8]) -> Result<usize, ShardingError> {
         self.placement

@@ -1,24 +1,12 @@
 use super::*;
-use crate::config::{DataType, ShardedTable};
+use crate::config::DataType;
 use crate::router::schema::{Schema, TableSharding};
 use crate::router::shapes::{Served, ShapeCache};
 use crate::router::{Parsed, Route};
 
 fn router(shards: usize) -> Router {
     let table = |name: &str, column: &str, data_type: DataType| {
-        let t = ShardedTable {
-            database: "app".into(),
-            name: Some(name.into()),
-            column: column.into(),
-            data_type,
-            mapping: Vec::new(),
-            default_shard: None,
-            primary_key: None,
-        };
-        TableSharding {
-            placement: Placement::new(&t, shards).unwrap(),
-            config: t,
-        }
+        TableSharding::hashed(name, column, data_type, shards)
     };
     let mut schema = Schema {
         shards,
@@ -33,8 +21,6 @@ fn router(shards: usize) -> Router {
     schema.omnisharded.insert("countries".into());
     Router::new(schema)
 }
-
-use crate::sharding::Placement;
 
 /// The plan of a shape written with `$n` for its literals.
 fn plan(r: &Router, shape: &str) -> Option<Point> {

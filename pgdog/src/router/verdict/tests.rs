@@ -1,25 +1,11 @@
 use super::*;
-use crate::config::{DataType, ShardedTable};
+use crate::config::DataType;
 use crate::router::schema::{Schema, TableSharding};
 use crate::router::QueryCache;
-use crate::sharding::Placement;
 
 fn router(shards: usize) -> Router {
-    let table = |name: &str, column: &str| {
-        let t = ShardedTable {
-            database: "app".into(),
-            name: Some(name.into()),
-            column: column.into(),
-            data_type: DataType::Bigint,
-            mapping: Vec::new(),
-            default_shard: None,
-            primary_key: None,
-        };
-        TableSharding {
-            placement: Placement::new(&t, shards).unwrap(),
-            config: t,
-        }
-    };
+    let table =
+        |name: &str, column: &str| TableSharding::hashed(name, column, DataType::Bigint, shards);
     let mut schema = Schema {
         shards,
         tables: vec![table("users", "id"), table("orders", "user_id")],
