@@ -24,5 +24,29 @@ def totals(path):
     return total, allocs
 
 
+def clock_reads(path):
+    """(pgdog's, the runtime's) calls of the monotonic clock (`Timespec::now`, which
+    `Instant::now` inlines), split by the calling function: tokio's own and the block_on loop
+    inlined into `pgdog::main` count as the runtime's, everything else as pgdog's."""
+    names, fn, callee, ours, runtime = {}, None, None, 0, 0
+    for line in open(path, errors="replace"):
+        m = re.match(r"(c?)fn=\((\d+)\)(?: (.*))?", line)
+        if m:
+            if m.group(3):
+                names[m.group(2)] = m.group(3).strip()
+            if m.group(1):
+                callee = names.get(m.group(2))
+            else:
+                fn, callee = names.get(m.group(2)), None
+            continue
+        if line.startswith("calls=") and callee and callee.endswith("Timespec>::now"):
+            n = int(line.split("=")[1].split()[0])
+            if fn and (fn.startswith("tokio::") or fn == "pgdog::main"):
+                runtime += n
+            else:
+                ours += n
+    return ours, runtime
+
+
 if __name__ == "__main__":
     print(*totals(sys.argv[1]))

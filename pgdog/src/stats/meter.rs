@@ -29,6 +29,9 @@ pub struct Meter {
     stale: bool,
     /// When the last ReadyForQuery was metered, if it read the clock.
     ready_at: Option<Instant>,
+    /// A clock read taken just before the coming ReadyForQuery (`ready_now`), which `ready`
+    /// then uses instead of reading the clock again.
+    ready_clock: Option<Instant>,
 }
 
 impl Meter {
@@ -43,6 +46,7 @@ impl Meter {
             last_message: Instant::now(),
             stale: false,
             ready_at: None,
+            ready_clock: None,
         }
     }
 
@@ -86,6 +90,7 @@ impl Meter {
     #[inline]
     pub fn request(&mut self, tag: u8) {
         if self.request_start.is_none() {
+            self.ready_clock = None;
             let now = self.last_message;
             self.request_start = Some(now);
             self.xact_start.get_or_insert(now);
@@ -106,6 +111,7 @@ impl Meter {
     pub fn ready(&mut self, status: TxStatus) -> Option<Duration> {
         let request = self.request_start.take();
         let xact = self.xact_start.take_if(|_| status == TxStatus::Idle);
+        let clock = self.ready_clock.take();
         if status == TxStatus::Idle {
             self.client.set_state(ClientState::Idle);
         }
@@ -113,7 +119,7 @@ impl Meter {
         if request.is_none() && xact.is_none() {
             return None;
         }
-        let now = Instant::now();
+        let now = clock.unwrap_or_else(Instant::now);
         self.ready_at = Some(now);
         let mut request_took = None;
         if let Some(start) = request {
@@ -148,6 +154,13 @@ impl Meter {
     /// server going back to its pool right after takes it as its `last_used`.
     pub fn ready_at(&self) -> Option<Instant> {
         self.ready_at
+    }
+
+    /// Reads the clock for the ReadyForQuery about to be metered (`ready` reuses it): servers
+    /// going back to their pools before it take it as their `last_used`, so a sharded request
+    /// reads the clock once at its end, as a one-server session does.
+    pub fn ready_now(&mut self) -> Instant {
+        *self.ready_clock.get_or_insert_with(Instant::now)
     }
 
     /// The client starts waiting for a server connection at `at`.

@@ -736,6 +736,8 @@ impl ShardedSession {
         }
     }
 
+    /// Every server goes back to its pool (closed if mid-transaction), taking the clock read
+    /// of the coming ReadyForQuery as its `last_used`.
     fn release_all(&mut self) {
         *self.client.cancel.slot.lock() = None;
         self.client.cancel.others.lock().clear();
@@ -744,6 +746,7 @@ impl ShardedSession {
                 if server.status != TxStatus::Idle {
                     server.discard();
                 }
+                server.returned_at(Some(self.client.meter.ready_now()));
             }
             *s = None;
         }
