@@ -395,6 +395,23 @@ fn reshard_one_to_three_from_the_admin_database() {
     };
     let finish = |stop: &AtomicBool, loads| stop_clean_loads(&rt, stop, loads, || proxy.log());
 
+    // The checks alone from the admin database: one row each, creating no slot.
+    let checks = rt
+        .block_on(admin(&admin_client, "RESHARD app app_new pub CHECK"))
+        .expect("RESHARD ... CHECK");
+    assert!(checks.len() >= 10, "{checks:?}");
+    assert!(checks.iter().all(|r| r[1] != "refused"), "{checks:?}");
+    assert!(
+        checks.iter().any(|r| r[0] == "wal_level" && r[1] == "ok"),
+        "{checks:?}"
+    );
+    assert_eq!(
+        primary
+            .psql("SELECT count(*) FROM pg_replication_slots WHERE slot_type = 'logical'")
+            .unwrap(),
+        "0"
+    );
+
     // Start the reshard from the admin database while clients write.
     let stop = Arc::new(AtomicBool::new(false));
     let loads = start_load(&stop, 1);

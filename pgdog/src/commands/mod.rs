@@ -264,6 +264,10 @@ pub struct ReshardArgs {
     /// Drop the slots and progress tables a stopped reshard left.
     #[arg(long)]
     pub abort: bool,
+    /// Run the checks only (every reshard runs them first) and create nothing: one line per
+    /// check, ok / warning / refused; exits 1 if one refuses.
+    #[arg(long, conflicts_with_all = ["abort", "cutover"])]
+    pub check: bool,
 }
 
 #[derive(Args)]
@@ -371,7 +375,14 @@ pub fn dispatch(cli: &Cli, command: &Command) -> ExitCode {
             }
             o.cutover = a.cutover;
             o.reverse = a.reverse;
-            reshard::reshard_main(&cli.config, &cli.users, o, &a.common.admin_url, a.abort)
+            let mode = if a.abort {
+                reshard::Mode::Abort
+            } else if a.check {
+                reshard::Mode::Check
+            } else {
+                reshard::Mode::Run
+            };
+            reshard::reshard_main(&cli.config, &cli.users, o, &a.common.admin_url, mode)
         }
         Command::Cutover(a) => {
             let o = move_options(cli, &a.common, &a.publication);

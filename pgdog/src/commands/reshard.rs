@@ -89,17 +89,43 @@ async fn display(control: Arc<Control>) {
     }
 }
 
+/// What `pgdog reshard` was asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Mode {
+    /// The move (after the checks).
+    Run,
+    /// `--check`: the checks alone.
+    Check,
+    /// `--abort`: drop what a stopped move left.
+    Abort,
+}
+
+/// `pgdog reshard --check`: prints one line per check; 1 when one refuses.
+async fn check_only(settings: &Settings, options: &ReshardOptions) -> ExitCode {
+    use pgdog::reshard::preflight::{run, Verdict};
+    let report = run(settings, options).await;
+    print!("{report}");
+    match report.verdict() {
+        Verdict::Refused => {
+            eprintln!("pgdog: reshard --check: refused (nothing was created)");
+            ExitCode::FAILURE
+        }
+        _ => ExitCode::SUCCESS,
+    }
+}
+
 /// Entry point of `pgdog reshard`.
 pub(super) fn reshard_main(
     config: &Path,
     users: &Path,
     options: ReshardOptions,
     admin_urls: &[String],
-    abort_it: bool,
+    mode: Mode,
 ) -> ExitCode {
     let Some(settings) = load(config, users, "reshard") else {
         return ExitCode::FAILURE;
     };
+    let abort_it = mode == Mode::Abort;
     let traffic = if options.cutover {
         match traffic(admin_urls, &settings) {
             Ok(t) => t,
@@ -115,6 +141,9 @@ pub(super) fn reshard_main(
         return ExitCode::FAILURE;
     };
     rt.block_on(async move {
+        if mode == Mode::Check {
+            return check_only(&settings, &options).await;
+        }
         if abort_it {
             let problems: Vec<String> = abort(&settings, &options)
                 .await

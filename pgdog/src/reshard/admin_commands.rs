@@ -54,6 +54,8 @@ fn failed(code: &'static str, message: impl Into<String>) -> AdminError {
 #[derive(Debug)]
 enum Command {
     Start(ReshardOptions),
+    /// `RESHARD ... CHECK`: the checks alone, one row each.
+    Check(ReshardOptions),
     Show,
     Cutover,
     Stop,
@@ -125,7 +127,7 @@ fn parse(statement: &str) -> Option<Result<Command, AdminError>> {
     let upper: Vec<String> = w.iter().map(|s| s.to_ascii_uppercase()).collect();
     let u: Vec<&str> = upper.iter().map(String::as_str).collect();
     let usage = "RESHARD <from_database> <to_database> <publication> [SLOT <name>] \
-                 [PARALLEL <n>] [CUTOVER [REVERSE]]";
+                 [PARALLEL <n>] [CUTOVER [REVERSE] | CHECK]";
     match u.as_slice() {
         ["SHOW", "RESHARD"] => Some(Ok(Command::Show)),
         ["CUTOVER"] => Some(Ok(Command::Cutover)),
@@ -163,9 +165,14 @@ fn parse(statement: &str) -> Option<Result<Command, AdminError>> {
                 return Err(failed("42601", format!("usage: {usage}")));
             };
             let mut o = ReshardOptions::new(from, to, publication, &defaults());
+            let mut check = false;
             let mut i = 4;
             while i < w.len() {
                 match u[i] {
+                    "CHECK" => {
+                        check = true;
+                        i += 1;
+                    }
                     "CUTOVER" => {
                         o.cutover = true;
                         i += 1;
@@ -191,7 +198,11 @@ fn parse(statement: &str) -> Option<Result<Command, AdminError>> {
                     _ => return Err(failed("42601", format!("usage: {usage}"))),
                 }
             }
-            Ok(Command::Start(o))
+            match (check, o.cutover) {
+                (true, true) => Err(failed("42601", format!("usage: {usage}"))),
+                (true, false) => Ok(Command::Check(o)),
+                (false, _) => Ok(Command::Start(o)),
+            }
         })()),
         _ => None,
     }
@@ -241,6 +252,26 @@ async fn execute(command: Command) -> Result<Reply, AdminError> {
                 }
             });
             Ok(Reply::Tag("RESHARD".into()))
+        }
+        Command::Check(options) => {
+            let settings = Registry::current().settings.clone();
+            let report = crate::reshard::preflight::run(&settings, &options).await;
+            let rows = report
+                .checks
+                .iter()
+                .map(|c| {
+                    vec![
+                        Some(c.name.to_string()),
+                        Some(c.verdict().to_string()),
+                        Some(c.detail()),
+                    ]
+                })
+                .collect();
+            Ok(Reply::Rows {
+                columns: vec!["check".into(), "verdict".into(), "detail".into()],
+                rows,
+                tag: "RESHARD".into(),
+            })
         }
         Command::Show => {
             let Some(c) = running() else {
@@ -369,6 +400,11 @@ mod tests {
         }
         assert!(matches!(parse("RESHARD app"), Some(Err(_))));
         assert!(matches!(parse("RESHARD a b c PARALLEL 0"), Some(Err(_))));
+        assert!(matches!(
+            parse("RESHARD a b c CHECK"),
+            Some(Ok(Command::Check(_)))
+        ));
+        assert!(matches!(parse("RESHARD a b c CUTOVER CHECK"), Some(Err(_))));
         match parse("ABORT RESHARD a b SLOT x") {
             Some(Ok(Command::Abort(o))) => assert_eq!(o.slot, "x"),
             other => panic!("{other:?}"),

@@ -31,6 +31,14 @@ pub(crate) const TEXT_SESSION: &str =
     "SET DateStyle = 'ISO, MDY'; SET IntervalStyle = 'postgres'; \
     SET extra_float_digits = 3; SET TimeZone = 'UTC'; SET bytea_output = 'hex'; \
     SET client_encoding = 'UTF8'; SET lc_monetary = 'C'";
+/// What every copy and replay session runs first: no timeout of the user's or the database's
+/// ends a long COPY or its transaction (`transaction_timeout` only where it exists, PG17+).
+pub(crate) const LONG_SESSION: &str = "SELECT pg_catalog.set_config(name, '0', false) \
+    FROM pg_catalog.pg_settings WHERE name IN ('statement_timeout', \
+    'idle_in_transaction_session_timeout', 'transaction_timeout')";
+/// Destination sessions of the copy and the replay: triggers and foreign keys do not fire, as
+/// in logical replication's apply workers (the rows were checked where they were written).
+const REPLICA_ROLE: &str = "SET session_replication_role = replica";
 /// Buffered bytes for one shard before they are handed to its writer.
 const FLUSH_BYTES: usize = 64 * 1024;
 /// Source bytes read by one reader between two progress updates.
@@ -105,13 +113,17 @@ pub(crate) async fn snapshot_reader(
     Ok(reader)
 }
 
-/// Runs [`TEXT_SESSION`] when `format` is text (before the transaction: it stays for the
-/// session).
+/// Runs [`LONG_SESSION`], and [`TEXT_SESSION`] when `format` is text (before the transaction:
+/// they stay for the session).
 async fn prepare_session(
     server: &mut Server,
     addr: &str,
     format: CopyFormat,
 ) -> Result<(), CopyDataError> {
+    server
+        .execute(LONG_SESSION)
+        .await
+        .map_err(server_err(addr, "turning the session's timeouts off"))?;
     if format == CopyFormat::Binary {
         return Ok(());
     }
@@ -119,6 +131,16 @@ async fn prepare_session(
         .execute(TEXT_SESSION)
         .await
         .map_err(server_err(addr, "setting up the text COPY session"))
+}
+
+/// Turns triggers and foreign keys off on a destination session ([`REPLICA_ROLE`]). Where its
+/// user may not, they stay on: `pgdog reshard --check` said so, and the log says it again.
+pub(crate) async fn replica_role(server: &mut Server, addr: &str) {
+    if let Err(e) = server.execute(REPLICA_ROLE).await {
+        tracing::warn!(
+            "{addr}: triggers and foreign keys stay on for the copy and the replay ({REPLICA_ROLE}: {e})"
+        );
+    }
 }
 
 /// Sets the session up for `format`, then starts the snapshot transaction on an open
@@ -386,6 +408,7 @@ impl Sink {
         let addr = t.addr();
         let mut server = connect(t).await?;
         prepare_session(&mut server, &addr, format).await?;
+        replica_role(&mut server, &addr).await;
         server
             .execute("BEGIN")
             .await

@@ -146,6 +146,10 @@ pub fn bytes(n: u64) -> String {
 /// The progress as a text block for a terminal.
 pub fn render(control: &Control) -> String {
     let mut out = String::new();
+    for w in control.checks.lock().iter() {
+        out.push_str(w);
+        out.push('\n');
+    }
     for r in rows(control) {
         let line = match r.kind {
             "reshard" => format!("reshard {}: {}", r.name, r.status),

@@ -9,6 +9,7 @@ pub mod display;
 mod fleet;
 pub mod orchestrate;
 mod ownership;
+pub mod preflight;
 pub mod progress;
 pub mod replay;
 pub mod schema_sync;

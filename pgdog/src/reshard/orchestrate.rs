@@ -15,14 +15,15 @@
 //! a rollback (`pgdog cutover` on them) or until `--abort --slot <slot>_reverse` makes the move
 //! final.
 use crate::config::Settings;
-use crate::reshard::copy::{connect, copy_data, literal, CopyDataError, CopyDataOptions};
+use crate::reshard::copy::{copy_data, CopyDataError, CopyDataOptions};
 use crate::reshard::cutover::{
     cleanup, cutover, lag, CutoverError, CutoverOptions, CutoverReport, Lag, RunningReplay,
     SourcePrimaries, Traffic,
 };
+use crate::reshard::preflight::{self, Verdict};
 use crate::reshard::progress::Progress;
 use crate::reshard::replay::{ReplayOptions, ReplaySummary};
-use crate::reshard::schema_sync::{self, target, Phase, SchemaSyncOptions};
+use crate::reshard::schema_sync::{self, Phase, SchemaSyncOptions};
 use crate::reshard::Databases;
 use parking_lot::Mutex;
 use std::path::PathBuf;
@@ -111,7 +112,7 @@ impl Step {
 impl std::fmt::Display for Step {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Step::Checking => f.write_str("checking tables"),
+            Step::Checking => f.write_str("running the checks"),
             Step::SchemaPre => f.write_str("schema (pre-data)"),
             Step::Copy => f.write_str("copying"),
             Step::SchemaPost => f.write_str("schema (post-data)"),
@@ -136,6 +137,8 @@ pub struct Control {
     cutover_tx: watch::Sender<bool>,
     stop_tx: watch::Sender<bool>,
     report: Mutex<Option<String>>,
+    /// The checks' warnings (`pgdog reshard --check`'s lines), once they ran.
+    pub checks: Mutex<Vec<String>>,
 }
 
 impl Control {
@@ -151,6 +154,7 @@ impl Control {
             cutover_tx: watch::channel(cutover).0,
             stop_tx: watch::channel(false).0,
             report: Mutex::new(None),
+            checks: Mutex::new(Vec::new()),
         })
     }
 
@@ -244,200 +248,6 @@ impl std::fmt::Display for ReshardReport {
     }
 }
 
-/// Published tables the replay could not apply, refused before anything is created (the
-/// message says what to change):
-/// - no primary key and the default replica identity, or `REPLICA IDENTITY NOTHING`: no row
-///   could be found;
-/// - where one row's move could arrive on two streams (a sharded source, or `--reverse` into a
-///   sharded destination), a primary key or replica identity without the sharding key, unless
-///   every destination shard takes keys of one upstream shard only (`reshard/ownership.rs`: the
-///   same hash sharding on the same column, a multiple of the shard count). Otherwise a row
-///   moving between upstream shards has two versions (the DELETE on one stream, the INSERT on
-///   the other, in no fixed order) that can meet on one destination shard, where the primary
-///   key keeps one only; either choice loses the row in one of the arrival orders. REPLICA
-///   IDENTITY FULL does not help while the primary key lacks the key (its upsert is `ON
-///   CONFLICT DO NOTHING`: the other version is dropped, then deleted by its own stream).
-pub async fn check_tables(
-    settings: &Settings,
-    options: &ReshardOptions,
-) -> Result<(), ReshardError> {
-    let tables = published_tables(settings, options).await?;
-    let schema = |db: &str| {
-        crate::router::schema::Schema::new(settings, db)
-            .map_err(|e| ReshardError::Refused(format!("database `{db}`: {e}")))
-    };
-    let (from, to) = (&options.databases.from, &options.databases.to);
-    let (source, dest) = (schema(from)?, schema(to)?);
-    // Where one row's move could arrive on two streams: a sharded source, or with `--reverse`
-    // a sharded destination (the reverse replication's source).
-    let mut streams = Vec::new();
-    if settings.shards(from) > 1 {
-        streams.push((
-            format!("the source has {} shards", settings.shards(from)),
-            &source,
-            &dest,
-        ));
-    }
-    if options.reverse && settings.shards(to) > 1 {
-        streams.push((
-            format!(
-                "reverse replication (--reverse) reads the destination's {} shards",
-                settings.shards(to)
-            ),
-            &dest,
-            &source,
-        ));
-    }
-    let refused: Vec<String> = tables
-        .iter()
-        .filter_map(|t| {
-            let entry = |s: &crate::router::schema::Schema| {
-                s.table(&format!("{}.{}", t.schema, t.table))
-                    .or_else(|| s.table(&t.table))
-                    .cloned()
-            };
-            let key = entry(&dest).map(|d| d.column().to_string());
-            let layouts: Vec<Layout> = streams
-                .iter()
-                .map(|(why, upstream, downstream)| Layout {
-                    why: why.clone(),
-                    owned: owned(entry(upstream), entry(downstream), key.as_deref()),
-                })
-                .collect();
-            refusal(t, key.as_deref(), &layouts)
-        })
-        .collect();
-    if refused.is_empty() {
-        Ok(())
-    } else {
-        Err(ReshardError::Refused(refused.join("\n")))
-    }
-}
-
-/// Where one row's move could arrive on two streams: why (`the source has 2 shards`), and
-/// whether each downstream shard takes keys of one upstream shard only (else why not).
-struct Layout {
-    why: String,
-    owned: Result<(), String>,
-}
-
-/// Whether every downstream shard takes keys of one upstream shard only, for a table sharded
-/// `upstream` there and `downstream` here ([`crate::reshard::ownership`]).
-fn owned(
-    upstream: Option<crate::router::schema::TableSharding>,
-    downstream: Option<crate::router::schema::TableSharding>,
-    key: Option<&str>,
-) -> Result<(), String> {
-    match (upstream, downstream) {
-        (Some(up), Some(down)) => {
-            crate::reshard::ownership::owned_shards(&up, &down, 0).map(|_| ())
-        }
-        _ => Err(format!(
-            "its sharding by \"{}\" is not configured on both sides",
-            key.unwrap_or("?")
-        )),
-    }
-}
-
-/// A published table as [`check_tables`] sees it.
-struct PublishedTable {
-    /// `schema.table`, quoted where needed.
-    name: String,
-    schema: String,
-    table: String,
-    /// `pg_class.relreplident`: d(efault), n(othing), f(ull), i(ndex).
-    replident: String,
-    primary_key: bool,
-    /// The columns of the replica identity (primary key or REPLICA IDENTITY index).
-    identity: Vec<String>,
-}
-
-/// The tables of the publication, read from the first source shard.
-async fn published_tables(
-    settings: &Settings,
-    options: &ReshardOptions,
-) -> Result<Vec<PublishedTable>, ReshardError> {
-    let db = settings.primary(&options.databases.from).ok_or_else(|| {
-        ReshardError::Refused(format!(
-            "database `{}` is not configured in pgdog.toml",
-            options.databases.from
-        ))
-    })?;
-    let t = target(settings, db);
-    let mut server = connect(&t).await?;
-    let sql = format!(
-        "SELECT format('%I.%I', n.nspname, c.relname), n.nspname::text, c.relname::text, \
-           c.relreplident::text, \
-           EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)::text, \
-           (SELECT string_agg(a.attname, ',') FROM pg_index i JOIN pg_attribute a \
-              ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey) \
-            WHERE i.indrelid = c.oid AND CASE c.relreplident WHEN 'i' THEN i.indisreplident \
-              ELSE i.indisprimary END) \
-         FROM pg_publication_tables p \
-         JOIN pg_namespace n ON n.nspname = p.schemaname \
-         JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = p.tablename \
-         WHERE p.pubname = {} ORDER BY 1",
-        literal(&options.publication)
-    );
-    let rows = server.query_rows(&sql).await;
-    server.terminate().await;
-    let rows = rows.map_err(|e| ReshardError::Refused(format!("{}: {sql}: {e}", t.addr())))?;
-    Ok(rows
-        .into_iter()
-        .filter_map(|r| match <[Option<String>; 6]>::try_from(r).ok()? {
-            [Some(name), Some(schema), Some(table), Some(replident), Some(pk), identity] => {
-                Some(PublishedTable {
-                    name,
-                    schema,
-                    table,
-                    replident,
-                    primary_key: pk == "true",
-                    identity: identity
-                        .map(|i| i.split(',').map(String::from).collect())
-                        .unwrap_or_default(),
-                })
-            }
-            _ => None,
-        })
-        .collect())
-}
-
-/// Why the replay could not apply a table's changes (`key`: its sharding key on the
-/// destination; `layouts`: where one row's move could arrive on two streams), if it could not.
-fn refusal(t: &PublishedTable, key: Option<&str>, layouts: &[Layout]) -> Option<String> {
-    let name = &t.name;
-    if t.replident == "n" || (t.replident == "d" && !t.primary_key) {
-        return Some(format!(
-            "table {name} has no primary key or replica identity: add one \
-             (ALTER TABLE {name} ADD PRIMARY KEY (...)) or set \
-             ALTER TABLE {name} REPLICA IDENTITY FULL"
-        ));
-    }
-    let key = key?;
-    // The unique columns two versions of a moving row could collide on.
-    let unique = t.replident != "f" || t.primary_key;
-    if !unique || t.identity.iter().any(|c| c == key) {
-        return None;
-    }
-    let (why, reason) = layouts
-        .iter()
-        .find_map(|l| l.owned.as_ref().err().map(|e| (&l.why, e)))?;
-    let what = if t.replident == "f" {
-        "primary key"
-    } else {
-        "replica identity"
-    };
-    Some(format!(
-        "table {name}: its {what} ({}) does not contain the sharding key \"{key}\" and {why}, \
-         but {reason}: a row moving between those shards arrives as a DELETE and an INSERT on \
-         two independent streams, and its two versions could meet on one destination shard, \
-         where the {what} keeps one only; add the column to the primary key (or REPLICA \
-         IDENTITY index), or give the destination a multiple of the source's shard count with \
-         the same hash sharding",
-        t.identity.join(", ")
-    ))
-}
-
 /// One schema-sync phase as a step of the reshard (Pre or Post), unless it is stopped.
 async fn sync_schema(
     settings: &Settings,
@@ -501,7 +311,16 @@ async fn run(
     let o = control.options.clone();
     let mut report = ReshardReport::default();
     control.set_step(Step::Checking);
-    unless_stopped(control, "the checks", check_tables(settings, &o)).await??;
+    let checks = unless_stopped(control, "the checks", preflight::run(settings, &o)).await?;
+    for w in checks.lines(Verdict::Warning) {
+        tracing::warn!("reshard: {w}");
+    }
+    *control.checks.lock() = checks.lines(Verdict::Warning);
+    if checks.verdict() == Verdict::Refused {
+        return Err(ReshardError::Refused(
+            checks.lines(Verdict::Refused).join("\n"),
+        ));
+    }
 
     sync_schema(settings, control, &o, Phase::Pre).await?;
 
@@ -655,58 +474,4 @@ pub async fn abort(settings: &Settings, options: &ReshardOptions) -> Vec<String>
 /// Where `pgdog.toml` lives for a cutover run from the command line.
 pub fn config_path(settings: &Settings) -> PathBuf {
     settings.config_path.clone()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn table(replident: &str, primary_key: bool, identity: &[&str]) -> PublishedTable {
-        PublishedTable {
-            name: "public.orders".into(),
-            schema: "public".into(),
-            table: "orders".into(),
-            replident: replident.into(),
-            primary_key,
-            identity: identity.iter().map(|c| c.to_string()).collect(),
-        }
-    }
-
-    #[test]
-    fn refusals() {
-        let by_id = table("d", true, &["id"]);
-        // A single source applies an identity without the key by identity on every shard.
-        assert_eq!(refusal(&by_id, Some("customer_id"), &[]), None);
-        let layout = |owned: Result<(), String>| Layout {
-            why: "the source has 2 shards".into(),
-            owned,
-        };
-        let apart = [layout(Ok(()))];
-        let mixed = [layout(Err(
-            "the destination's 3 shards are not a multiple of the source's 2".into(),
-        ))];
-        // Each destination shard of one source shard (2 -> 4): applied by identity there.
-        assert_eq!(refusal(&by_id, Some("customer_id"), &apart), None);
-        let refused = refusal(&by_id, Some("customer_id"), &mixed).unwrap();
-        assert!(refused.contains("(id) does not contain the sharding key \"customer_id\""));
-        assert!(refused.contains("the source has 2 shards, but the destination's 3 shards"));
-        // REPLICA IDENTITY FULL with a primary key without the key: refused the same way.
-        let full_by_id = table("f", true, &["id"]);
-        let refused = refusal(&full_by_id, Some("customer_id"), &mixed).unwrap();
-        assert!(refused.contains("its primary key (id)"), "{refused}");
-        assert_eq!(refusal(&full_by_id, Some("customer_id"), &apart), None);
-        // The key in the identity, FULL without a primary key, or an unsharded table: fine.
-        let keyed = table("d", true, &["id", "customer_id"]);
-        assert_eq!(refusal(&keyed, Some("customer_id"), &mixed), None);
-        assert_eq!(
-            refusal(&table("f", false, &[]), Some("customer_id"), &mixed),
-            None
-        );
-        assert_eq!(refusal(&by_id, None, &mixed), None);
-        // No identity at all: refused everywhere.
-        for t in [table("d", false, &[]), table("n", true, &["id"])] {
-            let refused = refusal(&t, None, &[]).unwrap();
-            assert!(refused.contains("has no primary key or replica identity"));
-        }
-    }
 }

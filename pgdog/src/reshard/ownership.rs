@@ -18,7 +18,7 @@
 //! one destination shard, where the primary key on the identity keeps one of them only:
 //! whichever version is kept, one arrival order loses the row (a version kept over a newer
 //! one is later deleted by its own stream). Those layouts are refused
-//! ([`crate::reshard::orchestrate::check_tables`] and the replay).
+//! ([`crate::reshard::preflight`] and the replay).
 use crate::router::schema::TableSharding;
 
 /// The destination shards holding only keys of `source_shard`, the only ones its stream may

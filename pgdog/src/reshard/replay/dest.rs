@@ -307,6 +307,11 @@ pub(super) async fn open_destination(
         let addr = t.addr();
         let mut server = connect(t).await?;
         server
+            .execute(crate::reshard::copy_stream::LONG_SESSION)
+            .await
+            .map_err(|e| ReplayError::Copy(server_err(&addr, "turning timeouts off")(e)))?;
+        crate::reshard::copy_stream::replica_role(&mut server, &addr).await;
+        server
             .execute(PROGRESS_DDL)
             .await
             .map_err(|e| ReplayError::Copy(server_err(&addr, "creating the progress tables")(e)))?;
