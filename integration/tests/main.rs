@@ -57,6 +57,7 @@ mod reshard_cutover;
 mod reshard_fleet;
 mod reshard_identity;
 mod reshard_identity_sharded;
+mod reshard_recovery;
 mod reshard_replay;
 mod reshard_replay_cases;
 mod reshard_resume;

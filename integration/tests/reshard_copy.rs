@@ -69,6 +69,7 @@ fn copy_options(dir: &Path, slot: &str, parallel: usize) -> (Settings, CopyDataO
         slot: Some(slot.into()),
         parallel,
         progress: None,
+        keep_slots: false,
     };
     (settings, options)
 }

@@ -53,6 +53,7 @@ fn copy_in_process(dir: &Path, source: &Topology, dest: &Topology) -> Settings {
         slot: Some("s1".into()),
         parallel: 2,
         progress: Some(progress.clone()),
+        keep_slots: false,
     };
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let (slots, copies) = runtime

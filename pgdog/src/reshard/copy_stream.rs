@@ -223,6 +223,20 @@ pub(crate) struct Reader {
     pub tracker: Tracker,
 }
 
+/// Test hook (`FAILPOINTS=reshard-copy-pause=N*return(MS)`): a reader waits MS ms before its
+/// COPY, in its snapshot transaction on the source, the destination's COPY already open, so a
+/// test can restart a server under a copy.
+async fn copy_pause() {
+    if let Some(ms) = copy_pause_ms() {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
+}
+
+fn copy_pause_ms() -> Option<u64> {
+    fail::fail_point!("reshard-copy-pause", |ms| ms.and_then(|m| m.parse().ok()));
+    None
+}
+
 impl Reader {
     /// Reads its COPY to the end, sending each shard's rows (binary: without header and
     /// trailer) to that shard's writer. The connection is closed at the end (its transaction
@@ -249,6 +263,7 @@ impl Reader {
             reason,
         };
 
+        copy_pause().await;
         self.server
             .write(&message::query(&self.sql))
             .await

@@ -150,6 +150,15 @@ pub fn render(control: &Control) -> String {
         out.push_str(w);
         out.push('\n');
     }
+    let retries = control.retries.lock();
+    let shown = retries.len().saturating_sub(10);
+    if shown > 0 {
+        out.push_str(&format!("({shown} earlier retries)\n"));
+    }
+    for r in &retries[shown..] {
+        out.push_str(r);
+        out.push('\n');
+    }
     for r in rows(control) {
         let line = match r.kind {
             "reshard" => format!("reshard {}: {}", r.name, r.status),

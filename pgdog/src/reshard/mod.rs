@@ -12,6 +12,7 @@ mod ownership;
 pub mod preflight;
 pub mod progress;
 pub mod replay;
+pub mod retry;
 pub mod schema_sync;
 pub mod verify;
 

@@ -23,6 +23,7 @@ use crate::reshard::cutover::{
 use crate::reshard::preflight::{self, Verdict};
 use crate::reshard::progress::Progress;
 use crate::reshard::replay::{ReplayOptions, ReplaySummary};
+use crate::reshard::retry::Retry;
 use crate::reshard::schema_sync::{self, Phase, SchemaSyncOptions};
 use crate::reshard::Databases;
 use parking_lot::Mutex;
@@ -100,6 +101,8 @@ pub enum Step {
     Done,
     Stopped,
     Failed(String),
+    /// Waiting before the copy and the replay run again after a server failure.
+    Retrying(String),
 }
 
 impl Step {
@@ -122,6 +125,7 @@ impl std::fmt::Display for Step {
             Step::Done => f.write_str("done"),
             Step::Stopped => f.write_str("stopped"),
             Step::Failed(e) => write!(f, "failed: {e}"),
+            Step::Retrying(why) => f.write_str(why),
         }
     }
 }
@@ -139,6 +143,8 @@ pub struct Control {
     report: Mutex<Option<String>>,
     /// The checks' warnings (`pgdog reshard --check`'s lines), once they ran.
     pub checks: Mutex<Vec<String>>,
+    /// The retries after server failures so far (`reshard/retry.rs`), oldest first.
+    pub retries: Mutex<Vec<String>>,
 }
 
 impl Control {
@@ -155,6 +161,7 @@ impl Control {
             stop_tx: watch::channel(false).0,
             report: Mutex::new(None),
             checks: Mutex::new(Vec::new()),
+            retries: Mutex::new(Vec::new()),
         })
     }
 
@@ -162,7 +169,7 @@ impl Control {
         self.step.borrow().clone()
     }
 
-    fn set_step(&self, s: Step) {
+    pub(crate) fn set_step(&self, s: Step) {
         self.step.send_replace(s);
     }
 
@@ -225,6 +232,8 @@ pub struct ReshardReport {
     pub replay: ReplaySummary,
     pub cutover: Option<CutoverReport>,
     pub elapsed: Duration,
+    /// Retries after server failures.
+    pub retries: u32,
 }
 
 impl std::fmt::Display for ReshardReport {
@@ -241,6 +250,9 @@ impl std::fmt::Display for ReshardReport {
             "replayed {} transactions ({} row changes, {} skipped)",
             self.replay.transactions, self.replay.rows, self.replay.skipped
         )?;
+        if self.retries > 0 {
+            writeln!(f, "retried {} times after server failures", self.retries)?;
+        }
         if let Some(c) = &self.cutover {
             writeln!(f, "{c}")?;
         }
@@ -322,63 +334,16 @@ async fn run(
         ));
     }
 
-    sync_schema(settings, control, &o, Phase::Pre).await?;
-
-    control.set_step(Step::Copy);
-    let copy_started = Instant::now();
-    let copy_options = CopyDataOptions {
-        databases: o.databases.clone(),
-        publication: o.publication.clone(),
-        slot: Some(o.slot.clone()),
-        parallel: o.parallel.max(1),
-        progress: Some(control.progress.clone()),
-    };
-    let (_, copies) = unless_stopped(
-        control,
-        "the copy",
-        copy_data(settings, &copy_options, |_| {}),
-    )
-    .await??;
-    report.tables = copies.len();
-    report.rows = copies.iter().map(|c| c.rows).sum();
-    report.copy_time = copy_started.elapsed();
-
-    sync_schema(settings, control, &o, Phase::Post).await?;
-
-    control.set_step(Step::Replay);
-    let replay_options = ReplayOptions {
-        databases: o.databases.clone(),
-        publication: o.publication.clone(),
-        slot: o.slot.clone(),
-        until_lsn: None,
-        progress: None,
-        stop_at: None,
-        atomic: false,
-    };
-    let replay = RunningReplay::start(settings.clone(), replay_options, control.progress.clone());
-    let mut primaries = SourcePrimaries::connect(settings, &o.databases.from).await?;
-    // Replay until a stop, a failure, or a cutover request; the lag is measured meanwhile.
-    let mut tick = tokio::time::interval(Duration::from_millis(500));
-    let wanted = loop {
-        tokio::select! {
-            _ = tick.tick() => {
-                if replay.is_finished() {
-                    break false;
-                }
-                let positions = primaries.positions().await?;
-                *control.lag.lock() = lag(&control.progress, &positions);
-            }
-            _ = control.cutover_wanted() => break true,
-            _ = control.stopped() => break false,
+    // Server failures during the copy and the replay are retried (`reshard/retry.rs`).
+    let limit = Duration::from_millis(settings.config.resharding.retry_timeout);
+    let mut retry = Retry::new(limit);
+    let replay = loop {
+        match copy_and_replay(settings, control, &o, &mut report, limit > Duration::ZERO).await {
+            Ok(replay) => break replay,
+            Err(e) => retry.after(control, e).await?,
         }
     };
-    if !wanted {
-        primaries.close().await;
-        let summary = replay.stop().await?;
-        report.replay = summary;
-        return Err(ReshardError::Stopped("the replay".into()));
-    }
-    primaries.close().await;
+    report.retries = retry.attempts;
     control.set_step(Step::Cutover);
     let cut_options = CutoverOptions {
         databases: o.databases.clone(),
@@ -400,6 +365,91 @@ async fn run(
     }
     report.elapsed = control.started.elapsed();
     Ok(report)
+}
+
+/// Schema, copy and replay until a cutover is wanted: the replay, still running. On a stop
+/// or a failure nothing is left running (the replay is stopped first).
+async fn copy_and_replay(
+    settings: &Settings,
+    control: &Arc<Control>,
+    o: &ReshardOptions,
+    report: &mut ReshardReport,
+    keep_slots: bool,
+) -> Result<RunningReplay, ReshardError> {
+    sync_schema(settings, control, o, Phase::Pre).await?;
+
+    control.set_step(Step::Copy);
+    let copy_started = Instant::now();
+    let copy_options = CopyDataOptions {
+        databases: o.databases.clone(),
+        publication: o.publication.clone(),
+        slot: Some(o.slot.clone()),
+        parallel: o.parallel.max(1),
+        progress: Some(control.progress.clone()),
+        keep_slots,
+    };
+    let (_, copies) = unless_stopped(
+        control,
+        "the copy",
+        copy_data(settings, &copy_options, |_| {}),
+    )
+    .await??;
+    report.tables = copies.len();
+    report.rows = copies.iter().map(|c| c.rows).sum();
+    report.copy_time = copy_started.elapsed();
+
+    sync_schema(settings, control, o, Phase::Post).await?;
+
+    control.set_step(Step::Replay);
+    let replay_options = ReplayOptions {
+        databases: o.databases.clone(),
+        publication: o.publication.clone(),
+        slot: o.slot.clone(),
+        until_lsn: None,
+        progress: None,
+        stop_at: None,
+        atomic: false,
+    };
+    let replay = RunningReplay::start(settings.clone(), replay_options, control.progress.clone());
+    match replay_until_cutover(settings, control, o, &replay).await {
+        Ok(true) => Ok(replay),
+        // Stopped, or the replay ended by itself (its error, if it failed).
+        Ok(false) => {
+            report.replay = replay.stop().await?;
+            Err(ReshardError::Stopped("the replay".into()))
+        }
+        Err(e) => {
+            let _ = replay.stop().await;
+            Err(e)
+        }
+    }
+}
+
+/// Watches the replay until a cutover is wanted (true), a stop, or the replay's end (false);
+/// the lag is measured meanwhile.
+async fn replay_until_cutover(
+    settings: &Settings,
+    control: &Control,
+    o: &ReshardOptions,
+    replay: &RunningReplay,
+) -> Result<bool, ReshardError> {
+    let mut primaries = SourcePrimaries::connect(settings, &o.databases.from).await?;
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    let wanted = loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                if replay.is_finished() {
+                    break false;
+                }
+                let positions = primaries.positions().await?;
+                *control.lag.lock() = lag(&control.progress, &positions);
+            }
+            _ = control.cutover_wanted() => break true,
+            _ = control.stopped() => break false,
+        }
+    };
+    primaries.close().await;
+    Ok(wanted)
 }
 
 /// Replays the new shards' changes into the old ones until a stop, then drops the reverse

@@ -126,6 +126,9 @@ pub struct CopyDataOptions {
     pub parallel: usize,
     /// Live progress, updated as the copy goes (None from the CLI).
     pub progress: Option<Arc<Progress>>,
+    /// Keep the permanent slots this run created when it fails (a reshard that retries reuses
+    /// them); else they are dropped.
+    pub keep_slots: bool,
 }
 
 /// The key of a source shard's rows in `pgdog_reshard_progress` and `pgdog_reshard_position`:
@@ -636,7 +639,9 @@ pub async fn copy_data_tuned(
             Err(e) => {
                 drop(copies);
                 // Replay needs every table copied: a new slot would only hold WAL back.
-                drop_created_slots(&sources, &slots).await;
+                if !options.keep_slots {
+                    drop_created_slots(&sources, &slots).await;
+                }
                 return Err(e);
             }
         }

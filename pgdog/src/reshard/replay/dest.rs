@@ -81,10 +81,7 @@ impl Shard {
         }
         let data = self.out.split();
         let ctx = self.context("sending");
-        self.server
-            .write_raw(&data)
-            .await
-            .map_err(|e| other(format!("{ctx}: {e}")))
+        self.server.write_raw(&data).await.map_err(lost(ctx))
     }
 
     /// Queues Parse (first use of the SQL on this connection), Bind and Execute; an UPDATE or
@@ -227,11 +224,7 @@ impl Shard {
         ));
         let mut error = None;
         loop {
-            let m = self
-                .server
-                .read()
-                .await
-                .map_err(|e| other(format!("{ctx}: {e}")))?;
+            let m = self.server.read().await.map_err(lost(ctx.clone()))?;
             match m.tag() {
                 backend::ERROR_RESPONSE if error.is_none() => {
                     let what = self.answered();

@@ -121,12 +121,28 @@ pub enum ReplayError {
     Replication(#[from] ReplicationError),
     #[error(transparent)]
     Decode(#[from] DecodeError),
+    /// A destination connection failed under the replay (a retry can outlive it when the
+    /// server was unreachable, restarting or closed the connection).
+    #[error("{context}: {source}")]
+    Server {
+        context: String,
+        #[source]
+        source: Box<ServerError>,
+    },
     #[error("{0}")]
     Other(String),
 }
 
 fn other(s: impl Into<String>) -> ReplayError {
     ReplayError::Other(s.into())
+}
+
+/// `map_err` helper: a destination connection failed while doing `context`.
+fn lost(context: String) -> impl FnOnce(ServerError) -> ReplayError {
+    move |e| ReplayError::Server {
+        context,
+        source: Box::new(e),
+    }
 }
 
 /// What `pgdog replay` was asked to do.
