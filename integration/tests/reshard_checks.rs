@@ -145,6 +145,20 @@ fn checks_pass_refuse_and_warn_creating_nothing() {
     );
     assert!(line(&out, "free space").1.contains("B free"), "{out}");
     nothing_created(&source, &dest, &["orders"]);
+    // With --reverse the destination is checked as the reverse replication's source too, and
+    // orders (identity without its key) cannot be replicated back from 2 shards.
+    let (code, out) = check(&dir, &source, &["--cutover", "--reverse"]);
+    assert_eq!(code, Some(1), "{out}");
+    let (v, t) = line(&out, "replica identity");
+    assert!(
+        v == "refused" && t.contains("public.orders") && t.contains("--reverse"),
+        "{out}"
+    );
+    let (v, t) = line(&out, "replication slots and WAL senders");
+    assert!(
+        v == "ok" && t.contains("(destination shard 1): needs 1 slots"),
+        "{out}"
+    );
 
     // The reshard itself runs the checks (its warnings printed), then copies and replays with
     // the destination's triggers off: rows written meanwhile arrive.

@@ -516,6 +516,12 @@ impl Server {
         }
     }
 
+    /// Like [`Server::execute`] with no time limit: work that takes as long as the data it
+    /// touches (the resharding engine's `CREATE INDEX` on a copied table).
+    pub async fn execute_unbounded(&mut self, sql: &str) -> Result<(), ServerError> {
+        self.execute_now(sql).await
+    }
+
     async fn execute_now(&mut self, sql: &str) -> Result<(), ServerError> {
         self.unnamed = Unnamed::Empty;
         self.write(&message::query(sql)).await?;

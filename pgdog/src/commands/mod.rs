@@ -266,7 +266,8 @@ pub struct ReshardArgs {
     pub abort: bool,
     /// Run the checks only (every reshard runs them first) and create nothing: one line per
     /// check, ok / warning / refused; exits 1 if one refuses.
-    #[arg(long, conflicts_with_all = ["abort", "cutover"])]
+    /// With --cutover --reverse, the reverse replication's needs are checked too.
+    #[arg(long, conflicts_with = "abort")]
     pub check: bool,
 }
 

@@ -126,6 +126,12 @@ pub(super) fn reshard_main(
         return ExitCode::FAILURE;
     };
     let abort_it = mode == Mode::Abort;
+    if mode == Mode::Check {
+        let Some(rt) = runtime("reshard") else {
+            return ExitCode::FAILURE;
+        };
+        return rt.block_on(check_only(&settings, &options));
+    }
     let traffic = if options.cutover {
         match traffic(admin_urls, &settings) {
             Ok(t) => t,
@@ -141,10 +147,7 @@ pub(super) fn reshard_main(
         return ExitCode::FAILURE;
     };
     rt.block_on(async move {
-        if mode == Mode::Check {
-            return check_only(&settings, &options).await;
-        }
-        if abort_it {
+if abort_it {
             let problems: Vec<String> = abort(&settings, &options)
                 .await
                 .into_iter()

@@ -408,7 +408,8 @@ async fn apply(
             .execute("SAVEPOINT pgdog_schema_sync")
             .await
             .map_err(|e| fail(&label, e))?;
-        match server.execute(&object.sql).await {
+        // Unbounded: an index on a table the copy filled takes as long as the table needs.
+        match server.execute_unbounded(&object.sql).await {
             Ok(()) => {
                 if object.kind != "PREAMBLE" {
                     report.applied += 1;

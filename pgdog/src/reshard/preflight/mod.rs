@@ -80,8 +80,14 @@ impl Check {
     pub fn detail(&self) -> String {
         let mut sorted: Vec<&(Verdict, String)> = self.findings.iter().collect();
         sorted.sort_by_key(|f| std::cmp::Reverse(f.0));
-        let mut parts: Vec<&str> = sorted.iter().take(SHOWN).map(|(_, t)| t.as_str()).collect();
-        let more = sorted.len().saturating_sub(SHOWN);
+        // Every refusal is spelled out (each must be fixed); other findings up to SHOWN.
+        let refused = sorted
+            .iter()
+            .filter(|(v, _)| *v == Verdict::Refused)
+            .count();
+        let shown = refused.max(SHOWN);
+        let mut parts: Vec<&str> = sorted.iter().take(shown).map(|(_, t)| t.as_str()).collect();
+        let more = sorted.len().saturating_sub(shown);
         let more_text = format!("and {more} more");
         if more > 0 {
             parts.push(&more_text);
@@ -149,7 +155,7 @@ pub async fn run(settings: &Settings, options: &ReshardOptions) -> Report {
         servers::destinations_can_set_role(&probes),
     ));
     let needs = space::estimate(&placed, &tables, settings.shards(&options.databases.to));
-    checks.push(space::check(&probes, &needs));
+    checks.push(space::check(&probes, &needs, servers::resumed(&probes)).await);
     Report { checks }
 }
 

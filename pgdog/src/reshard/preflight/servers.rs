@@ -22,8 +22,10 @@ pub(super) enum Place {
 }
 
 impl Place {
-    fn source(self) -> bool {
-        !matches!(self, Place::Destination(_))
+    /// Replication reads from it: a source server, or with `--reverse` a destination too (the
+    /// reverse replication's source after the cutover).
+    fn replicated(self, reverse: bool) -> bool {
+        reverse || !matches!(self, Place::Destination(_))
     }
 }
 
@@ -43,8 +45,12 @@ pub(super) struct Found {
     pub replication: bool,
     /// Settings that end a long statement or transaction, where not 0: (name, value).
     pub timeouts: Vec<(String, String)>,
-    /// The reshard's permanent slot exists already (a resumed reshard).
-    pub has_slot: bool,
+    /// The reshard's permanent slot, when it exists already (a resumed reshard): its plugin,
+    /// `wal_status` and whether a connection uses it.
+    pub slot: Option<(String, String, bool)>,
+    /// May run `pg_log_standby_snapshot()` (what creating a slot on a standby needs of the
+    /// primary).
+    pub can_nudge: bool,
     /// May `SET session_replication_role` (superuser, or PG15+'s SET privilege).
     pub can_set_role: bool,
     /// `data_directory`, where the user may read it.
@@ -113,16 +119,20 @@ fn settings_sql(slot: &str) -> String {
            current_setting('max_replication_slots'), \
            (SELECT count(*) FROM pg_catalog.pg_replication_slots)::text, \
            current_setting('max_wal_senders'), \
-           (SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE backend_type = 'walsender')::text, \
+           (SELECT count(*) FROM pg_catalog.pg_stat_replication)::text, \
            current_setting('hot_standby_feedback'), pg_catalog.pg_is_in_recovery()::text, \
            r.rolsuper::text, (r.rolsuper OR r.rolreplication)::text, \
            current_setting('statement_timeout'), \
            current_setting('idle_in_transaction_session_timeout'), \
            coalesce(current_setting('transaction_timeout', true), '0'), \
-           (SELECT count(*) FROM pg_catalog.pg_replication_slots WHERE slot_name = {})::text, \
+           (SELECT concat_ws(':', plugin, coalesce(wal_status, ''), active) \
+              FROM pg_catalog.pg_replication_slots WHERE slot_name = {}), \
            CASE WHEN pg_catalog.pg_has_role('pg_read_all_settings', 'MEMBER') \
              THEN current_setting('data_directory') END, \
-           current_user::text, current_setting('max_standby_streaming_delay') \
+           current_user::text, current_setting('max_standby_streaming_delay'), \
+           CASE WHEN current_setting('server_version_num')::int >= 160000 \
+             THEN pg_catalog.has_function_privilege('pg_catalog.pg_log_standby_snapshot()', \
+               'EXECUTE')::text END \
          FROM pg_catalog.pg_roles r WHERE r.rolname = current_user",
         literal(slot)
     )
@@ -135,7 +145,7 @@ async fn ask(target: &ServerTarget, place: Place, o: &ReshardOptions) -> Result<
     let answered = answers(&mut server, &o.slot).await;
     server.terminate().await;
     let mut found = answered?;
-    if place.source() {
+    if place.replicated(o.reverse) {
         found.replication_connection =
             match ReplicationClient::connect(target, SERVER_TIMEOUT).await {
                 Ok(c) => {
@@ -193,7 +203,13 @@ async fn answers(server: &mut Server, slot: &str) -> Result<Found, String> {
         superuser,
         replication: col(9) == "true",
         timeouts,
-        has_slot: num(13) > 0,
+        slot: row.get(13).cloned().flatten().map(|v| {
+            let mut parts = v.splitn(3, ':');
+            let mut next = || parts.next().unwrap_or_default().to_string();
+            let (plugin, wal_status, active) = (next(), next(), next());
+            (plugin, wal_status, active == "true")
+        }),
+        can_nudge: superuser || col(17) == "true",
         can_set_role,
         data_directory: row.get(14).cloned().flatten(),
         replication_connection: None,
@@ -214,24 +230,31 @@ fn answered(probes: &[Probe]) -> impl Iterator<Item = (&Probe, &Found)> {
 pub(super) fn checks(probes: &[Probe], o: &ReshardOptions, tables: usize) -> Vec<Check> {
     vec![
         reachable(probes),
-        wal_level(probes),
+        wal_level(probes, o.reverse),
         slots_and_senders(probes, o, tables),
         hot_standby_feedback(probes),
-        versions(probes),
-        replication_privilege(probes),
+        versions(probes, o.reverse),
+        replication_privilege(probes, o.reverse),
         timeouts(probes),
     ]
 }
 
 fn reachable(probes: &[Probe]) -> Check {
     let mut c = Check::new("servers");
+    let has = |f: fn(&Place) -> bool| probes.iter().any(|p| f(&p.place));
+    if !has(|p| matches!(p, Place::SourcePrimary(_))) {
+        c.refuse("the source database has no primary in pgdog.toml");
+    }
+    if !has(|p| matches!(p, Place::Destination(_))) {
+        c.refuse("the destination database has no primary in pgdog.toml");
+    }
     for p in probes {
-        match &p.found {
-            Ok(_) => {}
-            Err(e) => c.refuse(format!(
-                "{} did not answer: {e}; start it or fix its entry in pgdog.toml",
+        if let Err(e) = &p.found {
+            c.refuse(format!(
+                "{} could not be asked: {e}; start it, fix its entry in pgdog.toml, or find \
+                 why it answers slowly",
                 p.name()
-            )),
+            ));
         }
     }
     if c.verdict() == Verdict::Ok {
@@ -240,9 +263,9 @@ fn reachable(probes: &[Probe]) -> Check {
     c
 }
 
-fn wal_level(probes: &[Probe]) -> Check {
+fn wal_level(probes: &[Probe], reverse: bool) -> Check {
     let mut c = Check::new("wal_level");
-    for (p, f) in answered(probes).filter(|(p, _)| p.place.source()) {
+    for (p, f) in answered(probes).filter(|(p, _)| p.place.replicated(reverse)) {
         if f.wal_level == "logical" {
             continue;
         }
@@ -258,7 +281,7 @@ fn wal_level(probes: &[Probe]) -> Check {
         ));
     }
     if c.verdict() == Verdict::Ok {
-        c.ok("logical on every source server");
+        c.ok("logical on every server replication reads from");
     }
     c
 }
@@ -270,15 +293,34 @@ fn slots_and_senders(probes: &[Probe], o: &ReshardOptions, tables: usize) -> Che
     let mut c = Check::new("replication slots and WAL senders");
     let copying = o.parallel.max(1).min(tables.max(1)) as u32;
     for (p, f) in answered(probes) {
+        // The permanent slot is made before the copy and streamed from after it.
         let (slots, senders) = match p.place {
+            Place::Destination(_) if o.reverse => (1, 1),
             Place::Destination(_) => continue,
             Place::CopyReplica(_) => (copying, copying),
             Place::SourcePrimary(shard) => {
                 let has_replica = probes.iter().any(|q| q.place == Place::CopyReplica(shard));
                 let copy = if has_replica { 0 } else { copying };
-                (u32::from(!f.has_slot) + copy, 1 + copy)
+                (u32::from(f.slot.is_none()) + copy, copy.max(1))
             }
         };
+        if let Some((plugin, wal_status, active)) = &f.slot {
+            if plugin != "pgoutput" || wal_status == "lost" {
+                c.refuse(format!(
+                    "{}: slot {} exists but cannot be resumed from (plugin {plugin}, wal_status \
+                     {wal_status}): drop it or choose another --slot",
+                    p.name(),
+                    o.slot
+                ));
+            } else if *active {
+                c.warn(format!(
+                    "{}: slot {} is in use by another connection (a reshard running, or one \
+                     just killed): the replay waits for it",
+                    p.name(),
+                    o.slot
+                ));
+            }
+        }
         let free_slots = f.max_slots.saturating_sub(f.slots);
         let free_senders = f.max_senders.saturating_sub(f.senders);
         if free_slots < slots {
@@ -293,10 +335,15 @@ fn slots_and_senders(probes: &[Probe], o: &ReshardOptions, tables: usize) -> Che
         if free_senders < senders {
             c.refuse(format!(
                 "{}: {free_senders} free WAL senders (max_wal_senders = {}, {} in use), the \
-                 reshard needs {senders}: raise max_wal_senders (restart) or lower --parallel",
+                 reshard needs {senders}: raise max_wal_senders (restart){}",
                 p.name(),
                 f.max_senders,
-                f.senders
+                f.senders,
+                if senders > 1 {
+                    " or lower --parallel"
+                } else {
+                    ""
+                }
             ));
         }
         if free_slots >= slots && free_senders >= senders && slots + senders > 0 {
@@ -319,8 +366,9 @@ fn hot_standby_feedback(probes: &[Probe]) -> Check {
     }
     for (p, f) in replicas {
         if !f.in_recovery {
-            c.warn(format!(
-                "{} is not a standby (pg_is_in_recovery() is false): the copy reads it as one",
+            c.refuse(format!(
+                "{} is not a standby (pg_is_in_recovery() is false), but the copy would read it \
+                 as a replica of its shard's primary: fix its role in pgdog.toml",
                 p.name()
             ));
         } else if f.hot_standby_feedback {
@@ -337,7 +385,7 @@ fn hot_standby_feedback(probes: &[Probe]) -> Check {
     c
 }
 
-fn versions(probes: &[Probe]) -> Check {
+fn versions(probes: &[Probe], reverse: bool) -> Check {
     let mut c = Check::new("server versions");
     let major = |v: u32| v / 10000;
     let source_major = answered(probes)
@@ -347,8 +395,14 @@ fn versions(probes: &[Probe]) -> Check {
         .unwrap_or(0);
     for (p, f) in answered(probes) {
         match p.place {
-            Place::SourcePrimary(_) if f.version < 100000 => c.refuse(format!(
-                "{} runs {}: logical replication needs PostgreSQL 10 or later",
+            Place::SourcePrimary(_) if f.version < 160000 => c.refuse(format!(
+                "{} runs {}: the replay reads pgoutput protocol 4, PostgreSQL 16 or later",
+                p.name(),
+                major(f.version)
+            )),
+            Place::Destination(_) if reverse && f.version < 160000 => c.refuse(format!(
+                "{} runs {}: --reverse replicates from it with pgoutput protocol 4, PostgreSQL \
+                 16 or later",
                 p.name(),
                 major(f.version)
             )),
@@ -377,9 +431,26 @@ fn versions(probes: &[Probe]) -> Check {
     c
 }
 
-fn replication_privilege(probes: &[Probe]) -> Check {
+fn replication_privilege(probes: &[Probe], reverse: bool) -> Check {
     let mut c = Check::new("REPLICATION privilege");
-    for (p, f) in answered(probes).filter(|(p, _)| p.place.source()) {
+    for (p, f) in answered(probes).filter(|(p, _)| p.place.replicated(reverse)) {
+        // A slot on a standby needs its primary to log a snapshot (pg_log_standby_snapshot()).
+        let nudged = match p.place {
+            Place::SourcePrimary(shard) => {
+                probes.iter().any(|q| q.place == Place::CopyReplica(shard))
+            }
+            _ => false,
+        };
+        if nudged && !f.can_nudge {
+            c.refuse(format!(
+                "user {} on {} may not run pg_log_standby_snapshot(), which the copy from its \
+                 replica needs: GRANT EXECUTE ON FUNCTION pg_catalog.pg_log_standby_snapshot() \
+                 TO {}",
+                f.user,
+                p.name(),
+                crate::net::quote::ident(&f.user)
+            ));
+        }
         if !f.replication {
             c.refuse(format!(
                 "user {} on {} has neither REPLICATION nor SUPERUSER: ALTER ROLE {} REPLICATION",
@@ -389,15 +460,14 @@ fn replication_privilege(probes: &[Probe]) -> Check {
             ));
         } else if let Some(e) = &f.replication_connection {
             c.refuse(format!(
-                "{} refused a replication connection for user {}: {e} (pg_hba.conf needs a \
-                 line for it)",
+                "{} refused a replication connection for user {}: {e}",
                 p.name(),
                 f.user
             ));
         }
     }
     if c.verdict() == Verdict::Ok {
-        c.ok("replication connections open on every source server");
+        c.ok("replication connections open on every server replication reads from");
     }
     c
 }
@@ -436,6 +506,11 @@ fn timeouts(probes: &[Probe]) -> Check {
     c
 }
 
+/// Whether the reshard's slot exists on a source primary already (an earlier run).
+pub(super) fn resumed(probes: &[Probe]) -> bool {
+    answered(probes).any(|(p, f)| matches!(p.place, Place::SourcePrimary(_)) && f.slot.is_some())
+}
+
 /// Whether every destination shard lets its user switch triggers and foreign keys off.
 pub(super) fn destinations_can_set_role(probes: &[Probe]) -> bool {
     probes
@@ -458,6 +533,7 @@ mod tests {
             in_recovery: matches!(place, Place::CopyReplica(_)),
             standby_delay: "-1".into(),
             replication: true,
+            can_nudge: true,
             user: "postgres".into(),
             ..Found::default()
         };
@@ -528,7 +604,7 @@ mod tests {
         let (v, _) = verdict(
             &primary(|f| {
                 f.slots = 6;
-                f.has_slot = true;
+                f.slot = Some(("pgoutput".into(), "reserved".into(), false));
             }),
             "replication slots and WAL senders",
         );
@@ -539,6 +615,22 @@ mod tests {
         );
         assert_eq!(v, Verdict::Refused);
         assert!(d.contains("WAL senders"), "{d}");
+        let (v, d) = verdict(
+            &primary(|f| f.slot = Some(("test_decoding".into(), "reserved".into(), false))),
+            "replication slots and WAL senders",
+        );
+        assert_eq!(v, Verdict::Refused);
+        assert!(d.contains("cannot be resumed from"), "{d}");
+        let nudge = [
+            probe(Place::SourcePrimary(0), 1, |f| f.can_nudge = false),
+            probe(Place::CopyReplica(0), 2, |_| {}),
+        ];
+        let (v, d) = verdict(&nudge, "REPLICATION privilege");
+        assert_eq!(v, Verdict::Refused);
+        assert!(d.contains("pg_log_standby_snapshot"), "{d}");
+        let (v, d) = verdict(&primary(|f| f.version = 150004), "server versions");
+        assert_eq!(v, Verdict::Refused);
+        assert!(d.contains("protocol 4"), "{d}");
         let (v, d) = verdict(&primary(|f| f.replication = false), "REPLICATION privilege");
         assert_eq!(v, Verdict::Refused);
         assert!(d.contains("ALTER ROLE \"postgres\" REPLICATION"), "{d}");

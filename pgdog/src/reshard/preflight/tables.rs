@@ -25,17 +25,20 @@ pub(crate) struct PublishedTable {
     pub identity: Vec<String>,
     /// A unique index that could find a row (not partial, not deferrable).
     pub unique_index: bool,
-    /// User triggers and foreign keys on it.
+    /// User triggers and foreign keys on it; of the triggers, those that fire in replica
+    /// sessions too (ENABLE ALWAYS / ENABLE REPLICA).
     pub triggers: u32,
     pub foreign_keys: u32,
+    pub always_triggers: u32,
+    /// The publication sends only some of its rows (a WHERE) or columns (a column list).
+    pub filtered: bool,
     pub columns: Vec<Column>,
 }
 
 /// A copied column (generated ones are not copied).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Column {
-    /// As the copy names it (`quote_ident`).
-    pub quoted: String,
+    pub name: String,
     /// Its type, a domain's base type (`format_type`: `bigint`, `character varying`...).
     pub type_name: String,
     /// Its values come from a sequence (a `nextval` default or an identity).
@@ -47,8 +50,10 @@ pub(crate) struct Column {
 pub(super) struct Tables {
     pub published: Vec<PublishedTable>,
     /// Bytes of each published table (with its indexes, TOAST) by `schema.table`, summed over
-    /// the source shards.
+    /// the source shards, and on the first source shard alone (a table copied whole is read
+    /// from there only).
     pub sizes: BTreeMap<String, u64>,
+    pub first_sizes: BTreeMap<String, u64>,
     /// What could not be read, or differs between source shards.
     pub problems: Vec<String>,
 }
@@ -65,14 +70,19 @@ const TABLES_SQL: &str = "SELECT format('%I.%I', n.nspname, c.relname), n.nspnam
        (SELECT count(*) FROM pg_catalog.pg_trigger t WHERE t.tgrelid = c.oid \
           AND NOT t.tgisinternal)::text, \
        (SELECT count(*) FROM pg_catalog.pg_constraint k WHERE k.conrelid = c.oid \
-          AND k.contype = 'f')::text \
+          AND k.contype = 'f')::text, \
+       (SELECT count(*) FROM pg_catalog.pg_trigger t WHERE t.tgrelid = c.oid \
+          AND NOT t.tgisinternal AND t.tgenabled IN ('A', 'R'))::text, \
+       (p.rowfilter IS NOT NULL OR cardinality(p.attnames) < (SELECT count(*) \
+          FROM pg_catalog.pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 \
+          AND NOT a.attisdropped AND a.attgenerated = ''))::text \
      FROM pg_catalog.pg_publication_tables p \
      JOIN pg_catalog.pg_namespace n ON n.nspname = p.schemaname \
      JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = p.tablename \
      WHERE p.pubname = $PUB ORDER BY 1";
 
 const COLUMNS_SQL: &str = "SELECT format('%I.%I', n.nspname, c.relname), \
-       quote_ident(a.attname), \
+       a.attname::text, \
        pg_catalog.format_type(CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END, NULL), \
        (a.attidentity <> '' OR \
         coalesce(pg_catalog.pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%', false))::text \
@@ -113,6 +123,11 @@ pub(super) async fn read(settings: &Settings, options: &ReshardOptions) -> Table
         async move {
             let work = async {
                 let mut server = Server::connect(t, SERVER_TIMEOUT)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                // Sizes wait on no lock, and nothing runs on after the checks gave up.
+                server
+                    .execute("SET statement_timeout = '4s'; SET lock_timeout = '3s'")
                     .await
                     .map_err(|e| e.to_string())?;
                 let sizes = server
@@ -161,8 +176,11 @@ pub(super) async fn read(settings: &Settings, options: &ReshardOptions) -> Table
                 let mut names = Vec::new();
                 for r in sizes {
                     if let [Some(name), Some(bytes)] = r.as_slice() {
-                        *out.sizes.entry(name.clone()).or_default() +=
-                            bytes.parse::<u64>().unwrap_or(0);
+                        let bytes = bytes.parse::<u64>().unwrap_or(0);
+                        *out.sizes.entry(name.clone()).or_default() += bytes;
+                        if shard == 0 {
+                            out.first_sizes.insert(name.clone(), bytes);
+                        }
                         names.push(name.clone());
                     }
                 }
@@ -204,9 +222,9 @@ fn published(
 ) -> Vec<PublishedTable> {
     let mut by_name: BTreeMap<String, Vec<Column>> = BTreeMap::new();
     for r in columns {
-        if let [Some(table), Some(quoted), Some(type_name), Some(sequence)] = r.as_slice() {
+        if let [Some(table), Some(name), Some(type_name), Some(sequence)] = r.as_slice() {
             by_name.entry(table.clone()).or_default().push(Column {
-                quoted: quoted.clone(),
+                name: name.clone(),
                 type_name: type_name.clone(),
                 sequence: sequence == "true",
             });
@@ -214,8 +232,8 @@ fn published(
     }
     tables
         .into_iter()
-        .filter_map(|r| match <[Option<String>; 9]>::try_from(r).ok()? {
-            [Some(name), Some(schema), Some(table), Some(replident), Some(pk), identity, Some(unique), Some(triggers), Some(fks)] => {
+        .filter_map(|r| match <[Option<String>; 11]>::try_from(r).ok()? {
+            [Some(name), Some(schema), Some(table), Some(replident), Some(pk), identity, Some(unique), Some(triggers), Some(fks), Some(always), filtered] => {
                 Some(PublishedTable {
                     columns: by_name.remove(&name).unwrap_or_default(),
                     name,
@@ -229,6 +247,8 @@ fn published(
                     unique_index: unique == "true",
                     triggers: triggers.parse().unwrap_or(0),
                     foreign_keys: fks.parse().unwrap_or(0),
+                    always_triggers: always.parse().unwrap_or(0),
+                    filtered: filtered.as_deref() == Some("true"),
                 })
             }
             _ => None,
@@ -251,7 +271,7 @@ pub(super) fn placements<'a>(
         .map(|t| {
             let d = match &dest {
                 Ok(schema) => {
-                    let columns: Vec<String> = t.columns.iter().map(|c| c.quoted.clone()).collect();
+                    let columns: Vec<String> = t.columns.iter().map(|c| c.name.clone()).collect();
                     destination(schema, &options.databases.to, &t.schema, &t.table, &columns)
                         .map_err(|e| e.to_string())
                 }
@@ -284,7 +304,14 @@ pub(super) fn checks(
 fn publication(options: &ReshardOptions, tables: &Tables) -> Check {
     let mut c = Check::new("publication");
     tables.problems.iter().for_each(|p| c.refuse(p.clone()));
-    if tables.problems.is_empty() {
+    for t in tables.published.iter().filter(|t| t.filtered) {
+        c.refuse(format!(
+            "{} publishes {} with a row filter or a column list: the copy takes every row and \
+             column, the replay only the published ones; publish the whole table",
+            options.publication, t.name
+        ));
+    }
+    if c.findings.is_empty() {
         if tables.published.is_empty() {
             c.refuse(format!(
                 "publication {} has no tables: ALTER PUBLICATION {} ADD TABLE ...",
@@ -333,9 +360,22 @@ fn primary_keys(tables: &[PublishedTable]) -> Check {
 /// Whether a column of `type_name` holds keys pgdog hashes as `data_type` exactly as they
 /// compare: else why not.
 fn hashable(type_name: &str, data_type: DataType) -> Result<(), String> {
+    // An integer column's values must fit the configured type (wider is fine: every integer
+    // is hashed as a bigint, as Postgres' hashint2/4/8 agree).
+    let width = |t: &str| match t {
+        "smallint" => Some(2),
+        "integer" => Some(4),
+        "bigint" => Some(8),
+        _ => None,
+    };
+    let configured_width = match data_type {
+        DataType::Smallint => 2,
+        DataType::Integer => 4,
+        _ => 8,
+    };
     let fits = match data_type {
         DataType::Bigint | DataType::Integer | DataType::Smallint => {
-            matches!(type_name, "smallint" | "integer" | "bigint")
+            width(type_name).is_some_and(|w| w <= configured_width)
         }
         DataType::Uuid => type_name == "uuid",
         DataType::Varchar => matches!(type_name, "text" | "character varying"),
@@ -344,6 +384,12 @@ fn hashable(type_name: &str, data_type: DataType) -> Result<(), String> {
         return Ok(());
     }
     let configured = format!("{data_type:?}").to_lowercase();
+    if width(type_name).is_some() {
+        return Err(format!(
+            "is {type_name}, wider than the {configured} its [[sharded_tables]] entry reads: \
+             its larger values cannot be placed; set data_type = \"{type_name}\" (or bigint)"
+        ));
+    }
     if type_name == "character" {
         return Err(format!(
             "is character(n), whose values compare without their trailing spaces, which the \
@@ -364,9 +410,18 @@ fn sharding_columns(placed: &Placed<'_>) -> Check {
             Err(e) => c.refuse(e.clone()),
             Ok(Destination::ByKey(sharding, index)) => {
                 sharded += 1;
-                let column = &t.columns[*index];
+                let Some(column) = t.columns.get(*index) else {
+                    continue;
+                };
                 if let Err(why) = hashable(&column.type_name, sharding.config.data_type) {
-                    c.refuse(format!("{}.{} {why}", t.name, column.quoted));
+                    c.refuse(format!("{}.{} {why}", t.name, column.name));
+                } else if sharding.config.generates_key() && column.type_name != "bigint" {
+                    c.warn(format!(
+                        "{}.{} is {}, but pgdog fills a missing key with pgdog.unique_id(), a \
+                         bigint that does not fit: make the column bigint, or set primary_key = \
+                         \"database\" on its [[sharded_tables]] entry",
+                        t.name, column.name, column.type_name
+                    ));
                 }
             }
             Ok(_) => everywhere += 1,
@@ -387,7 +442,7 @@ fn sequences(placed: &Placed<'_>) -> Check {
             continue;
         };
         for (i, column) in t.columns.iter().enumerate().filter(|(_, c)| c.sequence) {
-            let name = format!("{}.{}", t.name, column.quoted);
+            let name = format!("{}.{}", t.name, column.name);
             if i != *index {
                 c.warn(format!(
                     "{name} takes values from each shard's own sequence: they repeat across \
@@ -428,10 +483,18 @@ fn triggers(tables: &[PublishedTable], can_set_role: bool) -> Check {
         .fold((0, 0), |(a, b), t| (a + t.triggers, b + t.foreign_keys));
     let names: Vec<&str> = with.iter().take(5).map(|t| t.name.as_str()).collect();
     let what = format!(
-        "{triggers} triggers and {fks} foreign keys (on {}{})",
+        "{triggers} triggers and {fks} foreign keys on the source (made on the destination by the \
+         schema sync; on {}{})",
         names.join(", "),
         if with.len() > 5 { ", ..." } else { "" }
     );
+    let always: u32 = with.iter().map(|t| t.always_triggers).sum();
+    if always > 0 {
+        c.warn(format!(
+            "{always} of them ENABLE ALWAYS or ENABLE REPLICA: those fire on the destination \
+             during the copy and the replay even with session_replication_role = replica"
+        ));
+    }
     if can_set_role {
         c.ok(format!(
             "{what}: off on the destination during the copy and the replay \
@@ -465,6 +528,9 @@ mod tests {
             .unwrap_err()
             .contains("trailing spaces"));
         assert!(hashable("text", DataType::Uuid).is_err());
+        let e = hashable("bigint", DataType::Integer).unwrap_err();
+        assert!(e.contains("wider"), "{e}");
+        assert!(hashable("smallint", DataType::Integer).is_ok());
     }
 
     fn table(name: &str, replident: &str, pk: bool, unique: bool) -> PublishedTable {
@@ -496,8 +562,10 @@ mod tests {
         assert_eq!(triggers(&[t.clone()], true).verdict(), Verdict::Ok);
         let off = triggers(&[t], false);
         assert_eq!(off.verdict(), Verdict::Warning);
-        assert!(off
-            .detail()
-            .starts_with("2 triggers and 1 foreign keys (on d)"));
+        assert!(
+            off.detail().starts_with("2 triggers and 1 foreign keys"),
+            "{}",
+            off.detail()
+        );
     }
 }
