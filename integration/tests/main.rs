@@ -54,6 +54,7 @@ mod reshard_copy;
 mod reshard_copy_replicas;
 mod reshard_copy_text;
 mod reshard_cutover;
+mod reshard_ddl;
 mod reshard_fleet;
 mod reshard_identity;
 mod reshard_identity_sharded;

@@ -53,7 +53,11 @@ pub(super) struct Shard {
     pub(super) addr: String,
     pub(super) server: Server,
     /// SQL text → prepared statement name.
-    pub(super) statements: HashMap<Arc<str>, String>,
+    /// Keyed by text and parameter types: a column's new type (a schema change) makes the
+    /// same text another statement.
+    pub(super) statements: HashMap<Arc<str>, Vec<Prepared>>,
+    /// Statements prepared on this connection (their names' numbers).
+    pub(super) prepared: usize,
     /// The stored position: transactions committing before it are already applied here.
     pub(super) position: u64,
     pub(super) out: BytesMut,
@@ -107,13 +111,22 @@ impl Shard {
         lsn: u64,
         counted: Option<u64>,
     ) -> Result<(), ReplayError> {
-        let name = match self.statements.get(&*stmt.sql) {
-            Some(n) => n.clone(),
+        let known = self
+            .statements
+            .get(&*stmt.sql)
+            .and_then(|v| v.iter().find(|(t, _)| **t == *stmt.types))
+            .map(|(_, n)| n.clone());
+        let name = match known {
+            Some(n) => n,
             None => {
-                let name = format!("pgdog_replay_{}", self.statements.len());
+                let name = format!("pgdog_replay_{}", self.prepared);
+                self.prepared += 1;
                 let m = message::parse(&name, &stmt.sql, &stmt.types);
                 self.out.extend_from_slice(m.bytes());
-                self.statements.insert(stmt.sql.clone(), name.clone());
+                self.statements
+                    .entry(stmt.sql.clone())
+                    .or_default()
+                    .push((stmt.types.clone(), name.clone()));
                 name
             }
         };
@@ -287,6 +300,9 @@ pub(super) async fn rows(
         .map_err(|e| ReplayError::Copy(server_err(addr, sql)(e)))
 }
 
+/// A statement prepared on a destination connection: its parameter types and its name.
+pub(super) type Prepared = (Arc<[i32]>, String);
+
 /// Reads the destination shards' progress for one source shard's key: per table, its watermark
 /// on each destination shard, and each shard's stored position.
 pub(super) async fn open_destination(
@@ -335,6 +351,7 @@ pub(super) async fn open_destination(
             addr,
             server,
             statements: HashMap::new(),
+            prepared: 0,
             position,
             out: BytesMut::new(),
             queued: 0,

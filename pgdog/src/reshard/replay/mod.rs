@@ -66,6 +66,7 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 
 mod commit;
+mod ddl;
 mod dest;
 mod hold;
 mod identity;
@@ -177,6 +178,8 @@ pub struct ReplaySummary {
     pub last_lsn: u64,
     /// The last source LSN confirmed, per source shard.
     pub last_lsns: Vec<u64>,
+    /// Schema statements (`ALTER TABLE`) applied for source schema changes.
+    pub schema_changes: u64,
 }
 
 /// The source transaction being applied.
@@ -250,6 +253,8 @@ struct Applier {
     bounds: BatchBounds,
     /// Changes applied by identity on several shards, counted across them ([`identity`]).
     counts: identity::Counts,
+    /// The source's and the destination's catalogs, for schema changes ([`ddl`]).
+    catalog: ddl::Catalog,
 }
 
 /// The two-phase commit mode.
@@ -582,23 +587,7 @@ impl Applier {
             LogicalMessage::Truncate {
                 options, relations, ..
             } => self.truncate(txn, options, relations).await,
-            LogicalMessage::Relation(rel) => {
-                let source = self.source_schema.as_ref().map(|schema| SourceSharding {
-                    schema,
-                    database: &self.source_database,
-                });
-                let t = Table::new(
-                    &rel,
-                    &self.schema,
-                    &self.database,
-                    &self.key,
-                    self.source_shard,
-                    &self.watermarks,
-                    source.as_ref(),
-                )?;
-                self.tables.insert(rel.oid, t);
-                Ok(())
-            }
+            LogicalMessage::Relation(rel) => self.relation(txn, rel).await,
             LogicalMessage::Type { .. }
             | LogicalMessage::Origin { .. }
             | LogicalMessage::Message { .. } => Ok(()),

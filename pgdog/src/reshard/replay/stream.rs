@@ -140,6 +140,7 @@ impl Stream<'_, '_> {
                 batch: Batch::default(),
                 bounds: ctx.bounds,
                 counts: Default::default(),
+                catalog: ddl::Catalog::new(primary.clone(), ctx.dests.to_vec()),
             },
             client,
             decoder: Decoder::new(4),

@@ -42,6 +42,8 @@ pub(super) struct Table {
     /// An omnisharded table seen on a source shard other than 0: shard 0's stream applies its
     /// changes (every source shard carries the same writes).
     pub(super) ignored: bool,
+    /// Its columns as the Relation message gave them ([`super::ddl`]).
+    pub(super) shape: Vec<super::ddl::Shaped>,
     /// From a sharded source, a table whose replica identity lacks the key: the destination
     /// shards this stream owns (they hold keys of its source shard only, `reshard/ownership.rs`);
     /// its changes by identity touch those only. `None`: every shard (a single source).
@@ -113,6 +115,7 @@ impl Table {
             dest,
             watermarks: watermarks.into(),
             ignored,
+            shape: super::ddl::shape(rel),
             shapes: parking_lot::Mutex::new(HashMap::new()),
             owned: None,
         };
@@ -180,6 +183,14 @@ impl Table {
                  sharding puts elsewhere (written around pgdog?)",
                 self.name
             ))),
+        }
+    }
+
+    /// The destination shards holding the table (of `n`).
+    pub(super) fn holding(&self, n: usize) -> Vec<usize> {
+        match &self.dest {
+            Destination::OneShard(s) => vec![*s],
+            _ => (0..n).collect(),
         }
     }
 
