@@ -428,6 +428,19 @@ fn reshard_one_to_three_from_the_admin_database() {
         metrics_port,
         source.standby().port,
     );
+    // DDL the replay would not carry is refused through this pgdog while the rows move.
+    let refused = rt.block_on(async {
+        let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .expect("client login");
+        tokio::spawn(conn);
+        c.simple_query("CREATE INDEX items_v ON items (v)")
+            .await
+            .expect_err("CREATE INDEX during a reshard")
+    });
+    let db = refused.as_db_error().expect("an ErrorResponse");
+    assert_eq!(db.code().code(), "55000", "{db:?}");
+    assert!(db.message().contains("app_new"), "{db:?}");
     finish(&stop, loads);
 
     // Writes stopped: once the replay caught up, the destination equals the source.

@@ -782,6 +782,18 @@ unsafe fn utility_name(p: *const c::Node) -> &'static str {
         c::NodeTag_T_DoStmt => "DoStmt",
         c::NodeTag_T_CallStmt => "CallStmt",
         c::NodeTag_T_CreateTableAsStmt => "CreateTableAsStmt",
+        c::NodeTag_T_RenameStmt => "RenameStmt",
+        c::NodeTag_T_AlterSeqStmt => "AlterSeqStmt",
+        c::NodeTag_T_CreateEnumStmt => "CreateEnumStmt",
+        c::NodeTag_T_AlterEnumStmt => "AlterEnumStmt",
+        c::NodeTag_T_CompositeTypeStmt => "CompositeTypeStmt",
+        c::NodeTag_T_CreateDomainStmt => "CreateDomainStmt",
+        c::NodeTag_T_AlterDomainStmt => "AlterDomainStmt",
+        c::NodeTag_T_CreateFunctionStmt => "CreateFunctionStmt",
+        c::NodeTag_T_CreateTrigStmt => "CreateTrigStmt",
+        c::NodeTag_T_RuleStmt => "RuleStmt",
+        c::NodeTag_T_CreateSchemaStmt => "CreateSchemaStmt",
+        c::NodeTag_T_AlterObjectSchemaStmt => "AlterObjectSchemaStmt",
         _ => "Utility",
     }
 }

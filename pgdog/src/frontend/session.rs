@@ -432,6 +432,10 @@ impl Session {
         self.may_begin |= mentions.may_begin();
         self.set_in_transaction |= mentions.has(Word::Set);
         if mentions.ddl_word() && statements::may_change_catalog(sql) {
+            if let Some(why) = crate::reshard::moving::ddl_refusal(&self.client.database, sql) {
+                self.refuse(message::error("55000", &why)).await;
+                return Ok(());
+            }
             self.functions_changed |= catalog_changes(sql);
         }
         let read = self.wants_read(sql, true);

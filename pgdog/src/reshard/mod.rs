@@ -7,6 +7,7 @@ mod copy_stream;
 pub mod cutover;
 pub mod display;
 mod fleet;
+pub mod moving;
 pub mod orchestrate;
 mod ownership;
 pub mod preflight;

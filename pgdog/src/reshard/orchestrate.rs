@@ -322,6 +322,8 @@ async fn run(
 ) -> Result<ReshardReport, ReshardError> {
     let o = control.options.clone();
     let mut report = ReshardReport::default();
+    // DDL the replay would not carry is refused by this process's proxy meanwhile.
+    let _moving = crate::reshard::moving::start(&o.databases.from, &o.databases.to);
     control.set_step(Step::Checking);
     let checks = unless_stopped(control, "the checks", preflight::run(settings, &o)).await?;
     for w in checks.lines(Verdict::Warning) {

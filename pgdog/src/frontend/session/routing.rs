@@ -108,7 +108,13 @@ impl Session {
     /// (25006). In a transaction the server fails it too, so the transaction is aborted as
     /// Postgres would abort it.
     pub(super) async fn refuse_read_write(&mut self) {
-        let error = message::error(read_only::CODE, read_only::MESSAGE);
+        self.refuse(message::error(read_only::CODE, read_only::MESSAGE))
+            .await;
+    }
+
+    /// Answers a simple query with `error` (and ReadyForQuery) instead of running it; inside a
+    /// transaction the server's state follows (its transaction fails as an error there would).
+    pub(super) async fn refuse(&mut self, error: Message) {
         if self.server.is_none() {
             self.send(&error);
             self.ready_now();
@@ -117,7 +123,6 @@ impl Session {
         self.expected.push_back(Expect::Replace(error));
         self.expected.push_back(Expect::Ready);
         // A syntax error: what the server answers is replaced by the error above.
-        self.send_to_server(&message::query("pgdog read_only refused"))
-            .await;
+        self.send_to_server(&message::query("pgdog refused")).await;
     }
 }

@@ -414,6 +414,14 @@ impl ShardedSession {
             self.send(&message::empty(b'I'));
             return Ok(());
         }
+        if let Some(why) = crate::reshard::moving::ddl_refusal_parsed(
+            &self.client.database,
+            sql,
+            &parsed.statements,
+        ) {
+            self.fail(ClientError::new("55000", why));
+            return Ok(());
+        }
         // Several statements run as one implicit transaction unless they control it.
         let controls_tx = parsed
             .statements
