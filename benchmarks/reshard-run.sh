@@ -3,7 +3,7 @@
 # PG_SHARD0_PORT, PG_SHARD1_PORT, PG_BIN, PGDOG_TOPOLOGY_DIR). See reshard.sh.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
-: "${SIZE_MB:=1024}" "${RUNS:=2}" "${APPLY_SECONDS:=60}" "${CLIENTS:=8}" "${SCALE:=20}" "${VERIFY:=1}"  # settings: each may be set in the environment
+: "${SIZE_MB:=1024}" "${RUNS:=2}" "${APPLY_SECONDS:=60}" "${CLIENTS:=8}" "${SCALE:=20}" "${VERIFY:=1}" "${BACKLOG_SECONDS:=30}"  # settings: each may be set in the environment
 # PARTS: "all" (copy and apply) or "apply" (skip the copy part).
 PARTS="${PARTS:-all}"
 # PGDOG: the pgdog binary measured (e.g. an older build, to compare).
@@ -331,6 +331,30 @@ trap - EXIT
 [ "$REPLAY_STATUS" = 0 ] || die "replay failed after SIGTERM ($REPLAY_STATUS): $(cat "$WORK/replay.log")"
 [ "$D2" = "$H1" ] || die "after catch-up: source has $H1 history rows, the shards $D2"
 REPLAYED=$(grep -o "replayed .*" "$WORK/replay.log" | tail -1)
+
+# 2b. A backlog: pgbench writes BACKLOG_SECONDS with the replay stopped; then the replay starts
+# again (from its stored position) and the time until it applied everything is measured.
+say "pgbench -c $CLIENTS -T $BACKLOG_SECONDS with the replay stopped"
+B0=$(src "SELECT count(*) FROM pgbench_history")
+"$PG_BIN/pgbench" -n -c "$CLIENTS" -j 2 -T "$BACKLOG_SECONDS" -h 127.0.0.1 -p "$PG_PRIMARY_PORT" \
+  -U postgres postgres > "$WORK/pgbench-backlog.log" 2>&1 || die "pgbench: $(cat "$WORK/pgbench-backlog.log")"
+B1=$(src "SELECT count(*) FROM pgbench_history")
+L=$(src "SELECT pg_current_wal_insert_lsn()")
+marker
+TB0=$(now)
+"$PGDOG" replay --config "$WORK/pgdog.toml" --users "$WORK/users.toml" --from-database src \
+  --to-database dst --publication pub_bench --slot "$SLOT" $REPLAY_ARGS > "$WORK/replay-backlog.log" 2>&1 &
+REPLAY_PID=$!
+trap cleanup EXIT
+wait_for "replay to apply the backlog" 1800 applied_past "$L"
+TB1=$(now)
+kill -TERM "$REPLAY_PID"
+REPLAY_STATUS=0
+wait "$REPLAY_PID" || REPLAY_STATUS=$?
+trap - EXIT
+[ "$REPLAY_STATUS" = 0 ] || die "replay failed after SIGTERM ($REPLAY_STATUS): $(cat "$WORK/replay-backlog.log")"
+DB=$(dest_history)
+[ "$DB" = "$B1" ] || die "after the backlog: source has $B1 history rows, the shards $DB"
 PGBENCH_TPS=$(grep -o "tps = [0-9.]*" "$WORK/pgbench.log" | head -1 | awk '{print $3}')
 VERIFIED="not run (VERIFY=0)"
 if [ "$VERIFY" = 1 ]; then
@@ -346,7 +370,8 @@ fi
 PG_VERSION=$("$PG_BIN/postgres" --version | awk '{print $3}')
 CPU=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 export PARTS REPLAY_ARGS SLOT SIZE_MB RUNS APPLY_SECONDS CLIENTS SCALE ROWS BYTES HEAP SPLIT BENCH_COPY_S BENCH_BYTES \
-  H0 H1 D0 D1 T0 T1 T2 REPLAYED PGBENCH_TPS VERIFIED PG_VERSION CPU SAMPLES
+  H0 H1 D0 D1 T0 T1 T2 REPLAYED PGBENCH_TPS VERIFIED PG_VERSION CPU SAMPLES \
+  BACKLOG_SECONDS B0 B1 TB0 TB1
 export PGDOG_T_LIST="${PGDOG_T[*]}" PIPE_T_LIST="${PIPE_T[*]}" ORDER_LIST="$(IFS=';'; echo "${ORDER[*]}")"
 export ONE_T_LIST="${ONE_T[*]}" TWO_T_LIST="${TWO_T[*]}" ORDER2_LIST="$(IFS=';'; echo "${ORDER2[*]}")" BYTES2
 case "$PGDOG_TOPOLOGY_DIR" in
@@ -386,6 +411,8 @@ def copy_row(name, best, runs):
 
 t0, t1, t2 = float(e["T0"]), float(e["T1"]), float(e["T2"])
 dur, catchup = t1 - t0, t2 - t1
+backlog_s, backlog = float(e["BACKLOG_SECONDS"]), int(e["B1"]) - int(e["B0"])
+backlog_t = float(e["TB1"]) - float(e["TB0"])
 src_txn = int(e["H1"]) - int(e["H0"])
 applied_txn = int(e["D1"]) - int(e["D0"])
 src_tps, applied_tps = src_txn / dur, applied_txn / dur
@@ -527,7 +554,7 @@ on {e['STORAGE']} with the test settings: fsync off; the servers, pgdog, psql an
 so compare the ratios, not the absolute numbers). Source: a primary with a streaming standby;
 destination: 2 shards. pgdog is the release build.
 
-Command: `{'PARTS=apply ' if not copied else ''}SIZE_MB={e['SIZE_MB']} RUNS={e['RUNS']} APPLY_SECONDS={e['APPLY_SECONDS']} CLIENTS={e['CLIENTS']} SCALE={e['SCALE']} bash benchmarks/reshard.sh`
+Command: `{'PARTS=apply ' if not copied else ''}SIZE_MB={e['SIZE_MB']} RUNS={e['RUNS']} APPLY_SECONDS={e['APPLY_SECONDS']} CLIENTS={e['CLIENTS']} SCALE={e['SCALE']} BACKLOG_SECONDS={e['BACKLOG_SECONDS']} bash benchmarks/reshard.sh`
 {small}
 {copy_section}## Apply: `pgdog replay` under pgbench tpcb-like, {e['CLIENTS']} clients, {dur:.0f} s
 
@@ -553,6 +580,10 @@ pgbench exits, a marker transaction on an omnisharded table is applied on the sh
 | catch-up after pgbench ended | {catchup:.2f} s |
 | apply rate during the catch-up (source idle: {f(src_txn - applied_txn)} transactions behind) | {f((src_txn - applied_txn) / catchup) if catchup > 0 else 'n/a'} TPS |
 | transactions applied overall / (run + catch-up) | {f(src_txn / (t2 - t0))} TPS |
+| backlog: transactions written in {backlog_s:.0f} s with the replay stopped | {f(backlog)} |
+| backlog: applied in (the replay started again, from its stored position) | {backlog_t:.2f} s |
+| backlog: apply rate / the rate it was written at | **{backlog_s / backlog_t if backlog_t > 0 else 0:.1f}x** |
+
 
 Lag over time (t from pgbench's start; rates over the interval since the previous row):
 
