@@ -434,13 +434,22 @@ fn reshard_one_to_three_from_the_admin_database() {
             .await
             .expect("client login");
         tokio::spawn(conn);
-        c.simple_query("CREATE INDEX items_v ON items (v)")
+        let simple = c
+            .simple_query("CREATE INDEX items_v ON items (v)")
             .await
-            .expect_err("CREATE INDEX during a reshard")
+            .expect_err("CREATE INDEX during a reshard");
+        // The extended protocol (Parse) too.
+        let extended = c
+            .execute("CREATE TABLE not_carried (id int)", &[])
+            .await
+            .expect_err("CREATE TABLE during a reshard");
+        [simple, extended]
     });
-    let db = refused.as_db_error().expect("an ErrorResponse");
-    assert_eq!(db.code().code(), "55000", "{db:?}");
-    assert!(db.message().contains("app_new"), "{db:?}");
+    for e in &refused {
+        let db = e.as_db_error().expect("an ErrorResponse");
+        assert_eq!(db.code().code(), "55000", "{db:?}");
+        assert!(db.message().contains("app_new"), "{db:?}");
+    }
     finish(&stop, loads);
 
     // Writes stopped: once the replay caught up, the destination equals the source.

@@ -78,11 +78,7 @@ pub fn ddl_refusal_parsed(database: &str, sql: &str, statements: &[Statement]) -
     if COUNT.load(Ordering::Relaxed) == 0 {
         return None;
     }
-    let to = MOVING
-        .read()
-        .iter()
-        .find(|(from, _)| from == database)
-        .map(|(_, to)| to.clone())?;
+    // The statements first: the registry's lock only for DDL.
     let what = statements.iter().find_map(|st| match st.kind {
         StatementKind::Utility("RenameStmt") if renames_object(sql) => Some("a rename"),
         StatementKind::Utility(node) => NOT_CARRIED
@@ -91,11 +87,17 @@ pub fn ddl_refusal_parsed(database: &str, sql: &str, statements: &[Statement]) -
             .map(|(_, what)| *what),
         _ => None,
     })?;
+    let to = MOVING
+        .read()
+        .iter()
+        .find(|(from, _)| from == database)
+        .map(|(_, to)| to.clone())?;
     Some(format!(
         "database \"{database}\" is being resharded into \"{to}\" (RESHARD running in this \
          pgdog): {what} would reach only the old shards; run it after the cutover (on both \
-         databases if it must reach the old ones too), or STOP the reshard first. ALTER TABLE \
-         on a published table's columns and TRUNCATE are carried"
+         databases if it must reach the old ones too), or STOP the reshard first. Column \
+         changes of a published table (ALTER TABLE ADD / DROP / RENAME / TYPE) and TRUNCATE \
+         are carried"
     ))
 }
 

@@ -16,16 +16,28 @@ const LONGEST_PAUSE: Duration = Duration::from_secs(10);
 const PROGRESS_AFTER: Duration = Duration::from_secs(30);
 
 /// Whether `e` says a server of the move failed (rather than refusing what was asked): one of
-/// its causes is a server error that [`ServerError::is_unavailable`] counts, or an I/O error.
+/// its causes is a server error that [`ServerError::is_unavailable`] counts, or a connection's
+/// I/O error (not, say, a missing pg_dump).
 pub fn server_failure(e: &(dyn Error + 'static)) -> bool {
     let mut next = Some(e);
     while let Some(err) = next {
         let server = err
             .downcast_ref::<ServerError>()
             .or_else(|| err.downcast_ref::<Box<ServerError>>().map(|b| &**b));
-        if server.is_some_and(ServerError::is_unavailable)
-            || err.downcast_ref::<std::io::Error>().is_some()
-        {
+        let connection = err.downcast_ref::<std::io::Error>().is_some_and(|io| {
+            use std::io::ErrorKind::*;
+            matches!(
+                io.kind(),
+                ConnectionRefused
+                    | ConnectionReset
+                    | ConnectionAborted
+                    | NotConnected
+                    | BrokenPipe
+                    | UnexpectedEof
+                    | TimedOut
+            )
+        });
+        if server.is_some_and(ServerError::is_unavailable) || connection {
             return true;
         }
         next = err.source();
@@ -114,5 +126,9 @@ mod tests {
             reason: "the source sent 2 rows but 1 were placed".into(),
         });
         assert!(!server_failure(&table));
+        let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
+        assert!(!server_failure(&missing));
+        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        assert!(server_failure(&reset));
     }
 }

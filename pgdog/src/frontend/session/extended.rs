@@ -78,6 +78,11 @@ impl Session {
             mentions = self.parse_mentions(text);
             self.set_in_transaction |= mentions.has(Word::Set);
             if mentions.ddl_word() && statements::may_change_catalog(text) {
+                if let Some(why) = crate::reshard::moving::ddl_refusal(&self.client.database, text)
+                {
+                    self.fail_in_order(message::error("55000", &why)).await;
+                    return Ok(());
+                }
                 self.functions_changed |= super::catalog_changes(text);
             }
             if self.read_only && read_only::turns_off(text) {

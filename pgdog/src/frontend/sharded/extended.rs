@@ -14,8 +14,18 @@ impl ShardedSession {
             return Ok(());
         };
         // Syntax errors are reported at Parse time, as Postgres does.
-        if let Err(e) = QueryCache::global().get(&query) {
-            self.fail_extended(e.into());
+        let parsed = match QueryCache::global().get(&query) {
+            Ok(p) => p,
+            Err(e) => {
+                self.fail_extended(e.into());
+                return Ok(());
+            }
+        };
+        let database = &self.client.database;
+        if let Some(why) =
+            crate::reshard::moving::ddl_refusal_parsed(database, &query, &parsed.statements)
+        {
+            self.fail_extended(ClientError::new("55000", why));
             return Ok(());
         }
         let statement = self.prepared_with_ids(&query, &fields.param_types);

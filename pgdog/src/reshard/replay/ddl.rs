@@ -74,10 +74,12 @@ pub(super) fn diff(
         .collect();
     let mut matched: Vec<&str> = Vec::new();
     for col in new {
-        let before = numbers_now
-            .get(&col.name)
-            .and_then(|n| by_number.get(n).copied())
-            .or_else(|| old.iter().find(|o| o.name == col.name));
+        // With numbers, a column is the old one of its number only (a column dropped and added
+        // again under its name has a new number); without, the one of its name.
+        let before = match numbers_now.get(&col.name) {
+            Some(n) if !by_number.is_empty() => by_number.get(n).copied(),
+            _ => old.iter().find(|o| o.name == col.name),
+        };
         match before {
             None => c.added.push(col.clone()),
             Some(o) => {
@@ -127,6 +129,42 @@ fn by_position(old: &[Shaped], new: &[Shaped], c: &mut Changes) {
     }
 }
 
+/// `RENAME COLUMN` statements, each once (every stream of a sharded source sees the rename).
+/// When a target is another rename's source (a swap, a chain), every column goes through a
+/// temporary name first.
+fn renames(sql_name: &str, renamed: &[(String, String)]) -> Vec<String> {
+    let rename = |from: &str, to: &str| {
+        format!(
+            "DO $pgdog$ BEGIN IF EXISTS (SELECT 1 FROM pg_catalog.pg_attribute \
+             WHERE attrelid = {}::regclass AND attname = {} AND NOT attisdropped) THEN \
+             ALTER TABLE {sql_name} RENAME COLUMN {} TO {}; END IF; END $pgdog$",
+            literal(sql_name),
+            literal(from),
+            ident(from),
+            ident(to)
+        )
+    };
+    let tangled = renamed
+        .iter()
+        .any(|(_, to)| renamed.iter().any(|(from, _)| from == to));
+    if !tangled {
+        return renamed.iter().map(|(f, t)| rename(f, t)).collect();
+    }
+    let temp = |i: usize| format!("pgdog_rename_{i}");
+    let mut out: Vec<String> = renamed
+        .iter()
+        .enumerate()
+        .map(|(i, (from, _))| rename(from, &temp(i)))
+        .collect();
+    out.extend(
+        renamed
+            .iter()
+            .enumerate()
+            .map(|(i, (_, to))| rename(&temp(i), to)),
+    );
+    out
+}
+
 /// Whether the catalog's columns (`numbers`) are those of `shape`.
 fn matches(numbers: &HashMap<String, i16>, shape: &[Shaped]) -> bool {
     numbers.len() == shape.len() && shape.iter().all(|c| numbers.contains_key(&c.name))
@@ -170,7 +208,15 @@ impl Catalog {
         let addr = target.addr();
         let server = match self.servers.entry(at) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => e.insert(connect(target).await?),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let mut server = connect(target).await?;
+                // Type names read the same on both ends: qualified unless in pg_catalog.
+                server
+                    .execute("SET search_path = pg_catalog")
+                    .await
+                    .map_err(lost(format!("{addr}: reading the catalog")))?;
+                e.insert(server)
+            }
         };
         let rows = server.query_rows(sql).await;
         if rows.is_err() {
@@ -271,25 +317,18 @@ impl Catalog {
         if current {
             self.numbers.insert(oid, now);
         }
-        let mut out = Vec::new();
-        for (from, to) in &changes.renamed {
-            // Once: each stream of a sharded source sees the rename.
-            out.push(format!(
-                "DO $pgdog$ BEGIN IF EXISTS (SELECT 1 FROM pg_catalog.pg_attribute \
-                 WHERE attrelid = {}::regclass AND attname = {} AND NOT attisdropped) THEN \
-                 ALTER TABLE {sql_name} RENAME COLUMN {} TO {}; END IF; END $pgdog$",
-                literal(sql_name),
-                literal(from),
-                ident(from),
-                ident(to)
-            ));
-        }
-        for name in &changes.dropped {
-            out.push(format!(
-                "ALTER TABLE {sql_name} DROP COLUMN IF EXISTS {}",
-                ident(name)
-            ));
-        }
+        // Drops first (a dropped name may be a rename's target), then renames, then the rest.
+        let mut out: Vec<String> = changes
+            .dropped
+            .iter()
+            .map(|name| {
+                format!(
+                    "ALTER TABLE {sql_name} DROP COLUMN IF EXISTS {}",
+                    ident(name)
+                )
+            })
+            .collect();
+        out.extend(renames(sql_name, &changes.renamed));
         for col in &changes.retyped {
             let ty = self.type_name(col).await?;
             let c = ident(&col.name);
@@ -343,10 +382,13 @@ impl Catalog {
         let get = |i: usize| row.get(i).cloned().flatten();
         let c = ident(&col.name);
         let mut add = format!("ALTER TABLE {sql_name} ADD COLUMN IF NOT EXISTS {c} {ty}");
-        if get(0).as_deref() == Some("true") {
-            if let Some(v) = get(1) {
-                add.push_str(&format!(" DEFAULT {}::{ty}", literal(&v)));
-            }
+        // What the source's existing rows got: the value kept for them (a fast default), else,
+        // when a later rewrite of the table has already cleared it (the replay behind the
+        // source's catalog), the column's default.
+        match (get(0).as_deref() == Some("true"), get(1), get(2)) {
+            (true, Some(v), _) => add.push_str(&format!(" DEFAULT {}::{ty}", literal(&v))),
+            (false, _, Some(expr)) => add.push_str(&format!(" DEFAULT {expr}")),
+            _ => {}
         }
         let mut out = vec![add];
         match get(2) {
@@ -467,6 +509,23 @@ mod tests {
         assert_eq!(replaced.dropped, vec!["v".to_string()]);
         assert_eq!(replaced.added, vec![col("w", 25)]);
         assert!(replaced.renamed.is_empty());
+        // Dropped and added again under its name: a new number.
+        let readded = diff(&old, &old, &then, &numbers(&[("id", 1), ("v", 3)]));
+        assert_eq!(readded.dropped, vec!["v".to_string()]);
+        assert_eq!(readded.added, vec![col("v", 25)]);
+        // A swap goes through temporary names.
+        let swap = renames("t", &[("a".into(), "b".into()), ("b".into(), "a".into())]);
+        assert_eq!(swap.len(), 4);
+        assert!(
+            swap[0].contains(r#"RENAME COLUMN "a" TO "pgdog_rename_0""#),
+            "{}",
+            swap[0]
+        );
+        assert!(
+            swap[3].contains(r#"RENAME COLUMN "pgdog_rename_1" TO "a""#),
+            "{}",
+            swap[3]
+        );
         let retyped = diff(&old, &[col("id", 20), col("v", 1043)], &then, &then);
         assert_eq!(retyped.retyped, vec![col("v", 1043)]);
         let same = diff(&old, &old, &then, &then);

@@ -14,7 +14,7 @@
 //! where the row is still in its state, so verify's delete and this update exclude each other)
 //! and goes on, and verify, finding no `holding` row to delete, reports that its snapshots are
 //! not at one LSN. While holding, the replay keeps its walsender alive with status updates.
-use super::{other, ReplayError};
+use super::{lost, other, ReplayError};
 use crate::backend::server::{Server, ServerTarget};
 use crate::replication::client::{format_lsn, ReplicationClient};
 use crate::replication::pgoutput::parse_lsn;
@@ -65,7 +65,7 @@ impl Hold {
         self.server
             .query_rows(sql)
             .await
-            .map_err(|e| other(format!("verify hold on {}: {sql}: {e}", self.addr)))
+            .map_err(lost(format!("verify hold on {}: {sql}", self.addr)))
     }
 
     /// Reads the request for this stream.
