@@ -67,8 +67,8 @@ impl Proxy {
             install: Install::locate()?,
             _lease: Some(lease),
         };
-        proxy.wait_up("pgdog to accept connections", |_| {
-            TcpStream::connect(("127.0.0.1", port)).is_ok()
+        proxy.wait_up("pgdog to answer an SSLRequest", |_| {
+            answers_ssl_request(port)
         })
     }
 
@@ -213,6 +213,21 @@ impl Drop for Proxy {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Whether pgdog on `port` accepts a connection and answers an SSLRequest (`N` or `S`): its
+/// accept loop runs, not only its listening socket (which exists before the first health
+/// checks, connections queueing in it).
+fn answers_ssl_request(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+    let mut answer = [0u8; 1];
+    s.write_all(&[0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]).is_ok()
+        && s.read_exact(&mut answer).is_ok()
+        && matches!(answer[0], b'N' | b'S')
 }
 
 /// Starts the pgdog binary on `dir`'s pgdog.toml and users.toml, logging to `dir`/pgdog.log.

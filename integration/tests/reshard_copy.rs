@@ -342,8 +342,18 @@ fn copied_live_ids(dest: &Topology) -> std::collections::HashSet<i64> {
 /// Every row committed before `watermark` was copied and none inserted after it; at least
 /// 20 of each kind, so the check had something to check.
 fn assert_watermark(written: &[Written], copied: &std::collections::HashSet<i64>, watermark: u64) {
+    assert_watermarks(written, copied, |_| watermark);
+}
+
+/// [`assert_watermark`] with each row's own watermark (its key range's).
+fn assert_watermarks(
+    written: &[Written],
+    copied: &std::collections::HashSet<i64>,
+    watermark_of: impl Fn(i64) -> u64,
+) {
     let (mut inside, mut outside) = (0, 0);
     for w in written {
+        let watermark = watermark_of(w.id);
         if w.after <= watermark {
             assert!(copied.contains(&w.id), "{w:?} before {watermark:X} missing");
             inside += 1;
@@ -371,12 +381,21 @@ fn sum_of(rows: &[String]) -> (i64, i64) {
         .fold((0, 0), |(c, s), (c2, s2)| (c + c2, s + s2))
 }
 
-/// A table above the (lowered) split threshold is read from the standby in 3 CTID ranges
-/// under one snapshot while a writer keeps inserting on the primary: the destination shards
-/// together hold exactly the source's rows (count and checksum), every row committed before
-/// the watermark and none inserted after it, and the small omnisharded table is read whole.
+/// The bounds of a key range's progress name, `schema.table ["column" lo..hi)`.
+fn range_bounds(name: &str) -> (Option<i64>, Option<i64>) {
+    let inner = &name[name.rfind(" [").expect(name) + 2..name.len() - 1];
+    let (lo, hi) = inner.rsplit_once(' ').unwrap().1.split_once("..").unwrap();
+    let end = |s: &str| (!s.is_empty()).then(|| s.parse::<i64>().unwrap());
+    (end(lo), end(hi))
+}
+
+/// A table above the (lowered) split threshold, whose key is a bigint primary key, is copied
+/// from the standby in key ranges, each under its own snapshot, while a writer keeps inserting
+/// on the primary: the ranges cover every key once, the destination shards together hold
+/// exactly the source's rows (count and checksum), each row committed before its range's
+/// watermark and none inserted after it, and the small omnisharded table is read whole.
 #[test]
-fn copy_data_splits_a_large_table_into_ranges_under_writes() {
+fn copy_data_splits_a_large_table_into_key_ranges_under_writes() {
     use pgdog::reshard::copy::{copy_data_tuned, CopyTuning, TableCopy};
     let (source, dest, dir) = setup(
         "copy-data-split",
@@ -398,7 +417,7 @@ fn copy_data_splits_a_large_table_into_ranges_under_writes() {
 
     let (settings, options) = copy_options(&dir, "split", 3);
     let tuning = CopyTuning {
-        split_bytes: 64 * 1024,
+        split_bytes: 512 * 1024,
     };
     let mut copies: Vec<TableCopy> = Vec::new();
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -412,19 +431,31 @@ fn copy_data_splits_a_large_table_into_ranges_under_writes() {
     stop.store(true, Ordering::SeqCst);
     writer.join().expect("writer");
 
-    let users = copies
+    let mut users: Vec<(Option<i64>, Option<i64>, &TableCopy)> = copies
         .iter()
-        .find(|c| c.table == "public.users")
-        .expect("users copied");
+        .filter(|c| c.table.starts_with("public.users [\"id\" "))
+        .map(|c| {
+            let (lo, hi) = range_bounds(&c.table);
+            (lo, hi, c)
+        })
+        .collect();
+    users.sort_by_key(|(lo, _, _)| *lo);
+    assert!(users.len() >= 3, "{copies:?}");
+    assert_eq!(users.first().unwrap().0, None);
+    assert_eq!(users.last().unwrap().1, None);
+    assert!(users
+        .windows(2)
+        .all(|w| w[0].1.is_some() && w[0].1 == w[1].0));
+    for (_, _, c) in &users {
+        assert_eq!(c.readers, 1, "{c}");
+        assert_eq!(c.source, format!("127.0.0.1:{}", source.standby().port));
+    }
     let kinds = copies
         .iter()
         .find(|c| c.table == "public.kinds")
         .expect("kinds copied");
-    // Three readers unless the kinds copy held one of the three when users started.
-    assert!((2..=3).contains(&users.readers), "{users}");
     assert_eq!(kinds.readers, 1, "{kinds}");
     assert_eq!(kinds.rows, 2);
-    assert_eq!(users.source, format!("127.0.0.1:{}", source.standby().port));
 
     // The rows before the writer: exactly the source's.
     let got = sum_of(
@@ -433,28 +464,33 @@ fn copy_data_splits_a_large_table_into_ranges_under_writes() {
             .collect::<Vec<_>>(),
     );
     assert_eq!(got, expected);
-    // Each shard holds only its own rows (hash of the bigint key, as the proxy places them).
     for s in 0..2 {
         assert_ne!(
             dest.shard(s).psql("SELECT count(*) FROM users").unwrap(),
             "0"
         );
     }
-    // The live rows: by the watermark.
+    // The live rows: by their range's watermark.
     let copied = copied_live_ids(&dest);
-    assert_watermark(&written.lock().unwrap(), &copied, users.watermark);
-    assert_eq!(
-        users.rows as i64,
-        expected.0 + copied.len() as i64,
-        "{users}"
-    );
-    // The watermark row is on both shards.
+    assert_watermarks(&written.lock().unwrap(), &copied, |id| {
+        let (_, _, c) = users
+            .iter()
+            .find(|(lo, hi, _)| lo.is_none_or(|lo| lo <= id) && hi.is_none_or(|hi| id < hi))
+            .expect("a range holds every key");
+        c.watermark
+    });
+    let rows: u64 = users.iter().map(|(_, _, c)| c.rows).sum();
+    assert_eq!(rows as i64, expected.0 + copied.len() as i64);
+    // A watermark row per range, and kinds', on both shards.
     for s in 0..2 {
         assert_eq!(
             dest.shard(s)
-                .psql("SELECT count(*) FROM pgdog_reshard_progress WHERE slot = 'split'")
+                .psql(
+                    "SELECT count(*) FROM pgdog_reshard_progress \
+                     WHERE slot = 'split' AND watermark IS NOT NULL"
+                )
                 .unwrap(),
-            "2"
+            (users.len() + 1).to_string()
         );
     }
     wait_standby_slots_gone(&source);
@@ -480,7 +516,8 @@ fn dropping_copy_data_aborts_its_copies() {
     }
 
     let (settings, options) = copy_options(&dir, "dropped", 2);
-    let tuning = CopyTuning { split_bytes: 8192 };
+    // Whole tables: key ranges would first record their plan in the locked progress table.
+    let tuning = CopyTuning { split_bytes: 0 };
     let standby_url = source.standby().url("postgres");
     let shard1_url = dest.shard(1).url("postgres");
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -530,8 +567,7 @@ fn dropping_copy_data_aborts_its_copies() {
                 .await
                 .expect("activity")
                 .get(0);
-            // The users copy (in ranges) takes the free reader budget, so the kinds copy may
-            // still wait for a reader: one copy blocked at its watermark row is enough.
+            // One copy blocked at its watermark row is enough.
             if waiting >= 1 {
                 break;
             }

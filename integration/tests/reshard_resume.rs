@@ -15,8 +15,8 @@ use crate::reshard_common;
 
 use pgdog::replication::client::parse_lsn;
 use reshard_common::{
-    copy_data_again, count_on, current_lsn, drop_slot, line_starting, replay_until,
-    schema_sync_pre, set_resharding, single_to_two_shards, text, wait_for_no_slots, SRC_DST,
+    copy_data_again, count_on, current_lsn, drop_slot, replay_until, schema_sync_pre,
+    set_resharding, single_to_two_shards, text, wait_for_no_slots, SRC_DST,
 };
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -194,11 +194,39 @@ impl Session {
 
 /// The copy of big waits for the blocker on one shard (after the other tables are done when
 /// `others_copied`).
-fn wait_for_big_to_block(setup: &Setup, copy: &mut Child, others_copied: bool) {
-    let what = if others_copied {
-        "the copy of big to block mid-table"
-    } else {
-        "the copy of big to block"
+/// What must be committed on the destination, besides big being blocked, before the kill.
+#[derive(Clone, Copy, PartialEq)]
+enum Before {
+    /// The other tables (small, events) on shard 1.
+    OtherTables,
+    /// Every key range of big but the blocked one, on both shards.
+    OtherRanges,
+}
+
+/// Key ranges of big on a destination shard: (copied, planned).
+fn big_ranges(setup: &Setup, shard: usize) -> (usize, usize) {
+    let n = |sql: &str| -> usize {
+        setup
+            .shard(shard)
+            .psql(sql)
+            .unwrap_or_default()
+            .parse()
+            .unwrap_or(0)
+    };
+    let ranges = "FROM pgdog_reshard_progress WHERE table_name LIKE 'public.big [%'";
+    (
+        n(&format!(
+            "SELECT count(*) {ranges} AND watermark IS NOT NULL"
+        )),
+        n(&format!("SELECT count(*) {ranges}")),
+    )
+}
+
+fn wait_for_big_to_block(setup: &Setup, copy: &mut Child, before: Option<Before>) {
+    let what = match before {
+        Some(Before::OtherTables) => "the copy of big to block mid-table",
+        Some(Before::OtherRanges) => "big's last key range to block, the others copied",
+        None => "the copy of big to block",
     };
     wait_until(
         what,
@@ -217,14 +245,23 @@ fn wait_for_big_to_block(setup: &Setup, copy: &mut Child, others_copied: bool) {
                     )
                     .is_ok_and(|n| n == "1")
             });
-            let others = !others_copied
-                || setup
-                    .shard(1)
-                    .psql(
-                        "SELECT count(*) FROM pgdog_reshard_progress WHERE table_name <> 'public.big'",
-                    )
-                    .unwrap_or_default()
-                    == "2";
+            let others = match before {
+                None => true,
+                Some(Before::OtherTables) => {
+                    setup
+                        .shard(1)
+                        .psql(
+                            "SELECT count(*) FROM pgdog_reshard_progress \
+                             WHERE table_name NOT LIKE 'public.big%'",
+                        )
+                        .unwrap_or_default()
+                        == "2"
+                }
+                Some(Before::OtherRanges) => (0..2).all(|s| {
+                    let (copied, planned) = big_ranges(setup, s);
+                    planned > 2 && copied + 1 == planned
+                }),
+            };
             Ok(blocked && others)
         },
     )
@@ -235,7 +272,7 @@ fn wait_for_big_to_block(setup: &Setup, copy: &mut Child, others_copied: bool) {
 /// `copy-data --parallel 3` runs until its copy of big blocks on it on the shard the key belongs
 /// to ([`wait_for_big_to_block`]) and is killed; the blockers are released. Nothing of big is
 /// committed, and the killed walsenders take the temporary slots with them.
-fn kill_copy_blocked_in_big(setup: &Setup, others_copied: bool) {
+fn kill_copy_blocked_in_big(setup: &Setup, before: Option<Before>) {
     let mut blockers: Vec<Session> = (0..2).map(|s| Session::open(setup.shard(s))).collect();
     for b in blockers.iter_mut() {
         b.send("BEGIN; INSERT INTO big VALUES (199990, 'blocker');");
@@ -262,7 +299,7 @@ fn kill_copy_blocked_in_big(setup: &Setup, others_copied: bool) {
         &["--publication", "pub", "--slot", "s1", "--parallel", "3"],
         &[],
     );
-    wait_for_big_to_block(setup, &mut copy, others_copied);
+    wait_for_big_to_block(setup, &mut copy, before);
     kill9(&mut copy);
     for b in blockers {
         b.close();
@@ -271,7 +308,10 @@ fn kill_copy_blocked_in_big(setup: &Setup, others_copied: bool) {
         assert_eq!(
             setup
                 .shard(s)
-                .psql("SELECT count(*) FROM pgdog_reshard_progress WHERE table_name = 'public.big'")
+                .psql(
+                    "SELECT count(*) FROM pgdog_reshard_progress WHERE watermark IS NOT NULL \
+                     AND (table_name = 'public.big' OR table_name LIKE 'public.big [%..)')"
+                )
                 .unwrap(),
             "0",
             "big was not committed on shard {s}"
@@ -289,7 +329,7 @@ fn copy_killed_mid_table_resumes() {
     let setup = Setup::new("copy", ROWS_TO_COPY);
     // An uncommitted row with a key near the end of `big` on both destination shards: the copy
     // blocks on it on the shard the key belongs to.
-    kill_copy_blocked_in_big(&setup, true);
+    kill_copy_blocked_in_big(&setup, Some(Before::OtherTables));
 
     // A kill between two shards' commits: small committed on shard 0 only.
     setup
@@ -517,20 +557,31 @@ fn atomic_replay_aborted_between_prepare_and_commit_resumes() {
     setup.drop_slot();
 }
 
-/// A table read in CTID ranges (`[resharding] copy_split_bytes` lowered) killed while one range's
-/// rows block on a destination shard: nothing of it is committed, the temporary slot goes, and
-/// the rerun copies it whole again (in ranges) so that source and destination match.
+/// A table copied in key ranges (`[resharding] copy_split_bytes` lowered; its key is a bigint
+/// primary key), killed while its last range blocks on a destination shard, after its other
+/// ranges committed: the rerun copies only the last range again (the others are "already
+/// copied", each with its own watermark), and source and destination match after the replay,
+/// which skips each change by its key range's watermark.
 #[test]
 fn copy_killed_mid_split_table_resumes() {
     let setup = Setup::new("copy-split", ROWS_TO_COPY);
-    set_resharding(&setup.dir, "copy_split_bytes = 65536");
-    // An uncommitted row with a key in the last range of `big` on both destination shards;
-    // several readers of big are (or were) connected to the source under the same snapshot.
-    kill_copy_blocked_in_big(&setup, false);
-
+    // big is about 17 MiB: 5 key ranges.
+    set_resharding(&setup.dir, "copy_split_bytes = 4194304");
+    kill_copy_blocked_in_big(&setup, Some(Before::OtherRanges));
+    let (copied, planned) = big_ranges(&setup, 0);
+    assert_eq!(copied + 1, planned);
+    // Changes while no copy runs: above the copied ranges' watermarks, below the last one's
+    // (copied again next); keys moving between two copied ranges, from a copied range into
+    // the last one and from the last one into a copied one.
     setup
         .primary()
-        .psql("DELETE FROM big WHERE id BETWEEN 1000 AND 1100")
+        .psql(
+            "DELETE FROM big WHERE id BETWEEN 1000 AND 1100; \
+             UPDATE big SET pad = 'moved', id = id - 59000 WHERE id BETWEEN 60000 AND 60010; \
+             UPDATE big SET pad = 'out', id = id + 300000 WHERE id BETWEEN 2000 AND 2010; \
+             UPDATE big SET id = -id WHERE id BETWEEN 199000 AND 199005; \
+             INSERT INTO big VALUES (250000, 'new')",
+        )
         .unwrap();
     let output = copy_data_again(
         &setup.dir,
@@ -538,15 +589,19 @@ fn copy_killed_mid_split_table_resumes() {
         &["--slot", "s1", "--parallel", "4"],
     );
     assert!(output.contains("slot s1 reused"), "{output}");
-    // 4 readers for at most 3 tables at once: big gets at least one extra, so 2 to 4 ranges.
-    let big = line_starting(&output, "table public.big: ");
-    assert!(big.starts_with("table public.big: 199899 rows"), "{output}");
-    assert!(
-        [" in 2 ranges", " in 3 ranges", " in 4 ranges"]
-            .iter()
-            .any(|r| big.ends_with(r)),
-        "{output}"
-    );
+    let again: Vec<&str> = output
+        .lines()
+        .filter(|l| l.starts_with("table public.big ["))
+        .collect();
+    assert_eq!(again.len(), planned, "{output}");
+    let skipped = again.iter().filter(|l| l.ends_with(": already copied"));
+    assert_eq!(skipped.count(), copied, "{output}");
+    let last = again
+        .iter()
+        .find(|l| !l.ends_with(": already copied"))
+        .expect("the last range copied again");
+    assert!(last.contains("..): "), "the unbounded last range: {output}");
+    assert_eq!(big_ranges(&setup, 1), (planned, planned));
 
     let lsn = setup.current_lsn();
     let out = setup.replay_until(&lsn);

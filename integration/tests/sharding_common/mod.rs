@@ -75,13 +75,37 @@ pub fn start_proxy(topo: &Topology, general: &str, tables: &str) -> Proxy {
 }
 
 pub async fn connect_str(conninfo: &str) -> Client {
-    let (client, connection) = tokio_postgres::connect(conninfo, tokio_postgres::NoTls)
-        .await
-        .unwrap_or_else(|e| panic!("connect {conninfo}: {}", err_text(&e)));
+    let (client, connection) = match tokio_postgres::connect(conninfo, tokio_postgres::NoTls).await
+    {
+        Ok(c) => c,
+        // A reset of the TCP handshake itself (once seen in CI, cause not found): what the
+        // sockets of the port looked like, then one more try. A refusal or an error from
+        // pgdog still fails the test.
+        Err(e) if err_text(&e).contains("error connecting to server: Connection reset") => {
+            eprintln!(
+                "connect {conninfo}: {}; sockets:\n{}",
+                err_text(&e),
+                sockets()
+            );
+            tokio_postgres::connect(conninfo, tokio_postgres::NoTls)
+                .await
+                .unwrap_or_else(|e| panic!("connect {conninfo} (2nd try): {}", err_text(&e)))
+        }
+        Err(e) => panic!("connect {conninfo}: {}", err_text(&e)),
+    };
     tokio::spawn(async move {
         let _ = connection.await;
     });
     client
+}
+
+/// `ss -tanpo` (every TCP socket of the machine), for a failure report.
+fn sockets() -> String {
+    std::process::Command::new("ss")
+        .arg("-tanpo")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_else(|e| format!("ss: {e}"))
 }
 
 /// A client through pgdog.

@@ -66,7 +66,7 @@ use crate::router::copy::CopyFormat;
 use crate::router::schema::{Schema, TableSharding};
 use bytes::Bytes;
 use futures_util::stream::{self, StreamExt};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, Semaphore};
@@ -74,9 +74,11 @@ use tokio::task::JoinSet;
 
 mod format;
 mod plan;
+mod ranges;
 mod shards;
 mod table;
 pub use format::*;
+pub(crate) use ranges::KeyRange;
 pub(crate) use shards::*;
 use table::copy_table;
 
@@ -245,13 +247,23 @@ struct Job {
     from_replica: bool,
     /// Destination shards to write (those without this copy's watermark yet).
     targets: Vec<usize>,
-    /// The table's heap size on its source shard (`pg_relation_size`).
+    /// The table's heap size on its source shard (`pg_relation_size`); a key range's share.
     size: u64,
+    /// The key range copied ([`ranges`]); None: the whole table.
+    range: Option<KeyRange>,
 }
 
 impl Job {
     fn display(&self) -> String {
         format!("{}.{}", self.schema, self.name)
+    }
+
+    /// The name of its progress row and display line: the table's, or its key range's.
+    fn progress_name(&self) -> String {
+        match &self.range {
+            Some(r) => r.progress_name(&self.display()),
+            None => self.display(),
+        }
     }
 
     fn sql_name(&self) -> String {
@@ -495,6 +507,7 @@ async fn jobs(
                 from_replica: false,
                 targets: (0..dest_shards).collect(),
                 size: sizes[shard][i],
+                range: None,
             });
         }
     }
@@ -531,7 +544,6 @@ pub async fn copy_data_tuned(
     let format_mode = FormatMode::from_settings(&settings.config.resharding);
 
     let mut jobs = jobs(&sources, &dest_schema, dests.len(), options).await?;
-    plan::assign_servers(&mut jobs, &sources);
 
     let formats = Arc::new(FormatPlan::load(format_mode, &dests).await?);
 
@@ -546,16 +558,18 @@ pub async fn copy_data_tuned(
                 .map_err(server_err(&t.addr(), "creating the progress tables"))?;
             server.terminate().await;
         }
+        // Large tables with an integer key: one job per key range (planned once, resumed).
+        jobs = ranges::split_by_key(jobs, &sources, &dests, slot, tuning.split_bytes).await?;
         // Resume: each destination shard that has a copy's watermark row has all of it.
         let keys: Vec<String> = (0..sources.len()).map(|s| progress_key(slot, s)).collect();
         let done = copied_tables(&dests, &keys).await?;
         jobs.retain_mut(|job| {
-            let key = (progress_key(slot, job.source_shard), job.display());
+            let key = (progress_key(slot, job.source_shard), job.progress_name());
             job.targets = (0..dests.len())
                 .filter(|&d| !done[d].contains(&key))
                 .collect();
             if job.targets.is_empty() {
-                skipped.push(TableCopy::skipped(job.display(), job.source_shard));
+                skipped.push(TableCopy::skipped(job.progress_name(), job.source_shard));
             }
             !job.targets.is_empty()
         });
@@ -602,6 +616,7 @@ pub async fn copy_data_tuned(
         done.push(copy);
     }
 
+    plan::assign_servers(&mut jobs, &sources);
     // `parallel` reader connections per source server, so every replica works.
     let parallel = options.parallel.max(1);
     let budgets = plan::budgets(&jobs, parallel, tuning);

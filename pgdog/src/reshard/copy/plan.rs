@@ -81,6 +81,7 @@ mod tests {
             from_replica: false,
             targets: vec![0],
             size,
+            range: None,
         }
     }
 

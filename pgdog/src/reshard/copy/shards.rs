@@ -148,7 +148,10 @@ pub(crate) async fn copied_tables(
         .map(|k| literal(k))
         .collect::<Vec<_>>()
         .join(", ");
-    let sql = format!("SELECT slot, table_name FROM pgdog_reshard_progress WHERE slot IN ({keys})");
+    let sql = format!(
+        "SELECT slot, table_name FROM pgdog_reshard_progress \
+         WHERE slot IN ({keys}) AND watermark IS NOT NULL"
+    );
     let mut out = Vec::with_capacity(dests.len());
     for t in dests {
         let mut server = connect(t).await?;

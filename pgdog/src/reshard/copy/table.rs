@@ -118,6 +118,17 @@ async fn join_copy(mut tasks: Tasks, table: &str) -> Result<(Vec<Sink>, ReadCoun
     Ok((sinks, read))
 }
 
+/// The COPY reading one key range of a table.
+fn key_range_sql(job: &Job, range: &KeyRange, format: CopyFormat) -> String {
+    format!(
+        "COPY (SELECT {} FROM {} WHERE {}) TO STDOUT (FORMAT {})",
+        job.column_list(),
+        job.sql_name(),
+        range.condition(),
+        format_option(format)
+    )
+}
+
 /// Each shard commits its rows with its watermark row (with a slot): atomic per shard.
 async fn commit_sinks(
     mut sinks: Vec<Sink>,
@@ -131,7 +142,7 @@ async fn commit_sinks(
              VALUES ({}, {}, {}) ON CONFLICT (slot, table_name) \
              DO UPDATE SET watermark = EXCLUDED.watermark",
             literal(&progress_key(slot, job.source_shard)),
-            literal(&job.display()),
+            literal(&job.progress_name()),
             literal(&format_lsn(watermark))
         );
         for sink in sinks.iter_mut() {
@@ -165,7 +176,7 @@ pub(super) async fn copy_table(
     budget: ReaderBudget,
     formats: Arc<FormatPlan>,
 ) -> Result<TableCopy, CopyDataError> {
-    let table = job.display();
+    let table = job.progress_name();
     let src_addr = job.source.addr();
     let _first =
         budget
@@ -180,7 +191,15 @@ pub(super) async fn copy_table(
     let mut reader = connect(&job.source).await?;
     let stats = table_stats(&mut reader, &job, &src_addr).await?;
     let format = formats.format(stats.source_version, &job.targets);
-    let extra = extra_readers(&budget, &stats);
+    // A key range is one job of its own: its table's other ranges are the other readers.
+    let extra = match job.range {
+        Some(_) => None,
+        None => extra_readers(&budget, &stats),
+    };
+    let estimate = match &job.range {
+        Some(r) => stats.estimate / r.of.max(1) as u64,
+        None => stats.estimate,
+    };
     let ranges = 1 + extra.as_ref().map(|p| p.num_permits()).unwrap_or(0);
 
     let role = if job.from_replica {
@@ -192,7 +211,7 @@ pub(super) async fn copy_table(
         let server = format!("{role} {src_addr}");
         (
             p.clone(),
-            p.add_table(&table, job.source_shard, stats.estimate, &server),
+            p.add_table(&table, job.source_shard, estimate, &server),
         )
     });
     if let Some((p, i)) = &tracker {
@@ -244,7 +263,10 @@ pub(super) async fn copy_table(
         let reader = Reader {
             server,
             addr: src_addr.clone(),
-            sql: copy_out_sql(&job.sql_name(), &job.column_list(), range, format),
+            sql: match &job.range {
+                Some(r) => key_range_sql(&job, r, format),
+                None => copy_out_sql(&job.sql_name(), &job.column_list(), range, format),
+            },
             format,
             table: table.clone(),
             dest: job.dest.clone(),

@@ -31,6 +31,7 @@ fn copy_statements() {
         from_replica: false,
         targets: vec![0, 1],
         size: 0,
+        range: None,
     };
     assert_eq!(
         copy_out_sql(

@@ -328,12 +328,19 @@ pub(super) async fn open_destination(
             "SELECT table_name, watermark::text FROM pgdog_reshard_progress WHERE slot = {key_lit}"
         );
         for r in rows(&mut server, &addr, &sql).await? {
-            if let [Some(table), Some(lsn)] = r.as_slice() {
-                let lsn = parse_lsn(lsn)
-                    .ok_or_else(|| other(format!("bad watermark {lsn} for {table}")))?;
+            // A key range planned but not copied yet has no watermark: kept, so the replay
+            // knows the table's ranges and refuses it until they are all copied.
+            if let [Some(table), lsn] = r.as_slice() {
+                let lsn = match lsn {
+                    Some(l) => Some(
+                        parse_lsn(l)
+                            .ok_or_else(|| other(format!("bad watermark {l} for {table}")))?,
+                    ),
+                    None => None,
+                };
                 watermarks
                     .entry(table.clone())
-                    .or_insert_with(|| vec![None; dests.len()])[index] = Some(lsn);
+                    .or_insert_with(|| vec![None; dests.len()])[index] = lsn;
             }
         }
         let sql = format!("SELECT lsn::text FROM pgdog_reshard_position WHERE slot = {key_lit}");

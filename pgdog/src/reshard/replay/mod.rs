@@ -70,6 +70,7 @@ mod ddl;
 mod dest;
 mod hold;
 mod identity;
+mod ranges;
 mod stream;
 mod table;
 use commit::*;
@@ -330,6 +331,20 @@ impl Applier {
         Ok(())
     }
 
+    /// Applies one change's `(shard, statement)` pairs, each already known to be needed.
+    async fn apply_needed(
+        &mut self,
+        txn: &mut Txn,
+        ops: Vec<(usize, Stmt)>,
+    ) -> Result<(), ReplayError> {
+        let applied = !ops.is_empty();
+        for (shard, stmt) in ops {
+            self.send(txn, shard, &stmt).await?;
+        }
+        self.count(txn, applied);
+        Ok(())
+    }
+
     /// Counts a change as applied (on some shard) or skipped (every shard has it).
     fn count(&mut self, txn: &mut Txn, applied: bool) {
         if applied {
@@ -339,8 +354,11 @@ impl Applier {
         }
     }
 
-    /// An UPDATE: in place when the row stays on its shards, else a DELETE where it was and an
-    /// upsert where it goes.
+    /// An UPDATE, on each shard holding the row before or after it: in place where the old
+    /// row is and the new one goes (both needed there), else a DELETE where only the old row
+    /// was and an upsert where only the new one goes. "Needed" is by the copy watermark of
+    /// each row's key range (the table's when copied whole, then the same for both), so a key
+    /// moving between key ranges is exact too.
     async fn update(
         &mut self,
         txn: &mut Txn,
@@ -349,6 +367,7 @@ impl Applier {
         new: TupleData,
     ) -> Result<(), ReplayError> {
         let n = self.shards.len();
+        let lsn = txn.final_lsn;
         let t = self.table(relation)?;
         if t.ignored {
             self.summary.skipped += 1;
@@ -357,49 +376,29 @@ impl Applier {
         if t.identity_lacks_key() {
             return self.update_by_identity(txn, relation, old, new).await;
         }
+        let old_tuple = old.as_ref().map(|o| o.tuple()).unwrap_or(&new);
         let new_shards = t.shards_of(&new, n)?;
-        let old_shards = match &old {
-            Some(o) => t.shards_of(o.tuple(), n)?,
-            None => new_shards.clone(),
-        };
-        let wh = t.match_values(old.as_ref().map(|o| o.tuple()).unwrap_or(&new))?;
-        let ops = if old_shards == new_shards {
-            let set = t.values(&new)?;
-            let stmt = t.update(&set, &wh);
-            new_shards.into_iter().map(|s| (s, stmt.clone())).collect()
-        } else {
-            // The row moves: DELETE on the old shard, upsert on the new one, with
-            // unchanged TOAST values taken from the full old row when sent.
-            let mut row = new.clone();
-            if let Some(OldTuple::Full(o)) = &old {
-                for (i, v) in row.columns.iter_mut().enumerate() {
-                    if *v == ColumnValue::Unchanged {
-                        *v = o.columns.get(i).cloned().unwrap_or(ColumnValue::Unchanged);
-                    }
-                }
-            }
-            let values = t.values(&row)?;
-            if values.len() != row.columns.len() {
-                return Err(other(format!(
-                    "table {}: a row moving to another shard has unchanged TOAST \
-                     values the source did not send: use REPLICA IDENTITY FULL",
-                    t.name
-                )));
-            }
-            let delete = t.delete(&wh);
-            let insert = t.upsert(&values);
-            let mut ops: Vec<(usize, Stmt)> = old_shards
-                .into_iter()
-                .map(|s| (s, delete.clone()))
-                .collect();
-            ops.extend(new_shards.into_iter().map(|s| (s, insert.clone())));
-            ops
-        };
-        let wm = t.watermarks.clone();
-        self.apply(txn, &wm, ops).await
+        let old_shards = t.shards_of(old_tuple, n)?;
+        let (old_marks, new_marks) = (t.marks(old_tuple)?, t.marks(&new)?);
+        let wh = t.match_values(old_tuple)?;
+        let shards: BTreeSet<usize> = old_shards.iter().chain(&new_shards).copied().collect();
+        let mut ops = Vec::new();
+        for s in shards {
+            let was = old_shards.contains(&s) && self.needs(&old_marks, s, lsn);
+            let goes = new_shards.contains(&s) && self.needs(&new_marks, s, lsn);
+            let stmt = match (was, goes) {
+                (true, true) => t.update(&t.values(&new)?, &wh),
+                (true, false) => t.delete(&wh),
+                (false, true) => moved_row(t, &new, old.as_ref())?,
+                (false, false) => continue,
+            };
+            ops.push((s, stmt));
+        }
+        self.apply_needed(txn, ops).await
     }
 
-    /// A TRUNCATE: on every shard whose copy of the table is older than it.
+    /// A TRUNCATE: on every shard whose copy of the table is older than it (of a table copied
+    /// in key ranges, a DELETE of each range older than it, when some are newer).
     async fn truncate(
         &mut self,
         txn: &mut Txn,
@@ -409,6 +408,7 @@ impl Applier {
         let n = self.shards.len();
         // Per destination shard: the tables whose copy there is older than this.
         let mut names: Vec<Vec<String>> = vec![Vec::new(); n];
+        let mut deletes = Vec::new();
         for oid in relations {
             let t = self.table(oid)?;
             if t.ignored {
@@ -422,16 +422,31 @@ impl Applier {
                     t.name, self.source_shard
                 )));
             }
+            let lsn = txn.final_lsn;
             for (shard, list) in names.iter_mut().enumerate() {
-                if t.watermarks
-                    .get(shard)
-                    .is_none_or(|&wm| txn.final_lsn >= wm)
-                {
+                let Some(ranges) = &t.ranges else {
+                    if t.watermarks.get(shard).is_none_or(|&wm| lsn >= wm) {
+                        list.push(t.sql_name.clone());
+                    }
+                    continue;
+                };
+                // Copied in key ranges: only the ranges whose copy is older than this.
+                let older: Vec<_> = ranges
+                    .all()
+                    .iter()
+                    .filter(|(_, wm)| wm.get(shard).is_none_or(|&wm| lsn >= wm))
+                    .collect();
+                if older.len() == ranges.all().len() {
                     list.push(t.sql_name.clone());
+                } else {
+                    for (range, _) in older {
+                        let sql = format!("DELETE FROM {} WHERE {}", t.sql_name, range.condition());
+                        deletes.push((shard, plain(&sql)));
+                    }
                 }
             }
         }
-        let mut ops = Vec::new();
+        let mut ops = deletes;
         for (shard, list) in names.into_iter().enumerate() {
             if list.is_empty() {
                 continue;
@@ -563,7 +578,7 @@ impl Applier {
                 let shards = t.shards_of(&new, n)?;
                 t.check_owned(&shards, self.source_shard)?;
                 let ops = shards.into_iter().map(|s| (s, stmt.clone())).collect();
-                let wm = t.watermarks.clone();
+                let wm = t.marks(&new)?;
                 self.apply(txn, &wm, ops).await
             }
             LogicalMessage::Update {
@@ -581,7 +596,7 @@ impl Applier {
                 let shards = t.shards_of(old.tuple(), n)?;
                 let stmt = t.delete(&t.match_values(old.tuple())?);
                 let ops = shards.into_iter().map(|s| (s, stmt.clone())).collect();
-                let wm = t.watermarks.clone();
+                let wm = t.marks(old.tuple())?;
                 self.apply(txn, &wm, ops).await
             }
             LogicalMessage::Truncate {
@@ -755,6 +770,28 @@ pub async fn replay(
     }
     total.last_lsn = total.last_lsns.first().copied().unwrap_or(0);
     Ok(total)
+}
+
+/// The upsert of an UPDATE's new row where the old row is not (another shard, or a key range
+/// whose copy lacks it): unchanged TOAST values taken from the full old row when sent.
+fn moved_row(t: &Table, new: &TupleData, old: Option<&OldTuple>) -> Result<Stmt, ReplayError> {
+    let mut row = new.clone();
+    if let Some(OldTuple::Full(o)) = old {
+        for (i, v) in row.columns.iter_mut().enumerate() {
+            if *v == ColumnValue::Unchanged {
+                *v = o.columns.get(i).cloned().unwrap_or(ColumnValue::Unchanged);
+            }
+        }
+    }
+    let values = t.values(&row)?;
+    if values.len() != row.columns.len() {
+        return Err(other(format!(
+            "table {}: a row moving to another shard or key range has unchanged TOAST \
+             values the source did not send: use REPLICA IDENTITY FULL",
+            t.name
+        )));
+    }
+    Ok(t.upsert(&values))
 }
 
 #[cfg(test)]

@@ -35,8 +35,10 @@ pub(super) struct Table {
     pub(super) full: bool,
     pub(super) dest: Destination,
     /// The copy watermark on each destination shard (they differ when a resumed copy wrote
-    /// some shards later than others); empty when `ignored`.
+    /// some shards later than others); empty when `ignored` or copied in key ranges.
     pub(super) watermarks: Arc<[u64]>,
+    /// Copied in key ranges: each range's watermarks ([`Table::marks`]).
+    pub(super) ranges: Option<Arc<super::ranges::RangeMarks>>,
     /// The SQL text and parameter types of each statement shape seen so far.
     pub(super) shapes: parking_lot::Mutex<HashMap<ShapeKey, Shape>>,
     /// An omnisharded table seen on a source shard other than 0: shard 0's stream applies its
@@ -71,7 +73,11 @@ impl Table {
         let columns: Vec<String> = rel.columns.iter().map(|c| c.name.clone()).collect();
         let dest = destination(schema, database, &rel.namespace, &rel.name, &columns)?;
         let ignored = source_shard > 0 && matches!(dest, Destination::Everywhere);
-        let watermarks = if ignored {
+        let ranges = match ignored {
+            true => None,
+            false => super::ranges::RangeMarks::load(&name, &columns, watermarks, key)?,
+        };
+        let watermarks = if ignored || ranges.is_some() {
             Vec::new()
         } else {
             let found = watermarks.get(&name).cloned().unwrap_or_default();
@@ -114,11 +120,19 @@ impl Table {
             columns,
             dest,
             watermarks: watermarks.into(),
+            ranges: ranges.map(Arc::new),
             ignored,
             shape: super::ddl::shape(rel),
             shapes: parking_lot::Mutex::new(HashMap::new()),
             owned: None,
         };
+        if t.ranges.is_some() && t.identity_lacks_key() {
+            return Err(other(format!(
+                "table {}: copied in key ranges, but its replica identity no longer holds the \
+                 sharding key: copy it again",
+                t.name
+            )));
+        }
         if let Some(source) = source.filter(|_| t.identity_lacks_key()) {
             t.owned = Some(t.owned_shards(rel, source, source_shard)?.into());
         }
@@ -260,6 +274,15 @@ impl Table {
     /// `id` primary key on a table sharded by `customer_id`): then the old row of an UPDATE or
     /// DELETE never says which shard holds it, and they are applied by identity on every shard
     /// (`identity.rs`). REPLICA IDENTITY FULL sends the whole old row, key included.
+    /// The copy watermarks (per destination shard) that decide whether a change to the row
+    /// `tuple` is needed: its key range's, or the table's.
+    pub(super) fn marks(&self, tuple: &TupleData) -> Result<Arc<[u64]>, ReplayError> {
+        match &self.ranges {
+            Some(r) => r.of(&self.name, tuple),
+            None => Ok(self.watermarks.clone()),
+        }
+    }
+
     pub(super) fn identity_lacks_key(&self) -> bool {
         match &self.dest {
             Destination::ByKey(_, index) => !self.full && !self.key.contains(index),
