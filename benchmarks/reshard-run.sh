@@ -229,6 +229,76 @@ for i in $(seq 1 "$RUNS"); do
     ORDER2+=("two replicas, one replica")
   fi
 done
+
+# 1c. One large table vs the same rows as 4 tables, copied with a slot (then a table over
+# copy_split_bytes, 64 MiB, is copied in key ranges: each range its own job, snapshot, replica
+# and watermark), with 1, 2 and 4 readers per server and 1 and 2 replicas.
+say "the rows of big as 4 tables"
+quarter=$(((ROWS + 3) / 4))
+for q in 1 2 3 4; do
+  src "CREATE TABLE big_q$q (LIKE big INCLUDING ALL)"
+  src "INSERT INTO big_q$q SELECT * FROM big WHERE id > $(((q - 1) * quarter)) AND id <= $((q * quarter))"
+  src "VACUUM (FREEZE, ANALYZE) big_q$q"
+  for config in "$WORK/pgdog.toml" "$WORK/pgdog2.toml"; do
+    toml_entry sharded_tables database=dst name="big_q$q" column=id data_type=bigint >> "$config"
+  done
+done
+QUARTERS="big_q1, big_q2, big_q3, big_q4"
+src "CREATE PUBLICATION pub_split1 FOR TABLE big"
+src "CREATE PUBLICATION pub_split4 FOR TABLE $QUARTERS"
+src "CHECKPOINT"
+standby_caught_up
+lsn=$(src "SELECT pg_current_wal_insert_lsn()")
+wait_for "the second standby to replay up to $lsn" 900 stb2 "SELECT pg_last_wal_replay_lsn() >= '$lsn'::pg_lsn"
+for q in 1 2 3 4; do
+  stb "SELECT count(*) FROM big_q$q" > /dev/null
+  stb2 "SELECT count(*) FROM big_q$q" > /dev/null
+done
+pd schema-sync --from-database src --to-database dst --publication pub_split4 --phase pre \
+  > "$WORK/schema-sync-split.log" 2>&1 || die "schema-sync (split): $(cat "$WORK/schema-sync-split.log")"
+SPLIT_RUNS=()
+run_split() {
+  local readers=$1 replicas=$2 tables=$3 config=$WORK/pgdog.toml pub=pub_split1 t0 t1 rows=0 ranges servers
+  local log="$WORK/split-$1-$2-$3.log"
+  [ "$replicas" = 1 ] || config=$WORK/pgdog2.toml
+  [ "$tables" = 1 ] || pub=pub_split4
+  each_shard "TRUNCATE big, $QUARTERS; DROP TABLE IF EXISTS pgdog_reshard_progress, pgdog_reshard_position, pgdog_reshard_hold"
+  each_shard "CHECKPOINT"
+  for check in stb stb2; do
+    wait_for "the temporary slots to go" 60 "$check" \
+      "SELECT count(*) = 0 FROM pg_replication_slots WHERE slot_type = 'logical'"
+  done
+  say "copy-data of $tables table(s), $readers reader(s) per server, $replicas replica(s)"
+  t0=$(now)
+  "$PGDOG" copy-data --config "$config" --users "$WORK/users.toml" --from-database src \
+    --to-database dst --publication "$pub" --slot bench_split --parallel "$readers" > "$log" 2>&1 ||
+    die "copy-data ($tables tables, $readers readers, $replicas replicas): $(cat "$log")"
+  t1=$(now)
+  src "SELECT pg_drop_replication_slot('bench_split')" > /dev/null
+  for p in "${SHARDS[@]}"; do
+    rows=$((rows + $(psql_at "$p" -c "SELECT (SELECT count(*) FROM big) + (SELECT count(*) FROM big_q1) + (SELECT count(*) FROM big_q2) + (SELECT count(*) FROM big_q3) + (SELECT count(*) FROM big_q4)")))
+  done
+  [ "$rows" = "$ROWS" ] || die "copy-data ($tables tables, $readers readers): $rows rows, the source $ROWS"
+  ranges=$(grep -c '^table public\.big.* \["id" ' "$log" || true)
+  servers=$(grep -o '(read from 127\.0\.0\.1:[0-9]*)' "$log" | sort -u | wc -l)
+  [ "$servers" = "$replicas" ] || die "copy-data read from $servers servers, not $replicas: $(cat "$log")"
+  SPLIT_RUNS+=("$readers $replicas $tables $(elapsed "$t0" "$t1") $ranges")
+}
+for readers in 1 2 4; do
+  for replicas in 1 2; do
+    if [ $(((readers + replicas) % 2)) = 0 ]; then
+      run_split "$readers" "$replicas" 1
+      run_split "$readers" "$replicas" 4
+    else
+      run_split "$readers" "$replicas" 4
+      run_split "$readers" "$replicas" 1
+    fi
+  done
+done
+each_shard "DROP TABLE IF EXISTS pgdog_reshard_progress, pgdog_reshard_position, pgdog_reshard_hold"
+src "DROP PUBLICATION pub_split1; DROP PUBLICATION pub_split4; DROP TABLE $QUARTERS"
+each_shard "DROP TABLE $QUARTERS"
+
 stop_standby2
 trap - EXIT
 src "SELECT pg_drop_replication_slot('standby2')" > /dev/null
@@ -374,6 +444,7 @@ export PARTS REPLAY_ARGS SLOT SIZE_MB RUNS APPLY_SECONDS CLIENTS SCALE ROWS BYTE
   BACKLOG_SECONDS B0 B1 TB0 TB1
 export PGDOG_T_LIST="${PGDOG_T[*]}" PIPE_T_LIST="${PIPE_T[*]}" ORDER_LIST="$(IFS=';'; echo "${ORDER[*]}")"
 export ONE_T_LIST="${ONE_T[*]}" TWO_T_LIST="${TWO_T[*]}" ORDER2_LIST="$(IFS=';'; echo "${ORDER2[*]}")" BYTES2
+export SPLIT_LIST="$(IFS=';'; echo "${SPLIT_RUNS[*]}")"
 case "$PGDOG_TOPOLOGY_DIR" in
   /dev/shm/*) STORAGE=tmpfs ;;
   *) STORAGE=disk ;;
@@ -487,6 +558,23 @@ if copied:
                           two_row("pgdog copy-data, 2 replicas → 2 shards", two)])
     two_ratio = min(one) / min(two)
     order2_text = "; ".join(f"{i + 1}: {o}" for i, o in enumerate(e["ORDER2_LIST"].split(";")))
+split_rows = []
+split_ok = True
+if copied:
+    runs = {}
+    for item in filter(None, e["SPLIT_LIST"].split(";")):
+        readers, replicas, tables, secs, ranges = item.split()
+        runs[(int(readers), int(replicas), int(tables))] = (float(secs), int(ranges))
+    for readers in (1, 2, 4):
+        for replicas in (1, 2):
+            one_t, one_n = runs[(readers, replicas, 1)]
+            four_t, four_n = runs[(readers, replicas, 4)]
+            vs_four, vs_pipe = one_t / four_t, (size / MIB / one_t) / pipe_mibs
+            split_ok = split_ok and vs_four <= 1.1 and vs_pipe >= 1.5
+            split_rows.append(
+                f"| {readers} | {replicas} | {one_t:.2f} ({one_n} ranges) | {four_t:.2f} ({four_n} ranges) "
+                f"| {vs_four:.2f}x {'✓' if vs_four <= 1.1 else '✗'} | {size / MIB / one_t:,.1f} "
+                f"| {vs_pipe:.2f}x {'✓' if vs_pipe >= 1.5 else '✗'} |")
 pg_row = copy_row("pgdog copy-data, standby → 2 shards", pg_best, pg)
 pipe_row = copy_row("COPY TO \\| COPY FROM pipe, standby → 1 server", pipe_best, pipe)
 order_text = "; ".join(f"{i + 1}: {o}" for i, o in enumerate(e["ORDER_LIST"].split(";")))
@@ -544,6 +632,23 @@ Runs in order: {order2_text}.
 Two replicas / one replica: **{two_ratio:.2f}x**. On these 2 cores the servers, pgdog and both
 standbys share the same CPUs, so a second replica adds readers but no CPU; the ratio shows what
 is left, not what a machine with a core per server would gain.
+
+## Copy: one large table vs the same rows as 4 tables, in key ranges
+
+`big` alone vs `big_q1` .. `big_q4` (`LIKE big INCLUDING ALL`, a quarter of its rows each, by
+id), each copied with `pgdog copy-data --slot bench_split --parallel R` (R readers per server read
+from) with one replica configured, then both standbys. With a slot, a table over
+`copy_split_bytes` (64 MiB) is copied in key ranges of its bigint primary key: each range is a
+job of its own, with its own temporary slot and snapshot on the replica it is given, and its own
+watermark row. The destinations are truncated, their progress tables dropped and the permanent
+slot dropped between runs; the time includes creating it. The ratio to the pipe compares MiB/s
+with the single `COPY` pipe of the first table above.
+
+| readers per server | replicas | 1 table: seconds | 4 tables: seconds | 1 table / 4 tables (≤ 1.1x) | 1 table: MiB/s | 1 table × the pipe (≥ 1.5x) |
+|---|---|---|---|---|---|---|
+""" + "\n".join(split_rows) + f"""
+
+Targets, in every row: {met(split_ok)}.
 
 """ if copied else ""
 

@@ -5,6 +5,8 @@
 #      standby, each RUNS times in alternating order (MB/s, rows/s, ratio);
 #   1b. two tables (big and a copy) with one replica configured vs two (a second standby made
 #      with pg_basebackup): copy-data MiB/s, ratio two / one and to the pipe;
+#   1c. one table (big) vs the same rows as 4 tables, copied with a slot (key ranges), with 1, 2
+#      and 4 readers per server and 1 and 2 replicas: seconds, ratio one / four, ratio to the pipe;
 #   2. apply: `pgdog replay` keeping 2 shards in step with the source primary while pgbench
 #      (tpcb-like, CLIENTS clients, APPLY_SECONDS seconds, scale SCALE) writes to it: source vs
 #      applied transactions/s, replication lag over time, catch-up time.

@@ -70,6 +70,7 @@ mod reshard_verify_live;
 mod server_tls;
 mod sharding_batches;
 mod sharding_behaviour;
+mod sharding_buckets;
 mod sharding_differential;
 mod sharding_dry_run;
 mod sharding_explain;

@@ -272,7 +272,8 @@ async fn admin(client: &tokio_postgres::Client, sql: &str) -> Result<Vec<Vec<Str
 }
 
 /// `app` on the source primary and its standby (a replica), `app_new` on the 3 destination
-/// shards, items and accounts sharded in both, the admin database and the metrics endpoint.
+/// shards, items and accounts sharded in both, the admin database and the metrics endpoint;
+/// tables over 64 KiB copied in key ranges.
 fn one_to_three_config(source: &Topology, dest: &Topology, metrics_port: u16) -> String {
     let mut config = format!(
         "admin_password = \"{ADMIN_PASSWORD}\"\nopenmetrics_port = {metrics_port}\n\n\
@@ -296,11 +297,13 @@ fn one_to_three_config(source: &Topology, dest: &Topology, metrics_port: u16) ->
              name = \"accounts\"\ncolumn = \"id\"\ndata_type = \"integer\"\n"
         ));
     }
+    config.push_str("\n[resharding]\ncopy_split_bytes = 65536\n");
     config
 }
 
 /// Waits (SHOW RESHARD) until the reshard started from the admin database replays; each copied
-/// table then names the standby it was read from and its MB/s, in SHOW RESHARD and metrics.
+/// table, and each key range of items, then names the standby it was read from and its MB/s,
+/// in SHOW RESHARD and metrics.
 fn wait_for_replaying(
     rt: &tokio::runtime::Runtime,
     admin_client: &tokio_postgres::Client,
@@ -327,11 +330,18 @@ fn wait_for_replaying(
                     && r[11].parse::<f64>().is_ok()),
                 "{rows:?}"
             );
+            // items is copied in key ranges: a row each, the first from no lower bound.
+            let ranges = rows
+                .iter()
+                .filter(|r| r[0] == "table" && r[1].starts_with("public.items [\"id\" "))
+                .count();
+            assert!(ranges >= 2, "{rows:?}");
             let metrics = http_get(metrics_port, "/metrics");
             assert!(
-                metrics.lines().any(|l| l.starts_with(&format!(
-                    "pgdog_reshard_copied_rows_total{{table=\"public.items\",shard=\"0\",\
-                     server=\"replica 127.0.0.1:{standby}\"}} "
+                metrics.lines().any(|l| l.starts_with(
+                    "pgdog_reshard_copied_rows_total{table=\"public.items [\\\"id\\\" ..",
+                ) && l.contains(&format!(
+                    "shard=\"0\",server=\"replica 127.0.0.1:{standby}\"}} "
                 ))),
                 "{metrics}"
             );

@@ -557,32 +557,19 @@ fn atomic_replay_aborted_between_prepare_and_commit_resumes() {
     setup.drop_slot();
 }
 
-/// A table copied in key ranges (`[resharding] copy_split_bytes` lowered; its key is a bigint
-/// primary key), killed while its last range blocks on a destination shard, after its other
-/// ranges committed: the rerun copies only the last range again (the others are "already
-/// copied", each with its own watermark), and source and destination match after the replay,
-/// which skips each change by its key range's watermark.
-#[test]
-fn copy_killed_mid_split_table_resumes() {
-    let setup = Setup::new("copy-split", ROWS_TO_COPY);
+/// A copy of big in key ranges (`[resharding] copy_split_bytes` lowered; its key is a bigint
+/// primary key) killed while its last range blocks on a destination shard, after its other
+/// ranges committed; then `between` on the source, and a rerun that copies only the last range
+/// again (the others are "already copied", each with its own watermark); source and destination
+/// match after the replay, which skips each change by its key range's watermark.
+fn split_copy_killed_then(name: &str, between: &str) {
+    let setup = Setup::new(name, ROWS_TO_COPY);
     // big is about 17 MiB: 5 key ranges.
     set_resharding(&setup.dir, "copy_split_bytes = 4194304");
     kill_copy_blocked_in_big(&setup, Some(Before::OtherRanges));
     let (copied, planned) = big_ranges(&setup, 0);
     assert_eq!(copied + 1, planned);
-    // Changes while no copy runs: above the copied ranges' watermarks, below the last one's
-    // (copied again next); keys moving between two copied ranges, from a copied range into
-    // the last one and from the last one into a copied one.
-    setup
-        .primary()
-        .psql(
-            "DELETE FROM big WHERE id BETWEEN 1000 AND 1100; \
-             UPDATE big SET pad = 'moved', id = id - 59000 WHERE id BETWEEN 60000 AND 60010; \
-             UPDATE big SET pad = 'out', id = id + 300000 WHERE id BETWEEN 2000 AND 2010; \
-             UPDATE big SET id = -id WHERE id BETWEEN 199000 AND 199005; \
-             INSERT INTO big VALUES (250000, 'new')",
-        )
-        .unwrap();
+    setup.primary().psql(between).unwrap();
     let output = copy_data_again(
         &setup.dir,
         &setup.source,
@@ -608,4 +595,32 @@ fn copy_killed_mid_split_table_resumes() {
     assert!(out.status.success(), "replay: {}", text(&out));
     setup.assert_equal();
     setup.drop_slot();
+}
+
+/// Changes while no copy runs: above the copied ranges' watermarks, below the last one's
+/// (copied again next); keys moving between two copied ranges, from a copied range into the
+/// last one and from the last one into a copied one.
+#[test]
+fn copy_killed_mid_split_table_resumes() {
+    split_copy_killed_then(
+        "copy-split",
+        "DELETE FROM big WHERE id BETWEEN 1000 AND 1100; \
+         UPDATE big SET pad = 'moved', id = id - 59000 WHERE id BETWEEN 60000 AND 60010; \
+         UPDATE big SET pad = 'out', id = id + 300000 WHERE id BETWEEN 2000 AND 2010; \
+         UPDATE big SET id = -id WHERE id BETWEEN 199000 AND 199005; \
+         INSERT INTO big VALUES (250000, 'new')",
+    );
+}
+
+/// A TRUNCATE between the copied ranges' watermarks and the last one's: the replay empties
+/// the copied ranges (by key range), not the last one, whose copy already has the rows written
+/// after the TRUNCATE.
+#[test]
+fn copy_killed_mid_split_table_then_truncated() {
+    split_copy_killed_then(
+        "copy-split-trunc",
+        "TRUNCATE big; \
+         INSERT INTO big SELECT i, 'after' FROM generate_series(1, 300) i; \
+         INSERT INTO big SELECT i, 'after' FROM generate_series(199800, 200100) i",
+    );
 }

@@ -21,7 +21,8 @@ pub use overrides::{ClientClocks, PoolConfig};
 pub use resharding::{CopyFormat as ReshardCopyFormat, Peer, Resharding};
 pub use restart::restart_only_changes;
 pub use sharding::{
-    DataType, Mapping, MappingValue, OmnishardedTables, PrimaryKey, ShardedSchema, ShardedTable,
+    BucketMap, DataType, Mapping, MappingValue, OmnishardedTables, PrimaryKey, ShardedSchema,
+    ShardedTable,
 };
 pub use size::Size;
 use std::path::{Path, PathBuf};
@@ -591,6 +592,9 @@ pub struct Config {
     pub omnisharded_tables: Vec<OmnishardedTables>,
     #[serde(default)]
     pub sharded_schemas: Vec<ShardedSchema>,
+    /// `[[bucket_maps]]`: bucket placement of a database's hash-sharded tables.
+    #[serde(default)]
+    pub bucket_maps: Vec<BucketMap>,
     #[serde(default)]
     pub resharding: Resharding,
     #[serde(default)]

@@ -48,6 +48,21 @@ pub fn check_schemas(
     Ok(())
 }
 
+/// `[[bucket_maps]]`: the hash-sharded tables of `database` (those without mappings) are placed
+/// by bucket: a key's bucket is the remainder of Postgres' hash partitioning with modulus
+/// `buckets`, and `shards[i]` lists the buckets shard `i` holds (`"0-99,200,300-399/3"`: single
+/// buckets, ranges, and ranges with a step). Without `shards`, bucket `b` is on shard `b` mod
+/// the shard count: with `buckets` a multiple of the shard count, exactly where hash sharding
+/// puts every key without buckets.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BucketMap {
+    pub database: String,
+    pub buckets: u32,
+    #[serde(default)]
+    pub shards: Option<Vec<String>>,
+}
+
 /// The type of a sharding key column: decides how its values are parsed and hashed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, Hash)]
 #[serde(rename_all = "lowercase")]

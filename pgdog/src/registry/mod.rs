@@ -24,12 +24,33 @@ use std::time::Duration;
 /// placement (mapping values read as the key type, shards that exist). They live here, above
 /// `config/` and `sharding/`, so the configuration layer does not call into sharding.
 pub fn check_sharding(settings: &Settings) -> Result<(), ConfigError> {
+    let invalid = |message: String| ConfigError::Invalid {
+        path: settings.config_path.clone(),
+        message,
+    };
+    let mut maps = HashMap::new();
+    for (i, m) in settings.config.bucket_maps.iter().enumerate() {
+        let shards = settings.shards(&m.database);
+        if shards == 0 {
+            return Err(invalid(format!(
+                "bucket_maps[{i}]: database `{}` is not configured",
+                m.database
+            )));
+        }
+        let buckets = crate::sharding::Buckets::new(m, shards)
+            .map_err(|e| invalid(format!("bucket_maps[{i}]: {e}")))?;
+        if maps.insert(m.database.as_str(), buckets).is_some() {
+            return Err(invalid(format!(
+                "bucket_maps[{i}]: database `{}` has two bucket maps",
+                m.database
+            )));
+        }
+    }
     for (i, t) in settings.config.sharded_tables.iter().enumerate() {
-        if let Err(e) = crate::sharding::Placement::new(t, settings.shards(&t.database)) {
-            return Err(ConfigError::Invalid {
-                path: settings.config_path.clone(),
-                message: format!("sharded_tables[{i}]: {e}"),
-            });
+        let shards = settings.shards(&t.database);
+        let buckets = maps.get(t.database.as_str());
+        if let Err(e) = crate::sharding::Placement::new(t, shards, buckets) {
+            return Err(invalid(format!("sharded_tables[{i}]: {e}")));
         }
     }
     Ok(())

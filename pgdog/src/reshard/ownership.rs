@@ -45,12 +45,63 @@ pub(crate) fn owned_shards(
             dest.column()
         ));
     }
+    if source.placement.buckets().is_some() || dest.placement.buckets().is_some() {
+        return owned_by_bucket(source, dest, source_shard);
+    }
     if n == 0 || m % n != 0 {
         return Err(format!(
             "the destination's {m} shards are not a multiple of the source's {n}"
         ));
     }
     Ok((0..m).filter(|d| d % n == source_shard).collect())
+}
+
+/// The shard of each of `count` buckets under `p`: its bucket map, or plain hash over shard
+/// counts dividing `count` (bucket b on shard b mod n).
+fn by_bucket(p: &crate::sharding::Placement, count: u32) -> Option<Vec<usize>> {
+    match p.buckets() {
+        Some(b) if b.count() == count => Some((0..count).map(|x| b.shard(x)).collect()),
+        Some(_) => None,
+        None => {
+            let n = p.shard_count().max(1);
+            (count as usize)
+                .is_multiple_of(n)
+                .then(|| (0..count as usize).map(|x| x % n).collect())
+        }
+    }
+}
+
+/// [`owned_shards`] when a side places by bucket: a destination shard belongs to a source shard
+/// when every one of its buckets is on that source shard.
+fn owned_by_bucket(
+    source: &TableSharding,
+    dest: &TableSharding,
+    source_shard: usize,
+) -> Result<Vec<usize>, String> {
+    let count = dest
+        .placement
+        .buckets()
+        .or(source.placement.buckets())
+        .map_or(0, |b| b.count());
+    let (Some(from), Some(to)) = (
+        by_bucket(&source.placement, count),
+        by_bucket(&dest.placement, count),
+    ) else {
+        return Err("the source and the destination do not place it by the same buckets".into());
+    };
+    let mut owners: Vec<std::collections::BTreeSet<usize>> =
+        vec![Default::default(); dest.placement.shard_count()];
+    for (bucket, &d) in to.iter().enumerate() {
+        owners[d].insert(from[bucket]);
+    }
+    if let Some((d, o)) = owners.iter().enumerate().find(|(_, o)| o.len() > 1) {
+        return Err(format!(
+            "destination shard {d} would hold buckets of source shards {o:?}"
+        ));
+    }
+    Ok((0..owners.len())
+        .filter(|&d| owners[d].first() == Some(&source_shard))
+        .collect())
 }
 
 #[cfg(test)]

@@ -240,7 +240,7 @@ mod tests {
         Schema {
             shards: 2,
             tables: vec![TableSharding {
-                placement: Placement::new(&t, 2).unwrap(),
+                placement: Placement::new(&t, 2, None).unwrap(),
                 config: t,
             }],
             ..Default::default()

@@ -1,7 +1,7 @@
 //! The sharding layout of one database, as the router needs it: shard count, which tables are
 //! sharded by which column (with their placement), and which are copied on every shard.
 use crate::config::{Settings, ShardedTable};
-use crate::sharding::{Key, Placement, ShardingError};
+use crate::sharding::{Buckets, Key, Placement, ShardingError};
 use parking_lot::RwLock;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -46,7 +46,7 @@ impl TableSharding {
             primary_key: None,
         };
         TableSharding {
-            placement: Placement::new(&config, shards).expect("a hash placement"),
+            placement: Placement::new(&config, shards, None).expect("a hash placement"),
             config,
         }
     }
@@ -91,6 +91,13 @@ impl Schema {
             shards,
             ..Default::default()
         };
+        let buckets = settings
+            .config
+            .bucket_maps
+            .iter()
+            .find(|m| m.database == database)
+            .map(|m| Buckets::new(m, shards))
+            .transpose()?;
         for t in settings
             .config
             .sharded_tables
@@ -99,7 +106,7 @@ impl Schema {
         {
             let entry = TableSharding {
                 config: t.clone(),
-                placement: Placement::new(t, shards)?,
+                placement: Placement::new(t, shards, buckets.as_ref())?,
             };
             if t.name.is_some() {
                 schema.tables.push(entry);

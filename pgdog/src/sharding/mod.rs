@@ -6,13 +6,16 @@
 //! - `parse`: text input of integers and uuids as Postgres' input functions read it;
 //! - `key`: [`Key`], a key value read from text, binary or configuration;
 //! - `placement`: [`Placement`], a sharded table's key-to-shard rule;
+//! - `buckets`: [`Buckets`], a database's bucket map (hash placement by bucket);
 //! - `error`: [`ShardingError`] and its SQLSTATEs.
+pub mod buckets;
 mod error;
 pub mod hash;
 mod key;
 mod parse;
 mod placement;
 
+pub use buckets::Buckets;
 pub use error::ShardingError;
 pub use key::{type_name, Key};
 pub use placement::Placement;

@@ -3,7 +3,7 @@
 //! Built once per `[[sharded_tables]]` entry and validated then; placing allocates nothing.
 //! Reading statements and rows is the callers' business (router, COPY, replication).
 use super::key::{type_name, Value};
-use super::{Key, ShardingError};
+use super::{Buckets, Key, ShardingError};
 use crate::config::{DataType, Mapping, ShardedTable};
 
 /// One range mapping: `start <= key < end`, `None` being open.
@@ -35,6 +35,8 @@ pub struct Placement {
     label: String,
     default_shard: Option<usize>,
     rule: Rule,
+    /// Hash placement by bucket (`[[bucket_maps]]`): the shard of each bucket.
+    buckets: Option<Buckets>,
 }
 
 /// A bound of a key interval: the value and whether it is inside.
@@ -44,7 +46,12 @@ impl Placement {
     /// Checks `table` against a database of `shards` shards: every shard number in range,
     /// mapping values of the column's type, each mapping either a list or a range (not both,
     /// not a mix across mappings), ranges with `start < end` and no two mappings claiming a key.
-    pub fn new(table: &ShardedTable, shards: usize) -> Result<Placement, ShardingError> {
+    /// `buckets`: the database's bucket map, which places hash-sharded tables (not mapped ones).
+    pub fn new(
+        table: &ShardedTable,
+        shards: usize,
+        buckets: Option<&Buckets>,
+    ) -> Result<Placement, ShardingError> {
         let label = match &table.name {
             Some(name) => format!("table \"{name}\""),
             None => format!("column \"{}\"", table.column),
@@ -145,6 +152,10 @@ impl Placement {
         } else {
             Rule::Hash
         };
+        let buckets = match rule {
+            Rule::Hash => buckets.cloned(),
+            _ => None,
+        };
         Ok(Placement {
             data_type,
             shards,
@@ -152,6 +163,7 @@ impl Placement {
             label,
             default_shard,
             rule,
+            buckets,
         })
     }
 
@@ -165,12 +177,18 @@ impl Placement {
         self.shards
     }
 
-    /// Whether keys are placed by hash (no mappings).
+    /// Whether keys are placed by hash (no mappings), with or without buckets.
     pub fn is_hash(&self) -> bool {
         self.rule == Rule::Hash
     }
 
-    /// The shard holding `key`: hash (Postgres' partition for modulus = shard count), the list
+    /// The bucket map of a hash placement by bucket.
+    pub fn buckets(&self) -> Option<&Buckets> {
+        self.buckets.as_ref()
+    }
+
+    /// The shard holding `key`: hash (Postgres' partition for modulus = shard count, or for
+    /// modulus = the bucket count, then the bucket's shard), the list
     /// mapping holding it, or the range mapping with `start <= key < end`; a key no mapping
     /// holds goes to `default_shard`, or is an error naming it.
     pub fn shard(&self, key: &Key) -> Result<usize, ShardingError> {
@@ -188,11 +206,12 @@ impl Placement {
     }
 
     /// The shard of a NULL key, as Postgres places it: hash partitioning hashes a NULL column
-    /// as nothing (row hash 0, so shard 0); list and range mappings never hold NULL, so it goes
+    /// as nothing (row hash 0, so shard 0, or bucket 0's shard); list and range mappings never
+    /// hold NULL, so it goes
     /// to `default_shard`, or is an error.
     pub fn shard_of_null(&self) -> Result<usize, ShardingError> {
         match self.rule {
-            Rule::Hash => Ok(0),
+            Rule::Hash => Ok(self.buckets.as_ref().map_or(0, |b| b.shard(0))),
             Rule::List(_) | Rule::Range(_) => {
                 self.default_shard.ok_or_else(|| ShardingError::NoShard {
                     value: "NULL".into(),
@@ -211,7 +230,13 @@ impl Placement {
             });
         }
         let found = match &self.rule {
-            Rule::Hash => return Ok((value.partition_hash() % self.shards as u64) as usize),
+            Rule::Hash => {
+                let hash = value.partition_hash();
+                return Ok(match &self.buckets {
+                    Some(b) => b.shard_of_hash(hash),
+                    None => (hash % self.shards as u64) as usize,
+                });
+            }
             Rule::List(list) => list
                 .binary_search_by(|(key, _)| key.as_value().cmp(&value))
                 .ok()

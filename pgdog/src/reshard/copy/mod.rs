@@ -23,12 +23,14 @@
 //!   automatic choice. Text
 //!   sessions fix the settings that shape values' text form on both ends (see
 //!   [`copy_stream`](super::copy_stream)).
-//! - A table larger than [`CopyTuning::split_bytes`] (64 MiB; `[resharding] copy_split_bytes`) is read
-//!   by several connections at once, each a CTID range (`ctid >= '(a,0)' AND ctid < '(b,0)'`,
-//!   ranges from `pg_relation_size`), all under the same exported snapshot (the replication
-//!   connection stays open until the copy ends). Each reader splits its own rows and sends them
-//!   to ONE writer per destination shard ([`copy_stream`](super::copy_stream)), so each shard
-//!   still gets a single `COPY ... FROM STDIN` in one transaction.
+//! - A table larger than [`CopyTuning::split_bytes`] (64 MiB; `[resharding] copy_split_bytes`)
+//!   is split. With a slot and an integer primary key, in key ranges ([`ranges`]): each range a
+//!   job of its own (snapshot, replica, watermark row), resumed range by range. Otherwise it is
+//!   read by several connections at once, each a CTID range (`ctid >= '(a,0)' AND ctid <
+//!   '(b,0)'`, ranges from `pg_relation_size`), all under the same exported snapshot (the
+//!   replication connection stays open until the copy ends). Each reader splits its own rows and
+//!   sends them to ONE writer per destination shard ([`copy_stream`](super::copy_stream)), so
+//!   each shard still gets a single `COPY ... FROM STDIN` in one transaction.
 //! - Rows are split in flight by the router's COPY splitter and placement (the code that routes
 //!   a client's `COPY ... FROM STDIN` through the proxy) into one `COPY ... FROM STDIN` per
 //!   destination shard, each in a transaction that also writes the watermark row and commits

@@ -19,6 +19,10 @@
 //! the server.
 use super::*;
 
+/// The most key ranges of one (table, source shard): each takes a temporary slot on its replica
+/// while it is copied, and a snapshot export.
+const MAX_RANGES: u64 = 64;
+
 /// A range `lo <= column < hi` of a table's leading primary-key column (`None`: unbounded).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct KeyRange {
@@ -247,9 +251,10 @@ async fn record_plan(
     Ok(())
 }
 
-/// Replaces each job of a table larger than `split_bytes` that can be split by key with one
-/// job per key range: the ranges an earlier run planned, else new ones (recorded first). A
-/// table an earlier run copied whole into some destination shard stays whole.
+/// Replaces each job with one job per key range: of the ranges an earlier run planned (whatever
+/// the table's size and `split_bytes` now), else of new ones (recorded first) for a table larger
+/// than `split_bytes` that can be split by key. A table an earlier run copied whole into some
+/// destination shard stays whole.
 pub(super) async fn split_by_key(
     jobs: Vec<Job>,
     sources: &[SourceShard],
@@ -257,16 +262,9 @@ pub(super) async fn split_by_key(
     slot: &str,
     split_bytes: u64,
 ) -> Result<Vec<Job>, CopyDataError> {
-    if split_bytes == 0 || !jobs.iter().any(|j| j.size > split_bytes) {
-        return Ok(jobs);
-    }
     let mut progress: HashMap<usize, Vec<Vec<(String, bool)>>> = HashMap::new();
     let mut out = Vec::with_capacity(jobs.len());
     for job in jobs {
-        if job.size <= split_bytes {
-            out.push(job);
-            continue;
-        }
         let key = progress_key(slot, job.source_shard);
         let rows = match progress.entry(job.source_shard) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
@@ -287,6 +285,11 @@ pub(super) async fn split_by_key(
             .collect();
         planned.sort_by_key(|r| r.lo);
         planned.dedup();
+        let large = split_bytes > 0 && job.size > split_bytes;
+        if planned.is_empty() && !large {
+            out.push(job);
+            continue;
+        }
         if planned.is_empty() {
             let Some(source) = sources.get(job.source_shard) else {
                 out.push(job);
@@ -299,7 +302,7 @@ pub(super) async fn split_by_key(
                 out.push(job);
                 continue;
             };
-            let wanted = job.size.div_ceil(split_bytes).clamp(2, 256) as usize;
+            let wanted = job.size.div_ceil(split_bytes).clamp(2, MAX_RANGES) as usize;
             let bounds = sample_bounds(&mut server, &addr, &job, &column, wanted).await?;
             server.terminate().await;
             planned = KeyRange::cut(&column, &bounds);

@@ -34,14 +34,14 @@ fn range(start: Option<MappingValue>, end: Option<MappingValue>, shard: usize) -
 }
 
 fn config_error(t: &ShardedTable, shards: usize) -> String {
-    let e = Placement::new(t, shards).unwrap_err();
+    let e = Placement::new(t, shards, None).unwrap_err();
     assert_eq!(e.code(), "42P17", "{e}");
     e.to_string()
 }
 
 #[test]
 fn hash_is_postgres_partitioning() {
-    let p = Placement::new(&table(DataType::Bigint, vec![], None), 3).unwrap();
+    let p = Placement::new(&table(DataType::Bigint, vec![], None), 3, None).unwrap();
     assert!(p.is_hash());
     // Remainders PostgreSQL 18 chose for a bigint table with MODULUS 3.
     for (v, shard) in [
@@ -66,13 +66,13 @@ fn hash_is_postgres_partitioning() {
         p.shards_for_range(None, Some((&Key::Integer(5), true))),
         None
     );
-    let one = Placement::new(&table(DataType::Varchar, vec![], None), 1).unwrap();
+    let one = Placement::new(&table(DataType::Varchar, vec![], None), 1, None).unwrap();
     assert_eq!(one.shard_of_text("anything"), Ok(0));
 }
 
 #[test]
 fn smallint_keys_outside_the_type_do_not_place() {
-    let p = Placement::new(&table(DataType::Smallint, vec![], None), 2).unwrap();
+    let p = Placement::new(&table(DataType::Smallint, vec![], None), 2, None).unwrap();
     assert_eq!(p.shard(&Key::Integer(70000)).unwrap_err().code(), "42804");
     assert_eq!(p.shard_of_text("70000").unwrap_err().code(), "22003");
     assert!(p.shard(&Key::Integer(-32768)).is_ok());
@@ -88,7 +88,7 @@ fn list_mappings() {
         ],
         None,
     );
-    let p = Placement::new(&t, 2).unwrap();
+    let p = Placement::new(&t, 2, None).unwrap();
     assert_eq!(p.shard(&Key::Integer(1)), Ok(0));
     assert_eq!(p.shard(&Key::Integer(2)), Ok(0));
     assert_eq!(p.shard_of_text(" 3 "), Ok(1));
@@ -101,8 +101,12 @@ fn list_mappings() {
     assert_eq!(p.shard_of_null().unwrap_err().code(), "22023");
     assert_eq!(p.shards_for_range(None, None), None);
 
-    let with_default =
-        Placement::new(&table(DataType::Bigint, t.mapping.clone(), Some(1)), 2).unwrap();
+    let with_default = Placement::new(
+        &table(DataType::Bigint, t.mapping.clone(), Some(1)),
+        2,
+        None,
+    )
+    .unwrap();
     assert_eq!(with_default.shard(&Key::Integer(42)), Ok(1));
     assert_eq!(with_default.shard_of_null(), Ok(1));
 
@@ -114,7 +118,7 @@ fn list_mappings() {
         ],
         None,
     );
-    let p = Placement::new(&text, 2).unwrap();
+    let p = Placement::new(&text, 2, None).unwrap();
     assert_eq!(p.shard_of_text("é"), Ok(1));
     assert_eq!(p.shard_of_binary(b"us"), Ok(0));
     let e = p.shard_of_text("it's").unwrap_err();
@@ -128,7 +132,7 @@ fn list_mappings() {
         )],
         Some(0),
     );
-    let p = Placement::new(&uuids, 2).unwrap();
+    let p = Placement::new(&uuids, 2, None).unwrap();
     assert_eq!(p.shard_of_text("a0eebc999c0b4ef8bb6d6bb9bd380a11"), Ok(1));
     assert_eq!(p.shard_of_binary(&[0; 16]), Ok(0));
 }
@@ -144,7 +148,7 @@ fn range_mappings() {
         ],
         None,
     );
-    let p = Placement::new(&t, 3).unwrap();
+    let p = Placement::new(&t, 3, None).unwrap();
     for (v, shard) in [
         (i32::MIN as i64, 0),
         (99, 0),
@@ -162,8 +166,12 @@ fn range_mappings() {
             format!("no shard for sharding key value {v} in table \"users\" and no default_shard")
         );
     }
-    let with_default =
-        Placement::new(&table(DataType::Integer, t.mapping.clone(), Some(0)), 3).unwrap();
+    let with_default = Placement::new(
+        &table(DataType::Integer, t.mapping.clone(), Some(0)),
+        3,
+        None,
+    )
+    .unwrap();
     assert_eq!(with_default.shard(&Key::Integer(250)), Ok(0));
 
     let text = table(
@@ -174,7 +182,7 @@ fn range_mappings() {
         ],
         Some(2),
     );
-    let p = Placement::new(&text, 3).unwrap();
+    let p = Placement::new(&text, 3, None).unwrap();
     assert_eq!(p.shard_of_text("a"), Ok(0));
     assert_eq!(p.shard_of_text("lzzz"), Ok(0));
     assert_eq!(p.shard_of_text("m"), Ok(1));
@@ -247,7 +255,7 @@ fn integer_range_queries() {
         range(Some(Integer(100)), Some(Integer(200)), 1),
         range(Some(Integer(300)), Some(Integer(400)), 2),
     ];
-    let p = Placement::new(&table(DataType::Bigint, mapping.clone(), Some(3)), 4).unwrap();
+    let p = Placement::new(&table(DataType::Bigint, mapping.clone(), Some(3)), 4, None).unwrap();
     let k = Key::Integer;
     let q = |low: Option<(i64, bool)>, high: Option<(i64, bool)>| {
         let (l, h) = (low.map(|(v, i)| (k(v), i)), high.map(|(v, i)| (k(v), i)));
@@ -279,7 +287,7 @@ fn integer_range_queries() {
     assert_eq!(q(Some((5, false)), Some((6, false))), Some(vec![]));
     assert_eq!(q(Some((5, true)), Some((5, true))), Some(vec![0]));
     // Without a default shard the uncovered parts add nothing.
-    let p = Placement::new(&table(DataType::Bigint, mapping, None), 4).unwrap();
+    let p = Placement::new(&table(DataType::Bigint, mapping, None), 4, None).unwrap();
     let key = Key::Integer(150);
     assert_eq!(
         p.shards_for_range(Some((&key, true)), None),
@@ -293,7 +301,7 @@ fn integer_range_queries() {
 #[test]
 fn a_range_from_the_type_minimum_leaves_no_gap_below() {
     let mapping = vec![range(Some(Integer(-32768)), Some(Integer(0)), 0)];
-    let p = Placement::new(&table(DataType::Smallint, mapping, Some(1)), 2).unwrap();
+    let p = Placement::new(&table(DataType::Smallint, mapping, Some(1)), 2, None).unwrap();
     let zero = Key::Integer(0);
     assert_eq!(
         p.shards_for_range(None, Some((&zero, false))),
@@ -311,7 +319,7 @@ fn text_and_uuid_range_queries() {
         range(Some(Text("b".into())), Some(Text("m".into())), 0),
         range(Some(Text("m".into())), None, 1),
     ];
-    let p = Placement::new(&table(DataType::Varchar, mapping, Some(2)), 3).unwrap();
+    let p = Placement::new(&table(DataType::Varchar, mapping, Some(2)), 3, None).unwrap();
     let t = |s: &str| Key::Text(s.into());
     let (b, c, m, z) = (t("b"), t("c"), t("m"), t("z"));
     assert_eq!(
@@ -349,7 +357,7 @@ fn text_and_uuid_range_queries() {
             1,
         ),
     ];
-    let p = Placement::new(&table(DataType::Uuid, mapping, None), 2).unwrap();
+    let p = Placement::new(&table(DataType::Uuid, mapping, None), 2, None).unwrap();
     assert_eq!(
         p.shard_of_text("7fffffff-ffff-ffff-ffff-ffffffffffff"),
         Ok(0)

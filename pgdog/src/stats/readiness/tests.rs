@@ -66,7 +66,7 @@ fn router() -> Router {
             primary_key: None,
         };
         TableSharding {
-            placement: Placement::new(&t, 4).unwrap(),
+            placement: Placement::new(&t, 4, None).unwrap(),
             config: t,
         }
     };
