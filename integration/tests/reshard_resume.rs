@@ -560,9 +560,9 @@ fn atomic_replay_aborted_between_prepare_and_commit_resumes() {
 /// A copy of big in key ranges (`[resharding] copy_split_bytes` lowered; its key is a bigint
 /// primary key) killed while its last range blocks on a destination shard, after its other
 /// ranges committed; then `between` on the source, and a rerun that copies only the last range
-/// again (the others are "already copied", each with its own watermark); source and destination
-/// match after the replay, which skips each change by its key range's watermark.
-fn split_copy_killed_then(name: &str, between: &str) {
+/// again (the others are "already copied", each with its own watermark). Returns the setup,
+/// ready for the replay.
+fn split_copy_killed_then(name: &str, between: &str) -> Setup {
     let setup = Setup::new(name, ROWS_TO_COPY);
     // big is about 17 MiB: 5 key ranges.
     set_resharding(&setup.dir, "copy_split_bytes = 4194304");
@@ -589,7 +589,12 @@ fn split_copy_killed_then(name: &str, between: &str) {
         .expect("the last range copied again");
     assert!(last.contains("..): "), "the unbounded last range: {output}");
     assert_eq!(big_ranges(&setup, 1), (planned, planned));
+    setup
+}
 
+/// The replay to the source's current position, which must succeed; then source and
+/// destination match: each change was skipped by its key range's watermark.
+fn replay_equal(setup: Setup) {
     let lsn = setup.current_lsn();
     let out = setup.replay_until(&lsn);
     assert!(out.status.success(), "replay: {}", text(&out));
@@ -602,14 +607,14 @@ fn split_copy_killed_then(name: &str, between: &str) {
 /// last one and from the last one into a copied one.
 #[test]
 fn copy_killed_mid_split_table_resumes() {
-    split_copy_killed_then(
+    replay_equal(split_copy_killed_then(
         "copy-split",
         "DELETE FROM big WHERE id BETWEEN 1000 AND 1100; \
          UPDATE big SET pad = 'moved', id = id - 59000 WHERE id BETWEEN 60000 AND 60010; \
          UPDATE big SET pad = 'out', id = id + 300000 WHERE id BETWEEN 2000 AND 2010; \
          UPDATE big SET id = -id WHERE id BETWEEN 199000 AND 199005; \
          INSERT INTO big VALUES (250000, 'new')",
-    );
+    ));
 }
 
 /// A TRUNCATE between the copied ranges' watermarks and the last one's: the replay empties
@@ -617,10 +622,26 @@ fn copy_killed_mid_split_table_resumes() {
 /// after the TRUNCATE.
 #[test]
 fn copy_killed_mid_split_table_then_truncated() {
-    split_copy_killed_then(
+    replay_equal(split_copy_killed_then(
         "copy-split-trunc",
         "TRUNCATE big; \
          INSERT INTO big SELECT i, 'after' FROM generate_series(1, 300) i; \
          INSERT INTO big SELECT i, 'after' FROM generate_series(199800, 200100) i",
+    ));
+}
+
+/// The same TRUNCATE of two tables at once: DELETEs by key range cannot keep its order (nor
+/// CASCADE's), so the replay stops on it, naming the table, with nothing applied wrong.
+#[test]
+fn copy_killed_mid_split_table_then_truncated_with_another_is_refused() {
+    let setup = split_copy_killed_then("copy-split-trunc2", "TRUNCATE big, small");
+    let lsn = setup.current_lsn();
+    let out = setup.replay_until(&lsn);
+    let said = text(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("a TRUNCATE of public.big with other tables, CASCADE or RESTART IDENTITY"),
+        "{said}"
     );
+    setup.drop_slot();
 }

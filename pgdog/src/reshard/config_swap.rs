@@ -66,7 +66,13 @@ pub fn swap_databases(text: &str, a: &str, b: &str) -> Result<String, String> {
             "the configuration must have [[databases]] entries for both `{a}` and `{b}`"
         ));
     }
-    for key in ["sharded_tables", "omnisharded_tables"] {
+    // Every per-database entry: the layout goes with the servers it describes.
+    for key in [
+        "sharded_tables",
+        "omnisharded_tables",
+        "sharded_schemas",
+        "bucket_maps",
+    ] {
         if let Some(Value::Array(items)) = doc.get_mut(key) {
             for entry in items.iter_mut() {
                 let Value::Table(t) = entry else { continue };
@@ -222,6 +228,11 @@ database = "app_new"
 name = "users"
 column = "id"
 
+[[bucket_maps]]
+database = "app_new"
+buckets = 4
+shards = ["0-1", "2-3"]
+
 [[omnisharded_tables]]
 database = "app_new"
 tables = ["countries"]
@@ -250,6 +261,7 @@ tables = ["countries"]
             .any(|d| d.name == "other" && d.database_name() == "other"));
         assert_eq!(config.sharded_tables[0].database, "app");
         assert_eq!(config.omnisharded_tables[0].database, "app");
+        assert_eq!(config.bucket_maps[0].database, "app");
         // Swapping back gives the original placement.
         let back: Config =
             toml::from_str(&swap_databases(&out, "app", "app_new").unwrap()).unwrap();

@@ -96,7 +96,7 @@ pub(crate) fn copy_out_sql(
         return format!("COPY {table} ({columns}) TO STDOUT (FORMAT {format})");
     }
     format!(
-        "COPY (SELECT {columns} FROM {table} WHERE {}) TO STDOUT (FORMAT {format})",
+        "COPY (SELECT {columns} FROM ONLY {table} WHERE {}) TO STDOUT (FORMAT {format})",
         conditions.join(" AND ")
     )
 }
@@ -556,7 +556,7 @@ mod tests {
                 }),
                 CopyFormat::Binary
             ),
-            "COPY (SELECT \"a\", \"b\" FROM \"t\" WHERE ctid >= '(10,0)'::tid AND ctid < '(20,0)'::tid) \
+            "COPY (SELECT \"a\", \"b\" FROM ONLY \"t\" WHERE ctid >= '(10,0)'::tid AND ctid < '(20,0)'::tid) \
              TO STDOUT (FORMAT binary)"
         );
         assert_eq!(
@@ -569,7 +569,7 @@ mod tests {
                 }),
                 CopyFormat::Binary
             ),
-            "COPY (SELECT \"a\" FROM \"t\" WHERE ctid < '(5,0)'::tid) TO STDOUT (FORMAT binary)"
+            "COPY (SELECT \"a\" FROM ONLY \"t\" WHERE ctid < '(5,0)'::tid) TO STDOUT (FORMAT binary)"
         );
         assert_eq!(
             copy_out_sql("\"t\"", "\"a\"", None, CopyFormat::Text),
@@ -585,7 +585,7 @@ mod tests {
                 }),
                 CopyFormat::Text
             ),
-            "COPY (SELECT \"a\" FROM \"t\" WHERE ctid >= '(7,0)'::tid) TO STDOUT (FORMAT text)"
+            "COPY (SELECT \"a\" FROM ONLY \"t\" WHERE ctid >= '(7,0)'::tid) TO STDOUT (FORMAT text)"
         );
     }
 

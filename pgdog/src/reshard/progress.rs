@@ -24,7 +24,7 @@ struct Inner {
 /// One table copied from one source shard.
 #[derive(Debug, Clone, Default)]
 pub struct TableProgress {
-    /// `schema.table`.
+    /// `schema.table`, or a key range's name (`schema.table ["id" lo..hi)`).
     pub table: String,
     pub source_shard: usize,
     /// Rows read from the source so far.

@@ -91,11 +91,13 @@ impl Schema {
             shards,
             ..Default::default()
         };
+        // The bucket map describes the configured shards; a planned layout of another shard
+        // count (a dry run) places by plain hash, which the default map equals.
         let buckets = settings
             .config
             .bucket_maps
             .iter()
-            .find(|m| m.database == database)
+            .find(|m| m.database == database && settings.shards(database) == shards)
             .map(|m| Buckets::new(m, shards))
             .transpose()?;
         for t in settings

@@ -17,7 +17,8 @@ struct Range {
 /// How keys map to shards.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Rule {
-    /// `PARTITION BY HASH` with modulus = the shard count, remainder = the shard.
+    /// `PARTITION BY HASH` with modulus = the shard count, remainder = the shard; or with modulus
+    /// = the bucket count, remainder = the bucket, and the bucket map names the shard.
     Hash,
     /// Values sorted, each with its shard.
     List(Vec<(Key, usize)>),

@@ -519,7 +519,8 @@ async fn jobs(
 /// Runs the copy: the permanent slots (if asked), then every (table, source shard), `parallel`
 /// at once. Each finished or skipped copy is passed to `report` as it completes. Dropping the
 /// returned future aborts the copies under way (their destination transactions roll back,
-/// their temporary slots go away). Tables larger than 64 MiB are read in CTID ranges
+/// their temporary slots go away). Tables larger than 64 MiB are copied in key ranges (with a
+/// slot and an integer primary key) or read in CTID ranges
 /// (`[resharding] copy_split_bytes`).
 pub async fn copy_data(
     settings: &Settings,
@@ -532,7 +533,8 @@ pub async fn copy_data(
 
 /// [`copy_data`] with the large-table split tuned. `options.parallel` bounds the reader
 /// connections open at a time over all tables: a table larger than `tuning.split_bytes` takes
-/// the free ones (up to `parallel`) and reads that many CTID ranges at once.
+/// the free ones (up to `parallel`) and reads that many CTID ranges at once, unless it is copied
+/// in key ranges, each a copy of its own.
 pub async fn copy_data_tuned(
     settings: &Settings,
     options: &CopyDataOptions,

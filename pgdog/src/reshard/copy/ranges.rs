@@ -47,11 +47,13 @@ impl KeyRange {
         )
     }
 
-    /// The table and the range a progress name holds (None: a whole table's name).
-    pub(crate) fn parse(name: &str) -> Option<(&str, KeyRange)> {
-        let inner = name.strip_suffix(')')?;
-        let at = inner.rfind(" [")?;
-        let (table, inner) = (&inner[..at], &inner[at + 2..]);
+    /// The range a progress name holds when it names one of `table`'s (None: another table's,
+    /// or a whole table's name).
+    pub(crate) fn parse(table: &str, name: &str) -> Option<KeyRange> {
+        let inner = name
+            .strip_prefix(table)?
+            .strip_prefix(" [")?
+            .strip_suffix(')')?;
         let (column, bounds) = inner.rsplit_once(' ')?;
         let (lo, hi) = bounds.split_once("..")?;
         let end = |s: &str| -> Option<Option<i64>> {
@@ -61,19 +63,13 @@ impl KeyRange {
                 s.parse().ok().map(Some)
             }
         };
-        let column = match column.strip_prefix('"').and_then(|c| c.strip_suffix('"')) {
-            Some(quoted) => quoted.replace("\"\"", "\""),
-            None => column.to_string(),
-        };
-        Some((
-            table,
-            KeyRange {
-                column,
-                lo: end(lo)?,
-                hi: end(hi)?,
-                of: 0,
-            },
-        ))
+        let column = column.strip_prefix('"')?.strip_suffix('"')?;
+        Some(KeyRange {
+            column: column.replace("\"\"", "\""),
+            lo: end(lo)?,
+            hi: end(hi)?,
+            of: 0,
+        })
     }
 
     /// The SQL condition selecting the range's rows.
@@ -161,7 +157,7 @@ async fn sample_bounds(
     let c = ident(column);
     let sql = format!(
         "SELECT unnest(percentile_disc(ARRAY[{}]::float8[]) WITHIN GROUP (ORDER BY {c}::bigint))::text \
-           FROM {} TABLESAMPLE SYSTEM ({percent:.3})",
+           FROM ONLY {} TABLESAMPLE SYSTEM ({percent:.3})",
         fractions.join(","),
         job.sql_name()
     );
@@ -175,7 +171,7 @@ async fn sample_bounds(
         .collect();
     if bounds.len() + 1 < wanted {
         let sql = format!(
-            "SELECT min({c})::bigint::text, max({c})::bigint::text FROM {}",
+            "SELECT min({c})::bigint::text, max({c})::bigint::text FROM ONLY {}",
             job.sql_name()
         );
         let rows = server
@@ -280,8 +276,7 @@ pub(super) async fn split_by_key(
         let mut planned: Vec<KeyRange> = rows
             .iter()
             .flatten()
-            .filter_map(|(name, _)| KeyRange::parse(name).filter(|(t, _)| *t == table))
-            .map(|(_, r)| r)
+            .filter_map(|(name, _)| KeyRange::parse(&table, name))
             .collect();
         planned.sort_by_key(|r| r.lo);
         planned.dedup();
@@ -306,9 +301,10 @@ pub(super) async fn split_by_key(
             let bounds = sample_bounds(&mut server, &addr, &job, &column, wanted).await?;
             server.terminate().await;
             planned = KeyRange::cut(&column, &bounds);
-            let names: Vec<String> = planned.iter().map(|r| r.progress_name(&table)).collect();
-            record_plan(dests, &key, &names).await?;
         }
+        // On every destination shard (again: a kill may have left some shards without it).
+        let names: Vec<String> = planned.iter().map(|r| r.progress_name(&table)).collect();
+        record_plan(dests, &key, &names).await?;
         let of = planned.len();
         for mut range in planned {
             range.of = of;
@@ -340,12 +336,17 @@ mod tests {
                 of: 0,
             };
             let name = r.progress_name("public.weird [name]");
-            let (table, back) = KeyRange::parse(&name).expect(&name);
-            assert_eq!(table, "public.weird [name]");
+            let back = KeyRange::parse("public.weird [name]", &name).expect(&name);
             assert_eq!(back, r);
+            assert!(KeyRange::parse("public.weird", &name).is_none());
         }
-        assert!(KeyRange::parse("public.t").is_none());
-        assert!(KeyRange::parse("public.t [id x..)").is_none());
+        assert!(KeyRange::parse("public.t", "public.t").is_none());
+        assert!(KeyRange::parse("public.t", "public.t [\"id\" x..)").is_none());
+        let r = KeyRange::cut("a [b", &[1])[0].clone();
+        assert_eq!(
+            KeyRange::parse("t", &r.progress_name("t")),
+            Some(KeyRange { of: 0, ..r })
+        );
     }
 
     #[test]

@@ -121,7 +121,7 @@ async fn join_copy(mut tasks: Tasks, table: &str) -> Result<(Vec<Sink>, ReadCoun
 /// The COPY reading one key range of a table.
 fn key_range_sql(job: &Job, range: &KeyRange, format: CopyFormat) -> String {
     format!(
-        "COPY (SELECT {} FROM {} WHERE {}) TO STDOUT (FORMAT {})",
+        "COPY (SELECT {} FROM ONLY {} WHERE {}) TO STDOUT (FORMAT {})",
         job.column_list(),
         job.sql_name(),
         range.condition(),

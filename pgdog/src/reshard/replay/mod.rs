@@ -8,7 +8,9 @@
 //!   (every source shard carries the same writes). TRUNCATE of a sharded table from a sharded
 //!   source is refused (a destination shard also holds the other source shards' rows).
 //! - Each table's changes committed before its copy watermark are skipped (the copy has them),
-//!   per destination shard: a resumed copy may have written some shards later than others.
+//!   per destination shard: a resumed copy may have written some shards later than others. A
+//!   table copied in key ranges has a watermark per range ([`ranges`]): a change goes by its
+//!   key's range.
 //! - Changes are applied as prepared statements (Parse once per statement shape and connection,
 //!   then Bind/Execute with text values), pipelined, inside `BEGIN ... COMMIT` on each touched
 //!   shard; the same transaction records the source LSN reached in `pgdog_reshard_position`, so a
@@ -409,6 +411,7 @@ impl Applier {
         // Per destination shard: the tables whose copy there is older than this.
         let mut names: Vec<Vec<String>> = vec![Vec::new(); n];
         let mut deletes = Vec::new();
+        let alone = relations.len() == 1 && !options.cascade() && !options.restart_identity();
         for oid in relations {
             let t = self.table(oid)?;
             if t.ignored {
@@ -438,9 +441,22 @@ impl Applier {
                     .collect();
                 if older.len() == ranges.all().len() {
                     list.push(t.sql_name.clone());
+                } else if !older.is_empty() && !alone {
+                    // DELETEs by range cannot stand for CASCADE, RESTART IDENTITY or the order
+                    // of a TRUNCATE of several tables (foreign keys between them).
+                    return Err(other(format!(
+                        "a TRUNCATE of {} with other tables, CASCADE or RESTART IDENTITY at \
+                         {} falls between the copies of its key ranges: copy it again",
+                        t.name,
+                        format_lsn(lsn)
+                    )));
                 } else {
                     for (range, _) in older {
-                        let sql = format!("DELETE FROM {} WHERE {}", t.sql_name, range.condition());
+                        let sql = format!(
+                            "DELETE FROM ONLY {} WHERE {}",
+                            t.sql_name,
+                            range.condition()
+                        );
                         deletes.push((shard, plain(&sql)));
                     }
                 }

@@ -24,10 +24,7 @@ impl RangeMarks {
     ) -> Result<Option<RangeMarks>, ReplayError> {
         let mut found: Vec<(KeyRange, &Vec<Option<u64>>)> = watermarks
             .iter()
-            .filter_map(|(n, marks)| match KeyRange::parse(n) {
-                Some((table, range)) if table == name => Some((range, marks)),
-                _ => None,
-            })
+            .filter_map(|(n, marks)| KeyRange::parse(name, n).map(|range| (range, marks)))
             .collect();
         if found.is_empty() {
             return Ok(None);

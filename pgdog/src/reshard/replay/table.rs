@@ -270,10 +270,6 @@ impl Table {
         }
     }
 
-    /// Whether the replica identity of a table sharded by key lacks the key column (a surrogate
-    /// `id` primary key on a table sharded by `customer_id`): then the old row of an UPDATE or
-    /// DELETE never says which shard holds it, and they are applied by identity on every shard
-    /// (`identity.rs`). REPLICA IDENTITY FULL sends the whole old row, key included.
     /// The copy watermarks (per destination shard) that decide whether a change to the row
     /// `tuple` is needed: its key range's, or the table's.
     pub(super) fn marks(&self, tuple: &TupleData) -> Result<Arc<[u64]>, ReplayError> {
@@ -283,6 +279,10 @@ impl Table {
         }
     }
 
+    /// Whether the replica identity of a table sharded by key lacks the key column (a surrogate
+    /// `id` primary key on a table sharded by `customer_id`): then the old row of an UPDATE or
+    /// DELETE never says which shard holds it, and they are applied by identity on every shard
+    /// (`identity.rs`). REPLICA IDENTITY FULL sends the whole old row, key included.
     pub(super) fn identity_lacks_key(&self) -> bool {
         match &self.dest {
             Destination::ByKey(_, index) => !self.full && !self.key.contains(index),
