@@ -108,6 +108,16 @@ fn bucket_list(range: &str) -> String {
 
 /// `pgdog configcheck` of `proxy`'s files with `tables` instead of its own: (success, output).
 fn configcheck(proxy: &topology::proxy::Proxy, shards: &Topology, tables: &str) -> (bool, String) {
+    pgdog_with(proxy, shards, tables, &["configcheck"])
+}
+
+/// `pgdog <args>` on `proxy`'s files with `tables` instead of its own: (success, output).
+fn pgdog_with(
+    proxy: &topology::proxy::Proxy,
+    shards: &Topology,
+    tables: &str,
+    args: &[&str],
+) -> (bool, String) {
     let dir = proxy.dir.join("check");
     std::fs::create_dir_all(&dir).unwrap();
     let mut config = format!("[general]\nhost = \"127.0.0.1\"\nport = {}\n", proxy.port);
@@ -115,7 +125,7 @@ fn configcheck(proxy: &topology::proxy::Proxy, shards: &Topology, tables: &str) 
     std::fs::write(dir.join("pgdog.toml"), config).unwrap();
     std::fs::write(dir.join("users.toml"), users_toml()).unwrap();
     let out = std::process::Command::new(topology::proxy::binary())
-        .arg("configcheck")
+        .args(args)
         .arg("--config")
         .arg(dir.join("pgdog.toml"))
         .arg("--users")
@@ -188,5 +198,21 @@ fn bucket_maps_place_keys_like_postgres() {
             &tables_toml(&["0-340", "341-681", "682-1000", "1001-1023"]),
         );
         assert!(!ok && said.contains("shards[3] does not exist"), "{said}");
+
+        // The map for one more shard: a quarter of the buckets move, evenly from the three.
+        let args = ["buckets", "--database", DB, "--shards", "4"];
+        let (ok, said) = pgdog_with(&proxy, &shards, &tables_toml(&MAP), &args);
+        assert!(ok, "{said}");
+        assert!(
+            said.contains("# 256 of 1024 buckets move (25.0% of the keys), from 3 shards to 4"),
+            "{said}"
+        );
+        for line in [
+            "shard 0 -> shard 3: 85 buckets",
+            "shard 1 -> shard 3: 85 buckets",
+            "shard 2 -> shard 3: 86 buckets",
+        ] {
+            assert!(said.contains(line), "{said}");
+        }
     });
 }

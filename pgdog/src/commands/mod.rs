@@ -54,6 +54,9 @@ pub enum Command {
     Hash,
     /// Print each statement's shards (no server needed).
     Route(RouteArgs),
+    /// Print the `[[bucket_maps]]` entry that spreads a database's buckets over N shards,
+    /// moving the fewest (from its current map, or the default one), and what moves.
+    Buckets(BucketsArgs),
     /// Before sharding: what share of the traffic would go to one shard, and which statements
     /// would be refused or go to all shards (from a dry run's SHOW ROUTES or a statement log).
     Readiness(ReadinessArgs),
@@ -114,6 +117,19 @@ pub struct RouteArgs {
     /// A `$n` parameter value (repeat in order).
     #[arg(long, short = 'p')]
     pub param: Vec<String>,
+}
+
+#[derive(Args)]
+pub struct BucketsArgs {
+    #[arg(long, short = 'd')]
+    pub database: String,
+    /// The shard count to spread the buckets over.
+    #[arg(long)]
+    pub shards: usize,
+    /// The bucket count when the database has no `[[bucket_maps]]` entry yet (its default map
+    /// is then plain hash placement: a multiple of the current shard count).
+    #[arg(long, default_value_t = 1024)]
+    pub buckets: u32,
 }
 
 #[derive(Args)]
@@ -309,6 +325,7 @@ pub fn dispatch(cli: &Cli, command: &Command) -> ExitCode {
         Command::ImportPgbouncer(a) => import_pgbouncer(a),
         Command::Hash => hash(),
         Command::Route(a) => route(cli, a),
+        Command::Buckets(a) => buckets(cli, a),
         Command::Readiness(a) => readiness::run(cli, a),
         Command::LogicalDump(a) => match dump_options(a) {
             Ok(o) => jobs::logical_dump(o),
@@ -525,6 +542,53 @@ fn route(cli: &Cli, a: &RouteArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `pgdog buckets`: the database's bucket map rebalanced over `--shards`, as TOML, with what
+/// moves in comments.
+fn buckets(cli: &Cli, a: &BucketsArgs) -> ExitCode {
+    use pgdog::sharding::Buckets;
+    let settings = match pgdog::registry::load_settings(&cli.config, &cli.users) {
+        Ok(s) => s,
+        Err(e) => return fail("buckets", e),
+    };
+    let shards = settings.shards(&a.database);
+    if shards == 0 {
+        return fail(
+            "buckets",
+            format!("database `{}` is not configured", a.database),
+        );
+    }
+    let default = pgdog::config::BucketMap {
+        database: a.database.clone(),
+        buckets: a.buckets,
+        shards: None,
+    };
+    let map = (settings.config.bucket_maps.iter())
+        .find(|m| m.database == a.database)
+        .unwrap_or(&default);
+    let now = match Buckets::new(map, shards) {
+        Ok(b) => b,
+        Err(e) => return fail("buckets", e),
+    };
+    let next = now.rebalanced(a.shards);
+    let moved = now.moved_to(&next);
+    println!(
+        "# {} of {} buckets move ({:.1}% of the keys), from {shards} shards to {}:",
+        moved.len(),
+        now.count(),
+        100.0 * moved.len() as f64 / now.count() as f64,
+        a.shards
+    );
+    let mut pairs: std::collections::BTreeMap<(usize, usize), usize> = Default::default();
+    for (_, from, to) in &moved {
+        *pairs.entry((*from, *to)).or_default() += 1;
+    }
+    for ((from, to), n) in pairs {
+        println!("#   shard {from} -> shard {to}: {n} buckets");
+    }
+    print!("{}", next.to_toml(&a.database));
+    ExitCode::SUCCESS
 }
 
 /// The options of `pgdog logical-dump`.

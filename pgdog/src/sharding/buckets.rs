@@ -117,6 +117,88 @@ impl Buckets {
     }
 }
 
+impl Buckets {
+    /// The map for `shards` shards that moves the fewest buckets: each shard keeps its buckets
+    /// up to its share (B / shards, the first B mod shards shards one more), and the buckets
+    /// over their shard's share (each shard's highest-numbered ones) go to the shards under
+    /// theirs, in order. From N shards to N+1, about B/(N+1) buckets move, taken evenly.
+    pub fn rebalanced(&self, shards: usize) -> Buckets {
+        let shards = shards.max(1);
+        let count = self.count() as usize;
+        let share = |s: usize| count / shards + usize::from(s < count % shards);
+        let mut shard_of: Vec<Option<u16>> = self.shard_of.iter().map(|&s| Some(s)).collect();
+        let mut held = vec![0usize; shards];
+        let mut spare = Vec::new();
+        for (bucket, slot) in shard_of.iter_mut().enumerate() {
+            match slot.map(usize::from) {
+                Some(s) if s < shards && held[s] < share(s) => held[s] += 1,
+                _ => {
+                    *slot = None;
+                    spare.push(bucket);
+                }
+            }
+        }
+        // Spares in the order their old shards gave them up, so each new shard takes evenly
+        // from all of them.
+        spare.sort_by_key(|&b| (usize::from(self.shard_of[b]), std::cmp::Reverse(b)));
+        let mut by_shard: Vec<std::collections::VecDeque<usize>> = vec![
+            Default::default();
+            self.shard_of
+                .iter()
+                .map(|&s| usize::from(s) + 1)
+                .max()
+                .unwrap_or(1)
+        ];
+        for b in spare {
+            by_shard[usize::from(self.shard_of[b])].push_back(b);
+        }
+        // Round robin over the giving shards (as many spares as missing buckets: it ends).
+        let (givers, mut next) = (by_shard.len(), 0);
+        for (target, held) in held.iter_mut().enumerate() {
+            while *held < share(target) {
+                let Some((i, b)) = (0..givers)
+                    .map(|k| (next + k) % givers)
+                    .find_map(|i| by_shard[i].pop_front().map(|b| (i, b)))
+                else {
+                    break;
+                };
+                next = i + 1;
+                shard_of[b] = Some(target as u16);
+                *held += 1;
+            }
+        }
+        Buckets {
+            shard_of: shard_of.into_iter().map(|s| s.unwrap_or(0)).collect(),
+        }
+    }
+
+    /// The buckets whose shard differs in `other` (same bucket count).
+    pub fn moved_to(&self, other: &Buckets) -> Vec<(u32, usize, usize)> {
+        (0..self.count().min(other.count()))
+            .filter(|&b| self.shard(b) != other.shard(b))
+            .map(|b| (b, self.shard(b), other.shard(b)))
+            .collect()
+    }
+
+    /// The `[[bucket_maps]]` entry of this map for `database`.
+    pub fn to_toml(&self, database: &str) -> String {
+        let shards = self
+            .shard_of
+            .iter()
+            .map(|&s| usize::from(s) + 1)
+            .max()
+            .unwrap_or(0);
+        let lists: Vec<String> = (0..shards)
+            .map(|s| format!("\"{}\"", format_list(&self.buckets_of(s))))
+            .collect();
+        format!(
+            "[[bucket_maps]]\ndatabase = \"{database}\"\nbuckets = {}\nshards = [{}]\n",
+            self.count(),
+            lists.join(", ")
+        )
+    }
+}
+
 /// The buckets of a list: `n`, `a-b` (inclusive) and `a-b/s` (every s-th from a), separated
 /// by commas; spaces are ignored.
 pub fn parse_list(list: &str) -> Result<Vec<u32>, String> {
@@ -207,6 +289,33 @@ mod tests {
             assert_eq!(b.shard_of_hash(h), (h % 4) as usize, "{h}");
         }
         assert!(Buckets::new(&map(1024, None), 3).is_err());
+    }
+
+    #[test]
+    fn adding_a_shard_moves_its_share_taken_evenly() {
+        let two = Buckets::new(&map(1024, None), 2).unwrap();
+        let three = two.rebalanced(3);
+        let moved = two.moved_to(&three);
+        // 1024 / 3 rounded: shard 2 gets 341, 170 or 171 from each old shard.
+        assert_eq!(moved.len(), 341);
+        assert!(moved.iter().all(|&(_, _, to)| to == 2));
+        let from0 = moved.iter().filter(|m| m.1 == 0).count();
+        assert!((170..=171).contains(&from0), "{from0}");
+        for s in 0..3 {
+            assert!((341..=342).contains(&three.buckets_of(s).len()));
+        }
+        // The map it prints is a valid one for 3 shards, the same map.
+        let text = three.to_toml("app");
+        let parsed: BucketMap =
+            toml::from_str(text.trim_start_matches("[[bucket_maps]]\n")).unwrap();
+        assert_eq!(Buckets::new(&parsed, 3).unwrap(), three);
+        // Nothing moves when the count stays; 3 -> 4 moves a quarter.
+        assert!(three.moved_to(&three.rebalanced(3)).is_empty());
+        assert_eq!(three.moved_to(&three.rebalanced(4)).len(), 256);
+        // Fewer shards: the removed shard's buckets go to the others.
+        let back = three.rebalanced(2);
+        assert!(back.buckets_of(2).is_empty());
+        assert_eq!(back.buckets_of(0).len() + back.buckets_of(1).len(), 1024);
     }
 
     #[test]
