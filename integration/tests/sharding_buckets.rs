@@ -4,7 +4,9 @@
 //! (`satisfies_hash_partition` on the shard); point reads find every row. The map (three
 //! contiguous bucket ranges) differs from plain hash over 3 shards for about 2 keys in 3, so
 //! ignoring it misplaces rows. `configcheck` refuses a map that misses a bucket and one that
-//! names a shard that does not exist.
+//! names a shard that does not exist. `pgdog buckets` plans the map for a 4th shard.
+//! `pgdog cleanup` counts, then deletes (killed after its first batch, then resumed) the rows
+//! written straight to every shard, keeping each on the one shard its bucket names.
 use crate::sharding_common;
 use sharding_common::*;
 use tokio_postgres::types::ToSql;
@@ -118,6 +120,17 @@ fn pgdog_with(
     tables: &str,
     args: &[&str],
 ) -> (bool, String) {
+    pgdog_env(proxy, shards, tables, args, &[])
+}
+
+/// [`pgdog_with`] with environment variables (a failpoint).
+fn pgdog_env(
+    proxy: &topology::proxy::Proxy,
+    shards: &Topology,
+    tables: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (bool, String) {
     let dir = proxy.dir.join("check");
     std::fs::create_dir_all(&dir).unwrap();
     let mut config = format!("[general]\nhost = \"127.0.0.1\"\nport = {}\n", proxy.port);
@@ -126,6 +139,7 @@ fn pgdog_with(
     std::fs::write(dir.join("users.toml"), users_toml()).unwrap();
     let out = std::process::Command::new(topology::proxy::binary())
         .args(args)
+        .envs(env.iter().copied())
         .arg("--config")
         .arg(dir.join("pgdog.toml"))
         .arg("--users")
@@ -138,6 +152,81 @@ fn pgdog_with(
         String::from_utf8_lossy(&out.stderr)
     );
     (out.status.success(), said)
+}
+
+/// 200 more keys of b_big and b_text written straight to each of the 3 shards: each is then
+/// on its own shard once and on 2 others. `pgdog cleanup` counts 800 misplaced rows; with
+/// --delete (one block per batch) it is killed after its first batch (failpoint), and the
+/// rerun resumes there and deletes the rest: every row on its bucket's shard, each key once.
+async fn cleanup(
+    proxy: &topology::proxy::Proxy,
+    shards: &Topology,
+    direct: &[tokio_postgres::Client],
+) {
+    for shard in direct {
+        for (table, ty) in [("b_big", "bigint"), ("b_text", "text")] {
+            let values: Vec<String> = (ROWS..ROWS + 200)
+                .map(|i| format!("('{}'::{ty}, 'stray')", key(ty, i)))
+                .collect();
+            shard
+                .batch_execute(&format!("INSERT INTO {table} VALUES {}", values.join(", ")))
+                .await
+                .expect("stray rows");
+        }
+    }
+    let tables = tables_toml(&MAP);
+    let count = ["cleanup", "--database", DB];
+    let (ok, said) = pgdog_with(proxy, shards, &tables, &count);
+    assert!(ok, "{said}");
+    assert!(
+        said.contains("800 rows placed on another shard, 0 deleted"),
+        "{said}"
+    );
+
+    let delete = [
+        "cleanup",
+        "--database",
+        DB,
+        "--delete",
+        "--batch-blocks",
+        "1",
+        "--pause-ms",
+        "0",
+    ];
+    let (ok, said) = pgdog_env(
+        proxy,
+        shards,
+        &tables,
+        &delete,
+        &[("FAILPOINTS", "cleanup-batch-committed=1*off->panic")],
+    );
+    assert!(!ok, "the failpoint stops it after one batch: {said}");
+    let (ok, said) = pgdog_with(proxy, shards, &tables, &delete);
+    assert!(ok, "{said}");
+    assert!(said.contains("(resumed at block 1)"), "{said}");
+    for (s, shard) in direct.iter().enumerate() {
+        for (table, _, _) in TYPES {
+            assert_eq!(
+                misplaced(shard, table, &bucket_list(MAP[s])).await,
+                0,
+                "{table} shard {s}"
+            );
+        }
+        let left = count_i64(shard, "SELECT count(*) FROM pgdog_cleanup").await;
+        assert_eq!(left, 0, "progress rows left on shard {s}");
+    }
+    for (table, ty) in [("b_big", "bigint"), ("b_text", "text")] {
+        let mut total = 0;
+        for shard in direct {
+            total += count_i64(shard, &format!("SELECT count(*) FROM {table}")).await;
+        }
+        assert_eq!(total as usize, ROWS + 200, "{table} ({ty}): each key once");
+    }
+    let (ok, said) = pgdog_with(proxy, shards, &tables, &count);
+    assert!(
+        ok && said.contains("0 rows placed on another shard, 0 deleted"),
+        "{said}"
+    );
 }
 
 #[test]
@@ -214,5 +303,7 @@ fn bucket_maps_place_keys_like_postgres() {
         ] {
             assert!(said.contains(line), "{said}");
         }
+
+        cleanup(&proxy, &shards, &direct).await;
     });
 }

@@ -57,6 +57,9 @@ pub enum Command {
     /// Print the `[[bucket_maps]]` entry that spreads a database's buckets over N shards,
     /// moving the fewest (from its current map, or the default one), and what moves.
     Buckets(BucketsArgs),
+    /// Count the rows each shard holds that the database's layout places elsewhere (moved
+    /// buckets left behind); with --delete, delete them in throttled, resumable batches.
+    Cleanup(CleanupArgs),
     /// Before sharding: what share of the traffic would go to one shard, and which statements
     /// would be refused or go to all shards (from a dry run's SHOW ROUTES or a statement log).
     Readiness(ReadinessArgs),
@@ -130,6 +133,21 @@ pub struct BucketsArgs {
     /// is then plain hash placement: a multiple of the current shard count).
     #[arg(long, default_value_t = 1024)]
     pub buckets: u32,
+}
+
+#[derive(Args)]
+pub struct CleanupArgs {
+    #[arg(long, short = 'd')]
+    pub database: String,
+    /// Delete the misplaced rows (without it, only count them).
+    #[arg(long)]
+    pub delete: bool,
+    /// Heap blocks (8 KiB) read and cleaned per batch, one transaction each.
+    #[arg(long, default_value_t = 128)]
+    pub batch_blocks: u64,
+    /// Milliseconds to sleep between batches.
+    #[arg(long, default_value_t = 10)]
+    pub pause_ms: u64,
 }
 
 #[derive(Args)]
@@ -326,6 +344,7 @@ pub fn dispatch(cli: &Cli, command: &Command) -> ExitCode {
         Command::Hash => hash(),
         Command::Route(a) => route(cli, a),
         Command::Buckets(a) => buckets(cli, a),
+        Command::Cleanup(a) => cleanup(cli, a),
         Command::Readiness(a) => readiness::run(cli, a),
         Command::LogicalDump(a) => match dump_options(a) {
             Ok(o) => jobs::logical_dump(o),
@@ -589,6 +608,34 @@ fn buckets(cli: &Cli, a: &BucketsArgs) -> ExitCode {
     }
     print!("{}", next.to_toml(&a.database));
     ExitCode::SUCCESS
+}
+
+/// `pgdog cleanup`: a line per (shard, table), then the totals.
+fn cleanup(cli: &Cli, a: &CleanupArgs) -> ExitCode {
+    use pgdog::reshard::cleanup::{cleanup, CleanupOptions};
+    let settings = match pgdog::registry::load_settings(&cli.config, &cli.users) {
+        Ok(s) => s,
+        Err(e) => return fail("cleanup", e),
+    };
+    let options = CleanupOptions {
+        database: a.database.clone(),
+        delete: a.delete,
+        batch_blocks: a.batch_blocks,
+        pause: std::time::Duration::from_millis(a.pause_ms),
+    };
+    let rt = match jobs::runtime(1) {
+        Ok(rt) => rt,
+        Err(e) => return fail("cleanup", e),
+    };
+    match rt.block_on(cleanup(&settings, &options, |r| println!("{r}"))) {
+        Ok(reports) => {
+            let misplaced: u64 = reports.iter().map(|r| r.misplaced).sum();
+            let deleted: u64 = reports.iter().map(|r| r.deleted).sum();
+            println!("{misplaced} rows placed on another shard, {deleted} deleted");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail("cleanup", e),
+    }
 }
 
 /// The options of `pgdog logical-dump`.

@@ -1,6 +1,7 @@
 //! Resharding: schema sync, copy, replay, cutover, verify.
 
 pub mod admin_commands;
+pub mod cleanup;
 pub mod config_swap;
 pub mod copy;
 mod copy_stream;
