@@ -139,7 +139,8 @@ pub struct BucketsArgs {
 pub struct CleanupArgs {
     #[arg(long, short = 'd')]
     pub database: String,
-    /// Delete the misplaced rows (without it, only count them).
+    /// Delete the misplaced rows (without it, only count them). Only once every proxy routes
+    /// by this configuration's layout: what it places elsewhere is deleted.
     #[arg(long)]
     pub delete: bool,
     /// Heap blocks (8 KiB) read and cleaned per batch, one transaction each.
