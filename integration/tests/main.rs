@@ -49,6 +49,7 @@ mod replication_client;
 mod replication_decode;
 mod replication_dump;
 mod replication_snapshot;
+mod reshard_buckets;
 mod reshard_checks;
 mod reshard_copy;
 mod reshard_copy_replicas;

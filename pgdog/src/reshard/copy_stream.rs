@@ -218,6 +218,9 @@ pub(crate) struct Reader {
     /// The table's name (for errors).
     pub table: String,
     pub dest: Destination,
+    /// Destination shards whose rows stay where they are (the source's own server): nothing
+    /// is sent there (empty: none).
+    pub stays: Arc<[bool]>,
     /// One sender per destination shard; `None` for shards not written by this run.
     pub senders: Vec<Option<mpsc::Sender<Bytes>>>,
     pub tracker: Tracker,
@@ -354,7 +357,7 @@ impl Reader {
                 let wanted = match self.dest {
                     Destination::OneShard(s) => s == shard,
                     _ => true,
-                };
+                } && !self.stays.get(shard).copied().unwrap_or(false);
                 if let (Some(tx), true) = (tx, wanted) {
                     self.send(shard, tx, data.clone()).await?;
                 }
@@ -366,8 +369,10 @@ impl Reader {
                 continue;
             }
             match tx {
-                Some(tx) => self.send(shard, tx, buf.split().freeze()).await?,
-                None => buf.clear(),
+                Some(tx) if !self.stays.get(shard).copied().unwrap_or(false) => {
+                    self.send(shard, tx, buf.split().freeze()).await?
+                }
+                _ => buf.clear(),
             }
         }
         Ok(())

@@ -253,6 +253,9 @@ struct Job {
     size: u64,
     /// The key range copied ([`ranges`]); None: the whole table.
     range: Option<KeyRange>,
+    /// Destination shards that are this source shard's server ([`staying`]): its rows for
+    /// them stay where they are (empty: none).
+    stays: Arc<[bool]>,
 }
 
 impl Job {
@@ -466,9 +469,10 @@ impl<T> Drop for AbortOnDrop<T> {
 async fn jobs(
     sources: &[SourceShard],
     dest_schema: &Schema,
-    dest_shards: usize,
+    dests: &[ServerTarget],
     options: &CopyDataOptions,
 ) -> Result<Vec<Job>, CopyDataError> {
+    let primaries: Vec<ServerTarget> = sources.iter().map(|s| s.primary.clone()).collect();
     let tables = publication_tables(&sources[0].primary, &options.publication).await?;
     let mut sizes = vec![tables.iter().map(|t| t.3).collect::<Vec<u64>>()];
     for (shard, source) in sources.iter().enumerate().skip(1) {
@@ -507,9 +511,10 @@ async fn jobs(
                 source: source.primary.clone(),
                 primary: source.primary.clone(),
                 from_replica: false,
-                targets: (0..dest_shards).collect(),
+                targets: (0..dests.len()).collect(),
                 size: sizes[shard][i],
                 range: None,
+                stays: staying(&dest, &primaries, dests, shard),
             });
         }
     }
@@ -547,7 +552,7 @@ pub async fn copy_data_tuned(
     let dests = destination_shards(settings, &options.databases.to)?;
     let format_mode = FormatMode::from_settings(&settings.config.resharding);
 
-    let mut jobs = jobs(&sources, &dest_schema, dests.len(), options).await?;
+    let mut jobs = jobs(&sources, &dest_schema, &dests, options).await?;
 
     let formats = Arc::new(FormatPlan::load(format_mode, &dests).await?);
 

@@ -82,6 +82,7 @@ mod tests {
             targets: vec![0],
             size,
             range: None,
+            stays: Arc::from([]),
         }
     }
 

@@ -77,6 +77,35 @@ pub(crate) fn postgres_error(addr: &str, m: Message) -> ServerError {
     }
 }
 
+/// Whether two targets are the same server and database (host as written, port, database).
+pub(crate) fn same_server(a: &ServerTarget, b: &ServerTarget) -> bool {
+    a.host == b.host && a.port == b.port && a.database == b.database
+}
+
+/// Per destination shard, whether the rows a copy or a replay of source shard `source_shard`
+/// would write there are already there: the destination shard is that source shard's own
+/// server (a move of buckets within one set of servers), or, for an omnisharded table
+/// (`Everywhere`), any source shard's server. Empty when no destination is a source server.
+pub(crate) fn staying(
+    dest: &Destination,
+    sources: &[ServerTarget],
+    dests: &[ServerTarget],
+    source_shard: usize,
+) -> std::sync::Arc<[bool]> {
+    let stays: Vec<bool> = dests
+        .iter()
+        .map(|d| match dest {
+            Destination::Everywhere => sources.iter().any(|s| same_server(s, d)),
+            _ => sources.get(source_shard).is_some_and(|s| same_server(s, d)),
+        })
+        .collect();
+    if stays.iter().any(|&s| s) {
+        stays.into()
+    } else {
+        std::sync::Arc::from([])
+    }
+}
+
 /// One source shard: its primary and replicas.
 pub(crate) struct SourceShard {
     pub(crate) primary: ServerTarget,

@@ -270,6 +270,7 @@ pub(super) async fn copy_table(
             format,
             table: table.clone(),
             dest: job.dest.clone(),
+            stays: job.stays.clone(),
             senders: senders.clone(),
             tracker: Tracker {
                 counters: counters.clone(),

@@ -32,6 +32,7 @@ fn copy_statements() {
         targets: vec![0, 1],
         size: 0,
         range: None,
+        stays: std::sync::Arc::from([]),
     };
     assert_eq!(
         copy_out_sql(

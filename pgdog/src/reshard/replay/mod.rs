@@ -53,7 +53,7 @@ use crate::replication::pgoutput::{
 };
 use crate::reshard::copy::{
     check_databases, connect, destination, destination_shards, ident, literal, postgres_error,
-    progress_key, schema_of, server_err, source_primaries, CopyDataError, Destination,
+    progress_key, schema_of, server_err, source_primaries, staying, CopyDataError, Destination,
     PROGRESS_DDL,
 };
 use crate::reshard::progress::{Progress, StopAt, StreamProgress};
@@ -258,6 +258,11 @@ struct Applier {
     counts: identity::Counts,
     /// The source's and the destination's catalogs, for schema changes ([`ddl`]).
     catalog: ddl::Catalog,
+    /// Destination shards that are this stream's source server, and that are any source
+    /// shard's server (a move of buckets within one set of servers): the changes for them are
+    /// there already ([`Applier::keep`]). Empty: none.
+    stays_own: Arc<[bool]>,
+    stays_any: Arc<[bool]>,
 }
 
 /// The two-phase commit mode.
@@ -306,6 +311,33 @@ impl Applier {
                 .await?;
         }
         Ok(())
+    }
+
+    /// Refuses a change by identity (the replica identity lacks the key) when destination
+    /// shards are source servers: on them, the row's versions cannot be told apart.
+    fn identity_within_servers(&self, t: &Table) -> Result<(), ReplayError> {
+        if self.stays_any.is_empty() {
+            return Ok(());
+        }
+        Err(other(format!(
+            "table {}: its replica identity lacks the sharding key, which a move within the \
+             same servers (destination shards that are source shards) cannot replay; set \
+             REPLICA IDENTITY FULL or a key that holds the sharding column",
+            t.name
+        )))
+    }
+
+    /// `shards` without those that already have `t`'s changes of this stream: this source
+    /// shard's own server, and for an omnisharded table any source shard's server.
+    fn keep(&self, t: &Table, mut shards: Vec<usize>) -> Vec<usize> {
+        let stays = match t.dest {
+            Destination::Everywhere => &self.stays_any,
+            _ => &self.stays_own,
+        };
+        if !stays.is_empty() {
+            shards.retain(|&s| !stays.get(s).copied().unwrap_or(false));
+        }
+        shards
     }
 
     /// Whether destination shard `shard` still needs a change committed at `lsn` of a table
@@ -376,11 +408,12 @@ impl Applier {
             return Ok(());
         }
         if t.identity_lacks_key() {
+            self.identity_within_servers(t)?;
             return self.update_by_identity(txn, relation, old, new).await;
         }
         let old_tuple = old.as_ref().map(|o| o.tuple()).unwrap_or(&new);
-        let new_shards = t.shards_of(&new, n)?;
-        let old_shards = t.shards_of(old_tuple, n)?;
+        let new_shards = self.keep(t, t.shards_of(&new, n)?);
+        let old_shards = self.keep(t, t.shards_of(old_tuple, n)?);
         let (old_marks, new_marks) = (t.marks(old_tuple)?, t.marks(&new)?);
         let wh = t.match_values(old_tuple)?;
         let shards: BTreeSet<usize> = old_shards.iter().chain(&new_shards).copied().collect();
@@ -426,7 +459,11 @@ impl Applier {
                 )));
             }
             let lsn = txn.final_lsn;
+            let kept = self.keep(t, (0..n).collect());
             for (shard, list) in names.iter_mut().enumerate() {
+                if !kept.contains(&shard) {
+                    continue;
+                }
                 let Some(ranges) = &t.ranges else {
                     if t.watermarks.get(shard).is_none_or(|&wm| lsn >= wm) {
                         list.push(t.sql_name.clone());
@@ -591,7 +628,7 @@ impl Applier {
                     )));
                 }
                 let stmt = t.upsert(&values);
-                let shards = t.shards_of(&new, n)?;
+                let shards = self.keep(t, t.shards_of(&new, n)?);
                 t.check_owned(&shards, self.source_shard)?;
                 let ops = shards.into_iter().map(|s| (s, stmt.clone())).collect();
                 let wm = t.marks(&new)?;
@@ -607,9 +644,10 @@ impl Applier {
                     return Ok(());
                 }
                 if t.identity_lacks_key() {
+                    self.identity_within_servers(t)?;
                     return self.delete_by_identity(txn, relation, old).await;
                 }
-                let shards = t.shards_of(old.tuple(), n)?;
+                let shards = self.keep(t, t.shards_of(old.tuple(), n)?);
                 let stmt = t.delete(&t.match_values(old.tuple())?);
                 let ops = shards.into_iter().map(|s| (s, stmt.clone())).collect();
                 let wm = t.marks(old.tuple())?;
@@ -754,6 +792,7 @@ pub async fn replay(
         schema: &schema,
         source_schema: source_schema.as_ref(),
         dests: &dests,
+        sources: &sources,
         sharded_source: sources.len() > 1,
         abort_after: abort_after_commit(),
         bounds: BatchBounds::of(&settings.config.resharding),
@@ -764,7 +803,8 @@ pub async fn replay(
     };
     let (stop_tx, stop_rx) = watch::channel(false);
     let streams = sources
-        .into_iter()
+        .iter()
+        .cloned()
         .enumerate()
         .map(|(shard, primary)| run_stream(&ctx, shard, primary, stop_rx.clone()));
     let mut all = std::pin::pin!(try_join_all(streams));

@@ -9,6 +9,8 @@ pub(super) struct StreamContext<'a> {
     pub(super) options: &'a ReplayOptions,
     pub(super) schema: &'a Schema,
     pub(super) dests: &'a [ServerTarget],
+    /// The source shards' primaries.
+    pub(super) sources: &'a [ServerTarget],
     pub(super) sharded_source: bool,
     /// The source's sharding layout, when it has more than one shard.
     pub(super) source_schema: Option<&'a Schema>,
@@ -141,6 +143,18 @@ impl Stream<'_, '_> {
                 bounds: ctx.bounds,
                 counts: Default::default(),
                 catalog: ddl::Catalog::new(primary.clone(), ctx.dests.to_vec()),
+                stays_own: staying(
+                    &Destination::OneShard(0),
+                    ctx.sources,
+                    ctx.dests,
+                    source_shard,
+                ),
+                stays_any: staying(
+                    &Destination::Everywhere,
+                    ctx.sources,
+                    ctx.dests,
+                    source_shard,
+                ),
             },
             client,
             decoder: Decoder::new(4),
