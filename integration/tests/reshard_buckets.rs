@@ -7,8 +7,11 @@
 //! buckets and the omnisharded table) replay only onto the new shard; `cleanup --delete` then
 //! removes the moved rows from their old shards. Every row ends on its bucket's shard exactly
 //! once (Postgres' `satisfies_hash_partition` with modulus 1,024 decides) with the source's
-//! values. Without the staying rule the copy would write rows onto their own server (a key
-//! conflict) and the replay would delete rows there twice (a diverged DELETE).
+//! values. Key UPDATEs move rows between moving and staying buckets on a source shard. Then
+//! the move back: from `dst` to `back` (servers 0 and 1 with the default map), the new shard's
+//! rows return to their old shards and nothing else is copied. Without the staying rule the
+//! copy would write rows onto their own server (a key conflict) and the replay would delete
+//! rows there twice (a diverged DELETE).
 use crate::reshard_common;
 
 use pgdog::sharding::Buckets;
@@ -53,6 +56,9 @@ fn adding_a_shard_moves_only_its_buckets() {
     let new = old.rebalanced(3);
     let config = shards("src", &topo, 2)
         + &shards("dst", &topo, 3)
+        + &shards("back", &topo, 2)
+        + &sharded_table("back", "items", "id", "bigint")
+        + &omnisharded("back", &["kinds"])
         + &sharded_table("src", "items", "id", "bigint")
         + &sharded_table("dst", "items", "id", "bigint")
         + &omnisharded("src", &["kinds"])
@@ -99,6 +105,8 @@ fn adding_a_shard_moves_only_its_buckets() {
                 "INSERT INTO items SELECT i, 'new ' || i, i FROM generate_series(3001, 3600) i
                   WHERE satisfies_hash_partition('probe'::regclass, 2, {s}, i::bigint);
                  UPDATE items SET qty = qty + 1000 WHERE id BETWEEN 10 AND 400;
+                 UPDATE items SET id = id + 10000, name = 'rekeyed' WHERE id BETWEEN 900 AND 1100
+                   AND satisfies_hash_partition('probe'::regclass, 2, {s}, id + 10000);
                  DELETE FROM items WHERE id BETWEEN 500 AND 800;
                  UPDATE kinds SET label = 'changed' WHERE id = 2;
                  INSERT INTO kinds VALUES (4, 'four');
@@ -166,5 +174,41 @@ fn adding_a_shard_moves_only_its_buckets() {
     for s in 0..2 {
         drop_slot(topo.shard(s), "s1");
     }
+    move_back(&dir, &topo, &new, total_before);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// From `dst` (3 shards, the new map) back to `back` (shards 0 and 1, the default map): the
+/// third shard's rows return, the rows already on 0 and 1 stay, and every row is once on its
+/// old shard.
+fn move_back(dir: &std::path::Path, topo: &Topology, new: &Buckets, total: (i64, i64)) {
+    let old = Buckets::default_map(B, 2);
+    topo.shard(2)
+        .psql("CREATE PUBLICATION pub FOR TABLE items, kinds")
+        .unwrap();
+    let dbs = ["--from-database", "dst", "--to-database", "back"];
+    let said = run_ok(
+        dir,
+        topo,
+        "copy-data",
+        &dbs,
+        &["--publication", "pub", "--slot", "s2"],
+    );
+    let moved = topo.shard(2).psql("SELECT count(*) FROM items").unwrap();
+    assert!(
+        said.contains(&format!("{moved} rows")) || moved == "0",
+        "only the third shard's rows are copied: {said}"
+    );
+    let back: Vec<String> = (0..2)
+        .map(|s| in_buckets(topo.shard(s), &old.buckets_of(s)))
+        .collect();
+    assert_eq!(sum(&back), total);
+    for (s, part) in back.iter().enumerate() {
+        let n = topo.shard(s).psql("SELECT count(*) FROM items").unwrap();
+        assert_eq!(part.split(' ').next().unwrap(), n, "shard {s}");
+    }
+    assert!(new.buckets_of(2).iter().all(|&b| old.shard(b) < 2));
+    for s in 0..3 {
+        drop_slot(topo.shard(s), "s2");
+    }
 }
