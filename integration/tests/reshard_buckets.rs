@@ -15,10 +15,17 @@
 use crate::reshard_common;
 
 use pgdog::sharding::Buckets;
+use reshard_common::load::{
+    admin_url, cutover_args, start_loads, stop_clean_loads, wait_for_cutover, wait_for_statements,
+    ADMIN_PASSWORD, USERS,
+};
 use reshard_common::{
     copy_data_again, drop_slot, omnisharded, replay_applies, run_ok, schema_sync_pre,
-    sharded_table, shards,
+    sharded_table, shards, sigterm, slot_active_on_shards, spawn, text,
 };
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+use topology::proxy::Proxy;
 use topology::{wait_until, Node, Topology};
 
 const B: u32 = 1024;
@@ -210,5 +217,113 @@ fn move_back(dir: &std::path::Path, topo: &Topology, new: &Buckets, total: (i64,
     assert!(new.buckets_of(2).iter().all(|&b| old.shard(b) < 2));
     for s in 0..3 {
         drop_slot(topo.shard(s), "s2");
+    }
+}
+
+/// The same move by `pgdog reshard --cutover --reverse` while clients write through pgdog: the
+/// proxy switches to the 3-shard map with no client error, reverse replication keeps the old
+/// layout's servers in step (only the new shard's changes travel back), and after the reshard
+/// stops, `cleanup` on the switched name leaves every row once, on its bucket's shard.
+#[test]
+fn adding_a_shard_by_buckets_with_cutover_under_load() {
+    let topo = Topology::shards(3).expect("3 servers");
+    let new = Buckets::default_map(B, 2).rebalanced(3);
+    for s in 0..3 {
+        topo.shard(s)
+            .psql("CREATE TABLE probe (k bigint) PARTITION BY HASH (k)")
+            .unwrap();
+    }
+    for s in 0..2 {
+        topo.shard(s)
+            .psql(
+                "CREATE TABLE items (id bigint PRIMARY KEY, v text, n bigserial);
+                 CREATE PUBLICATION pub FOR TABLE items;",
+            )
+            .unwrap();
+    }
+    let config = format!("admin_password = \"{ADMIN_PASSWORD}\"\n")
+        + &shards("app", &topo, 2)
+        + &shards("app_new", &topo, 3)
+        + &sharded_table("app", "items", "id", "bigint")
+        + &sharded_table("app_new", "items", "id", "bigint")
+        + &format!("\n[[bucket_maps]]\ndatabase = \"app\"\nbuckets = {B}\n\n")
+        + &new.to_toml("app_new");
+    let proxy = Proxy::start(&config, USERS).expect("pgdog starts");
+    let dir = proxy.dir.clone();
+    let url = proxy.url("app", "secret", "app");
+    let rt = topology::runtime();
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    let loads = start_loads(
+        &rt,
+        (1..=2).map(|k| (url.clone(), k * 1_000_000)),
+        &stop,
+        &done,
+    );
+    wait_for_statements(&done, 200);
+
+    let admin_urls = [admin_url(proxy.port)];
+    let mut child = spawn(&dir, &topo, "reshard", &cutover_args("grow", &admin_urls));
+    let switched = || {
+        dir.join("pgdog.toml.before-cutover").is_file()
+            && slot_active_on_shards(&topo, 3, "grow_reverse")
+    };
+    wait_for_cutover(
+        &mut child,
+        180,
+        "pgdog reshard did not cut over",
+        || proxy.log(),
+        switched,
+    );
+    wait_for_statements(&done, 200);
+    let last = stop_clean_loads(&rt, &stop, loads, || proxy.log());
+    // The last rows are on their new shard (and, through reverse replication, on an old one
+    // when their bucket moved).
+    let where_is = |id: i64| -> Vec<usize> {
+        (0..3)
+            .filter(|&s| {
+                topo.shard(s)
+                    .psql(&format!("SELECT count(*) FROM items WHERE id = {}", id - 1))
+                    .unwrap()
+                    == "1"
+            })
+            .collect()
+    };
+    let out = sigterm(child);
+    assert!(out.status.success(), "pgdog reshard: {}", text(&out));
+
+    // `app` is the 3-shard layout now: cleanup removes the copies left on the old shards.
+    let said = run_ok(
+        &dir,
+        &topo,
+        "cleanup",
+        &["--database", "app", "--delete"],
+        &[],
+    );
+    assert!(said.contains(" deleted"), "{said}");
+    let mut rows = 0;
+    for s in 0..3 {
+        let n: i64 = topo
+            .shard(s)
+            .psql("SELECT count(*) FROM items")
+            .unwrap()
+            .parse()
+            .unwrap();
+        let placed = in_buckets(topo.shard(s), &new.buckets_of(s));
+        assert_eq!(
+            placed.split(' ').next().unwrap(),
+            n.to_string(),
+            "shard {s}"
+        );
+        rows += n;
+    }
+    assert!(rows > 0);
+    for id in last {
+        assert_eq!(where_is(id).len(), 1, "row {} once", id - 1);
+    }
+    for s in 0..3 {
+        let _ = topo
+            .shard(s)
+            .psql("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots");
     }
 }

@@ -76,7 +76,7 @@ pub async fn load(
             )
             .await;
         if let Err(e) = r {
-            errors.push(format!("insert {id}: {e}"));
+            errors.push(format!("insert {id}: {e:?}"));
         }
         if id % 3 == 0 {
             let target = id - 2;

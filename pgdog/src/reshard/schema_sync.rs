@@ -12,7 +12,9 @@
 use crate::backend::server::{Server, ServerError, ServerTarget};
 use crate::config::{Database, Settings};
 use crate::net::quote::{ident as pattern_ident, literal};
-use crate::reshard::copy::{check_databases, shard_targets, ServerFailure, SetupError};
+use crate::reshard::copy::{
+    check_databases, same_server, shard_targets, ServerFailure, SetupError,
+};
 use crate::reshard::Databases;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -449,8 +451,18 @@ pub async fn sync(
     let targets = shard_targets(settings, &options.databases.to)?;
     let shards = targets.len();
     let objects = plan(settings, options).await?;
+    // A destination shard that is a source shard's server (a move of buckets) has the schema:
+    // its DDL, even when it fails as a duplicate, would lock tables clients are using.
+    let sources = shard_targets(settings, &options.databases.from)?;
     let mut reports = Vec::with_capacity(shards);
     for (shard, t) in targets.iter().enumerate() {
+        if sources.iter().any(|s| same_server(s, t)) {
+            reports.push(ShardReport {
+                applied: 0,
+                skipped: objects.len(),
+            });
+            continue;
+        }
         reports.push(apply(shard, t, &objects).await?);
     }
     Ok(reports)
