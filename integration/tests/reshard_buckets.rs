@@ -136,6 +136,29 @@ fn adding_a_shard_moves_only_its_buckets() {
         .unwrap();
     }
     let until_text = format!("{:X}/{:X}", until >> 32, until & 0xFFFF_FFFF);
+    // A replay that dies right after its first destination commit (as kill -9 would), then
+    // one that resumes from the stored positions.
+    let crashed = reshard_common::command(
+        &dir,
+        &topo,
+        "replay",
+        &[
+            "--from-database",
+            "src",
+            "--to-database",
+            "dst",
+            "--publication",
+            "pub",
+            "--slot",
+            "s1",
+            "--until-lsn",
+            &until_text,
+        ],
+    )
+    .env("PGDOG_TEST_ABORT_AFTER_COMMIT", "1")
+    .output()
+    .unwrap();
+    assert!(!crashed.status.success(), "{}", text(&crashed));
     replay_applies(&dir, &topo, "s1", &until_text);
 
     // The new shard holds exactly the source's rows of its buckets, and the same kinds.
