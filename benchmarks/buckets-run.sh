@@ -114,6 +114,9 @@ buckets (the default map) grows to 3. The new map is `pgdog buckets --database a
 ({e['MOVES'].lstrip('# ')}). `pgdog reshard --cutover` moves it while `pgbench -c {e['CLIENTS']} -j 2 -T {e['LOAD_SECONDS']}` writes
 through pgdog, then `pgdog cleanup --delete` removes the moved rows from the old shards. The
 rebuild: the same rows copied into 3 new shards with today's engine (`copy-data --slot`, no load).
+The move's time covers schema sync, the copy (it reads every row of the source shards, as the
+rebuild does, and writes only the moving buckets' third), the replay under load and the
+cutover; the rebuild's is its copy alone, without load: the two are not the same work.
 
 | measure | value |
 |---|---|

@@ -699,5 +699,18 @@ Lag over time (t from pgbench's start; rates over the interval since the previou
 Targets: apply keeps up — applied / source ≥ 1.0x (shown to 2 decimals) and the lag bounded
 (the second half's max lag ≤ 1.5x the first half's, or under 1 MiB): {met(keeps_up)}.""")
 PY
+# The section benchmarks/buckets.sh writes stays as it was.
+python3 - "$OUT" "$OUT.tmp" <<'PY'
+import re, sys
+old, new = sys.argv[1:3]
+try:
+    parts = re.split(r"(?m)^(?=## )", open(old).read())
+except FileNotFoundError:
+    parts = []
+kept = [p for p in parts if p.startswith("## Adding a shard by moving buckets")]
+if kept:
+    with open(new, "a") as f:
+        f.write("\n" + kept[0].strip("\n") + "\n")
+PY
 mv "$OUT.tmp" "$OUT"
 cat "$OUT"
