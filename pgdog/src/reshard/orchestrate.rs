@@ -504,7 +504,9 @@ pub fn reverse_hint(o: &ReshardOptions, slot: &str) -> String {
          roll back (clients move to the old shards again):\n  \
          pgdog cutover --from-database {from} --to-database {to} --publication {p} --slot {slot} --admin-url URL\n\
          or make the move final (drops the slots and progress tables):\n  \
-         pgdog reshard --abort --from-database {from} --to-database {to} --slot {slot}",
+         pgdog reshard --abort --from-database {from} --to-database {to} --slot {slot}\n\
+         and after a move of buckets within the same servers, delete the moved rows from \
+         their old shards:\n  pgdog cleanup --database {from} --delete",
         from = o.databases.from,
         to = o.databases.to,
         p = o.publication,
