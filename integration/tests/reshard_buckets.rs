@@ -159,6 +159,17 @@ fn adding_a_shard_moves_only_its_buckets() {
     .output()
     .unwrap();
     assert!(!crashed.status.success(), "{}", text(&crashed));
+    // The dead replay's walsenders end on their own; a replay started before would find its
+    // slot in use.
+    for s in 0..2 {
+        wait_until(
+            "the crashed replay's slot to be released",
+            std::time::Duration::from_secs(30),
+            std::time::Duration::from_millis(20),
+            || Ok(!reshard_common::slot_active(topo.shard(s), "s1")),
+        )
+        .unwrap();
+    }
     replay_applies(&dir, &topo, "s1", &until_text);
 
     // The new shard holds exactly the source's rows of its buckets, and the same kinds.
