@@ -191,36 +191,6 @@ async fn sample_bounds(
     Ok(bounds)
 }
 
-/// The progress rows of `key` on each destination shard: (table name, has a watermark).
-async fn progress_rows(
-    dests: &[ServerTarget],
-    key: &str,
-) -> Result<Vec<Vec<(String, bool)>>, CopyDataError> {
-    let sql = format!(
-        "SELECT table_name, (watermark IS NOT NULL)::text FROM pgdog_reshard_progress \
-          WHERE slot = {}",
-        literal(key)
-    );
-    let mut out = Vec::with_capacity(dests.len());
-    for t in dests {
-        let mut server = connect(t).await?;
-        let rows = server
-            .query_rows(&sql)
-            .await
-            .map_err(server_err(&t.addr(), "reading the copy progress"))?;
-        server.terminate().await;
-        out.push(
-            rows.into_iter()
-                .filter_map(|r| match r.as_slice() {
-                    [Some(name), Some(done)] => Some((name.clone(), done == "true")),
-                    _ => None,
-                })
-                .collect(),
-        );
-    }
-    Ok(out)
-}
-
 /// Writes the ranges' rows (no watermark yet) to every destination shard.
 async fn record_plan(
     dests: &[ServerTarget],
@@ -258,25 +228,25 @@ pub(super) async fn split_by_key(
     slot: &str,
     split_bytes: u64,
 ) -> Result<Vec<Job>, CopyDataError> {
-    let mut progress: HashMap<usize, Vec<Vec<(String, bool)>>> = HashMap::new();
+    let mut progress: HashMap<usize, Vec<Vec<ProgressRow>>> = HashMap::new();
     let mut out = Vec::with_capacity(jobs.len());
     for job in jobs {
         let key = progress_key(slot, job.source_shard);
         let rows = match progress.entry(job.source_shard) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(progress_rows(dests, &key).await?)
+                e.insert(progress_rows(dests, std::slice::from_ref(&key)).await?)
             }
         };
         let table = job.display();
-        if rows.iter().flatten().any(|(name, _)| *name == table) {
+        if rows.iter().flatten().any(|(_, name, _)| *name == table) {
             out.push(job);
             continue;
         }
         let mut planned: Vec<KeyRange> = rows
             .iter()
             .flatten()
-            .filter_map(|(name, _)| KeyRange::parse(&table, name))
+            .filter_map(|(_, name, _)| KeyRange::parse(&table, name))
             .collect();
         planned.sort_by_key(|r| r.lo);
         planned.dedup();

@@ -167,19 +167,23 @@ pub(crate) fn source_shards(
         .collect())
 }
 
-/// The `(progress key, table)` watermark rows on each destination shard.
-pub(crate) async fn copied_tables(
+/// One row of `pgdog_reshard_progress`: progress key, table (or key range) name, and whether
+/// its copy committed (a watermark; a key range only planned has none).
+pub(crate) type ProgressRow = (String, String, bool);
+
+/// The progress rows of `keys` on each destination shard.
+pub(crate) async fn progress_rows(
     dests: &[ServerTarget],
     keys: &[String],
-) -> Result<Vec<HashSet<(String, String)>>, CopyDataError> {
+) -> Result<Vec<Vec<ProgressRow>>, CopyDataError> {
     let keys = keys
         .iter()
         .map(|k| literal(k))
         .collect::<Vec<_>>()
         .join(", ");
     let sql = format!(
-        "SELECT slot, table_name FROM pgdog_reshard_progress \
-         WHERE slot IN ({keys}) AND watermark IS NOT NULL"
+        "SELECT slot, table_name, (watermark IS NOT NULL)::text FROM pgdog_reshard_progress \
+         WHERE slot IN ({keys})"
     );
     let mut out = Vec::with_capacity(dests.len());
     for t in dests {
@@ -192,11 +196,28 @@ pub(crate) async fn copied_tables(
         out.push(
             rows.into_iter()
                 .filter_map(|r| match r.as_slice() {
-                    [Some(k), Some(t)] => Some((k.clone(), t.clone())),
+                    [Some(k), Some(t), Some(done)] => Some((k.clone(), t.clone(), done == "true")),
                     _ => None,
                 })
                 .collect(),
         );
     }
     Ok(out)
+}
+
+/// The `(progress key, table)` watermark rows on each destination shard (copies committed).
+pub(crate) async fn copied_tables(
+    dests: &[ServerTarget],
+    keys: &[String],
+) -> Result<Vec<HashSet<(String, String)>>, CopyDataError> {
+    Ok(progress_rows(dests, keys)
+        .await?
+        .into_iter()
+        .map(|rows| {
+            rows.into_iter()
+                .filter(|(_, _, done)| *done)
+                .map(|(k, t, _)| (k, t))
+                .collect()
+        })
+        .collect())
 }
